@@ -1,0 +1,77 @@
+/** The gateway's configuration after schema validation and defaults (see src/config/schema.ts). */
+export interface GatewayConfig {
+  /** Listening port (env GATEWAY_PORT). */
+  port: number;
+  /** Listening address. */
+  host: string;
+  /** Worker processes; 0 means one per CPU (env GATEWAY_WORKERS). */
+  workers: number;
+  /** Name used in `Via: 1.1 <name>` and in logs. */
+  name: string;
+  /** pino level (env GATEWAY_LOG_LEVEL). */
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** How many trailing X-Forwarded-For hops are trusted when reporting a client address. */
+  trustProxies: number;
+  paths: { healthcheck: string; metrics: string; spec: string };
+  upstreams: UpstreamConfig[];
+  upstreamWeighting: { stepCount: number; stepDurationMs: number };
+  timeouts: {
+    /** Upstream must start answering (headers) within this; else 504. */
+    upstreamMs: number;
+    /** TCP connect to an upstream. */
+    connectMs: number;
+    /** Client must send the whole request head + body within this; uWS also closes idle sockets. */
+    clientRequestMs: number;
+    /** SIGTERM/SIGINT: how long in-flight requests may take before the process exits anyway. */
+    shutdownGraceMs: number;
+  };
+  limits: {
+    /** Request body bytes; larger is 413. */
+    maxBodyBytes: number;
+    /** Request header bytes (all names + values); larger is 431. */
+    maxHeaderBytes: number;
+  };
+  circuitBreaker: {
+    /** Consecutive failures that open a host's breaker. */
+    hostFailures: number;
+    /** Consecutive failures that open a host+endpoint breaker. */
+    endpointFailures: number;
+    /** How long an open breaker stays open before one trial request is let through. */
+    resetMs: number;
+  };
+  discovery: {
+    /** Timeout of one doc fetch. */
+    fetchTimeoutMs: number;
+    /** Attempts after the first before an upstream is marked failed. */
+    retries: number;
+    /** First back-off delay; doubles per retry. */
+    backoffMs: number;
+    /** Re-fetch every upstream doc this often; 0 disables re-discovery. */
+    refreshIntervalMs: number;
+  };
+  accessLog: { enabled: boolean };
+  metrics: { enabled: boolean };
+}
+
+export type ServiceType = 'swagger2' | 'openapi3' | 'static';
+
+export interface StaticEndpointConfig {
+  method: string;
+  path: string;
+  consumes?: string[];
+  produces?: string[];
+  'x-disabled-middleware'?: string[];
+  'x-disabled-listeners'?: string[];
+}
+
+export interface UpstreamConfig {
+  serviceType: ServiceType;
+  /** `http(s)://host:port`, no path, query, fragment or user info. Also the upstream's key. */
+  serviceLocation: string;
+  /** >= 0, default 1. */
+  weight: number;
+  /** Where the doc is fetched, default "/spec". */
+  specPath: string;
+  /** `static` upstreams only. */
+  endpoints?: StaticEndpointConfig[];
+}
