@@ -1,0 +1,146 @@
+import * as hdr from 'hdr-histogram-js';
+import type { Histogram } from 'hdr-histogram-js';
+import type { MetricsDelta, SeriesDelta } from './delta.js';
+import { decodeHistogram, histogramSettings, type Precision } from './histogram.js';
+import { toPrometheus } from './prometheus.js';
+import { REPORT_FIELDS, type LatencySummaryMs, type MetricsReport, type SeriesReport } from './report.js';
+
+export type { MetricsReport, SeriesReport, LatencySummaryMs } from './report.js';
+
+/** One series (overall, an upstream or an endpoint) summed over every delta of every worker. */
+class SeriesTotals {
+  private readonly histogram: Histogram;
+  private readonly byStatus = new Map<string, number>();
+  private requests = 0;
+  private latencySumMicros = 0;
+  private latencyMaxMicros = 0;
+
+  constructor(precision: Precision) {
+    this.histogram = hdr.build(histogramSettings(precision, false));
+  }
+
+  add(delta: SeriesDelta): void {
+    if (!(delta.requests > 0)) return;
+    this.requests += delta.requests;
+    for (const [status, count] of Object.entries(delta.byStatus)) {
+      this.byStatus.set(status, (this.byStatus.get(status) ?? 0) + count);
+    }
+    this.latencySumMicros += delta.latencySumMicros;
+    if (delta.latencyMaxMicros > this.latencyMaxMicros) this.latencyMaxMicros = delta.latencyMaxMicros;
+    if (delta.histogram !== '') this.histogram.add(decodeHistogram(delta.histogram));
+  }
+
+  report(): SeriesReport {
+    return { requests: this.requests, byStatus: this.statusCounts(), latencyMs: this.latency() };
+  }
+
+  statusCounts(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const status of [...this.byStatus.keys()].sort()) out[status] = this.byStatus.get(status)!;
+    return out;
+  }
+
+  latency(): LatencySummaryMs {
+    const count = this.histogram.totalCount;
+    if (count === 0) return { p50: 0, p90: 0, p99: 0, p999: 0, max: 0, mean: 0, count: 0, sum: 0 };
+    // HDR reports the top of a value's bucket; the exact max caps it so no percentile exceeds max.
+    const max = this.latencyMaxMicros;
+    const at = (percentile: number) => millis(Math.min(this.histogram.getValueAtPercentile(percentile), max));
+    return {
+      p50: at(50),
+      p90: at(90),
+      p99: at(99),
+      p999: at(99.9),
+      max: millis(max),
+      mean: millis(this.latencySumMicros / count),
+      count,
+      sum: millis(this.latencySumMicros),
+    };
+  }
+}
+
+function millis(micros: number): number {
+  return Math.round(micros) / 1000;
+}
+
+/** Primary side: merges every worker's deltas into the /metrics report. */
+export class MetricsAggregator {
+  private readonly startedAt: number;
+  private readonly overall = new SeriesTotals(3);
+  private readonly upstreams = new Map<string, SeriesTotals>();
+  private readonly endpoints = new Map<string, SeriesTotals>();
+  private readonly inFlightByWorker = new Map<number, number>();
+  /** Worker ids are never reused, so a late delta from a gone worker must not bring its gauge back. */
+  private readonly goneWorkers = new Set<number>();
+  private readonly extras = new Map<string, unknown>();
+  private workerCount = 0;
+
+  constructor(private readonly now: () => number = Date.now) {
+    this.startedAt = now();
+  }
+
+  /** Throws on something that is not a MetricsDelta (a worker bug), before counting any of it. */
+  addDelta(workerId: number, delta: MetricsDelta): void {
+    if (delta?.version !== 1 || typeof delta.overall !== 'object' || delta.overall === null) {
+      throw new TypeError(`worker ${workerId} sent something that is not a MetricsDelta`);
+    }
+    this.overall.add(delta.overall);
+    addAll(this.upstreams, delta.upstreams);
+    addAll(this.endpoints, delta.endpoints);
+    if (!this.goneWorkers.has(workerId)) this.inFlightByWorker.set(workerId, delta.inFlight);
+  }
+
+  /** Its counted requests stay; its in-flight gauge goes. */
+  workerGone(workerId: number): void {
+    this.goneWorkers.add(workerId);
+    this.inFlightByWorker.delete(workerId);
+  }
+
+  setWorkerCount(n: number): void {
+    this.workerCount = n;
+  }
+
+  /** Extra top-level report fields (e.g. lastReload, breakers); undefined removes one. */
+  setExtra(key: string, value: unknown): void {
+    if (REPORT_FIELDS.has(key)) throw new Error(`metrics extra "${key}" would replace a built-in field`);
+    if (value === undefined) this.extras.delete(key);
+    else this.extras.set(key, value);
+  }
+
+  report(): MetricsReport {
+    let inFlight = 0;
+    for (const n of this.inFlightByWorker.values()) inFlight += n;
+    const overall = this.overall.report();
+    const report: MetricsReport = {
+      uptimeSeconds: Math.round(this.now() - this.startedAt) / 1000,
+      workers: this.workerCount,
+      requests: { total: overall.requests, byStatus: overall.byStatus, inFlight },
+      latencyMs: overall.latencyMs,
+      upstreams: reportAll(this.upstreams),
+      endpoints: reportAll(this.endpoints),
+    };
+    for (const [key, value] of this.extras) report[key] = value;
+    return report;
+  }
+
+  prometheus(): string {
+    return toPrometheus(this.report());
+  }
+}
+
+function addAll(totals: Map<string, SeriesTotals>, deltas: Record<string, SeriesDelta>): void {
+  for (const [key, delta] of Object.entries(deltas)) {
+    let series = totals.get(key);
+    if (series === undefined) {
+      series = new SeriesTotals(2);
+      totals.set(key, series);
+    }
+    series.add(delta);
+  }
+}
+
+function reportAll(totals: Map<string, SeriesTotals>): Record<string, SeriesReport> {
+  const out: Record<string, SeriesReport> = {};
+  for (const key of [...totals.keys()].sort()) out[key] = totals.get(key)!.report();
+  return out;
+}

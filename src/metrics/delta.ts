@@ -1,0 +1,23 @@
+/** What one worker recorded since its previous delta: plain data, safe for JSON and structured clone. */
+export interface MetricsDelta {
+  version: 1;
+  /** Gauge: requests in flight in that worker now. */
+  inFlight: number;
+  overall: SeriesDelta;
+  /** Keyed by the upstream's serviceLocation; only series with requests in this delta. */
+  upstreams: Record<string, SeriesDelta>;
+  /** Keyed by route key, e.g. "GET /users/{id}"; only series with requests in this delta. */
+  endpoints: Record<string, SeriesDelta>;
+}
+
+export interface SeriesDelta {
+  requests: number;
+  /** Status code (as a string) to count; "0" gathers anything outside 100..599. */
+  byStatus: Record<string, number>;
+  /** Exact sum of the recorded latencies, in microseconds. */
+  latencySumMicros: number;
+  /** Exact largest recorded latency, in microseconds. */
+  latencyMaxMicros: number;
+  /** HDR histogram of latencies in microseconds (see histogram.ts encodeHistogram); "" when empty. */
+  histogram: string;
+}

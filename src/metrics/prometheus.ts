@@ -1,0 +1,131 @@
+import type { LatencySummaryMs, MetricsReport, SeriesReport } from './report.js';
+
+/** Prometheus text exposition format 0.0.4 of a /metrics report. */
+export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+const QUANTILES: ReadonlyArray<[string, keyof LatencySummaryMs]> = [
+  ['0.5', 'p50'],
+  ['0.9', 'p90'],
+  ['0.99', 'p99'],
+  ['0.999', 'p999'],
+];
+
+type Labels = ReadonlyArray<readonly [string, string]>;
+
+class Exposition {
+  private readonly lines: string[] = [];
+
+  family(name: string, type: 'counter' | 'gauge' | 'summary', help: string): void {
+    this.lines.push(`# HELP ${name} ${escapeHelp(help)}`, `# TYPE ${name} ${type}`);
+  }
+
+  sample(name: string, labels: Labels, value: number): void {
+    const labelText = labels.length === 0 ? '' : `{${labels.map(([k, v]) => `${k}="${escapeLabelValue(v)}"`).join(',')}}`;
+    this.lines.push(`${name}${labelText} ${formatValue(value)}`);
+  }
+
+  text(): string {
+    return this.lines.join('\n') + '\n';
+  }
+}
+
+export function toPrometheus(report: MetricsReport): string {
+  const out = new Exposition();
+  out.family('gateway_uptime_seconds', 'gauge', 'Seconds since the gateway started.');
+  out.sample('gateway_uptime_seconds', [], report.uptimeSeconds);
+  out.family('gateway_workers', 'gauge', 'Worker processes serving requests.');
+  out.sample('gateway_workers', [], report.workers);
+  out.family('gateway_in_flight_requests', 'gauge', 'Requests being served now, all workers.');
+  out.sample('gateway_in_flight_requests', [], report.requests.inFlight);
+
+  out.family('gateway_requests_total', 'counter', 'Requests completed, by status code.');
+  for (const [status, count] of Object.entries(report.requests.byStatus)) {
+    out.sample('gateway_requests_total', [['status', status]], count);
+  }
+  out.family('gateway_request_duration_seconds', 'summary', 'Request latency, all requests.');
+  summary(out, 'gateway_request_duration_seconds', [], report.latencyMs);
+
+  perSeries(out, 'upstream', 'upstream', 'Requests completed per upstream host', report.upstreams);
+  perSeries(out, 'endpoint', 'endpoint', 'Requests completed per endpoint (method and template)', report.endpoints);
+  breakerStates(out, report.breakers);
+  return out.text();
+}
+
+function perSeries(
+  out: Exposition,
+  prefix: string,
+  label: string,
+  help: string,
+  series: Record<string, SeriesReport>,
+): void {
+  const entries = Object.entries(series);
+  if (entries.length === 0) return;
+  const counter = `gateway_${prefix}_requests_total`;
+  out.family(counter, 'counter', `${help}, by status code.`);
+  for (const [key, s] of entries) {
+    for (const [status, count] of Object.entries(s.byStatus)) out.sample(counter, [[label, key], ['status', status]], count);
+  }
+  const duration = `gateway_${prefix}_request_duration_seconds`;
+  out.family(duration, 'summary', `Request latency per ${label}.`);
+  for (const [key, s] of entries) summary(out, duration, [[label, key]], s.latencyMs);
+}
+
+function summary(out: Exposition, name: string, labels: Labels, latency: LatencySummaryMs): void {
+  for (const [quantile, field] of QUANTILES) {
+    // An empty summary has no quantiles; Prometheus client libraries expose NaN for them.
+    out.sample(name, [...labels, ['quantile', quantile]], latency.count === 0 ? NaN : latency[field] / 1000);
+  }
+  out.sample(`${name}_sum`, labels, latency.sum / 1000);
+  out.sample(`${name}_count`, labels, latency.count);
+}
+
+interface BreakerLike {
+  upstream: string;
+  routeId: number | null;
+  state: string;
+  failures: number;
+}
+
+/** Exposes a `breakers` extra shaped like Breakers.snapshot(); anything else is left out. */
+function breakerStates(out: Exposition, breakers: unknown): void {
+  if (!Array.isArray(breakers) || breakers.length === 0 || !breakers.every(isBreakerLike)) return;
+  out.family('gateway_circuit_breaker_open', 'gauge', '1 when a breaker is open or half-open; route "" is the host breaker.');
+  for (const b of breakers) {
+    out.sample('gateway_circuit_breaker_open', breakerLabels(b), b.state === 'closed' ? 0 : 1);
+  }
+  out.family('gateway_circuit_breaker_failures', 'gauge', 'Consecutive failures counted by a breaker.');
+  for (const b of breakers) out.sample('gateway_circuit_breaker_failures', breakerLabels(b), b.failures);
+}
+
+function breakerLabels(b: BreakerLike): Labels {
+  return [
+    ['upstream', b.upstream],
+    ['route', b.routeId === null ? '' : String(b.routeId)],
+  ];
+}
+
+function isBreakerLike(value: unknown): value is BreakerLike {
+  if (typeof value !== 'object' || value === null) return false;
+  const b = value as Record<string, unknown>;
+  return (
+    typeof b.upstream === 'string' &&
+    (b.routeId === null || typeof b.routeId === 'number') &&
+    typeof b.state === 'string' &&
+    typeof b.failures === 'number'
+  );
+}
+
+function escapeLabelValue(value: string): string {
+  return value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
+}
+
+function escapeHelp(text: string): string {
+  return text.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
+}
+
+function formatValue(value: number): string {
+  if (Number.isNaN(value)) return 'NaN';
+  if (value === Infinity) return '+Inf';
+  if (value === -Infinity) return '-Inf';
+  return String(value);
+}

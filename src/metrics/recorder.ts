@@ -1,0 +1,121 @@
+import * as hdr from 'hdr-histogram-js';
+import type { Histogram } from 'hdr-histogram-js';
+import type { MetricsDelta, SeriesDelta } from './delta.js';
+import { clampLatency, encodeHistogram, histogramSettings, webAssemblyReady, type Precision } from './histogram.js';
+
+export type { MetricsDelta, SeriesDelta } from './delta.js';
+
+const STATUS_SLOTS = 600;
+
+/** Counts and latencies of one series (overall, one upstream or one endpoint) since the last delta. */
+class SeriesRecorder {
+  private readonly histogram: Histogram;
+  private readonly byStatus = new Uint32Array(STATUS_SLOTS);
+  private requests = 0;
+  private latencySumMicros = 0;
+  private latencyMaxMicros = 0;
+
+  constructor(precision: Precision, useWebAssembly: boolean) {
+    this.histogram = hdr.build(histogramSettings(precision, useWebAssembly));
+  }
+
+  get isEmpty(): boolean {
+    return this.requests === 0;
+  }
+
+  record(statusSlot: number, micros: number): void {
+    this.requests++;
+    this.byStatus[statusSlot]++;
+    this.latencySumMicros += micros;
+    if (micros > this.latencyMaxMicros) this.latencyMaxMicros = micros;
+    this.histogram.recordValue(micros);
+  }
+
+  takeDelta(): SeriesDelta {
+    const byStatus: Record<string, number> = {};
+    if (this.requests > 0) {
+      for (let status = 0; status < STATUS_SLOTS; status++) {
+        const count = this.byStatus[status];
+        if (count > 0) byStatus[status] = count;
+      }
+    }
+    const delta: SeriesDelta = {
+      requests: this.requests,
+      byStatus,
+      latencySumMicros: this.latencySumMicros,
+      latencyMaxMicros: this.latencyMaxMicros,
+      histogram: this.requests > 0 ? encodeHistogram(this.histogram) : '',
+    };
+    if (this.requests > 0) {
+      this.histogram.reset();
+      this.byStatus.fill(0);
+      this.requests = 0;
+      this.latencySumMicros = 0;
+      this.latencyMaxMicros = 0;
+    }
+    return delta;
+  }
+}
+
+export interface MetricsRecorderOptions {
+  /** Record with hdr-histogram-js's WebAssembly build (default: when available; ~6x faster than JS). */
+  useWebAssembly?: boolean;
+}
+
+/** Worker side: records each finished request; takeDelta() ships what changed to the primary. */
+export class MetricsRecorder {
+  private readonly useWebAssembly: boolean;
+  private readonly overall: SeriesRecorder;
+  private readonly upstreams = new Map<string, SeriesRecorder>();
+  private readonly endpoints = new Map<string, SeriesRecorder>();
+  private inFlight = 0;
+
+  constructor(options: MetricsRecorderOptions = {}) {
+    this.useWebAssembly = (options.useWebAssembly ?? true) && webAssemblyReady();
+    this.overall = new SeriesRecorder(3, this.useWebAssembly);
+  }
+
+  requestStarted(): void {
+    this.inFlight++;
+  }
+
+  /**
+   * @param routeKey e.g. "GET /users/{id}"; null for built-in endpoints and unrouted requests.
+   * @param upstream the serviceLocation the request went to; null when it went to none.
+   */
+  requestFinished(routeKey: string | null, upstream: string | null, status: number, latencyMicros: number): void {
+    if (this.inFlight > 0) this.inFlight--;
+    const statusSlot = status >= 100 && status < STATUS_SLOTS ? status | 0 : 0;
+    const micros = clampLatency(latencyMicros);
+    this.overall.record(statusSlot, micros);
+    if (upstream !== null) this.series(this.upstreams, upstream).record(statusSlot, micros);
+    if (routeKey !== null) this.series(this.endpoints, routeKey).record(statusSlot, micros);
+  }
+
+  takeDelta(): MetricsDelta {
+    return {
+      version: 1,
+      inFlight: this.inFlight,
+      overall: this.overall.takeDelta(),
+      upstreams: takeDeltas(this.upstreams),
+      endpoints: takeDeltas(this.endpoints),
+    };
+  }
+
+  private series(map: Map<string, SeriesRecorder>, key: string): SeriesRecorder {
+    let series = map.get(key);
+    if (series === undefined) {
+      series = new SeriesRecorder(2, this.useWebAssembly);
+      map.set(key, series);
+    }
+    return series;
+  }
+}
+
+function takeDeltas(map: Map<string, SeriesRecorder>): Record<string, SeriesDelta> {
+  const out: Record<string, SeriesDelta> = {};
+  for (const [key, series] of map) {
+    if (!series.isEmpty) out[key] = series.takeDelta();
+  }
+  return out;
+}
