@@ -1,0 +1,95 @@
+import { readFileSync } from 'node:fs';
+import { Ajv, type ValidateFunction } from 'ajv';
+import { configSchema } from './schema.js';
+import { describeSchemaErrors } from './schema-errors.js';
+import { parseConfigText } from './parse-json.js';
+import { readEnvOverrides } from './env.js';
+import { checkConfigRules } from './semantic-checks.js';
+import { normalizeServiceLocation } from './service-location.js';
+import type { ConfigProblem } from './problem.js';
+import type { GatewayConfig } from './types.js';
+
+export type { ConfigProblem } from './problem.js';
+
+/**
+ * A config that cannot be used. `file`, `pointer` and `reason` describe the first problem; `problems`
+ * lists all that were found (one message line each, `<file>: <pointer>: <reason>`).
+ */
+export class ConfigError extends Error {
+  readonly file: string;
+  readonly pointer: string;
+  readonly reason: string;
+  readonly line?: number;
+  readonly column?: number;
+  readonly problems: readonly ConfigProblem[];
+
+  constructor(file: string, problems: readonly ConfigProblem[]) {
+    super(problems.map((problem) => formatProblem(file, problem)).join('\n'));
+    this.name = 'ConfigError';
+    this.file = file;
+    this.problems = problems;
+    this.pointer = problems[0].pointer;
+    this.reason = problems[0].reason;
+    this.line = problems[0].line;
+    this.column = problems[0].column;
+  }
+}
+
+function formatProblem(file: string, problem: ConfigProblem): string {
+  if (problem.pointer !== '') return `${file}: ${problem.pointer}: ${problem.reason}`;
+  if (problem.line !== undefined) return `${file}:${problem.line}:${problem.column}: ${problem.reason}`;
+  return `${file}: ${problem.reason}`;
+}
+
+let validateSchema: ValidateFunction | undefined;
+
+/**
+ * Parses and checks a config file's text, applies the environment overrides and returns a fully
+ * defaulted config. Throws ConfigError. `text` is JSON; `//` and `/* *\/` comments are allowed.
+ */
+export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv = {}): GatewayConfig {
+  const parsed = parseConfigText(text);
+  if ('problem' in parsed) throw new ConfigError(file, [parsed.problem]);
+
+  // parseConfigText built a fresh value, so ajv filling in defaults mutates nothing of the caller's.
+  const config = parsed.value;
+  const explicitPathKeys = new Set(Object.keys(pathsInFile(config)));
+  validateSchema ??= new Ajv({ allErrors: true, useDefaults: true, verbose: true }).compile(configSchema);
+  if (!validateSchema(config)) throw new ConfigError(file, describeSchemaErrors(validateSchema.errors ?? []));
+  const valid = config as GatewayConfig;
+
+  const overrides = readEnvOverrides(env);
+  if (overrides.problems.length > 0) throw new ConfigError(file, overrides.problems);
+  Object.assign(valid, overrides.values);
+
+  const ruleProblems = checkConfigRules(valid, explicitPathKeys);
+  if (ruleProblems.length > 0) throw new ConfigError(file, ruleProblems);
+  return normalize(valid);
+}
+
+/** Reads and parses a config file (see parseConfig). */
+export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory, not a file' : (error as Error).message;
+    throw new ConfigError(file, [{ pointer: '', reason: `cannot read the config: ${reason}` }]);
+  }
+  return parseConfig(text, file, env);
+}
+
+function pathsInFile(config: unknown): object {
+  const paths = (config as { paths?: unknown } | null)?.paths;
+  return typeof paths === 'object' && paths !== null ? paths : {};
+}
+
+function normalize(config: GatewayConfig): GatewayConfig {
+  for (const upstream of config.upstreams) {
+    const checked = normalizeServiceLocation(upstream.serviceLocation);
+    if ('origin' in checked) upstream.serviceLocation = checked.origin;
+    for (const endpoint of upstream.endpoints ?? []) endpoint.method = endpoint.method.toUpperCase();
+  }
+  return config;
+}

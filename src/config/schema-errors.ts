@@ -1,0 +1,110 @@
+import type { ErrorObject } from 'ajv';
+import { BUILTIN_PATH_PATTERN, METHOD_PATTERN, NAME_PATTERN, SPEC_PATH_PATTERN, configSchema } from './schema.js';
+import { closestMatch } from './suggest.js';
+import { escapePointerToken, shown, type ConfigProblem } from './problem.js';
+
+const PATTERN_REASONS: Record<string, string> = {
+  [BUILTIN_PATH_PATTERN]: 'must start with "/" and hold no query, fragment or whitespace',
+  [SPEC_PATH_PATTERN]: 'must start with "/" and hold no fragment or whitespace',
+  [METHOD_PATTERN]: 'must be an HTTP method like "GET"',
+};
+// NAME_PATTERN is the same token rule as METHOD_PATTERN; the key decides the wording.
+const NAME_REASON = 'must be a single HTTP token (letters, digits, "-", "_", "."; no spaces), as it goes in the Via header';
+
+const TYPE_NAMES: Record<string, string> = {
+  integer: 'an integer',
+  number: 'a number',
+  string: 'a string',
+  boolean: 'true or false',
+  object: 'an object',
+  array: 'an array',
+};
+
+/** Turns ajv's errors into `pointer: reason` problems an operator can act on. */
+export function describeSchemaErrors(errors: readonly ErrorObject[]): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const seen = new Set<string>();
+  for (const error of errors) {
+    const problem = describe(error);
+    if (!problem) continue;
+    const key = `${problem.pointer}\n${problem.reason}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    problems.push(problem);
+  }
+  return problems;
+}
+
+function describe(error: ErrorObject): ConfigProblem | undefined {
+  const pointer = error.instancePath;
+  const params = error.params as Record<string, unknown>;
+  const got = `(got ${shown(error.data)})`;
+  switch (error.keyword) {
+    case 'if':
+      return undefined; // the failing branch reports its own error
+    case 'additionalProperties': {
+      const key = String(params.additionalProperty);
+      const known = Object.keys((error.parentSchema as { properties?: object })?.properties ?? {});
+      return { pointer: `${pointer}/${escapePointerToken(key)}`, reason: `unknown key "${key}"${keyHint(key, known)}` };
+    }
+    case 'required': {
+      const key = String(params.missingProperty);
+      const reason = key === 'endpoints' ? 'is required when serviceType is "static"' : 'is required';
+      return { pointer: `${pointer}/${escapePointerToken(key)}`, reason };
+    }
+    case 'false schema':
+      if (pointer.endsWith('/endpoints')) {
+        return { pointer, reason: 'only "static" upstreams take endpoints; the others list theirs in the doc at specPath' };
+      }
+      return { pointer, reason: 'is not allowed here' };
+    case 'type':
+      return { pointer, reason: `must be ${TYPE_NAMES[String(params.type)] ?? String(params.type)} ${got}` };
+    case 'minimum':
+    case 'maximum':
+    case 'exclusiveMinimum':
+    case 'exclusiveMaximum':
+      return { pointer, reason: `must be ${String(params.comparison)} ${String(params.limit)} ${got}` };
+    case 'enum': {
+      const allowed = (params.allowedValues as unknown[]).map((v) => JSON.stringify(v));
+      const guess = typeof error.data === 'string' ? closestMatch(error.data, params.allowedValues as string[]) : undefined;
+      return {
+        pointer,
+        reason: `must be one of ${allowed.join(', ')} ${got}${guess ? ` (did you mean "${guess}"?)` : ''}`,
+      };
+    }
+    case 'pattern': {
+      const isName = pointer === '/name' && params.pattern === NAME_PATTERN;
+      const reason = isName ? NAME_REASON : (PATTERN_REASONS[String(params.pattern)] ?? `must match ${String(params.pattern)}`);
+      return { pointer, reason: `${reason} ${got}` };
+    }
+    case 'minLength':
+      return { pointer, reason: 'must not be empty' };
+    case 'minItems':
+      return { pointer, reason: `must list at least ${String(params.limit)} item${params.limit === 1 ? '' : 's'}` };
+    default:
+      return { pointer, reason: `${error.message ?? 'is invalid'} ${got}` };
+  }
+}
+
+function keyHint(key: string, knownHere: readonly string[]): string {
+  const typo = closestMatch(key, knownHere);
+  if (typo) return ` (did you mean "${typo}"?)`;
+  const elsewhere = KEY_LOCATIONS.get(key.toLowerCase());
+  if (elsewhere) return ` (a key of that name belongs in ${elsewhere.map((where) => `"${where}"`).join(' or ')})`;
+  return knownHere.length > 0 ? `; known keys here: ${knownHere.join(', ')}` : '';
+}
+
+/** key (lower-cased) -> where it belongs, e.g. "fetchtimeoutms" -> ["discovery"]. */
+const KEY_LOCATIONS = collectKeyLocations(configSchema, '');
+
+function collectKeyLocations(schema: unknown, where: string, into = new Map<string, string[]>()): Map<string, string[]> {
+  const node = schema as { properties?: Record<string, unknown>; items?: unknown };
+  for (const [key, child] of Object.entries(node.properties ?? {})) {
+    const list = into.get(key.toLowerCase()) ?? [];
+    list.push(where === '' ? '(top level)' : where);
+    into.set(key.toLowerCase(), list);
+    collectKeyLocations(child, where === '' ? key : `${where}.${key}`, into);
+  }
+  if (node.items) collectKeyLocations(node.items, `${where}[]`, into);
+  return into;
+}

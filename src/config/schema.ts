@@ -1,0 +1,258 @@
+/**
+ * JSON Schema (draft-07) of the gateway config file. ajv fills the defaults; rules a schema cannot say
+ * well (URL shape, duplicates) live in ./semantic-checks.ts. Every key has a `description`: the README's
+ * config reference is generated from them.
+ */
+
+const KIB = 1024;
+const MIB = 1024 * KIB;
+
+/** Media types and ids lists share this shape. */
+const stringList = (description: string) => ({
+  type: 'array',
+  items: { type: 'string', minLength: 1 },
+  description,
+});
+
+const nonNegativeInteger = (description: string, defaultValue: number) => ({
+  type: 'integer',
+  minimum: 0,
+  default: defaultValue,
+  description,
+});
+
+const positiveInteger = (description: string, defaultValue: number) => ({
+  type: 'integer',
+  minimum: 1,
+  default: defaultValue,
+  description,
+});
+
+/** A built-in endpoint path: absolute, no query or fragment. */
+export const BUILTIN_PATH_PATTERN = '^/[^?#\\s]*$';
+/** An HTTP method token (RFC 9110 `token`). */
+export const METHOD_PATTERN = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
+/** `Via: 1.1 <name>` needs a token. */
+export const NAME_PATTERN = METHOD_PATTERN;
+/** Where a doc is fetched: an absolute path, a query allowed (e.g. `/v2/api-docs?group=public`). */
+export const SPEC_PATH_PATTERN = '^/[^#\\s]*$';
+
+const builtinPath = (description: string, defaultValue: string) => ({
+  type: 'string',
+  pattern: BUILTIN_PATH_PATTERN,
+  default: defaultValue,
+  description,
+});
+
+const staticEndpointSchema = {
+  type: 'object',
+  description: 'One endpoint of a `static` upstream.',
+  additionalProperties: false,
+  required: ['method', 'path'],
+  properties: {
+    method: {
+      type: 'string',
+      pattern: METHOD_PATTERN,
+      description: 'HTTP method, any case (upper-cased when loaded), e.g. "GET".',
+    },
+    path: {
+      type: 'string',
+      description:
+        'Path template, e.g. "/user/{id}" (forms: literal, {name}, {.name}, {name: regex}, {+name}). ' +
+        'Checked by the routing compiler, which names the upstream when a template is bad.',
+    },
+    consumes: stringList('Media types the endpoint accepts as request bodies; absent or empty means anything.'),
+    produces: stringList('Media types the endpoint can answer with; absent or empty means anything.'),
+    'x-disabled-middleware': stringList('Ids of middleware not run for this endpoint.'),
+    'x-disabled-listeners': stringList('Ids of listeners not run for this endpoint (e.g. "accessLog").'),
+  },
+} as const;
+
+const upstreamSchema = {
+  type: 'object',
+  description: 'One upstream service and how it declares its endpoints.',
+  additionalProperties: false,
+  required: ['serviceType', 'serviceLocation'],
+  properties: {
+    serviceType: {
+      type: 'string',
+      enum: ['swagger2', 'openapi3', 'static'],
+      description:
+        '"swagger2": a Swagger 2.0 JSON doc is fetched from specPath; "openapi3": an OpenAPI 3.x JSON doc is ' +
+        'fetched from specPath; "static": the endpoints are listed inline in `endpoints`.',
+    },
+    serviceLocation: {
+      type: 'string',
+      minLength: 1,
+      description:
+        'Where the upstream listens: "http://host:port" or "https://host:port" (port optional, defaults by ' +
+        'scheme). No user info, path, query or fragment; a lone trailing "/" is accepted and dropped. ' +
+        'Normalized to its origin (lower-case host, default port dropped). Also the upstream\'s key: no two ' +
+        'upstreams may share one.',
+    },
+    weight: {
+      type: 'integer',
+      minimum: 0,
+      default: 1,
+      description:
+        'Share of the traffic among equivalent endpoints (smooth weighted round-robin). 0 means "only when no ' +
+        'host of weight > 0 can serve".',
+    },
+    specPath: {
+      type: 'string',
+      pattern: SPEC_PATH_PATTERN,
+      default: '/spec',
+      description: 'Path (and optional query) the doc is fetched from, relative to serviceLocation. Ignored by "static".',
+    },
+    endpoints: {
+      type: 'array',
+      minItems: 1,
+      items: staticEndpointSchema,
+      description: 'Required for "static" upstreams and refused for the others (their doc lists the endpoints).',
+    },
+  },
+  if: { properties: { serviceType: { const: 'static' } }, required: ['serviceType'] },
+  then: { required: ['endpoints'] },
+  else: { properties: { endpoints: false } },
+} as const;
+
+export const configSchema = {
+  $schema: 'http://json-schema.org/draft-07/schema#',
+  $id: 'https://specgate.dev/schemas/config.json',
+  title: 'specgate configuration',
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    port: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 65535,
+      default: 8080,
+      description: 'Listening port; 0 picks a free one (env GATEWAY_PORT).',
+    },
+    host: { type: 'string', minLength: 1, default: '0.0.0.0', description: 'Listening address.' },
+    workers: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 1024,
+      default: 0,
+      description: 'Worker processes; 0 means one per CPU (env GATEWAY_WORKERS).',
+    },
+    name: {
+      type: 'string',
+      pattern: NAME_PATTERN,
+      default: 'specgate',
+      description: 'Name used in `Via: 1.1 <name>` and in logs; a single HTTP token (no spaces).',
+    },
+    logLevel: {
+      type: 'string',
+      enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+      default: 'info',
+      description: 'Log level (env GATEWAY_LOG_LEVEL).',
+    },
+    trustProxies: nonNegativeInteger(
+      'How many trailing X-Forwarded-For hops are trusted when the gateway reports a client address.',
+      0,
+    ),
+    paths: {
+      type: 'object',
+      description: 'Paths of the built-in endpoints; they win over any upstream endpoint with the same path. Must be pairwise distinct.',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        healthcheck: builtinPath('Health report: 503 while starting, then 200.', '/healthcheck'),
+        metrics: builtinPath('Metrics report (JSON, merged across workers).', '/metrics'),
+        spec: builtinPath('Combined Swagger 2.0 doc of every ready upstream.', '/spec'),
+      },
+    },
+    upstreams: {
+      type: 'array',
+      default: [],
+      items: upstreamSchema,
+      description: 'The upstream services. Two with the same serviceLocation are refused.',
+    },
+    upstreamWeighting: {
+      type: 'object',
+      description: 'How a weight change is phased in.',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        stepCount: positiveInteger('A weight moves from its current to its new value in this many steps.', 100),
+        stepDurationMs: nonNegativeInteger('Time between two weight steps, in ms.', 6000),
+      },
+    },
+    timeouts: {
+      type: 'object',
+      description: 'Time limits, in ms.',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        upstreamMs: positiveInteger('Upstream must start answering (headers) within this; else 504.', 30000),
+        connectMs: positiveInteger('TCP connect to an upstream.', 5000),
+        clientRequestMs: positiveInteger('Client must send the whole request head and body within this.', 30000),
+        shutdownGraceMs: nonNegativeInteger(
+          'SIGTERM/SIGINT: how long in-flight requests may take before the process exits anyway.',
+          10000,
+        ),
+      },
+    },
+    limits: {
+      type: 'object',
+      description: 'Request size limits, in bytes.',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        maxBodyBytes: nonNegativeInteger('Request body bytes; larger is 413.', 10 * MIB),
+        maxHeaderBytes: positiveInteger('Request header bytes (all names and values); larger is 431.', 16 * KIB),
+      },
+    },
+    circuitBreaker: {
+      type: 'object',
+      description: 'Stops sending to a failing host or host+endpoint for a while. A 5xx or a timeout is a failure.',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        hostFailures: positiveInteger("Consecutive failures that open a host's breaker.", 50),
+        endpointFailures: positiveInteger('Consecutive failures that open a host+endpoint breaker.', 25),
+        resetMs: positiveInteger('How long an open breaker stays open before one trial request is let through.', 10000),
+      },
+    },
+    discovery: {
+      type: 'object',
+      description: 'Fetching the upstream docs.',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        fetchTimeoutMs: positiveInteger('Timeout of one doc fetch (connect, headers and body).', 5000),
+        retries: nonNegativeInteger('Attempts after the first before an upstream is marked failed.', 5),
+        backoffMs: nonNegativeInteger('First back-off delay before a retry; doubles per retry.', 200),
+        refreshIntervalMs: nonNegativeInteger('Re-fetch every upstream doc this often; 0 disables re-discovery.', 30000),
+      },
+    },
+    accessLog: {
+      type: 'object',
+      description: 'The access log listener.',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        enabled: { type: 'boolean', default: true, description: 'Log one line per proxied request.' },
+      },
+    },
+    metrics: {
+      type: 'object',
+      description: 'Request metrics.',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        enabled: { type: 'boolean', default: true, description: 'Collect metrics and serve them at paths.metrics.' },
+      },
+    },
+  },
+} as const;
+
+/** Environment variables that override a top-level key; validated by that key's schema. */
+export const ENV_OVERRIDES = {
+  GATEWAY_PORT: 'port',
+  GATEWAY_WORKERS: 'workers',
+  GATEWAY_LOG_LEVEL: 'logLevel',
+} as const;

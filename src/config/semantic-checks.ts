@@ -1,0 +1,58 @@
+import type { GatewayConfig } from './types.js';
+import { normalizeServiceLocation } from './service-location.js';
+import type { ConfigProblem } from './problem.js';
+
+/** Rules beyond the schema; `config` has passed the schema and holds its defaults. */
+export function checkConfigRules(config: GatewayConfig, explicitPathKeys: ReadonlySet<string>): ConfigProblem[] {
+  return [...checkUpstreams(config), ...checkBuiltinPaths(config, explicitPathKeys)];
+}
+
+function checkUpstreams(config: GatewayConfig): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const firstIndexByOrigin = new Map<string, number>();
+  config.upstreams.forEach((upstream, index) => {
+    const pointer = `/upstreams/${index}/serviceLocation`;
+    const checked = normalizeServiceLocation(upstream.serviceLocation);
+    if ('reason' in checked) {
+      problems.push({ pointer, reason: checked.reason });
+      return;
+    }
+    const first = firstIndexByOrigin.get(checked.origin);
+    if (first !== undefined) {
+      problems.push({
+        pointer,
+        reason:
+          `${JSON.stringify(upstream.serviceLocation)} is the same upstream as /upstreams/${first} ` +
+          `(${JSON.stringify(config.upstreams[first].serviceLocation)}); each serviceLocation may appear once`,
+      });
+      return;
+    }
+    firstIndexByOrigin.set(checked.origin, index);
+  });
+  return problems;
+}
+
+/**
+ * Built-in paths are compared as the router sees them: one trailing slash does not make a path
+ * different. A clash is reported on the key the file set, not on the one left at its default.
+ */
+function checkBuiltinPaths(config: GatewayConfig, explicitKeys: ReadonlySet<string>): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const ownerByPath = new Map<string, string>();
+  const paths = config.paths as Record<string, string>;
+  for (const [key, path] of Object.entries(paths)) {
+    const routed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+    const owner = ownerByPath.get(routed);
+    if (owner === undefined) {
+      ownerByPath.set(routed, key);
+      continue;
+    }
+    const [blamed, other] = explicitKeys.has(key) ? [key, owner] : [owner, key];
+    const otherText = `paths.${other}${explicitKeys.has(other) ? '' : ' (by default)'}`;
+    problems.push({
+      pointer: `/paths/${blamed}`,
+      reason: `${JSON.stringify(paths[blamed])} is also ${otherText}; each built-in endpoint needs its own path`,
+    });
+  }
+  return problems;
+}
