@@ -1,10 +1,86 @@
-// API STUB — being implemented with the routing engine.
 /**
- * Normalize a raw request path (no query): RFC 3986 dot-segment removal, percent-encoded unreserved
- * characters decoded, `%2F` kept encoded, one trailing slash removed unless the path is "/".
- * Returns null when the request must be refused with 400 (invalid percent-encoding, `..` above root,
- * not starting with "/").
+ * Request path normalization (contract section 7), done before routing; the normalized path is also
+ * what is forwarded upstream.
+ *
+ * - percent-encoded unreserved characters (ALPHA DIGIT - . _ ~) are decoded, other escapes are kept
+ *   with upper-case hex, so `%2F` never splits a segment;
+ * - dot-segments are removed (RFC 3986 5.2.4) after that decoding, so `%2E%2E` cannot sneak past;
+ * - one trailing slash is removed unless the path is "/".
+ *
+ * Returns null for what must be a 400: no leading "/", a malformed escape, `..` above the root.
  */
 export function normalizePath(raw: string): string | null {
-  return raw;
+  if (raw.charCodeAt(0) !== 0x2f) return null;
+  // Fast path, no allocation: nothing to decode and no dot-segment.
+  if (raw.indexOf('%') === -1 && !hasDotSegment(raw)) return dropTrailingSlash(raw);
+  const decoded = normalizeLiteral(raw);
+  if (decoded === null) return null;
+  const resolved = removeDotSegments(decoded);
+  return resolved === null ? null : dropTrailingSlash(resolved);
+}
+
+/** Decode escapes of unreserved characters, upper-case the rest; null on a malformed escape. */
+export function normalizeLiteral(text: string): string | null {
+  if (text.indexOf('%') === -1) return text;
+  let out = '';
+  let from = 0;
+  for (let i = text.indexOf('%'); i !== -1; i = text.indexOf('%', i)) {
+    const hi = hexValue(text.charCodeAt(i + 1));
+    const lo = hexValue(text.charCodeAt(i + 2));
+    if (hi < 0 || lo < 0) return null;
+    const code = hi * 16 + lo;
+    out += text.slice(from, i) + (isUnreserved(code) ? String.fromCharCode(code) : '%' + text.slice(i + 1, i + 3).toUpperCase());
+    i += 3;
+    from = i;
+  }
+  return out + text.slice(from);
+}
+
+function hasDotSegment(path: string): boolean {
+  for (let i = path.indexOf('/.'); i !== -1; i = path.indexOf('/.', i + 1)) {
+    const next = path.charCodeAt(i + 2);
+    if (Number.isNaN(next) || next === 0x2f) return true; // "/." segment
+    if (next === 0x2e) {
+      const after = path.charCodeAt(i + 3);
+      if (Number.isNaN(after) || after === 0x2f) return true; // "/.." segment
+    }
+  }
+  return false;
+}
+
+/** Segment-wise RFC 3986 dot-segment removal that refuses to climb above the root. */
+function removeDotSegments(path: string): string | null {
+  const input = path.split('/'); // input[0] is "" (leading slash)
+  const output: string[] = [];
+  const last = input.length - 1;
+  for (let i = 1; i <= last; i++) {
+    const segment = input[i];
+    if (segment === '.') {
+      if (i === last) output.push('');
+    } else if (segment === '..') {
+      if (output.length === 0) return null;
+      output.pop();
+      if (i === last) output.push('');
+    } else {
+      output.push(segment);
+    }
+  }
+  return '/' + output.join('/');
+}
+
+function dropTrailingSlash(path: string): string {
+  return path.length > 1 && path.charCodeAt(path.length - 1) === 0x2f ? path.slice(0, -1) : path;
+}
+
+function hexValue(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  if (c >= 0x41 && c <= 0x46) return c - 0x37;
+  if (c >= 0x61 && c <= 0x66) return c - 0x57;
+  return -1;
+}
+
+function isUnreserved(c: number): boolean {
+  return (
+    (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2e || c === 0x5f || c === 0x7e
+  );
 }

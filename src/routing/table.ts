@@ -1,4 +1,9 @@
-// API STUB — being implemented (routing engine). Signatures are the contract other parts code against.
+import { formatAllow } from './methods.js';
+import { TargetNegotiation } from './negotiate.js';
+import { compareSpecificity } from './specificity.js';
+import { compileSegmentRegex, type SegmentRegex } from './segment-regex.js';
+import { parseTemplate, TemplateSyntaxError, type ParsedTemplate } from './template.js';
+import { NodeKind, Trie, TrieBuilder, TrieNode } from './trie.js';
 import type { EndpointDetails, RouteEntry, TemplateProblem } from './types.js';
 
 /** One endpoint inside an equivalence group: which upstream serves it and what it declared. */
@@ -10,13 +15,14 @@ export interface RouteTarget extends EndpointDetails {
 
 /** An equivalence group: every endpoint with the same method and canonical template. */
 export interface Route {
-  /** Dense index, stable for the life of one compiled table (use it to key per-route state). */
+  /** Dense index in specificity order, stable for the life of one compiled table. */
   readonly id: number;
   readonly method: string;
-  /** The template as first declared (used in metrics/logs as the endpoint's name). */
+  /** The template as first declared (the endpoint's name in metrics and logs). */
   readonly template: string;
   readonly canonical: string;
   readonly targets: readonly RouteTarget[];
+  readonly paramNames: readonly string[];
 }
 
 export interface Selection {
@@ -33,42 +39,263 @@ export interface Selection {
   headAsGet: boolean;
 }
 
-export type TransferableTable = { readonly version: 1 } & Record<string, unknown>;
+export function emptySelection(): Selection {
+  return { status: 404, route: null, targets: [], allow: '', autoOptions: false, headAsGet: false };
+}
+
+interface CompiledRoute extends Route {
+  readonly negotiation: TargetNegotiation;
+}
+
+/**
+ * The compiled table's plain-data form: JSON- and structured-clone-safe, so the primary can compile
+ * and each worker rebuild without parsing or sorting a template again.
+ */
+export interface TransferableTable {
+  readonly version: 1;
+  readonly entryCount: number;
+  /** [method, template, canonical, paramNames, targets] per route, in id order. */
+  readonly routes: ReadonlyArray<readonly [string, string, string, readonly string[], readonly TransferableTarget[]]>;
+  /** Per method: its trie's nodes in id order (id 0 is the root). */
+  readonly tries: Readonly<Record<string, readonly TransferableNode[]>>;
+}
+type TransferableTarget = readonly [string, string, readonly string[], readonly string[], readonly string[], readonly string[]];
+/** [kind, prefix, regexSource, terminal, routeId, staticChildIds, varChildIds] */
+type TransferableNode = readonly [number, string, string, number, number, readonly number[], readonly number[]];
+
+const SHARED_EMPTY: readonly RouteTarget[] = [];
 
 export class RoutingTable {
-  static compile(_entries: readonly RouteEntry[]): { table: RoutingTable; problems: TemplateProblem[] } {
-    throw new Error('not implemented yet');
+  private lastTrie: Trie | null = null;
+  private lastRoute: CompiledRoute | null = null;
+
+  private constructor(
+    private readonly compiledRoutes: readonly CompiledRoute[],
+    private readonly tries: ReadonlyMap<string, Trie>,
+    readonly size: number,
+  ) {}
+
+  static compile(entries: readonly RouteEntry[]): { table: RoutingTable; problems: TemplateProblem[] } {
+    const problems: TemplateProblem[] = [];
+    const parsed = new Map<string, ParsedTemplate>();
+    const groups = new Map<string, { method: string; template: ParsedTemplate; targets: RouteTarget[] }>();
+    let accepted = 0;
+    for (const entry of entries) {
+      const method = entry.method.toUpperCase();
+      const problem = (reason: string): void => {
+        problems.push({ upstream: entry.upstream, method, template: entry.template, reason, message: `upstream ${entry.upstream}: template "${entry.template}" (${method}): ${reason}` });
+      };
+      if (!/^[!#$%&'*+.^_`|~0-9A-Z]+$/.test(method)) {
+        problem(`"${entry.method}" is not an HTTP method`);
+        continue;
+      }
+      let template = parsed.get(entry.template);
+      if (template === undefined) {
+        try {
+          template = parseTemplate(entry.template);
+        } catch (e) {
+          if (!(e instanceof TemplateSyntaxError)) throw e;
+          problem(e.reason);
+          continue;
+        }
+        parsed.set(entry.template, template);
+      }
+      const key = `${method} ${template.canonical}`;
+      let group = groups.get(key);
+      if (group === undefined) {
+        group = { method, template, targets: [] };
+        groups.set(key, group);
+      }
+      const twin = group.targets.find((t) => t.upstream === entry.upstream);
+      if (twin) {
+        problem(`equivalent to "${twin.template}", which this upstream already declares for ${method}; ignored`);
+        continue;
+      }
+      group.targets.push(toTarget(entry));
+      accepted++;
+    }
+
+    const ordered = [...groups.values()].sort(
+      (a, b) => compareSpecificity(a.template, b.template) || (a.method < b.method ? -1 : a.method > b.method ? 1 : 0),
+    );
+    const routes = ordered.map((g, id): CompiledRoute => newRoute(id, g.method, g.template.raw, g.template.canonical, g.template.paramNames, g.targets));
+
+    // Specificity index: equal for equivalent templates, whatever their method.
+    const builders = new Map<string, TrieBuilder>();
+    let index = -1;
+    let previous: ParsedTemplate | null = null;
+    ordered.forEach((g, id) => {
+      if (previous === null || compareSpecificity(previous, g.template) !== 0) index++;
+      previous = g.template;
+      let builder = builders.get(g.method);
+      if (builder === undefined) builders.set(g.method, (builder = new TrieBuilder()));
+      builder.insert(g.template, index, id);
+    });
+    const tries = new Map([...builders].map(([method, b]) => [method, b.build()] as const));
+    return { table: new RoutingTable(routes, tries, accepted), problems };
   }
-  static fromTransferable(_data: TransferableTable): RoutingTable {
-    throw new Error('not implemented yet');
+
+  static fromTransferable(data: TransferableTable): RoutingTable {
+    if (data?.version !== 1) throw new Error(`unsupported routing table version ${String(data?.version)}`);
+    const routes = data.routes.map(([method, template, canonical, paramNames, targets], id) =>
+      newRoute(id, method, template, canonical, paramNames, targets.map(fromTransferableTarget)),
+    );
+    const regexes = new Map<string, SegmentRegex>();
+    const tries = new Map<string, Trie>();
+    for (const [method, nodes] of Object.entries(data.tries)) {
+      const built = nodes.map(([kind, prefix, regexSource, terminal, routeId]) => {
+        let regex: SegmentRegex | null = null;
+        if (kind === NodeKind.Regex) {
+          regex = regexes.get(regexSource) ?? null;
+          if (regex === null) {
+            const compiled = compileSegmentRegex(regexSource);
+            if (typeof compiled === 'string') throw new Error(`routing table regex "${regexSource}": ${compiled}`);
+            regexes.set(regexSource, (regex = compiled));
+          }
+        }
+        const node = new TrieNode(kind as NodeKind, prefix, regex);
+        node.terminal = terminal;
+        node.routeId = routeId;
+        return node;
+      });
+      nodes.forEach(([, , , , , staticIds, varIds], id) => {
+        const node = built[id];
+        node.id = id;
+        node.staticNodes = staticIds.map((c) => built[c]);
+        node.staticCodes = node.staticNodes.map((c) => c.prefix.charCodeAt(0));
+        node.varNodes = varIds.map((c) => built[c]);
+      });
+      // Children come after their parent in id order, so a backward pass sees every subtree finished.
+      for (let id = built.length - 1; id >= 0; id--) {
+        const node = built[id];
+        let min = node.terminal;
+        for (const c of node.staticNodes) min = Math.min(min, c.minIndex);
+        for (const c of node.varNodes) min = Math.min(min, c.minIndex);
+        node.minIndex = min;
+        node.slashOnlyNext = node.varNodes.length === 0 && node.staticNodes.length > 0 && node.staticCodes.every((c) => c === 0x2f);
+      }
+      tries.set(method, new Trie(built[0], built));
+    }
+    return new RoutingTable(routes, tries, data.entryCount);
   }
+
   toTransferable(): TransferableTable {
-    throw new Error('not implemented yet');
+    const tries: Record<string, TransferableNode[]> = {};
+    for (const [method, trie] of this.tries) {
+      tries[method] = trie.nodes.map((n) => [
+        n.kind,
+        n.prefix,
+        n.regex?.source ?? '',
+        n.terminal,
+        n.routeId,
+        n.staticNodes.map((c) => c.id),
+        n.varNodes.map((c) => c.id),
+      ]);
+    }
+    return {
+      version: 1,
+      entryCount: this.size,
+      routes: this.compiledRoutes.map((r) => [r.method, r.template, r.canonical, r.paramNames, r.targets.map(toTransferableTarget)]),
+      tries,
+    };
   }
-  /** Number of endpoints (entries) in the table. */
-  get size(): number {
-    return 0;
-  }
-  /** Routes in specificity order. */
+
+  /** Routes (equivalence groups) in specificity order. */
   routes(): readonly Route[] {
-    return [];
+    return this.compiledRoutes;
   }
+
   /**
-   * Select the endpoint group for a request. `path` must already be normalized (see src/http/normalize-path.ts).
+   * Select the endpoint group for a request. `path` must be normalized (src/http/normalize-path.ts).
    * `out` is filled and returned; pass a reused object on the hot path to avoid allocation.
    */
   select(
-    _method: string,
-    _path: string,
-    _contentType: string | undefined,
-    _accept: string | undefined,
-    _hasBody: boolean,
-    _out?: Selection,
+    method: string,
+    path: string,
+    contentType: string | undefined,
+    accept: string | undefined,
+    hasBody: boolean,
+    out: Selection = emptySelection(),
   ): Selection {
-    throw new Error('not implemented yet');
+    out.route = null;
+    out.targets = SHARED_EMPTY;
+    out.allow = '';
+    out.autoOptions = false;
+    out.headAsGet = false;
+    this.lastRoute = null;
+
+    let route = this.find(method, path);
+    if (route === null && method === 'HEAD') {
+      route = this.find('GET', path);
+      out.headAsGet = route !== null;
+    }
+    if (route === null) {
+      out.allow = this.allowedMethods(path);
+      if (out.allow === '') out.status = 404;
+      else if (method === 'OPTIONS') {
+        out.status = 200;
+        out.autoOptions = true;
+      } else out.status = 405;
+      return out;
+    }
+    out.route = route;
+    const targets = route.negotiation.filter(contentType, accept, hasBody);
+    out.targets = targets;
+    out.status = targets.length > 0 ? 200 : route.negotiation.rejectionStatus(contentType, hasBody);
+    return out;
   }
-  /** Parameter values of the last successful select() (materialized on demand). */
+
+  /** Parameter values of the last successful select(), as routed (still percent-encoded). */
   params(): Record<string, string> {
-    return {};
+    const params: Record<string, string> = {};
+    if (this.lastTrie === null || this.lastRoute === null) return params;
+    const { path, caps, count } = this.lastTrie.captures();
+    const names = this.lastRoute.paramNames;
+    for (let i = 0; i < count; i++) {
+      if (caps[2 * i] >= 0) params[names[i]] = path.slice(caps[2 * i], caps[2 * i + 1]);
+    }
+    return params;
   }
+
+  private find(method: string, path: string): CompiledRoute | null {
+    const trie = this.tries.get(method);
+    if (trie === undefined) return null;
+    const id = trie.lookup(path);
+    if (id === -1) return null;
+    this.lastTrie = trie;
+    this.lastRoute = this.compiledRoutes[id];
+    return this.lastRoute;
+  }
+
+  /** The slow path of a miss: which methods would have matched this path (405 / OPTIONS / 404). */
+  private allowedMethods(path: string): string {
+    const methods: string[] = [];
+    for (const [method, trie] of this.tries) if (trie.lookup(path) !== -1) methods.push(method);
+    this.lastRoute = null;
+    return formatAllow(methods);
+  }
+}
+
+function newRoute(id: number, method: string, template: string, canonical: string, paramNames: readonly string[], targets: readonly RouteTarget[]): CompiledRoute {
+  return { id, method, template, canonical, paramNames, targets, negotiation: new TargetNegotiation(targets) };
+}
+
+function toTarget(entry: RouteEntry): RouteTarget {
+  return {
+    upstream: entry.upstream,
+    template: entry.template,
+    // Parameters (charset=…) never decide whether a body is consumable; keep type/subtype only.
+    consumes: entry.consumes.map((t) => t.split(';')[0].trim().toLowerCase()).filter((t) => t !== ''),
+    produces: entry.produces.filter((t) => t.trim() !== ''),
+    disabledMiddleware: entry.disabledMiddleware,
+    disabledListeners: entry.disabledListeners,
+  };
+}
+
+function toTransferableTarget(t: RouteTarget): TransferableTarget {
+  return [t.upstream, t.template, t.consumes, t.produces, t.disabledMiddleware, t.disabledListeners];
+}
+
+function fromTransferableTarget([upstream, template, consumes, produces, disabledMiddleware, disabledListeners]: TransferableTarget): RouteTarget {
+  return { upstream, template, consumes, produces, disabledMiddleware, disabledListeners };
 }

@@ -1,0 +1,156 @@
+import { compileSegmentRegex, LINEAR, type SegmentRegex } from './segment-regex.js';
+import { normalizeLiteral } from '../http/normalize-path.js';
+
+/**
+ * Segment kinds, numbered by rank (contract section 2): a lower rank is more specific.
+ */
+export const enum Rank {
+  Slash = 0,
+  Literal = 1,
+  Dot = 2,
+  Param = 3,
+  Regex = 4,
+  Plus = 5,
+}
+
+export interface Segment {
+  readonly rank: Rank;
+  /** Literal text (Literal), trimmed regex source (Regex), "/" (Slash), "" otherwise. */
+  readonly text: string;
+  /** Identifier; never counts for specificity or equivalence. */
+  readonly name: string;
+  readonly regex: SegmentRegex | null;
+}
+
+export interface ParsedTemplate {
+  readonly raw: string;
+  readonly segments: readonly Segment[];
+  readonly ranks: readonly Rank[];
+  /** The identity of the template: identifiers erased (contract section 3, rule 3). */
+  readonly canonical: string;
+  /** Names of the variable segments, in order. */
+  readonly paramNames: readonly string[];
+}
+
+export class TemplateSyntaxError extends Error {
+  constructor(readonly template: string, readonly reason: string) {
+    super(`template "${template}": ${reason}`);
+    this.name = 'TemplateSyntaxError';
+  }
+}
+
+const SLASH: Segment = { rank: Rank.Slash, text: '/', name: '', regex: null };
+
+/** Operators of RFC 6570 that the contract treats as a plain `{name}`. */
+const PLAIN_OPERATORS = '?#;&/';
+
+export function parseTemplate(raw: string): ParsedTemplate {
+  const body = stripSlashes(raw);
+  const segments: Segment[] = [];
+  let i = 0;
+  while (i < body.length) {
+    const c = body.charCodeAt(i);
+    if (c === 0x2f /* / */) {
+      segments.push(SLASH);
+      i++;
+    } else if (c === 0x7b /* { */) {
+      const close = findClosingBrace(raw, body, i);
+      segments.push(parseExpression(raw, body.slice(i + 1, close)));
+      i = close + 1;
+    } else if (c === 0x7d /* } */) {
+      throw new TemplateSyntaxError(raw, `unbalanced braces: "}" at offset ${i} closes nothing`);
+    } else {
+      let end = i + 1;
+      while (end < body.length && !isLiteralStop(body.charCodeAt(end))) end++;
+      const text = normalizeLiteral(body.slice(i, end));
+      if (text === null) throw new TemplateSyntaxError(raw, `invalid percent-encoding in "${body.slice(i, end)}"`);
+      segments.push({ rank: Rank.Literal, text, name: '', regex: null });
+      i = end;
+    }
+  }
+  checkRegexesCombine(raw, segments);
+  return {
+    raw,
+    segments,
+    ranks: segments.map((s) => s.rank),
+    canonical: segments.map(canonicalSegment).join(''),
+    paramNames: segments.filter((s) => s.rank >= Rank.Dot).map((s) => s.name),
+  };
+}
+
+export function canonicalSegment(s: Segment): string {
+  switch (s.rank) {
+    case Rank.Slash:
+      return '/';
+    case Rank.Literal:
+      return s.text;
+    case Rank.Dot:
+      return '{.}';
+    case Rank.Param:
+      return '{}';
+    case Rank.Regex:
+      return `{:${s.text}}`;
+    case Rank.Plus:
+      return '{+}';
+  }
+}
+
+/** Two regex segments may clash once joined (e.g. the same named group twice): refuse that here. */
+function checkRegexesCombine(raw: string, segments: readonly Segment[]): void {
+  const sources = segments.filter((s) => s.rank === Rank.Regex).map((s) => `(${s.text})`);
+  if (sources.length < 2) return;
+  try {
+    new RegExp(sources.join(''), LINEAR);
+  } catch (e) {
+    throw new TemplateSyntaxError(raw, `its regexes do not compile together: ${(e as Error).message}`);
+  }
+}
+
+function stripSlashes(raw: string): string {
+  let start = 0;
+  let end = raw.length;
+  while (start < end && raw.charCodeAt(start) === 0x2f) start++;
+  while (end > start && raw.charCodeAt(end - 1) === 0x2f) end--;
+  return raw.slice(start, end);
+}
+
+function isLiteralStop(c: number): boolean {
+  return c === 0x2f || c === 0x7b || c === 0x7d;
+}
+
+/** Braces nest (regexes use `{m,n}`); a backslash-escaped brace does not count. */
+function findClosingBrace(raw: string, body: string, open: number): number {
+  let depth = 0;
+  for (let j = open; j < body.length; j++) {
+    const c = body.charCodeAt(j);
+    if (c === 0x5c /* \ */) {
+      j++;
+    } else if (c === 0x7b) {
+      depth++;
+    } else if (c === 0x7d && --depth === 0) {
+      return j;
+    }
+  }
+  throw new TemplateSyntaxError(raw, `unbalanced braces: "{" at offset ${open} is never closed`);
+}
+
+function parseExpression(raw: string, expr: string): Segment {
+  const op = expr.charAt(0);
+  if (op === '+' || op === '.' || PLAIN_OPERATORS.includes(op)) {
+    const name = expr.slice(1).trim();
+    if (name.includes(':')) {
+      throw new TemplateSyntaxError(raw, `"{${expr}}": a regex cannot follow the "${op}" operator`);
+    }
+    if (op === '+') return { rank: Rank.Plus, text: '', name, regex: null };
+    if (op === '.') return { rank: Rank.Dot, text: '', name, regex: null };
+    return { rank: Rank.Param, text: '', name, regex: null };
+  }
+  const colon = expr.indexOf(':');
+  if (colon === -1) return { rank: Rank.Param, text: '', name: expr.trim(), regex: null };
+  const name = expr.slice(0, colon).trim();
+  const source = expr.slice(colon + 1).trim();
+  if (source === '') throw new TemplateSyntaxError(raw, `"{${expr}}": empty regex`);
+  const compiled = compileSegmentRegex(source);
+  if (typeof compiled === 'string') throw new TemplateSyntaxError(raw, `"{${expr}}": ${compiled}`);
+  return { rank: Rank.Regex, text: source, name, regex: compiled };
+}

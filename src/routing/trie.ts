@@ -1,0 +1,340 @@
+import { compileSegmentRegex, type SegmentRegex } from './segment-regex.js';
+import { Rank, type ParsedTemplate } from './template.js';
+
+/**
+ * One method's routing trie. Literal text (slashes included) is stored radix-style on edges, so the
+ * static children of a node start with distinct characters and at most one of them can match; the
+ * variable segments ({.x}, {x}, {x: re}, {+x}) are children of their own.
+ *
+ * Every template carries its position in the global specificity order (its "index"). A lookup looks
+ * for the matching template with the smallest index, branch and bound: children are tried best-first
+ * by the smallest index in their subtree, and a subtree that cannot beat the best match found so far
+ * is skipped. That picks exactly what the contract's first-match-in-sorted-order oracle picks, while
+ * touching only the few nodes along the path in practice.
+ */
+export const enum NodeKind {
+  Static = 1,
+  Dot = Rank.Dot,
+  Param = Rank.Param,
+  Regex = Rank.Regex,
+  Plus = Rank.Plus,
+}
+
+const NONE = 0x7fffffff;
+const SLASH = 0x2f;
+/** Visits after which a lookup starts memoizing failed (node, position) pairs. */
+const MEMO_AFTER_VISITS = 128;
+
+export class TrieNode {
+  id = 0;
+  /** Static: the literal text this edge consumes. Others: "". */
+  prefix: string;
+  /** Static children, by first character. */
+  staticCodes: number[] = [];
+  staticNodes: TrieNode[] = [];
+  /** Variable children, best subtree first. */
+  varNodes: TrieNode[] = [];
+  /** Specificity index of the template ending here, NONE if none. */
+  terminal = NONE;
+  /** Route id of the template ending here, -1 if none. */
+  routeId = -1;
+  /** Smallest specificity index in this subtree. */
+  minIndex = NONE;
+  /** True when whatever follows this node must start with "/" (lets {x} jump to the segment end). */
+  slashOnlyNext = false;
+
+  constructor(readonly kind: NodeKind, prefix: string, readonly regex: SegmentRegex | null) {
+    this.prefix = prefix;
+  }
+
+  staticChild(code: number): TrieNode | undefined {
+    const codes = this.staticCodes;
+    for (let i = 0; i < codes.length; i++) if (codes[i] === code) return this.staticNodes[i];
+    return undefined;
+  }
+}
+
+/** A template broken into what the trie stores: runs of literal text, and variable segments. */
+type Token = string | { kind: NodeKind; regexSource: string };
+
+function tokenize(template: ParsedTemplate): Token[] {
+  const tokens: Token[] = [];
+  let literal = '';
+  for (const s of template.segments) {
+    if (s.rank === Rank.Slash || s.rank === Rank.Literal) {
+      literal += s.text;
+      continue;
+    }
+    if (literal !== '') tokens.push(literal);
+    literal = '';
+    tokens.push({ kind: s.rank as number as NodeKind, regexSource: s.text });
+  }
+  if (literal !== '') tokens.push(literal);
+  return tokens;
+}
+
+export class TrieBuilder {
+  readonly root = new TrieNode(NodeKind.Static, '/', null);
+
+  insert(template: ParsedTemplate, index: number, routeId: number): void {
+    let node = this.root;
+    for (const token of tokenize(template)) {
+      node = typeof token === 'string' ? this.insertLiteral(node, token) : this.varChild(node, token.kind, token.regexSource);
+    }
+    node.terminal = index;
+    node.routeId = routeId;
+  }
+
+  /** Finish: order children best-first, number the nodes, derive the lookup hints. */
+  build(): Trie {
+    const nodes: TrieNode[] = [];
+    const finish = (node: TrieNode): number => {
+      node.id = nodes.length;
+      nodes.push(node);
+      let min = node.terminal;
+      for (const child of node.staticNodes) min = Math.min(min, finish(child));
+      for (const child of node.varNodes) min = Math.min(min, finish(child));
+      node.varNodes.sort((a, b) => a.minIndex - b.minIndex);
+      node.slashOnlyNext = node.varNodes.length === 0 && node.staticNodes.length > 0 && node.staticCodes.every((c) => c === SLASH);
+      node.minIndex = min;
+      return min;
+    };
+    finish(this.root);
+    return new Trie(this.root, nodes);
+  }
+
+  private insertLiteral(parent: TrieNode, text: string): TrieNode {
+    let node = parent;
+    let rest = text;
+    while (rest.length > 0) {
+      const code = rest.charCodeAt(0);
+      const slot = node.staticCodes.indexOf(code);
+      if (slot === -1) {
+        const leaf = new TrieNode(NodeKind.Static, rest, null);
+        node.staticCodes.push(code);
+        node.staticNodes.push(leaf);
+        return leaf;
+      }
+      let child = node.staticNodes[slot];
+      const common = commonPrefixLength(child.prefix, rest);
+      if (common < child.prefix.length) {
+        // Split the edge: the shared head becomes a node of its own, the old child hangs below it.
+        const head = new TrieNode(NodeKind.Static, child.prefix.slice(0, common), null);
+        child.prefix = child.prefix.slice(common);
+        head.staticCodes.push(child.prefix.charCodeAt(0));
+        head.staticNodes.push(child);
+        node.staticNodes[slot] = head;
+        child = head;
+      }
+      rest = rest.slice(common);
+      node = child;
+    }
+    return node;
+  }
+
+  private varChild(parent: TrieNode, kind: NodeKind, regexSource: string): TrieNode {
+    const found = parent.varNodes.find((c) => c.kind === kind && (kind !== NodeKind.Regex || c.regex!.source === regexSource));
+    if (found) return found;
+    const regex = kind === NodeKind.Regex ? (compileSegmentRegex(regexSource) as SegmentRegex) : null;
+    const node = new TrieNode(kind, '', regex);
+    parent.varNodes.push(node);
+    return node;
+  }
+}
+
+function commonPrefixLength(a: string, b: string): number {
+  const max = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < max && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  return i;
+}
+
+/**
+ * A compiled trie plus the scratch state of one lookup at a time (a worker is single-threaded, so one
+ * set of buffers serves every request without allocating).
+ */
+export class Trie {
+  private path = '';
+  private end = 0;
+  private best = NONE;
+  private bestRoute = -1;
+  private visits = 0;
+  /** Capture stack: [start, end) per variable segment on the current branch; start -1 = absent. */
+  private caps: Int32Array;
+  private bestCaps: Int32Array;
+  private bestDepth = 0;
+  /** {+x} failure memo, generation-stamped so it needs no clearing: see visitPlus. */
+  private generation = 0;
+  private plusStamp: Uint32Array;
+  private plusFailedFrom: Int32Array;
+  /** General memo of failed (node, position) pairs, used once a lookup gets expensive. */
+  private memo: Map<number, number> | null = null;
+  private readonly memoStore = new Map<number, number>();
+
+  constructor(readonly root: TrieNode, readonly nodes: readonly TrieNode[]) {
+    const depth = maxDepth(root);
+    this.caps = new Int32Array(2 * depth + 2);
+    this.bestCaps = new Int32Array(2 * depth + 2);
+    this.plusStamp = new Uint32Array(nodes.length);
+    this.plusFailedFrom = new Int32Array(nodes.length);
+  }
+
+  /** The route id of the most specific matching template, or -1. `path` is normalized. */
+  lookup(path: string): number {
+    if (path.charCodeAt(0) !== SLASH || this.root.minIndex === NONE) return -1;
+    this.path = path;
+    this.end = path.length;
+    this.best = NONE;
+    this.bestRoute = -1;
+    this.bestDepth = 0;
+    this.visits = 0;
+    if (++this.generation === 0xffffffff) {
+      this.plusStamp.fill(0);
+      this.generation = 1;
+    }
+    this.visit(this.root, 1, 0);
+    if (this.memo !== null) {
+      this.memo.clear();
+      this.memo = null;
+    }
+    return this.bestRoute;
+  }
+
+  /** Captures of the last successful lookup as [start, end) pairs, start -1 when absent. */
+  captures(): { path: string; caps: Int32Array; count: number } {
+    return { path: this.path, caps: this.bestCaps, count: this.bestDepth };
+  }
+
+  private visit(node: TrieNode, pos: number, depth: number): void {
+    if (node.minIndex >= this.best) return;
+    let key = -1;
+    if (++this.visits > MEMO_AFTER_VISITS) {
+      if (this.memo === null) this.memo = this.memoStore;
+      key = node.id * (this.end + 1) + pos;
+      const failedBelow = this.memo.get(key);
+      if (failedBelow !== undefined && failedBelow >= this.best) return;
+    }
+    const bestBefore = this.best;
+
+    const code = pos < this.end ? this.path.charCodeAt(pos) : -1;
+    const stat = code === -1 ? undefined : node.staticChild(code);
+    let staticPending = stat !== undefined;
+    let terminalPending = node.terminal !== NONE;
+    const vars = node.varNodes;
+    for (let i = 0; i < vars.length; i++) {
+      const v = vars[i];
+      if (staticPending && stat!.minIndex < v.minIndex) {
+        staticPending = false;
+        this.visitStatic(stat!, pos, depth);
+      }
+      if (terminalPending && node.terminal < v.minIndex) {
+        terminalPending = false;
+        this.acceptIfEnd(node, pos, depth);
+      }
+      if (v.minIndex >= this.best) break;
+      this.visitVar(v, pos, depth);
+    }
+    if (staticPending) this.visitStatic(stat!, pos, depth);
+    if (terminalPending) this.acceptIfEnd(node, pos, depth);
+
+    if (key !== -1 && this.best === bestBefore) this.memo!.set(key, bestBefore);
+  }
+
+  private visitStatic(node: TrieNode, pos: number, depth: number): void {
+    if (node.minIndex < this.best && this.path.startsWith(node.prefix, pos)) this.visit(node, pos + node.prefix.length, depth);
+  }
+
+  /** The oracle's regex ends in `/?$`: a template may end at the path's end or before one last "/". */
+  private acceptIfEnd(node: TrieNode, pos: number, depth: number): void {
+    if (node.terminal >= this.best) return;
+    if (pos === this.end || (pos === this.end - 1 && this.path.charCodeAt(pos) === SLASH)) {
+      this.best = node.terminal;
+      this.bestRoute = node.routeId;
+      this.bestCaps.set(this.caps.subarray(0, 2 * depth));
+      this.bestDepth = depth;
+    }
+  }
+
+  /** Could anything below `node` start at `pos`? A cheap filter before trying a candidate split. */
+  private canContinue(node: TrieNode, pos: number): boolean {
+    if (node.varNodes.length > 0) return true;
+    const end = this.end;
+    if (node.terminal !== NONE && (pos === end || (pos === end - 1 && this.path.charCodeAt(pos) === SLASH))) return true;
+    return pos < end && node.staticCodes.indexOf(this.path.charCodeAt(pos)) !== -1;
+  }
+
+  private segmentEnd(pos: number): number {
+    const slash = this.path.indexOf('/', pos);
+    return slash === -1 ? this.end : slash;
+  }
+
+  private descend(node: TrieNode, start: number, stop: number, next: number, depth: number): void {
+    this.caps[2 * depth] = start;
+    this.caps[2 * depth + 1] = stop;
+    this.visit(node, next, depth + 1);
+  }
+
+  // Candidate splits are tried longest first, as a backtracking regex would try them, so that among
+  // the splits of one template the one found first carries the oracle's captures.
+  private visitVar(node: TrieNode, pos: number, depth: number): void {
+    switch (node.kind) {
+      case NodeKind.Param: {
+        const segEnd = this.segmentEnd(pos);
+        if (segEnd === pos) return;
+        if (node.slashOnlyNext) {
+          this.descend(node, pos, segEnd, segEnd, depth);
+          return;
+        }
+        for (let e = segEnd; e > pos && node.minIndex < this.best; e--) {
+          if (this.canContinue(node, e)) this.descend(node, pos, e, e, depth);
+        }
+        return;
+      }
+      case NodeKind.Dot: {
+        if (this.path.charCodeAt(pos) === 0x2e /* . */) {
+          for (let e = this.segmentEnd(pos); e > pos && node.minIndex < this.best; e--) {
+            if (this.canContinue(node, e)) this.descend(node, pos + 1, e, e, depth);
+          }
+        }
+        if (node.minIndex < this.best && this.canContinue(node, pos)) this.descend(node, -1, -1, pos, depth);
+        return;
+      }
+      case NodeKind.Plus:
+        this.visitPlus(node, pos, depth);
+        return;
+      case NodeKind.Regex: {
+        const regex = node.regex!;
+        const limit = regex.canSpanSlash ? this.end : this.segmentEnd(pos);
+        for (let e = limit; e >= pos && node.minIndex < this.best; e--) {
+          if (this.canContinue(node, e) && regex.whole.test(this.path.slice(pos, e))) this.descend(node, pos, e, e, depth);
+        }
+        return;
+      }
+    }
+  }
+
+  /**
+   * The splits {+x} tries from `pos` include every split it tries from any later position, so once
+   * it has failed from `pos` it fails from every later one too (the bound only tightens during a
+   * lookup). Remembering the earliest failing position keeps `/{+a}/{+b}/{+c}/x` linear, not cubic.
+   */
+  private visitPlus(node: TrieNode, pos: number, depth: number): void {
+    const id = node.id;
+    if (this.plusStamp[id] === this.generation && pos >= this.plusFailedFrom[id]) return;
+    const bestBefore = this.best;
+    for (let e = this.end; e >= pos && node.minIndex < this.best; e--) {
+      if (this.canContinue(node, e)) this.descend(node, pos, e, e, depth);
+    }
+    if (this.best === bestBefore) {
+      if (this.plusStamp[id] !== this.generation || pos < this.plusFailedFrom[id]) this.plusFailedFrom[id] = pos;
+      this.plusStamp[id] = this.generation;
+    }
+  }
+}
+
+function maxDepth(node: TrieNode): number {
+  let deepest = 0;
+  for (const child of node.staticNodes) deepest = Math.max(deepest, maxDepth(child));
+  for (const child of node.varNodes) deepest = Math.max(deepest, 1 + maxDepth(child));
+  return deepest;
+}
