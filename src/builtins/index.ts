@@ -1,0 +1,117 @@
+import type { GatewayConfig } from '../config/types.js';
+import { metricsFormat, PROMETHEUS_CONTENT_TYPE } from './metrics.js';
+
+export interface BuiltinResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+export type BuiltinHeaders = Readonly<Record<string, string | undefined>>;
+
+type Paths = GatewayConfig['paths'];
+
+interface Rendered {
+  status: number;
+  contentType: string;
+  body: Buffer;
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+const PROBLEM_TYPE = 'application/problem+json';
+
+function stripTrailingSlash(path: string): string {
+  return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+}
+
+function problem(status: number, title: string, detail: string): Rendered {
+  return {
+    status,
+    contentType: PROBLEM_TYPE,
+    body: Buffer.from(JSON.stringify({ type: 'about:blank', title, status, detail })),
+  };
+}
+
+/**
+ * The worker's answers to /healthcheck, /metrics and /spec. Everything is rendered by the primary and
+ * pushed here, so every worker gives the same answer and a request costs no IPC round trip.
+ */
+export class Builtins {
+  private paths: Paths;
+  private metricsEnabled: boolean;
+  private health: Rendered = { status: 503, contentType: JSON_TYPE, body: Buffer.from('{}') };
+  private metricsJson: Buffer = Buffer.from('{}');
+  private metricsText: Buffer = Buffer.from('');
+  private spec: Buffer = Buffer.from('{}');
+  private readonly extraHeaders: Record<string, string>;
+
+  constructor(config: Pick<GatewayConfig, 'paths' | 'metrics'>, options: { workerHeader?: string } = {}) {
+    this.paths = this.normalizePaths(config.paths);
+    this.metricsEnabled = config.metrics.enabled;
+    this.extraHeaders = options.workerHeader ? { 'x-gateway-worker': options.workerHeader } : {};
+  }
+
+  configure(config: Pick<GatewayConfig, 'paths' | 'metrics'>): void {
+    this.paths = this.normalizePaths(config.paths);
+    this.metricsEnabled = config.metrics.enabled;
+  }
+
+  setHealth(status: number, body: string): void {
+    this.health = { status, contentType: JSON_TYPE, body: Buffer.from(body) };
+  }
+
+  setMetrics(json: string, prometheus: string): void {
+    this.metricsJson = Buffer.from(json);
+    this.metricsText = Buffer.from(prometheus);
+  }
+
+  setSpec(json: string): void {
+    this.spec = Buffer.from(json);
+  }
+
+  /** The data plane's synchronous hook: a response for a built-in path, or null to route normally. */
+  readonly handle = (method: string, path: string, query: string, headers: BuiltinHeaders): BuiltinResponse | null => {
+    const builtin = this.builtinAt(stripTrailingSlash(path));
+    if (builtin === null) return null;
+    let rendered: Rendered;
+    if (method === 'GET' || method === 'HEAD') rendered = this.render(builtin, query, headers);
+    else if (method === 'OPTIONS') rendered = { status: 200, contentType: '', body: Buffer.alloc(0) };
+    else rendered = problem(405, 'Method Not Allowed', `${method} is not allowed on ${path}; use GET`);
+    const responseHeaders: Record<string, string> = { 'cache-control': 'no-store', ...this.extraHeaders };
+    if (rendered.contentType) responseHeaders['content-type'] = rendered.contentType;
+    if (rendered.status === 405 || method === 'OPTIONS') responseHeaders.allow = 'GET, HEAD, OPTIONS';
+    return { status: rendered.status, headers: responseHeaders, body: rendered.body };
+  };
+
+  private builtinAt(path: string): 'healthcheck' | 'metrics' | 'spec' | null {
+    if (path === this.paths.healthcheck) return 'healthcheck';
+    if (path === this.paths.spec) return 'spec';
+    if (path === this.paths.metrics && this.metricsEnabled) return 'metrics';
+    return null;
+  }
+
+  private render(builtin: 'healthcheck' | 'metrics' | 'spec', query: string, headers: BuiltinHeaders): Rendered {
+    if (builtin === 'healthcheck') return this.health;
+    if (builtin === 'spec') return { status: 200, contentType: JSON_TYPE, body: this.spec };
+    return this.renderMetrics(query, headers);
+  }
+
+  private renderMetrics(query: string, headers: BuiltinHeaders): Rendered {
+    switch (metricsFormat(query, headers.accept)) {
+      case 'json':
+        return { status: 200, contentType: JSON_TYPE, body: this.metricsJson };
+      case 'prometheus':
+        return { status: 200, contentType: PROMETHEUS_CONTENT_TYPE, body: this.metricsText };
+      default:
+        return problem(406, 'Not Acceptable', 'metrics are available as application/json or text/plain');
+    }
+  }
+
+  private normalizePaths(paths: Paths): Paths {
+    return {
+      healthcheck: stripTrailingSlash(paths.healthcheck),
+      metrics: stripTrailingSlash(paths.metrics),
+      spec: stripTrailingSlash(paths.spec),
+    };
+  }
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env node
+import { START_USAGE, UsageError, runStart } from './start.js';
+
+const USAGE = `Usage: gateway <command> [options]
+
+Commands:
+  start     run the gateway (primary + workers)
+  routes    print the routing table compiled from a config
+  explain   show which endpoint a request would be routed to, and why
+
+Run "gateway <command> --help" for a command's options.
+
+${START_USAGE}`;
+
+/** Exit codes: 0 ok, 1 the command failed, 2 the command line was wrong. */
+const EXIT_USAGE = 2;
+
+type Command = (argv: string[]) => Promise<number>;
+
+// routes/explain are loaded on demand so that nothing they import can keep `start` from working.
+const commands: Record<string, () => Promise<Command>> = {
+  start: async () => runStart,
+  routes: async () => (await import('./routes.js')).runRoutes,
+  explain: async () => (await import('./explain.js')).runExplain,
+};
+
+function isUsageError(err: unknown): boolean {
+  return err instanceof UsageError || (err as { code?: unknown } | null)?.code?.toString().startsWith('ERR_PARSE_ARGS') === true;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    console.log(USAGE);
+    return name === undefined ? EXIT_USAGE : 0;
+  }
+  const load = commands[name];
+  if (!load) {
+    console.error(`gateway: unknown command "${name}"\n\n${USAGE}`);
+    return EXIT_USAGE;
+  }
+  try {
+    return await (await load())(rest);
+  } catch (err) {
+    if (isUsageError(err)) {
+      console.error(`gateway ${name}: ${(err as Error).message}`);
+      return EXIT_USAGE;
+    }
+    throw err;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+    process.exit(1);
+  },
+);

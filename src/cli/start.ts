@@ -1,0 +1,44 @@
+import { parseArgs } from 'node:util';
+import { runPrimary } from '../cluster/primary.js';
+
+export const START_USAGE = `Usage: gateway start --config FILE [--workers N] [--port P] [--with-examples]
+
+  --config FILE     the gateway config (JSON)
+  --workers N       worker processes; 0 = one per CPU (default: config "workers")
+  --port P          listening port; 0 = any free port (default: config "port")
+  --with-examples   start the bundled example upstreams first (for a demo on a fresh machine)`;
+
+export class UsageError extends Error {}
+
+function integerOption(name: string, value: string | undefined, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value) || Number(value) > max) throw new UsageError(`--${name} must be an integer from 0 to ${max}, got "${value}"`);
+  return Number(value);
+}
+
+/** `gateway start`: runs the primary until SIGTERM/SIGINT; resolves with the exit code. */
+export async function runStart(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      config: { type: 'string', short: 'c' },
+      workers: { type: 'string', short: 'w' },
+      port: { type: 'string', short: 'p' },
+      'with-examples': { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help) {
+    console.log(START_USAGE);
+    return 0;
+  }
+  if (!values.config) throw new UsageError('--config FILE is required');
+  return runPrimary({
+    configFile: values.config,
+    workers: integerOption('workers', values.workers, 1024),
+    port: integerOption('port', values.port, 65535),
+    withExamples: values['with-examples'],
+  });
+}

@@ -1,0 +1,34 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import type { Logger } from '../log.js';
+
+export interface ExampleUpstreams {
+  stop(): Promise<void>;
+}
+
+/** Starts the bundled example upstreams in a child process and resolves once they listen. */
+export function startExamplesChild(log: Logger, timeoutMs = 15_000): Promise<ExampleUpstreams> {
+  const child: ChildProcess = fork(new URL('./examples-child.js', import.meta.url), [], { stdio: 'inherit' });
+  const stop = (): Promise<void> =>
+    new Promise((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    });
+
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      void stop();
+      reject(new Error(`example upstreams did not start within ${timeoutMs} ms`));
+    }, timeoutMs);
+    child.on('message', (message: unknown) => {
+      if ((message as { type?: unknown } | null)?.type !== 'examples-ready') return;
+      clearTimeout(timer);
+      log.info({ childPid: child.pid }, 'example upstreams started');
+      resolve({ stop });
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`example upstreams exited (code ${code}, signal ${signal}) before they were ready`));
+    });
+  });
+}

@@ -1,0 +1,77 @@
+import type { GatewayConfig } from '../config/types.js';
+import type { MetricsDelta } from '../metrics/delta.js';
+import type { TransferableTable } from '../routing/table.js';
+
+/**
+ * Everything the primary hands a worker to serve with. One message, so a worker never serves a
+ * table with the wrong config, spec or weights; a SIGHUP reload goes through the same message.
+ */
+export interface PublishMessage {
+  type: 'publish';
+  tableVersion: number;
+  /** The port to listen on: the configured one, or the one the first worker got for port 0. */
+  port: number;
+  config: GatewayConfig;
+  table: TransferableTable;
+  /** The rendered `/spec` document (JSON text). */
+  spec: string;
+  /** serviceLocation → weight, for the balancer. */
+  weights: Record<string, number>;
+}
+
+/** The rendered health report; every worker answers with it verbatim. */
+export interface HealthMessage {
+  type: 'health';
+  status: 200 | 503;
+  body: string;
+}
+
+/** The merged metrics report, pre-rendered in both formats. */
+export interface MetricsReportMessage {
+  type: 'metrics';
+  json: string;
+  prometheus: string;
+}
+
+/** Stop accepting, finish in-flight requests within the grace, then exit 0. */
+export interface ShutdownMessage {
+  type: 'shutdown';
+  graceMs: number;
+}
+
+export type PrimaryToWorker = PublishMessage | HealthMessage | MetricsReportMessage | ShutdownMessage;
+
+/** Sent once, when the worker's socket is bound: tells the primary the real port for `port: 0`. */
+export interface ListeningMessage {
+  type: 'listening';
+  port: number;
+}
+
+/** The worker listens with this table version; `listeners` are the ones it has initialized. */
+export interface ReadyMessage {
+  type: 'ready';
+  tableVersion: number;
+  listeners: string[];
+}
+
+export interface MetricsDeltaMessage {
+  type: 'metrics-delta';
+  delta: MetricsDelta;
+}
+
+export type WorkerToPrimary = ListeningMessage | ReadyMessage | MetricsDeltaMessage;
+
+function hasType(value: unknown): value is { type: unknown } {
+  return typeof value === 'object' && value !== null && 'type' in value;
+}
+
+export function isWorkerMessage(value: unknown): value is WorkerToPrimary {
+  return hasType(value) && (value.type === 'listening' || value.type === 'ready' || value.type === 'metrics-delta');
+}
+
+export function isPrimaryMessage(value: unknown): value is PrimaryToWorker {
+  return (
+    hasType(value) &&
+    (value.type === 'publish' || value.type === 'health' || value.type === 'metrics' || value.type === 'shutdown')
+  );
+}

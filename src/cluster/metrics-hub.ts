@@ -1,0 +1,79 @@
+import { MetricsAggregator } from '../metrics/aggregate.js';
+import type { MetricsDelta } from '../metrics/delta.js';
+import type { Logger } from '../log.js';
+import type { MetricsReportMessage } from './messages.js';
+
+export interface MetricsHubOptions {
+  /** Broadcasts happen at most this often, and only when a delta arrived. */
+  broadcastIntervalMs?: number;
+  /** Re-broadcast at least this often anyway, so time-based fields such as uptime stay fresh. */
+  refreshIntervalMs?: number;
+  broadcast: (message: MetricsReportMessage) => void;
+  log: Logger;
+}
+
+/** The primary's side of /metrics: merges worker deltas and pushes the rendered report to every worker. */
+export class MetricsHub {
+  readonly aggregator = new MetricsAggregator();
+  private changed = true;
+  private lastBroadcast = 0;
+  private rendered: MetricsReportMessage | null = null;
+  private readonly timer: NodeJS.Timeout;
+  private readonly refreshIntervalMs: number;
+  private readonly broadcast: (message: MetricsReportMessage) => void;
+  private readonly log: Logger;
+
+  constructor({ broadcastIntervalMs = 250, refreshIntervalMs = 1000, broadcast, log }: MetricsHubOptions) {
+    this.broadcast = broadcast;
+    this.log = log;
+    this.refreshIntervalMs = refreshIntervalMs;
+    this.timer = setInterval(() => this.tick(), broadcastIntervalMs);
+    this.timer.unref();
+  }
+
+  addDelta(workerId: number, delta: MetricsDelta): void {
+    try {
+      this.aggregator.addDelta(workerId, delta);
+      this.changed = true;
+    } catch (err) {
+      this.log.error({ err, worker: workerId }, 'metrics delta rejected');
+    }
+  }
+
+  workerGone(workerId: number): void {
+    this.aggregator.workerGone(workerId);
+    this.changed = true;
+  }
+
+  setWorkerCount(count: number): void {
+    this.aggregator.setWorkerCount(count);
+    this.changed = true;
+  }
+
+  setExtra(key: string, value: unknown): void {
+    this.aggregator.setExtra(key, value);
+    this.changed = true;
+  }
+
+  /** The latest report, for a worker that just started. */
+  latest(): MetricsReportMessage {
+    return (this.rendered ??= this.render());
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  private tick(): void {
+    const now = Date.now();
+    if (!this.changed && now - this.lastBroadcast < this.refreshIntervalMs) return;
+    this.changed = false;
+    this.lastBroadcast = now;
+    this.rendered = this.render();
+    this.broadcast(this.rendered);
+  }
+
+  private render(): MetricsReportMessage {
+    return { type: 'metrics', json: JSON.stringify(this.aggregator.report()), prometheus: this.aggregator.prometheus() };
+  }
+}

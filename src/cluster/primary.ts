@@ -1,0 +1,216 @@
+import cluster from 'node:cluster';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../config/load.js';
+import { discoverUpstream } from '../discovery/discover.js';
+import type { GatewayConfig } from '../config/types.js';
+import { healthReport, type ComponentStates } from '../builtins/healthcheck.js';
+import { createLogger, levelFromEnv, type Logger } from '../log.js';
+import { ACCESS_LOG_LISTENER } from '../listeners/access-log.js';
+import { startExamplesChild, type ExampleUpstreams } from './examples.js';
+import type { HealthMessage, PublishMessage, WorkerToPrimary } from './messages.js';
+import { MetricsHub } from './metrics-hub.js';
+import { Publisher, type Published } from './publisher.js';
+import { isOperational, listenerStates } from './readiness.js';
+import { Supervisor, type WorkerSlot } from './supervisor.js';
+import { UpstreamRegistry, type DiscoverFn } from './upstreams.js';
+
+export interface PrimaryOptions {
+  configFile: string;
+  /** Overrides config.workers; 0 means one per CPU. */
+  workers?: number;
+  /** Overrides config.port; 0 means any free port. */
+  port?: number;
+  withExamples?: boolean;
+}
+
+const NO_MIDDLEWARE: ComponentStates = { pending: [], ready: [] };
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Runs the primary until SIGTERM/SIGINT; resolves with the exit code. */
+export async function runPrimary(options: PrimaryOptions): Promise<number> {
+  const log = createLogger({ role: 'primary', workerId: 0, level: levelFromEnv() });
+  let config: GatewayConfig;
+  try {
+    config = loadConfig(options.configFile);
+  } catch (err) {
+    log.error({ file: options.configFile }, describe(err));
+    return 1;
+  }
+  if (options.port !== undefined) config = { ...config, port: options.port };
+  if (options.workers !== undefined) config = { ...config, workers: options.workers };
+  log.level = config.logLevel;
+
+  let examples: ExampleUpstreams | null = null;
+  if (options.withExamples) {
+    try {
+      examples = await startExamplesChild(log);
+    } catch (err) {
+      log.error(describe(err));
+      return 1;
+    }
+  }
+  return new Primary(log, config, examples).run();
+}
+
+class Primary {
+  private readonly supervisor: Supervisor;
+  private readonly publisher: Publisher;
+  private readonly metrics: MetricsHub;
+  private readonly upstreams: UpstreamRegistry;
+  private readonly discovery = new AbortController();
+  private readonly expectedListeners: string[];
+  /** The listening port; null while the first worker has yet to report the one it got for port 0. */
+  private port: number | null;
+  private announcedPort = false;
+  private operational = false;
+  private health: HealthMessage | null = null;
+  private shuttingDown = false;
+  private restarts = 0;
+  private exitWith: (code: number) => void = () => {};
+
+  constructor(
+    private readonly log: Logger,
+    private config: GatewayConfig,
+    private readonly examples: ExampleUpstreams | null,
+  ) {
+    const count = config.workers > 0 ? config.workers : availableParallelism();
+    this.port = config.port === 0 ? null : config.port;
+    this.expectedListeners = config.accessLog.enabled ? [ACCESS_LOG_LISTENER] : [];
+    this.upstreams = new UpstreamRegistry(config.upstreams);
+    this.supervisor = new Supervisor({ log, count });
+    this.publisher = new Publisher(log, (published) => this.onPublished(published));
+    this.metrics = new MetricsHub({ log, broadcast: (message) => this.supervisor.broadcast(message) });
+    this.metrics.setWorkerCount(0);
+  }
+
+  run(): Promise<number> {
+    const done = new Promise<number>((resolve) => (this.exitWith = resolve));
+    cluster.setupPrimary({ exec: fileURLToPath(new URL('./worker.js', import.meta.url)), args: [] });
+
+    this.supervisor.on('spawn', (slot) => this.onSpawn(slot));
+    this.supervisor.on('message', (slot, message) => this.onWorkerMessage(slot, message));
+    this.supervisor.on('exit', (slot, workerId) => this.onWorkerExit(slot, workerId));
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void this.shutdown(signal));
+
+    this.log.info(
+      { workers: this.supervisor.slots.length, port: this.config.port, upstreams: this.config.upstreams.length },
+      'gateway starting',
+    );
+    this.refreshHealth();
+    // For port 0 the first worker finds a free port; the rest are forked once it has reported it.
+    const initial = this.port === null ? this.supervisor.slots.slice(0, 1) : this.supervisor.slots;
+    for (const slot of initial) this.supervisor.spawn(slot);
+
+    this.upstreams.on('settled', () => {
+      this.refreshHealth();
+      void this.publish();
+    });
+    void this.upstreams.discoverAll(discoverUpstream as DiscoverFn, this.config.discovery, this.log, this.discovery.signal);
+    void this.publish();
+    return done;
+  }
+
+  /** The single path by which a table reaches the workers: startup, discovery, and reloads. */
+  private publish(): Promise<void> {
+    return this.publisher.publish({ config: this.config, upstreams: this.upstreams });
+  }
+
+  private onPublished(published: Published): void {
+    this.metrics.setExtra('tableVersion', published.message.tableVersion);
+    if (this.port !== null) this.supervisor.broadcast(this.withPort(published.message, this.port));
+    else {
+      const first = this.supervisor.slots[0]?.worker;
+      if (first) this.supervisor.send(first, this.withPort(published.message, 0));
+    }
+    this.refreshHealth();
+  }
+
+  private withPort(message: Omit<PublishMessage, 'port'>, port: number): PublishMessage {
+    return { ...message, port };
+  }
+
+  private onSpawn(slot: WorkerSlot): void {
+    const worker = slot.worker;
+    if (!worker) return;
+    this.metrics.setWorkerCount(this.supervisor.liveWorkers().length);
+    const published = this.publisher.current;
+    if (published) this.supervisor.send(worker, this.withPort(published.message, this.port ?? 0));
+    if (this.health) this.supervisor.send(worker, this.health);
+    this.supervisor.send(worker, this.metrics.latest());
+    this.refreshHealth();
+  }
+
+  private onWorkerMessage(slot: WorkerSlot, message: WorkerToPrimary): void {
+    const worker = slot.worker;
+    if (!worker) return;
+    switch (message.type) {
+      case 'listening':
+        if (this.announcedPort) break;
+        this.announcedPort = true;
+        this.log.info({ host: this.config.host, port: message.port }, 'gateway listening');
+        if (this.port === null) {
+          this.port = message.port;
+          for (const other of this.supervisor.slots) if (other !== slot) this.supervisor.spawn(other);
+        }
+        break;
+      case 'ready':
+        slot.tableVersion = message.tableVersion;
+        slot.listeners = message.listeners;
+        this.log.debug({ worker: worker.id, tableVersion: message.tableVersion }, 'worker ready');
+        this.refreshHealth();
+        break;
+      case 'metrics-delta':
+        this.metrics.addDelta(worker.id, message.delta);
+        break;
+    }
+  }
+
+  private onWorkerExit(slot: WorkerSlot, workerId: number): void {
+    this.metrics.workerGone(workerId);
+    this.metrics.setWorkerCount(this.supervisor.liveWorkers().length);
+    if (!this.shuttingDown) this.metrics.setExtra('workerRestarts', ++this.restarts);
+    this.refreshHealth();
+  }
+
+  /** Re-renders the health report, latches readiness, and pushes the report when it changed. */
+  private refreshHealth(): void {
+    const slots = this.supervisor.slots;
+    const listeners = listenerStates(this.expectedListeners, slots);
+    const published = this.publisher.current;
+    if (
+      !this.operational &&
+      isOperational({
+        slots,
+        tableVersion: published?.message.tableVersion ?? null,
+        tableComplete: published?.complete ?? false,
+        listeners,
+        middleware: NO_MIDDLEWARE,
+      })
+    ) {
+      this.operational = true;
+      this.log.info({ tableVersion: published?.message.tableVersion }, 'gateway operational');
+    }
+    const body = JSON.stringify(healthReport({ listeners, middleware: NO_MIDDLEWARE, upstreams: this.upstreams.health() }));
+    const status = this.operational ? 200 : 503;
+    if (this.health && this.health.body === body && this.health.status === status) return;
+    this.health = { type: 'health', status, body };
+    this.supervisor.broadcast(this.health);
+  }
+
+  private async shutdown(signal: NodeJS.Signals): Promise<void> {
+    if (this.shuttingDown) return;
+    this.shuttingDown = true;
+    const graceMs = this.config.timeouts.shutdownGraceMs;
+    this.log.info({ signal, graceMs }, 'shutting down: workers stop accepting and finish in-flight requests');
+    this.discovery.abort();
+    await this.supervisor.stop(graceMs);
+    this.metrics.stop();
+    await Promise.allSettled([this.publisher.close(), this.examples?.stop()]);
+    this.log.info('gateway stopped');
+    this.exitWith(0);
+  }
+}

@@ -1,0 +1,96 @@
+import { Piscina } from 'piscina';
+import type { GatewayConfig } from '../config/types.js';
+import type { Logger } from '../log.js';
+import type { CompileInput, CompileOutput } from './compile-task.js';
+import type { PublishMessage } from './messages.js';
+import type { UpstreamRegistry } from './upstreams.js';
+
+/** What a publish is made from: the config and the upstreams as discovered so far. */
+export interface PublishState {
+  config: GatewayConfig;
+  upstreams: UpstreamRegistry;
+}
+
+/** A compiled state, ready to hand to workers (the port is added per send). */
+export interface Published {
+  message: Omit<PublishMessage, 'port'>;
+  /** Every upstream had finished discovery when this state was taken. */
+  complete: boolean;
+}
+
+/**
+ * Turns a PublishState into a versioned table + spec, compiled on a worker thread. Publishes are
+ * serialized and coalesced: while one compiles, only the newest requested state is kept for the next.
+ */
+export class Publisher {
+  current: Published | null = null;
+  private version = 0;
+  private next: PublishState | null = null;
+  private draining: Promise<void> | null = null;
+  private readonly pool: Piscina<CompileInput, CompileOutput>;
+
+  constructor(
+    private readonly log: Logger,
+    private readonly onPublished: (published: Published) => void,
+  ) {
+    this.pool = new Piscina({
+      filename: new URL('./compile-task.js', import.meta.url).href,
+      minThreads: 0,
+      maxThreads: 1,
+      idleTimeout: 10_000,
+    });
+  }
+
+  publish(state: PublishState): Promise<void> {
+    this.next = state;
+    this.draining ??= this.drain().finally(() => {
+      this.draining = null;
+    });
+    return this.draining;
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close({ force: true });
+  }
+
+  private async drain(): Promise<void> {
+    while (this.next) {
+      const state = this.next;
+      this.next = null;
+      try {
+        this.onPublished(await this.compile(state));
+      } catch (err) {
+        this.log.error({ err }, 'routing table compilation failed; workers keep the previous table');
+      }
+    }
+  }
+
+  private async compile({ config, upstreams }: PublishState): Promise<Published> {
+    const complete = upstreams.allSettled();
+    const ready = upstreams.records.flatMap((r) => (r.state === 'ready' && r.discovered ? [r.discovered] : []));
+    const started = performance.now();
+    const output = await this.pool.run({ upstreams: ready, builtinPaths: config.paths });
+    const tableVersion = ++this.version;
+
+    for (const problem of output.problems) {
+      this.log.warn({ upstream: problem.upstream, method: problem.method, template: problem.template, reason: problem.reason }, problem.message);
+    }
+    if (output.specError) this.log.error({ reason: output.specError }, 'combined spec could not be built');
+    for (const record of upstreams.records) {
+      const entries = record.state === 'ready' && record.discovered ? record.discovered.entries.length : 0;
+      const rejected = output.problems.filter((p) => p.upstream === record.config.serviceLocation).length;
+      record.endpoints = Math.max(0, entries - rejected);
+    }
+
+    this.log.info(
+      { tableVersion, entries: ready.reduce((n, u) => n + u.entries.length, 0), problems: output.problems.length, complete, compileMs: Math.round(performance.now() - started) },
+      'routing table compiled',
+    );
+    const published: Published = {
+      message: { type: 'publish', tableVersion, config, table: output.table, spec: output.spec, weights: upstreams.weights() },
+      complete,
+    };
+    this.current = published;
+    return published;
+  }
+}

@@ -1,0 +1,39 @@
+import type { ComponentStates } from '../builtins/healthcheck.js';
+import type { WorkerSlot } from './supervisor.js';
+
+/** A listener is ready once every worker slot's current process has initialized it. */
+export function listenerStates(expected: readonly string[], slots: readonly WorkerSlot[]): ComponentStates {
+  const pending: string[] = [];
+  const ready: string[] = [];
+  for (const name of expected) {
+    const everywhere = slots.every((slot) => slot.worker !== null && slot.listeners.includes(name));
+    (everywhere ? ready : pending).push(name);
+  }
+  return { pending, ready };
+}
+
+export interface ReadinessInput {
+  slots: readonly WorkerSlot[];
+  /** Version of the newest published table, or null before the first. */
+  tableVersion: number | null;
+  /** That table was compiled after every upstream finished discovery (ready or failed). */
+  tableComplete: boolean;
+  listeners: ComponentStates;
+  middleware: ComponentStates;
+}
+
+/**
+ * The service becomes operational when every upstream is confirmed (its discovery finished), the
+ * table holding all of them is what every worker slot listens with, and no listener or middleware
+ * is pending. The caller latches the first `true`.
+ */
+export function isOperational({ slots, tableVersion, tableComplete, listeners, middleware }: ReadinessInput): boolean {
+  return (
+    tableVersion !== null &&
+    tableComplete &&
+    slots.length > 0 &&
+    slots.every((slot) => slot.worker !== null && slot.tableVersion === tableVersion) &&
+    listeners.pending.length === 0 &&
+    middleware.pending.length === 0
+  );
+}

@@ -1,0 +1,91 @@
+import { EventEmitter } from 'node:events';
+import type { GatewayConfig, UpstreamConfig } from '../config/types.js';
+import type { UpstreamHealth, UpstreamState } from '../builtins/healthcheck.js';
+import type { RouteEntry } from '../routing/types.js';
+import type { Logger } from '../log.js';
+
+/** What discovery returns for one upstream (src/discovery). */
+export interface Discovered {
+  upstream: UpstreamConfig;
+  entries: RouteEntry[];
+  doc: unknown;
+}
+
+export type DiscoverFn = (
+  upstream: UpstreamConfig,
+  options: { fetchTimeoutMs: number; retries: number; backoffMs: number; signal?: AbortSignal },
+) => Promise<Discovered>;
+
+export interface UpstreamRecord {
+  readonly config: UpstreamConfig;
+  state: UpstreamState;
+  discovered: Discovered | null;
+  lastError?: string;
+  /** Endpoints that made it into the published table (entries minus template problems). */
+  endpoints: number;
+}
+
+export interface UpstreamRegistryEvents {
+  settled: [record: UpstreamRecord];
+}
+
+function reasonOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Discovers every configured upstream concurrently: each goes pending → ready | failed on its own,
+ * so a slow or dead upstream never holds back the others.
+ */
+export class UpstreamRegistry extends EventEmitter<UpstreamRegistryEvents> {
+  readonly records: UpstreamRecord[];
+
+  constructor(upstreams: readonly UpstreamConfig[]) {
+    super();
+    this.records = upstreams.map((config) => ({ config, state: 'pending', discovered: null, endpoints: 0 }));
+  }
+
+  discoverAll(discover: DiscoverFn, discovery: GatewayConfig['discovery'], log: Logger, signal: AbortSignal): Promise<void> {
+    const { fetchTimeoutMs, retries, backoffMs } = discovery;
+    return Promise.all(
+      this.records.map(async (record) => {
+        const { serviceLocation, serviceType } = record.config;
+        try {
+          record.discovered = await discover(record.config, { fetchTimeoutMs, retries, backoffMs, signal });
+          record.state = 'ready';
+          delete record.lastError;
+          log.info({ upstream: serviceLocation, serviceType, entries: record.discovered.entries.length }, 'upstream discovered');
+        } catch (err) {
+          if (signal.aborted) return;
+          record.state = 'failed';
+          record.lastError = reasonOf(err);
+          log.error({ upstream: serviceLocation, serviceType, reason: record.lastError }, 'upstream discovery failed');
+        }
+        this.emit('settled', record);
+      }),
+    ).then(() => undefined);
+  }
+
+  allSettled(): boolean {
+    return this.records.every((record) => record.state !== 'pending');
+  }
+
+  readyEntries(): RouteEntry[] {
+    return this.records.flatMap((record) => (record.state === 'ready' && record.discovered ? record.discovered.entries : []));
+  }
+
+  health(): UpstreamHealth[] {
+    return this.records.map(({ config, state, endpoints, lastError }) => ({
+      serviceType: config.serviceType,
+      serviceLocation: config.serviceLocation,
+      weight: config.weight,
+      state,
+      endpoints,
+      ...(lastError === undefined ? {} : { lastError }),
+    }));
+  }
+
+  weights(): Record<string, number> {
+    return Object.fromEntries(this.records.map(({ config }) => [config.serviceLocation, config.weight]));
+  }
+}

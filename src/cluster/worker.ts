@@ -1,0 +1,134 @@
+// Entry point of every cluster worker: serves HTTP with the table, spec and reports the primary pushes.
+import cluster from 'node:cluster';
+import { startDataPlane, type DataPlane, type RequestDoneInfo } from '../proxy/data-plane.js';
+import { loadUws } from '../native/uws.js';
+import { RoutingTable } from '../routing/table.js';
+import { MetricsRecorder } from '../metrics/recorder.js';
+import { Builtins } from '../builtins/index.js';
+import { ACCESS_LOG_LISTENER, createAccessLog, type AccessLog } from '../listeners/access-log.js';
+import { createLogger, levelFromEnv } from '../log.js';
+import { isPrimaryMessage, type PrimaryToWorker, type PublishMessage, type WorkerToPrimary } from './messages.js';
+
+const METRICS_SHIP_INTERVAL_MS = 200;
+/** Opt-in debug header naming the worker pid on built-in responses (tests use it to see both workers answer). */
+const workerHeaderEnabled = process.env.GATEWAY_WORKER_HEADER === '1';
+
+const workerId = cluster.worker?.id ?? 0;
+const log = createLogger({ role: 'worker', workerId, level: levelFromEnv() });
+const builtins = new Builtins(
+  { paths: { healthcheck: '/healthcheck', metrics: '/metrics', spec: '/spec' }, metrics: { enabled: true } },
+  { workerHeader: workerHeaderEnabled ? String(process.pid) : undefined },
+);
+const recorder = new MetricsRecorder();
+let dataPlane: DataPlane | null = null;
+let accessLog: AccessLog | null = null;
+let graceMs = 10_000;
+let stopping = false;
+let unshipped = false;
+let lastShippedInFlight = 0;
+
+function send(message: WorkerToPrimary): void {
+  if (process.connected) process.send?.(message);
+}
+
+function onRequestDone(info: RequestDoneInfo): void {
+  recorder.requestFinished(
+    info.routeTemplate === null ? null : `${info.method} ${info.routeTemplate}`,
+    info.upstream,
+    info.status,
+    info.latencyMs * 1000,
+  );
+  accessLog?.record(info);
+  unshipped = true;
+}
+
+/** Deltas go to the primary only when something changed; the in-flight gauge comes from the data plane. */
+function shipMetrics(): void {
+  const inFlight = dataPlane?.inFlight() ?? 0;
+  if (!unshipped && inFlight === lastShippedInFlight) return;
+  const delta = recorder.takeDelta();
+  delta.inFlight = inFlight;
+  unshipped = false;
+  lastShippedInFlight = inFlight;
+  send({ type: 'metrics-delta', delta });
+}
+
+async function apply(message: PublishMessage): Promise<void> {
+  const table = RoutingTable.fromTransferable(message.table);
+  builtins.configure(message.config);
+  builtins.setSpec(message.spec);
+  graceMs = message.config.timeouts.shutdownGraceMs;
+  if (!dataPlane) {
+    if (message.config.accessLog.enabled) {
+      accessLog = createAccessLog({ workerId });
+      await accessLog.ready;
+    }
+    dataPlane = await startDataPlane({
+      config: { ...message.config, port: message.port },
+      builtins: builtins.handle,
+      onRequestDone,
+    });
+    log.info({ port: dataPlane.port }, 'worker listening');
+    send({ type: 'listening', port: dataPlane.port });
+    setInterval(shipMetrics, METRICS_SHIP_INTERVAL_MS).unref();
+  }
+  dataPlane.setTable(table);
+  send({ type: 'ready', tableVersion: message.tableVersion, listeners: accessLog ? [ACCESS_LOG_LISTENER] : [] });
+}
+
+async function shutdown(reason: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  log.info({ reason, graceMs }, 'worker stopping: no new connections, finishing in-flight requests');
+  const forceExit = setTimeout(() => {
+    log.warn('in-flight requests outlived the grace; exiting anyway');
+    process.exit(0);
+  }, graceMs + 1000);
+  forceExit.unref();
+  try {
+    await dataPlane?.close();
+  } catch (err) {
+    log.error({ err }, 'data plane did not close cleanly');
+  }
+  shipMetrics();
+  await accessLog?.flush();
+  log.info('worker stopped');
+  process.exit(0);
+}
+
+// Messages are applied one at a time, in order, so a table never overtakes the one before it.
+let queue: Promise<void> = Promise.resolve();
+
+function onMessage(message: PrimaryToWorker): void {
+  switch (message.type) {
+    case 'publish':
+      queue = queue.then(() => apply(message)).catch((err: unknown) => {
+        log.fatal({ err, tableVersion: message.tableVersion }, 'could not serve the published table');
+        process.exit(1);
+      });
+      break;
+    case 'health':
+      builtins.setHealth(message.status, message.body);
+      break;
+    case 'metrics':
+      builtins.setMetrics(message.json, message.prometheus);
+      break;
+    case 'shutdown':
+      graceMs = message.graceMs;
+      void queue.then(() => shutdown('asked by the primary'));
+      break;
+  }
+}
+
+log.info({ uws: loadUws() }, 'worker starting');
+process.on('message', (message: unknown) => {
+  if (isPrimaryMessage(message)) onMessage(message);
+});
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));
+// The primary is gone: nobody would replace us or aggregate our metrics.
+process.on('disconnect', () => void shutdown('primary disconnected'));
+process.on('uncaughtException', (err) => {
+  log.fatal({ err }, 'uncaught exception');
+  process.exit(1);
+});
