@@ -89,6 +89,8 @@ export class RouteBalancer {
   private current = new Float64Array(8);
   /** This pick's weight per slot; valid when seenInPick[slot] === pickSerial. */
   private weight = new Float64Array(8);
+  /** This pick's slot per target index. */
+  private slotAt = new Int32Array(8);
   private seenInPick = new Uint32Array(8);
   private excludedInPick = new Uint32Array(8);
   private pickSerial = 0;
@@ -104,12 +106,11 @@ export class RouteBalancer {
     for (;;) {
       const best = this.bestCandidate(targets, serial);
       if (best < 0) break;
-      const upstream = targets[best].upstream;
-      if (isAvailable(upstream)) {
-        this.commit(targets, this.slotOf.get(upstream)!, serial);
+      if (isAvailable(targets[best].upstream)) {
+        this.commit(targets.length, this.slotAt[best], serial);
         return targets[best];
       }
-      this.excludedInPick[this.slotOf.get(upstream)!] = serial;
+      this.excludedInPick[this.slotAt[best]] = serial;
     }
     return this.pickZeroWeight(targets, serial, isAvailable);
   }
@@ -126,9 +127,11 @@ export class RouteBalancer {
   }
 
   private loadWeights(targets: readonly RouteTarget[], weights: HostWeights, serial: number): void {
+    if (targets.length > this.slotAt.length) this.slotAt = new Int32Array(Math.max(targets.length, this.slotAt.length * 2));
     for (let i = 0; i < targets.length; i++) {
       const upstream = targets[i].upstream;
       const slot = this.slotFor(upstream);
+      this.slotAt[i] = slot;
       if (this.seenInPick[slot] === serial) continue;
       this.seenInPick[slot] = serial;
       this.weight[slot] = weights.weightOf(upstream);
@@ -140,7 +143,7 @@ export class RouteBalancer {
     let best = -1;
     let bestValue = 0;
     for (let i = 0; i < targets.length; i++) {
-      const slot = this.slotOf.get(targets[i].upstream)!;
+      const slot = this.slotAt[i];
       const w = this.weight[slot];
       if (w <= 0 || this.excludedInPick[slot] === serial) continue;
       const value = this.current[slot] + w;
@@ -152,10 +155,10 @@ export class RouteBalancer {
     return best;
   }
 
-  private commit(targets: readonly RouteTarget[], pickedSlot: number, serial: number): void {
+  private commit(targetCount: number, pickedSlot: number, serial: number): void {
     let total = 0;
-    for (let i = 0; i < targets.length; i++) {
-      const slot = this.slotOf.get(targets[i].upstream)!;
+    for (let i = 0; i < targetCount; i++) {
+      const slot = this.slotAt[i];
       const w = this.weight[slot];
       // seenInPick doubles as "not yet counted" so a host listed twice is counted once.
       if (w <= 0 || this.excludedInPick[slot] === serial || this.seenInPick[slot] !== serial) continue;
@@ -176,7 +179,7 @@ export class RouteBalancer {
     for (let k = 1; k <= n; k++) {
       const i = (this.lastZeroWeightIndex + k) % n;
       const upstream = targets[i].upstream;
-      const slot = this.slotOf.get(upstream)!;
+      const slot = this.slotAt[i];
       if (this.weight[slot] > 0 || this.excludedInPick[slot] === serial) continue;
       this.excludedInPick[slot] = serial; // ask each host once, even if listed twice
       if (isAvailable(upstream)) {
