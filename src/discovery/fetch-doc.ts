@@ -1,0 +1,84 @@
+import { STATUS_CODES } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { request } from 'undici';
+import type { DiscoveryOptions } from './types.js';
+
+/** A doc larger than this is refused rather than buffered: no real API doc comes near it. */
+export const MAX_DOC_BYTES = 32 * 1024 * 1024;
+
+/** A failure worth retrying: the upstream may still be starting. */
+class TransientFetchError extends Error {}
+
+/**
+ * GETs a doc and parses it as JSON. Network errors, timeouts and non-2xx answers are retried with
+ * exponential back-off; an answer that is not JSON is not (it will not become JSON by asking again).
+ */
+export async function fetchJsonDoc(url: string, options: DiscoveryOptions): Promise<unknown> {
+  const attempts = 1 + options.retries;
+  let lastReason = '';
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    if (attempt > 1) await sleep(options.backoffMs * 2 ** (attempt - 2), undefined, { signal: options.signal });
+    try {
+      return await fetchOnce(url, options);
+    } catch (error) {
+      if (options.signal?.aborted) throw new Error(`GET ${url}: discovery was cancelled`);
+      if (!(error instanceof TransientFetchError)) throw error;
+      lastReason = error.message;
+    }
+  }
+  const tries = attempts === 1 ? '1 attempt' : `${attempts} attempts`;
+  throw new Error(`GET ${url} failed (${tries}): ${lastReason}`);
+}
+
+async function fetchOnce(url: string, options: DiscoveryOptions): Promise<unknown> {
+  const timeout = AbortSignal.timeout(options.fetchTimeoutMs);
+  const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
+  let text: string;
+  let contentType: string;
+  try {
+    const response = await request(url, { method: 'GET', headers: { accept: 'application/json' }, signal });
+    contentType = String(response.headers['content-type'] ?? 'none');
+    if (response.statusCode < 200 || response.statusCode > 299) {
+      response.body.resume();
+      throw new TransientFetchError(`HTTP ${response.statusCode} ${STATUS_CODES[response.statusCode] ?? ''}`.trim() + redirectHint(response.statusCode));
+    }
+    text = await readLimited(response.body, url);
+  } catch (error) {
+    if (error instanceof TransientFetchError || error instanceof DocTooLargeError) throw error;
+    if (timeout.aborted) throw new TransientFetchError(`timed out after ${options.fetchTimeoutMs} ms`);
+    throw new TransientFetchError(describeNetworkError(error));
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new Error(`GET ${url}: the answer is not JSON (content-type ${contentType}): ${(error as Error).message}`);
+  }
+}
+
+class DocTooLargeError extends Error {}
+
+async function readLimited(body: AsyncIterable<Buffer> & { destroy(): unknown }, url: string): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > MAX_DOC_BYTES) {
+      body.destroy();
+      throw new DocTooLargeError(`GET ${url}: the doc is larger than ${MAX_DOC_BYTES} bytes`);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function redirectHint(status: number): string {
+  return status >= 300 && status < 400 ? ' (redirects are not followed; point specPath at the final path)' : '';
+}
+
+function describeNetworkError(error: unknown): string {
+  const { code, message } = error as { code?: string; message?: string };
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  const detail = cause?.code ?? code;
+  const text = cause?.message ?? message ?? String(error);
+  return detail && !text.includes(detail) ? `${text} (${detail})` : text;
+}
