@@ -1,0 +1,157 @@
+import fc from 'fast-check';
+import t from 'tap';
+import { RoutingTable } from '../src/routing/table.js';
+import { entry, oracleFor } from './helpers/routes.js';
+
+// Differential test: the trie must pick exactly what the contract's oracle picks (sorted templates,
+// one anchored regex each, first match wins), on random template sets that use every form.
+
+const LITERALS = ['a', 'ab', 'user', 'users', 'x', 'v1', 'a.b', ':cancel', '$count', 'foo'];
+const NAMES = ['a', 'b', 'id'];
+const REGEXES = ['[a-z]+', '[0-9]+', 'a|ab', '[a-z]+/[a-z]+', '.*', 'x(y)?', '[^/]+', 'a.*b', 'users?', '(a|b)/c'];
+const METHODS = ['GET', 'POST', 'DELETE', 'HEAD', 'OPTIONS'];
+
+type Piece = { kind: 'slash' } | { kind: 'lit'; text: string } | { kind: 'dot' | 'param' | 'plus'; name: string } | { kind: 're'; name: string; re: string };
+
+const piece: fc.Arbitrary<Piece> = fc.oneof(
+  { weight: 5, arbitrary: fc.constant<Piece>({ kind: 'slash' }) },
+  { weight: 4, arbitrary: fc.constantFrom(...LITERALS).map((text): Piece => ({ kind: 'lit', text })) },
+  { weight: 1, arbitrary: fc.constantFrom(...NAMES).map((name): Piece => ({ kind: 'dot', name })) },
+  { weight: 3, arbitrary: fc.constantFrom(...NAMES).map((name): Piece => ({ kind: 'param', name })) },
+  { weight: 1, arbitrary: fc.record({ name: fc.constantFrom(...NAMES), re: fc.constantFrom(...REGEXES) }).map((r): Piece => ({ kind: 're', ...r })) },
+  { weight: 1, arbitrary: fc.constantFrom(...NAMES).map((name): Piece => ({ kind: 'plus', name })) },
+);
+
+function render(pieces: Piece[]): string {
+  let out = '';
+  let lastWasLiteral = false;
+  pieces.forEach((p, i) => {
+    // Two literals in a row would merge into one; keep them apart with a slash.
+    if (p.kind === 'lit' && lastWasLiteral) out += '/';
+    lastWasLiteral = p.kind === 'lit';
+    switch (p.kind) {
+      case 'slash': out += '/'; break;
+      case 'lit': out += p.text; break;
+      // Names are unique within a template (suffix) yet differ between equivalent templates.
+      case 'dot': out += `{.${p.name}${i}}`; break;
+      case 'param': out += `{${p.name}${i}}`; break;
+      case 'plus': out += `{+${p.name}${i}}`; break;
+      case 're': out += `{${p.name}${i}: ${p.re}}`; break;
+    }
+  });
+  return '/' + out;
+}
+
+const SAMPLES: Record<string, string[]> = {
+  dot: ['', '.json', '.', '.a.b'],
+  param: ['a', 'ab', '1', 'x.y', 'users', 'a%2Fb', 'foo:cancel'],
+  plus: ['', 'a', 'a/b', 'x/users', 'foo/'],
+  re: ['a', 'ab', 'abc', '123', 'a/b', 'xy', 'users', 'a/c', 'axxb', ''],
+};
+
+const templatePieces = fc.array(piece, { minLength: 0, maxLength: 6 });
+
+const scenario = fc.record({
+  templates: fc.array(fc.record({ pieces: templatePieces, method: fc.constantFrom(...METHODS), upstream: fc.constantFrom('u1', 'u2') }), { minLength: 1, maxLength: 14 }),
+  probes: fc.array(
+    fc.record({
+      from: fc.nat(),
+      choices: fc.array(fc.nat(), { minLength: 8, maxLength: 8 }),
+      mutation: fc.constantFrom('none', 'none', 'none', 'trailing-slash', 'drop-char', 'add-char', 'double-slash'),
+      at: fc.nat(),
+      // Mostly the method the path was built from, so that most probes exercise a real match.
+      method: fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom(...METHODS, 'PUT') }),
+    }),
+    { minLength: 40, maxLength: 40 },
+  ),
+});
+
+function instantiate(pieces: Piece[], choices: number[]): string {
+  let out = '';
+  let lastWasLiteral = false;
+  pieces.forEach((p, i) => {
+    if (p.kind === 'lit' && lastWasLiteral) out += '/';
+    lastWasLiteral = p.kind === 'lit';
+    const pick = (list: string[]) => list[choices[i % choices.length] % list.length];
+    switch (p.kind) {
+      case 'slash': out += '/'; break;
+      case 'lit': out += p.text; break;
+      default: out += pick(SAMPLES[p.kind]); break;
+    }
+  });
+  return '/' + out;
+}
+
+function mutate(path: string, mutation: string, at: number): string {
+  const i = path.length > 1 ? 1 + (at % (path.length - 1)) : 1;
+  switch (mutation) {
+    case 'trailing-slash': return path + '/';
+    case 'drop-char': return path.length > 1 ? path.slice(0, i) + path.slice(i + 1) : path;
+    case 'add-char': return path.slice(0, i) + 'ab/.x'[at % 5] + path.slice(i);
+    case 'double-slash': return path.slice(0, i) + '/' + path.slice(i);
+    default: return path;
+  }
+}
+
+t.test('the trie picks what the oracle picks', async (t) => {
+  let cases = 0;
+  let matched = 0;
+  const seed = Number(process.env.ROUTING_SEED ?? Date.now() % 2 ** 31);
+  t.comment(`fast-check seed ${seed} (rerun with ROUTING_SEED=${seed})`);
+  fc.assert(
+    fc.property(scenario, ({ templates, probes }) => {
+      const entries = templates.map((x) => entry(x.method, render(x.pieces), x.upstream));
+      const { table } = RoutingTable.compile(entries);
+      const oracle = oracleFor(entries);
+      for (const probe of probes) {
+        const source = templates[probe.from % templates.length];
+        const path = mutate(instantiate(source.pieces, probe.choices), probe.mutation, probe.at);
+        const method = probe.method ?? source.method;
+        const got = table.select(method, path, undefined, undefined, false);
+        const want = oracle.lookup(method, path);
+        cases++;
+        const context = `${method} ${path} over [${entries.map((e) => `${e.method} ${e.template}`).join(', ')}]`;
+        if (got.status !== want.status) throw new Error(`status ${got.status} != oracle ${want.status}: ${context}`);
+        if ((got.route?.canonical ?? null) !== (want.template?.canonical ?? null)) {
+          throw new Error(`picked ${got.route?.template} != oracle ${want.template?.raw}: ${context}`);
+        }
+        if (got.allow !== want.allow) throw new Error(`Allow "${got.allow}" != oracle "${want.allow}": ${context}`);
+        if (got.headAsGet !== want.headAsGet || got.autoOptions !== want.autoOptions) throw new Error(`HEAD/OPTIONS handling differs: ${context}`);
+        if (want.template) {
+          matched++;
+          // Regexes backtrack in their own order, so only regex-free templates must agree on captures.
+          if (!want.template.segments.some((s) => s.regex !== null)) {
+            // Equivalent templates may name their params differently: compare the captured values.
+            const params = JSON.stringify(Object.values(table.params()));
+            const wanted = JSON.stringify(Object.values(want.params));
+            if (params !== wanted) throw new Error(`params ${params} != oracle ${wanted}: ${context}`);
+          }
+        }
+      }
+    }),
+    { numRuns: 520, seed },
+  );
+  t.ok(cases >= 20_000, `${cases} generated cases compared (at least 20,000)`);
+  t.ok(matched > cases / 3, `${matched} of them matched a template (the generator exercises matches, not just misses)`);
+});
+
+t.test('transferable round trip keeps every decision', async (t) => {
+  const seed = Number(process.env.ROUTING_SEED ?? 7);
+  fc.assert(
+    fc.property(scenario, ({ templates, probes }) => {
+      const entries = templates.map((x) => entry(x.method, render(x.pieces), x.upstream));
+      const { table } = RoutingTable.compile(entries);
+      const copy = RoutingTable.fromTransferable(structuredClone(JSON.parse(JSON.stringify(table.toTransferable()))));
+      for (const probe of probes) {
+        const path = instantiate(templates[probe.from % templates.length].pieces, probe.choices);
+        const method = probe.method ?? 'GET';
+        const a = table.select(method, path, undefined, undefined, false);
+        const b = copy.select(method, path, undefined, undefined, false);
+        if (a.status !== b.status || a.route?.id !== b.route?.id || a.allow !== b.allow) throw new Error(`${method} ${path} differs after round trip`);
+        if (JSON.stringify(table.params()) !== JSON.stringify(copy.params())) throw new Error(`${path} params differ after round trip`);
+      }
+    }),
+    { numRuns: 100, seed },
+  );
+  t.pass('100 random tables survive JSON + structured clone');
+});
