@@ -1,0 +1,61 @@
+/**
+ * The part of the uWebSockets.js API the gateway uses. Every build we load (official, btc-vision fork,
+ * trufflesuite fork) has these with these signatures; see native-notes.md.
+ */
+
+/** Anything uWS copies into its own buffers without a JS string round trip. */
+export type UwsBytes = string | ArrayBuffer | Uint8Array;
+
+/** Opaque native handle of a listening socket. */
+export type UwsListenSocket = object;
+
+export interface UwsResponse {
+  writeStatus(status: UwsBytes): UwsResponse;
+  writeHeader(key: UwsBytes, value: UwsBytes): UwsResponse;
+  /** Chunked transfer encoding; true when nothing was left in the backpressure buffer. */
+  write(chunk: UwsBytes): boolean;
+  end(body?: UwsBytes, closeConnection?: boolean): UwsResponse;
+  /** Without an argument no Content-Length is written (see native-notes.md on the argument form). */
+  endWithoutBody(reportedContentLength?: number, closeConnection?: boolean): UwsResponse;
+  /** Writes what the socket takes now; [ok, done]. A not-ok remainder must be retried from onWritable. */
+  tryEnd(chunk: UwsBytes, totalSize: number): [boolean, boolean];
+  close(): UwsResponse;
+  getWriteOffset(): number;
+  onWritable(handler: (offset: number) => boolean): UwsResponse;
+  onAborted(handler: () => void): UwsResponse;
+  onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): UwsResponse;
+  getRemoteAddressAsText(): ArrayBuffer;
+  cork(cb: () => void): UwsResponse;
+  /** Stops reading the request body from the socket. */
+  pause(): void;
+  resume(): void;
+}
+
+export interface UwsRequest {
+  getHeader(lowerCaseKey: string): string;
+  getUrl(): string;
+  getMethod(): string;
+  getCaseSensitiveMethod(): string;
+  /** The raw query string without "?"; some builds return undefined when there is none. */
+  getQuery(): string | undefined;
+  forEach(cb: (key: string, value: string) => void): void;
+}
+
+export type UwsHandler = (res: UwsResponse, req: UwsRequest) => void;
+
+export interface UwsApp {
+  any(pattern: string, handler: UwsHandler): UwsApp;
+  get(pattern: string, handler: UwsHandler): UwsApp;
+  listen(host: string, port: number, cb: (listenSocket: UwsListenSocket | false) => void): UwsApp;
+  listen(port: number, options: number, cb: (listenSocket: UwsListenSocket | false) => void): UwsApp;
+  /** Closes the listen sockets and every open connection (present in every build we load). */
+  close?(): UwsApp;
+}
+
+export interface UwsModule {
+  App(options?: Record<string, unknown>): UwsApp;
+  us_listen_socket_close(listenSocket: UwsListenSocket): void;
+  us_socket_local_port(socket: UwsListenSocket): number;
+  /** Absent from some builds; the trufflesuite binary has it. */
+  LIBUS_LISTEN_EXCLUSIVE_PORT?: number;
+}
