@@ -123,8 +123,9 @@ export class MetricsAggregator {
     return report;
   }
 
-  prometheus(): string {
-    return toPrometheus(this.report());
+  /** Pass the report() just rendered to skip computing it twice. */
+  prometheus(report: MetricsReport = this.report()): string {
+    return toPrometheus(report);
   }
 }
 

@@ -116,9 +116,8 @@ export class RouteBalancer {
   }
 
   private nextSerial(): number {
-    this.pickSerial = (this.pickSerial + 1) >>> 0;
-    if (this.pickSerial === 0) {
-      // Wrapped after 2^32 picks: clear the marks so stale ones cannot match.
+    // Wrap well before 2^31 so the serial stays a small integer; clear the marks so stale ones cannot match.
+    if (++this.pickSerial === 0x40000000) {
       this.seenInPick.fill(0);
       this.excludedInPick.fill(0);
       this.pickSerial = 1;
