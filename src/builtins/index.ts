@@ -1,5 +1,6 @@
 import type { GatewayConfig } from '../config/types.js';
-import { metricsFormat, PROMETHEUS_CONTENT_TYPE } from './metrics.js';
+import { PROMETHEUS_CONTENT_TYPE } from '../metrics/prometheus.js';
+import { metricsFormat } from './metrics.js';
 
 export interface BuiltinResponse {
   status: number;

@@ -18,5 +18,3 @@ export function metricsFormat(query: string, accept: string | undefined): Metric
   if (chosen === undefined) return null;
   return chosen === 'application/json' ? 'json' : 'prometheus';
 }
-
-export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';

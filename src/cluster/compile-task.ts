@@ -2,11 +2,11 @@
 import { RoutingTable, type TransferableTable } from '../routing/table.js';
 import type { RouteEntry, TemplateProblem } from '../routing/types.js';
 import type { GatewayConfig } from '../config/types.js';
-import type { Discovered } from './upstreams.js';
+import type { DiscoveredUpstream } from '../discovery/index.js';
 
 export interface CompileInput {
   /** Ready upstreams, in config order. */
-  upstreams: readonly Discovered[];
+  upstreams: readonly DiscoveredUpstream[];
   builtinPaths: GatewayConfig['paths'];
 }
 

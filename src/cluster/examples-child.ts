@@ -1,13 +1,12 @@
 // Child process of `gateway start --with-examples`: runs the bundled example upstreams until its parent goes.
 import { startExampleUpstreams } from '../../examples/upstreams.js';
 
-const examples: unknown = await startExampleUpstreams();
-process.send?.({ type: 'examples-ready' });
+const examples = await startExampleUpstreams();
+process.send?.({ type: 'examples-ready', servers: examples.servers });
 
 async function stop(): Promise<void> {
-  const closable = examples as { close?: () => unknown } | null;
   try {
-    if (closable && typeof closable.close === 'function') await closable.close();
+    await examples.close();
   } finally {
     process.exit(0);
   }

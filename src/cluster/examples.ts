@@ -8,8 +8,10 @@ export interface ExampleUpstreams {
 /** Starts the bundled example upstreams in a child process and resolves once they listen. */
 export function startExamplesChild(log: Logger, timeoutMs = 15_000): Promise<ExampleUpstreams> {
   const child: ChildProcess = fork(new URL('./examples-child.js', import.meta.url), [], { stdio: 'inherit' });
+  let stopping = false;
   const stop = (): Promise<void> =>
     new Promise((resolve) => {
+      stopping = true;
       if (child.exitCode !== null || child.signalCode !== null) return resolve();
       child.once('exit', () => resolve());
       child.kill('SIGTERM');
@@ -20,15 +22,19 @@ export function startExamplesChild(log: Logger, timeoutMs = 15_000): Promise<Exa
       void stop();
       reject(new Error(`example upstreams did not start within ${timeoutMs} ms`));
     }, timeoutMs);
-    child.on('message', (message: unknown) => {
-      if ((message as { type?: unknown } | null)?.type !== 'examples-ready') return;
+    let started = false;
+    child.on('message', (message: { type?: unknown; servers?: unknown } | null) => {
+      if (message?.type !== 'examples-ready') return;
+      started = true;
       clearTimeout(timer);
-      log.info({ childPid: child.pid }, 'example upstreams started');
+      log.info({ childPid: child.pid, servers: message.servers }, 'example upstreams started');
       resolve({ stop });
     });
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
-      reject(new Error(`example upstreams exited (code ${code}, signal ${signal}) before they were ready`));
+      if (started) {
+        if (!stopping) log.warn({ code, signal }, 'example upstreams exited');
+      } else reject(new Error(`example upstreams exited (code ${code}, signal ${signal}) before they were ready`));
     });
   });
 }

@@ -9,8 +9,7 @@ import type { TransferableTable } from '../routing/table.js';
 export interface PublishMessage {
   type: 'publish';
   tableVersion: number;
-  /** The port to listen on: the configured one, or the one the first worker got for port 0. */
-  port: number;
+  /** The port is always concrete here: the primary has resolved `port: 0` to a free port. */
   config: GatewayConfig;
   table: TransferableTable;
   /** The rendered `/spec` document (JSON text). */
@@ -41,7 +40,15 @@ export interface ShutdownMessage {
 
 export type PrimaryToWorker = PublishMessage | HealthMessage | MetricsReportMessage | ShutdownMessage;
 
-/** Sent once, when the worker's socket is bound: tells the primary the real port for `port: 0`. */
+/**
+ * Sent once the worker listens for messages: anything the primary sent before that could be lost,
+ * so the primary sends a worker nothing until it has said hello.
+ */
+export interface HelloMessage {
+  type: 'hello';
+}
+
+/** Sent once, when the worker's socket is bound. */
 export interface ListeningMessage {
   type: 'listening';
   port: number;
@@ -59,14 +66,14 @@ export interface MetricsDeltaMessage {
   delta: MetricsDelta;
 }
 
-export type WorkerToPrimary = ListeningMessage | ReadyMessage | MetricsDeltaMessage;
+export type WorkerToPrimary = HelloMessage | ListeningMessage | ReadyMessage | MetricsDeltaMessage;
 
 function hasType(value: unknown): value is { type: unknown } {
   return typeof value === 'object' && value !== null && 'type' in value;
 }
 
 export function isWorkerMessage(value: unknown): value is WorkerToPrimary {
-  return hasType(value) && (value.type === 'listening' || value.type === 'ready' || value.type === 'metrics-delta');
+  return hasType(value) && (value.type === 'hello' || value.type === 'listening' || value.type === 'ready' || value.type === 'metrics-delta');
 }
 
 export function isPrimaryMessage(value: unknown): value is PrimaryToWorker {

@@ -2,18 +2,19 @@ import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../config/load.js';
-import { discoverUpstream } from '../discovery/discover.js';
+import { discoverUpstream } from '../discovery/index.js';
 import type { GatewayConfig } from '../config/types.js';
 import { healthReport, type ComponentStates } from '../builtins/healthcheck.js';
 import { createLogger, levelFromEnv, type Logger } from '../log.js';
 import { ACCESS_LOG_LISTENER } from '../listeners/access-log.js';
 import { startExamplesChild, type ExampleUpstreams } from './examples.js';
-import type { HealthMessage, PublishMessage, WorkerToPrimary } from './messages.js';
+import { findFreePort } from './free-port.js';
+import type { HealthMessage, WorkerToPrimary } from './messages.js';
 import { MetricsHub } from './metrics-hub.js';
 import { Publisher, type Published } from './publisher.js';
 import { isOperational, listenerStates } from './readiness.js';
 import { Supervisor, type WorkerSlot } from './supervisor.js';
-import { UpstreamRegistry, type DiscoverFn } from './upstreams.js';
+import { UpstreamRegistry } from './upstreams.js';
 
 export interface PrimaryOptions {
   configFile: string;
@@ -53,6 +54,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
       return 1;
     }
   }
+  if (config.port === 0) config = { ...config, port: await findFreePort(config.host) };
   return new Primary(log, config, examples).run();
 }
 
@@ -63,8 +65,6 @@ class Primary {
   private readonly upstreams: UpstreamRegistry;
   private readonly discovery = new AbortController();
   private readonly expectedListeners: string[];
-  /** The listening port; null while the first worker has yet to report the one it got for port 0. */
-  private port: number | null;
   private announcedPort = false;
   private operational = false;
   private health: HealthMessage | null = null;
@@ -78,7 +78,6 @@ class Primary {
     private readonly examples: ExampleUpstreams | null,
   ) {
     const count = config.workers > 0 ? config.workers : availableParallelism();
-    this.port = config.port === 0 ? null : config.port;
     this.expectedListeners = config.accessLog.enabled ? [ACCESS_LOG_LISTENER] : [];
     this.upstreams = new UpstreamRegistry(config.upstreams);
     this.supervisor = new Supervisor({ log, count });
@@ -91,7 +90,7 @@ class Primary {
     const done = new Promise<number>((resolve) => (this.exitWith = resolve));
     cluster.setupPrimary({ exec: fileURLToPath(new URL('./worker.js', import.meta.url)), args: [] });
 
-    this.supervisor.on('spawn', (slot) => this.onSpawn(slot));
+    this.supervisor.on('hello', (slot) => this.onHello(slot));
     this.supervisor.on('message', (slot, message) => this.onWorkerMessage(slot, message));
     this.supervisor.on('exit', (slot, workerId) => this.onWorkerExit(slot, workerId));
     for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void this.shutdown(signal));
@@ -101,15 +100,13 @@ class Primary {
       'gateway starting',
     );
     this.refreshHealth();
-    // For port 0 the first worker finds a free port; the rest are forked once it has reported it.
-    const initial = this.port === null ? this.supervisor.slots.slice(0, 1) : this.supervisor.slots;
-    for (const slot of initial) this.supervisor.spawn(slot);
+    for (const slot of this.supervisor.slots) this.supervisor.spawn(slot);
 
     this.upstreams.on('settled', () => {
       this.refreshHealth();
       void this.publish();
     });
-    void this.upstreams.discoverAll(discoverUpstream as DiscoverFn, this.config.discovery, this.log, this.discovery.signal);
+    void this.upstreams.discoverAll(discoverUpstream, this.config.discovery, this.log, this.discovery.signal);
     void this.publish();
     return done;
   }
@@ -121,24 +118,17 @@ class Primary {
 
   private onPublished(published: Published): void {
     this.metrics.setExtra('tableVersion', published.message.tableVersion);
-    if (this.port !== null) this.supervisor.broadcast(this.withPort(published.message, this.port));
-    else {
-      const first = this.supervisor.slots[0]?.worker;
-      if (first) this.supervisor.send(first, this.withPort(published.message, 0));
-    }
+    this.supervisor.broadcast(published.message);
     this.refreshHealth();
   }
 
-  private withPort(message: Omit<PublishMessage, 'port'>, port: number): PublishMessage {
-    return { ...message, port };
-  }
-
-  private onSpawn(slot: WorkerSlot): void {
+  /** A new worker gets the current state: table, health (latched readiness included), metrics. */
+  private onHello(slot: WorkerSlot): void {
     const worker = slot.worker;
     if (!worker) return;
     this.metrics.setWorkerCount(this.supervisor.liveWorkers().length);
     const published = this.publisher.current;
-    if (published) this.supervisor.send(worker, this.withPort(published.message, this.port ?? 0));
+    if (published) this.supervisor.send(worker, published.message);
     if (this.health) this.supervisor.send(worker, this.health);
     this.supervisor.send(worker, this.metrics.latest());
     this.refreshHealth();
@@ -152,10 +142,6 @@ class Primary {
         if (this.announcedPort) break;
         this.announcedPort = true;
         this.log.info({ host: this.config.host, port: message.port }, 'gateway listening');
-        if (this.port === null) {
-          this.port = message.port;
-          for (const other of this.supervisor.slots) if (other !== slot) this.supervisor.spawn(other);
-        }
         break;
       case 'ready':
         slot.tableVersion = message.tableVersion;

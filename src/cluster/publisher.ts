@@ -11,9 +11,9 @@ export interface PublishState {
   upstreams: UpstreamRegistry;
 }
 
-/** A compiled state, ready to hand to workers (the port is added per send). */
+/** A compiled state, ready to hand to workers. */
 export interface Published {
-  message: Omit<PublishMessage, 'port'>;
+  message: PublishMessage;
   /** Every upstream had finished discovery when this state was taken. */
   complete: boolean;
 }

@@ -7,6 +7,8 @@ import { isWorkerMessage, type PrimaryToWorker, type WorkerToPrimary } from './m
 export interface WorkerSlot {
   readonly index: number;
   worker: Worker | null;
+  /** The worker said hello: it can be sent messages. */
+  greeted: boolean;
   startedAt: number;
   /** Exits in a row that came soon after a start (a crash loop). */
   quickExits: number;
@@ -27,7 +29,8 @@ export interface SupervisorOptions {
 }
 
 export interface SupervisorEvents {
-  spawn: [slot: WorkerSlot];
+  /** The slot's new worker is up and listening for messages. */
+  hello: [slot: WorkerSlot];
   message: [slot: WorkerSlot, message: WorkerToPrimary];
   exit: [slot: WorkerSlot, workerId: number];
 }
@@ -59,6 +62,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     this.slots = Array.from({ length: options.count }, (_, index) => ({
       index,
       worker: null,
+      greeted: false,
       startedAt: 0,
       quickExits: 0,
       respawnTimer: null,
@@ -70,6 +74,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   spawn(slot: WorkerSlot): void {
     if (this.stopping || slot.worker) return;
     slot.respawnTimer = null;
+    slot.greeted = false;
     slot.tableVersion = null;
     slot.listeners = [];
     slot.startedAt = Date.now();
@@ -77,18 +82,22 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     slot.worker = worker;
     this.log.info({ workerPid: worker.process.pid, worker: worker.id, slot: slot.index }, 'worker started');
     worker.on('message', (message: unknown) => {
-      if (slot.worker === worker && isWorkerMessage(message)) this.emit('message', slot, message);
+      if (slot.worker !== worker || !isWorkerMessage(message)) return;
+      if (message.type === 'hello') {
+        slot.greeted = true;
+        this.emit('hello', slot);
+      } else this.emit('message', slot, message);
     });
     worker.on('error', (err: Error) => {
       this.log.warn({ err, worker: worker.id, slot: slot.index }, 'worker channel error');
     });
     worker.on('exit', (code: number | null, signal: string | null) => this.onExit(slot, worker, code, signal));
-    this.emit('spawn', slot);
   }
 
+  /** Workers that said hello and are still connected. */
   liveWorkers(): Worker[] {
     const workers: Worker[] = [];
-    for (const slot of this.slots) if (slot.worker && slot.worker.isConnected()) workers.push(slot.worker);
+    for (const slot of this.slots) if (slot.worker && slot.greeted && slot.worker.isConnected()) workers.push(slot.worker);
     return workers;
   }
 
@@ -118,7 +127,12 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     const exited = running.map(
       (worker) => new Promise<void>((resolve) => (worker.isDead() ? resolve() : worker.once('exit', () => resolve()))),
     );
-    this.broadcast({ type: 'shutdown', graceMs });
+    for (const slot of this.slots) {
+      if (!slot.worker) continue;
+      // A worker that has not said hello may not hear the message, and serves nothing yet anyway.
+      if (slot.greeted) this.send(slot.worker, { type: 'shutdown', graceMs });
+      else slot.worker.process.kill('SIGTERM');
+    }
     const deadline = setTimeout(() => {
       for (const worker of running) {
         if (!worker.isDead()) {
@@ -134,6 +148,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   private onExit(slot: WorkerSlot, worker: Worker, code: number | null, signal: string | null): void {
     if (slot.worker !== worker) return;
     slot.worker = null;
+    slot.greeted = false;
     slot.tableVersion = null;
     slot.listeners = [];
     this.emit('exit', slot, worker.id);

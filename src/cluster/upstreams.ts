@@ -2,24 +2,15 @@ import { EventEmitter } from 'node:events';
 import type { GatewayConfig, UpstreamConfig } from '../config/types.js';
 import type { UpstreamHealth, UpstreamState } from '../builtins/healthcheck.js';
 import type { RouteEntry } from '../routing/types.js';
+import type { DiscoveredUpstream, DiscoveryOptions } from '../discovery/index.js';
 import type { Logger } from '../log.js';
 
-/** What discovery returns for one upstream (src/discovery). */
-export interface Discovered {
-  upstream: UpstreamConfig;
-  entries: RouteEntry[];
-  doc: unknown;
-}
-
-export type DiscoverFn = (
-  upstream: UpstreamConfig,
-  options: { fetchTimeoutMs: number; retries: number; backoffMs: number; signal?: AbortSignal },
-) => Promise<Discovered>;
+export type DiscoverFn = (upstream: UpstreamConfig, options: DiscoveryOptions) => Promise<DiscoveredUpstream>;
 
 export interface UpstreamRecord {
   readonly config: UpstreamConfig;
   state: UpstreamState;
-  discovered: Discovered | null;
+  discovered: DiscoveredUpstream | null;
   lastError?: string;
   /** Endpoints that made it into the published table (entries minus template problems). */
   endpoints: number;

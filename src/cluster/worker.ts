@@ -64,7 +64,7 @@ async function apply(message: PublishMessage): Promise<void> {
       await accessLog.ready;
     }
     dataPlane = await startDataPlane({
-      config: { ...message.config, port: message.port },
+      config: message.config,
       builtins: builtins.handle,
       onRequestDone,
     });
@@ -120,15 +120,21 @@ function onMessage(message: PrimaryToWorker): void {
   }
 }
 
-log.info({ uws: loadUws() }, 'worker starting');
-process.on('message', (message: unknown) => {
-  if (isPrimaryMessage(message)) onMessage(message);
-});
-process.on('SIGTERM', () => void shutdown('SIGTERM'));
-process.on('SIGINT', () => void shutdown('SIGINT'));
-// The primary is gone: nobody would replace us or aggregate our metrics.
-process.on('disconnect', () => void shutdown('primary disconnected'));
 process.on('uncaughtException', (err) => {
   log.fatal({ err }, 'uncaught exception');
   process.exit(1);
 });
+try {
+  log.info({ uws: loadUws() }, 'worker starting');
+} catch (err) {
+  log.fatal({ err }, 'no usable uWebSockets.js build');
+  process.exit(1);
+}
+process.on('message', (message: unknown) => {
+  if (isPrimaryMessage(message)) onMessage(message);
+});
+send({ type: 'hello' });
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));
+// The primary is gone: nobody would replace us or aggregate our metrics.
+process.on('disconnect', () => void shutdown('primary disconnected'));

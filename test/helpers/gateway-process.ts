@@ -257,7 +257,17 @@ export function swaggerDoc(title: string, paths: Record<string, string[]>, baseP
     paths: Object.fromEntries(
       Object.entries(paths).map(([template, methods]) => [
         template,
-        Object.fromEntries(methods.map((m) => [m.toLowerCase(), { operationId: `${m.toLowerCase()}${template.replace(/\W+/g, '_')}`, responses: { '200': { description: 'ok' } } }])),
+        Object.fromEntries(
+          methods.map((m) => [
+            m.toLowerCase(),
+            {
+              operationId: `${m.toLowerCase()}${template.replace(/\W+/g, '_')}`,
+              // Swagger 2.0 wants every placeholder declared, under the name as written.
+              parameters: [...template.matchAll(/\{([^}]+)\}/g)].map(([, name]) => ({ name, in: 'path', required: true, type: 'string' })),
+              responses: { '200': { description: 'ok' } },
+            },
+          ]),
+        ),
       ]),
     ),
   };
