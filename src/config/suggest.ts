@@ -9,9 +9,10 @@ export function closestMatch(word: string, candidates: readonly string[]): strin
       bestDistance = distance;
     }
   }
-  if (best === undefined) return undefined;
-  const tolerance = Math.max(1, Math.floor(best.length / 3));
-  return bestDistance <= tolerance ? best : undefined;
+  if (best !== undefined && bestDistance <= Math.max(1, Math.floor(best.length / 3))) return best;
+  // "warning" for "warn", "metric" for "metrics": one word is the start of the other
+  const lower = word.toLowerCase();
+  return candidates.find((c) => Math.min(c.length, word.length) >= 3 && (lower.startsWith(c.toLowerCase()) || c.toLowerCase().startsWith(lower)));
 }
 
 /** Levenshtein distance, with a swap of two neighbours counted as one edit (the commonest typo). */
