@@ -1,33 +1,34 @@
 // Piscina task: compiles the routing table and renders /spec off the primary's event loop.
-import { RoutingTable, type TransferableTable } from '../routing/table.js';
-import type { RouteEntry, TemplateProblem } from '../routing/types.js';
+import { buildCombinedSpec } from '../builtins/spec.js';
 import type { GatewayConfig } from '../config/types.js';
 import type { DiscoveredUpstream } from '../discovery/index.js';
+import { RoutingTable, type TransferableTable } from '../routing/table.js';
+import type { TemplateProblem } from '../routing/types.js';
 
 export interface CompileInput {
   /** Ready upstreams, in config order. */
   upstreams: readonly DiscoveredUpstream[];
   builtinPaths: GatewayConfig['paths'];
+  /** info.title / info.version of the combined spec. */
+  name: string;
+  version: string;
 }
 
 export interface CompileOutput {
   table: TransferableTable;
   problems: TemplateProblem[];
-  /** The combined spec as JSON text. */
-  spec: string;
-  /** Why the spec could not be built, when it could not. */
+  /** The combined spec as JSON text; null when it could not be built (see specError). */
+  spec: string | null;
   specError?: string;
 }
 
-export default async function compile({ upstreams, builtinPaths }: CompileInput): Promise<CompileOutput> {
-  const entries: RouteEntry[] = upstreams.flatMap((u) => u.entries);
-  const { table, problems } = RoutingTable.compile(entries);
+export default function compile({ upstreams, builtinPaths, name, version }: CompileInput): CompileOutput {
+  const { table, problems } = RoutingTable.compile(upstreams.flatMap((u) => u.entries));
+  // A spec that cannot be built must not keep a good table from being served.
   try {
-    const { buildCombinedSpec } = await import('../builtins/spec.js');
-    const spec = JSON.stringify(buildCombinedSpec({ upstreams: upstreams as never, builtinPaths } as never));
+    const spec = JSON.stringify(buildCombinedSpec({ upstreams, builtinPaths, info: { title: name, version } }));
     return { table: table.toTransferable(), problems, spec };
   } catch (err) {
-    const specError = err instanceof Error ? err.message : String(err);
-    return { table: table.toTransferable(), problems, spec: JSON.stringify({ swagger: '2.0', info: { title: 'specgate', version: '0' }, paths: {} }), specError };
+    return { table: table.toTransferable(), problems, spec: null, specError: err instanceof Error ? err.message : String(err) };
   }
 }

@@ -74,6 +74,7 @@ export class MetricsHub {
   }
 
   private render(): MetricsReportMessage {
-    return { type: 'metrics', json: JSON.stringify(this.aggregator.report()), prometheus: this.aggregator.prometheus() };
+    const report = this.aggregator.report();
+    return { type: 'metrics', json: JSON.stringify(report), prometheus: this.aggregator.prometheus(report) };
   }
 }

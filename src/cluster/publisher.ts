@@ -1,4 +1,5 @@
 import { Piscina } from 'piscina';
+import { buildInfo } from '../builtins/build-info.js';
 import type { GatewayConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { CompileInput, CompileOutput } from './compile-task.js';
@@ -69,13 +70,13 @@ export class Publisher {
     const complete = upstreams.allSettled();
     const ready = upstreams.records.flatMap((r) => (r.state === 'ready' && r.discovered ? [r.discovered] : []));
     const started = performance.now();
-    const output = await this.pool.run({ upstreams: ready, builtinPaths: config.paths });
+    const output = await this.pool.run({ upstreams: ready, builtinPaths: config.paths, name: config.name, version: buildInfo().version });
     const tableVersion = ++this.version;
 
     for (const problem of output.problems) {
       this.log.warn({ upstream: problem.upstream, method: problem.method, template: problem.template, reason: problem.reason }, problem.message);
     }
-    if (output.specError) this.log.error({ reason: output.specError }, 'combined spec could not be built');
+    if (output.spec === null) this.log.error({ reason: output.specError }, 'combined spec could not be built; /spec keeps the previous one');
     for (const record of upstreams.records) {
       const entries = record.state === 'ready' && record.discovered ? record.discovered.entries.length : 0;
       const rejected = output.problems.filter((p) => p.upstream === record.config.serviceLocation).length;
@@ -87,7 +88,7 @@ export class Publisher {
       'routing table compiled',
     );
     const published: Published = {
-      message: { type: 'publish', tableVersion, config, table: output.table, spec: output.spec, weights: upstreams.weights() },
+      message: { type: 'publish', tableVersion, config, table: output.table, spec: output.spec ?? this.current?.message.spec ?? '{}', weights: upstreams.weights() },
       complete,
     };
     this.current = published;
