@@ -17,8 +17,8 @@ export async function fetchJsonDoc(url: string, options: DiscoveryOptions): Prom
   const attempts = 1 + options.retries;
   let lastReason = '';
   for (let attempt = 1; attempt <= attempts; attempt++) {
-    if (attempt > 1) await sleep(options.backoffMs * 2 ** (attempt - 2), undefined, { signal: options.signal });
     try {
+      if (attempt > 1) await sleep(options.backoffMs * 2 ** (attempt - 2), undefined, { signal: options.signal });
       return await fetchOnce(url, options);
     } catch (error) {
       if (options.signal?.aborted) throw new Error(`GET ${url}: discovery was cancelled`);
