@@ -31,18 +31,27 @@ function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** The config file with the command line's overrides applied; throws ConfigError. */
+function loadWithOverrides(options: PrimaryOptions): GatewayConfig {
+  let config = loadConfig(options.configFile);
+  if (options.port !== undefined) config = { ...config, port: options.port };
+  if (options.workers !== undefined) config = { ...config, workers: options.workers };
+  return config;
+}
+
+/** Settings a running gateway cannot change: they are bound into listening sockets and worker processes. */
+const RESTART_ONLY = ['port', 'host', 'workers', 'accessLog'] as const;
+
 /** Runs the primary until SIGTERM/SIGINT; resolves with the exit code. */
 export async function runPrimary(options: PrimaryOptions): Promise<number> {
   const log = createLogger({ role: 'primary', workerId: 0, level: levelFromEnv() });
   let config: GatewayConfig;
   try {
-    config = loadConfig(options.configFile);
+    config = loadWithOverrides(options);
   } catch (err) {
     log.error({ file: options.configFile }, describe(err));
     return 1;
   }
-  if (options.port !== undefined) config = { ...config, port: options.port };
-  if (options.workers !== undefined) config = { ...config, workers: options.workers };
   log.level = config.logLevel;
 
   let examples: ExampleUpstreams | null = null;
@@ -55,15 +64,16 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
     }
   }
   if (config.port === 0) config = { ...config, port: await findFreePort(config.host) };
-  return new Primary(log, config, examples).run();
+  return new Primary(log, options, config, examples).run();
 }
 
 class Primary {
   private readonly supervisor: Supervisor;
   private readonly publisher: Publisher;
   private readonly metrics: MetricsHub;
-  private readonly upstreams: UpstreamRegistry;
-  private readonly discovery = new AbortController();
+  private upstreams: UpstreamRegistry;
+  /** Aborts the discovery in progress: the initial one, or a reload's. */
+  private discovery = new AbortController();
   private readonly expectedListeners: string[];
   private announcedPort = false;
   private operational = false;
@@ -74,6 +84,7 @@ class Primary {
 
   constructor(
     private readonly log: Logger,
+    private readonly options: PrimaryOptions,
     private config: GatewayConfig,
     private readonly examples: ExampleUpstreams | null,
   ) {
@@ -94,6 +105,7 @@ class Primary {
     this.supervisor.on('message', (slot, message) => this.onWorkerMessage(slot, message));
     this.supervisor.on('exit', (slot, workerId) => this.onWorkerExit(slot, workerId));
     for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void this.shutdown(signal));
+    process.on('SIGHUP', () => void this.reload());
 
     this.log.info(
       { workers: this.supervisor.slots.length, port: this.config.port, upstreams: this.config.upstreams.length },
@@ -109,6 +121,41 @@ class Primary {
     void this.upstreams.discoverAll(discoverUpstream, this.config.discovery, this.log, this.discovery.signal);
     void this.publish();
     return done;
+  }
+
+  /**
+   * SIGHUP: a config that does not load is refused and the current one keeps serving. A good one is
+   * discovered in full off to the side, then swapped in through publish(); workers swap tables
+   * between requests, so none is dropped.
+   */
+  private async reload(): Promise<void> {
+    if (this.shuttingDown) return;
+    let next: GatewayConfig;
+    try {
+      next = loadWithOverrides(this.options);
+    } catch (err) {
+      this.log.error({ file: this.options.configFile }, `config reload refused, the current config keeps serving: ${describe(err)}`);
+      return;
+    }
+    const unchangeable = RESTART_ONLY.filter((key) => JSON.stringify(next[key]) !== JSON.stringify(this.config[key]));
+    if (unchangeable.length > 0) {
+      this.log.warn({ settings: unchangeable }, 'these settings change on restart only; their current values stay');
+    }
+    for (const key of RESTART_ONLY) next = { ...next, [key]: this.config[key] };
+
+    this.discovery.abort();
+    const discovery = new AbortController();
+    this.discovery = discovery;
+    this.log.info({ file: this.options.configFile, upstreams: next.upstreams.length }, 'config reload: discovering upstreams');
+    const upstreams = new UpstreamRegistry(next.upstreams);
+    await upstreams.discoverAll(discoverUpstream, next.discovery, this.log, discovery.signal);
+    if (discovery.signal.aborted || this.shuttingDown) return;
+
+    this.config = next;
+    this.log.level = next.logLevel;
+    this.upstreams = upstreams;
+    await this.publish();
+    this.log.info({ tableVersion: this.publisher.current?.message.tableVersion }, 'config reloaded');
   }
 
   /** The single path by which a table reaches the workers: startup, discovery, and reloads. */
