@@ -24,6 +24,8 @@ export interface Exit {
 export interface GatewayProcess {
   child: ChildProcess;
   port: number;
+  /** Replaces the config file (for SIGHUP reloads); a string is written as is. */
+  writeConfig(config: Record<string, unknown> | string): void;
   /** Every JSON line the processes printed, in order. */
   lines: LogLine[];
   /** Whatever was printed that is not JSON (stderr included). */
@@ -144,6 +146,7 @@ export async function startGateway(t: Teardown, options: StartOptions): Promise<
   return {
     child,
     port: listening.port as number,
+    writeConfig: (config) => writeFileSync(configFile, typeof config === 'string' ? config : JSON.stringify(config, null, 2)),
     lines,
     text: () => text,
     waitForLog,

@@ -1,0 +1,85 @@
+// SIGHUP: a bad config is refused and the old one keeps serving; a good one is swapped in on every
+// worker without dropping a request.
+import t from 'tap';
+import { eventually, httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
+
+const first = await startUpstream(t, { name: 'first' });
+const second = await startUpstream(t, { name: 'second' });
+const before = testConfig([{ serviceType: 'static', serviceLocation: first.location, endpoints: [{ method: 'GET', path: '/items/{id}' }] }]);
+const after = testConfig(
+  [{ serviceType: 'static', serviceLocation: second.location, endpoints: [{ method: 'GET', path: '/items/{id}' }, { method: 'GET', path: '/new' }] }],
+  { paths: { healthcheck: '/health2', metrics: '/metrics', spec: '/spec' } },
+);
+const gateway = await startGateway(t, { config: before, waitFor: (line) => line.msg === 'gateway operational' });
+
+/** Requests on fresh connections until `stop()`: every one must be answered 200. */
+function trafficLoop(): { stop: () => Promise<{ total: number; failures: string[]; upstreams: Set<string> }> } {
+  let running = true;
+  const failures: string[] = [];
+  const upstreams = new Set<string>();
+  let total = 0;
+  const loop = (async () => {
+    for (let i = 0; running; i++) {
+      try {
+        const res = await httpRequest(gateway.port, `/items/${i}`);
+        total++;
+        if (res.status !== 200) failures.push(`status ${res.status}`);
+        else upstreams.add((JSON.parse(res.body) as { upstream: string }).upstream);
+      } catch (err) {
+        failures.push((err as Error).message);
+      }
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      return { total, failures, upstreams };
+    },
+  };
+}
+
+t.test('a config that does not load is refused; the old one keeps serving', async (t) => {
+  const traffic = trafficLoop();
+  gateway.writeConfig('{ "upstreams": [ { "serviceType": "nope" } ] }');
+  gateway.signal('SIGHUP');
+  const refused = await gateway.waitForLog((l) => /config reload refused/.test(String(l.msg)), 10_000, 'the reload refusal');
+  t.match(String(refused.msg), /\/upstreams\/0/, 'the error names where the config is wrong');
+  const { total, failures, upstreams } = await traffic.stop();
+  t.ok(total > 0);
+  t.same(failures, []);
+  t.same([...upstreams], ['first']);
+});
+
+t.test('a good config is swapped in on every worker without dropping a request', async (t) => {
+  const traffic = trafficLoop();
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  gateway.writeConfig(after);
+  gateway.signal('SIGHUP');
+  await gateway.waitForLog((l) => l.msg === 'config reloaded', 15_000, 'the reload');
+  // Every worker now answers from the new config.
+  const pids = new Set<string>();
+  await eventually(
+    async () => {
+      const res = await httpRequest(gateway.port, '/health2');
+      if (res.status === 200) pids.add(String(res.headers['x-gateway-worker']));
+      return pids.size >= 2 ? true : undefined;
+    },
+    5000,
+    10,
+    'both workers serving the new health path',
+  );
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const { total, failures, upstreams } = await traffic.stop();
+  t.ok(total > 10, `${total} requests during the reload`);
+  t.same(failures, [], 'no request failed');
+  t.same([...upstreams].sort(), ['first', 'second']);
+
+  for (let i = 0; i < 6; i++) {
+    const res = await httpRequest(gateway.port, `/items/${i}`);
+    t.equal(JSON.parse(res.body).upstream, 'second');
+  }
+  t.equal((await httpRequest(gateway.port, '/new')).status, 200);
+  const health = await httpRequest(gateway.port, '/health2');
+  t.match(JSON.parse(health.body).upstreams, [{ serviceLocation: second.location, state: 'ready' }]);
+});
