@@ -78,7 +78,16 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     slot.tableVersion = null;
     slot.listeners = [];
     slot.startedAt = Date.now();
-    const worker = cluster.fork({ GATEWAY_WORKER_SLOT: String(slot.index) });
+    let worker: Worker;
+    try {
+      worker = cluster.fork({ GATEWAY_WORKER_SLOT: String(slot.index) });
+    } catch (err) {
+      slot.quickExits++;
+      const delayMs = Math.max(this.firstBackoffMs, respawnDelay(slot.quickExits, this.firstBackoffMs, this.maxBackoffMs));
+      this.log.error({ err, slot: slot.index, retryInMs: delayMs }, 'could not start a worker');
+      slot.respawnTimer = setTimeout(() => this.spawn(slot), delayMs);
+      return;
+    }
     slot.worker = worker;
     this.log.info({ workerPid: worker.process.pid, worker: worker.id, slot: slot.index }, 'worker started');
     worker.on('message', (message: unknown) => {

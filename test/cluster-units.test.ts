@@ -1,0 +1,45 @@
+// The process model's pure pieces: crash-loop back-off and the readiness rule.
+import t from 'tap';
+import { respawnDelay, type WorkerSlot } from '../src/cluster/supervisor.js';
+import { isOperational, listenerStates } from '../src/cluster/readiness.js';
+
+t.test('respawn back-off: none after one exit, then doubling up to the cap', async (t) => {
+  t.same([1, 2, 3, 4, 5].map((n) => respawnDelay(n, 250, 30_000)), [0, 250, 500, 1000, 2000]);
+  t.equal(respawnDelay(30, 250, 30_000), 30_000);
+  t.equal(respawnDelay(0, 250, 30_000), 0);
+});
+
+function slot(index: number, tableVersion: number | null, listeners: string[] = ['accessLog'], alive = true): WorkerSlot {
+  return {
+    index,
+    worker: alive ? ({} as WorkerSlot['worker']) : null,
+    greeted: alive,
+    startedAt: 0,
+    quickExits: 0,
+    respawnTimer: null,
+    tableVersion,
+    listeners,
+  };
+}
+
+const none = { pending: [], ready: [] };
+
+t.test('listeners are ready only when every worker slot has initialized them', async (t) => {
+  t.same(listenerStates(['accessLog'], [slot(0, 1), slot(1, 1)]), { pending: [], ready: ['accessLog'] });
+  t.same(listenerStates(['accessLog'], [slot(0, 1), slot(1, 1, [])]), { pending: ['accessLog'], ready: [] });
+  t.same(listenerStates(['accessLog'], [slot(0, 1), slot(1, null, ['accessLog'], false)]), { pending: ['accessLog'], ready: [] });
+  t.same(listenerStates([], [slot(0, 1)]), none);
+});
+
+t.test('operational once every slot listens with the complete current table', async (t) => {
+  const listeners = { pending: [], ready: ['accessLog'] };
+  const ready = { slots: [slot(0, 3), slot(1, 3)], tableVersion: 3, tableComplete: true, listeners, middleware: none };
+  t.ok(isOperational(ready));
+  t.notOk(isOperational({ ...ready, tableComplete: false }), 'an upstream is still being discovered');
+  t.notOk(isOperational({ ...ready, slots: [slot(0, 3), slot(1, 2)] }), 'a worker still has an older table');
+  t.notOk(isOperational({ ...ready, slots: [slot(0, 3), slot(1, null, [], false)] }), 'a worker slot is empty');
+  t.notOk(isOperational({ ...ready, slots: [] }), 'no workers at all');
+  t.notOk(isOperational({ ...ready, tableVersion: null }), 'nothing published yet');
+  t.notOk(isOperational({ ...ready, listeners: { pending: ['accessLog'], ready: [] } }), 'a listener is pending');
+  t.notOk(isOperational({ ...ready, middleware: { pending: ['auth'], ready: [] } }), 'a middleware is pending');
+});
