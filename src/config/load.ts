@@ -23,7 +23,8 @@ export class ConfigError extends Error {
   readonly column?: number;
   readonly problems: readonly ConfigProblem[];
 
-  constructor(file: string, problems: readonly ConfigProblem[]) {
+  constructor(file: string, found: readonly ConfigProblem[]) {
+    const problems = found.length > 0 ? found : [{ pointer: '', reason: 'is invalid' }];
     super(problems.map((problem) => formatProblem(file, problem)).join('\n'));
     this.name = 'ConfigError';
     this.file = file;
