@@ -258,3 +258,20 @@ t.test('every key of the schema has a description (the README reference is built
   walk(configSchema, '');
   t.same(missing, []);
 });
+
+t.test('the commented examples load and explain every key', async (t) => {
+  const full = loadConfig('config/examples/full.jsonc', {});
+  t.equal(full.upstreams.length, 3);
+  t.equal(loadConfig('config/examples/minimal.jsonc', {}).upstreams[0].specPath, '/openapi.json');
+  const text = (await import('node:fs')).readFileSync('config/examples/full.jsonc', 'utf8');
+  const keys = new Set<string>();
+  const walk = (schema: any) => {
+    for (const [key, child] of Object.entries<any>(schema.properties ?? {})) {
+      keys.add(key);
+      walk(child);
+    }
+    if (schema.items) walk(schema.items);
+  };
+  walk(configSchema);
+  t.same([...keys].filter((key) => !text.includes(`"${key}"`)), [], 'every schema key appears in full.jsonc');
+});
