@@ -31,12 +31,21 @@ export async function fetchJsonDoc(url: string, options: DiscoveryOptions): Prom
 }
 
 async function fetchOnce(url: string, options: DiscoveryOptions): Promise<unknown> {
-  const timeout = AbortSignal.timeout(options.fetchTimeoutMs);
-  const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
+  // One controller per attempt, fed by the timer and the caller's signal; listeners are removed after,
+  // so a long-lived caller signal (reused by every refresh) collects nothing.
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, options.fetchTimeoutMs);
+  const forwardAbort = () => controller.abort();
+  options.signal?.addEventListener('abort', forwardAbort, { once: true });
+  if (options.signal?.aborted) controller.abort();
   let text: string;
   let contentType: string;
   try {
-    const response = await request(url, { method: 'GET', headers: { accept: 'application/json' }, signal });
+    const response = await request(url, { method: 'GET', headers: { accept: 'application/json' }, signal: controller.signal });
     contentType = String(response.headers['content-type'] ?? 'none');
     if (response.statusCode < 200 || response.statusCode > 299) {
       response.body.resume();
@@ -45,8 +54,11 @@ async function fetchOnce(url: string, options: DiscoveryOptions): Promise<unknow
     text = await readLimited(response.body, url);
   } catch (error) {
     if (error instanceof TransientFetchError || error instanceof DocTooLargeError) throw error;
-    if (timeout.aborted) throw new TransientFetchError(`timed out after ${options.fetchTimeoutMs} ms`);
+    if (timedOut) throw new TransientFetchError(`timed out after ${options.fetchTimeoutMs} ms`);
     throw new TransientFetchError(describeNetworkError(error));
+  } finally {
+    clearTimeout(timer);
+    options.signal?.removeEventListener('abort', forwardAbort);
   }
   try {
     return JSON.parse(text);
