@@ -1,5 +1,6 @@
 import type { GatewayConfig } from '../config/types.js';
 import type { MetricsDelta } from '../metrics/delta.js';
+import type { UpstreamWeight } from '../proxy/data-plane-types.js';
 import type { TransferableTable } from '../routing/table.js';
 
 /**
@@ -14,8 +15,8 @@ export interface PublishMessage {
   table: TransferableTable;
   /** The rendered `/spec` document (JSON text). */
   spec: string;
-  /** serviceLocation → weight, for the balancer. */
-  weights: Record<string, number>;
+  /** Configured weights, for the balancer. */
+  upstreams: UpstreamWeight[];
 }
 
 /** The rendered health report; every worker answers with it verbatim. */

@@ -4,6 +4,7 @@ import type { UpstreamHealth, UpstreamState } from '../builtins/healthcheck.js';
 import type { RouteEntry } from '../routing/types.js';
 import type { DiscoveredUpstream, DiscoveryOptions } from '../discovery/index.js';
 import type { Logger } from '../log.js';
+import type { UpstreamWeight } from '../proxy/data-plane-types.js';
 
 export type DiscoverFn = (upstream: UpstreamConfig, options: DiscoveryOptions) => Promise<DiscoveredUpstream>;
 
@@ -76,7 +77,7 @@ export class UpstreamRegistry extends EventEmitter<UpstreamRegistryEvents> {
     }));
   }
 
-  weights(): Record<string, number> {
-    return Object.fromEntries(this.records.map(({ config }) => [config.serviceLocation, config.weight]));
+  weights(): UpstreamWeight[] {
+    return this.records.map(({ config }) => ({ serviceLocation: config.serviceLocation, weight: config.weight }));
   }
 }

@@ -23,6 +23,7 @@ const recorder = new MetricsRecorder();
 let dataPlane: DataPlane | null = null;
 let accessLog: AccessLog | null = null;
 let graceMs = 10_000;
+let metricsEnabled = true;
 let stopping = false;
 let unshipped = false;
 let lastShippedInFlight = 0;
@@ -32,14 +33,16 @@ function send(message: WorkerToPrimary): void {
 }
 
 function onRequestDone(info: RequestDoneInfo): void {
-  recorder.requestFinished(
-    info.routeTemplate === null ? null : `${info.method} ${info.routeTemplate}`,
-    info.upstream,
-    info.status,
-    info.latencyMs * 1000,
-  );
+  if (metricsEnabled) {
+    recorder.requestFinished(
+      info.routeTemplate === null ? null : `${info.method} ${info.routeTemplate}`,
+      info.upstream,
+      info.status,
+      info.latencyMs * 1000,
+    );
+    unshipped = true;
+  }
   accessLog?.record(info);
-  unshipped = true;
 }
 
 /** Deltas go to the primary only when something changed; the in-flight gauge comes from the data plane. */
@@ -53,25 +56,27 @@ function shipMetrics(): void {
   send({ type: 'metrics-delta', delta });
 }
 
+async function startServing(message: PublishMessage): Promise<DataPlane> {
+  if (message.config.accessLog.enabled) {
+    accessLog = createAccessLog({ workerId });
+    await accessLog.ready;
+  }
+  const started = await startDataPlane({ config: message.config, builtins: builtins.handle, onRequestDone });
+  log.info({ port: started.port }, 'worker listening');
+  send({ type: 'listening', port: started.port });
+  setInterval(shipMetrics, METRICS_SHIP_INTERVAL_MS).unref();
+  return started;
+}
+
+/** Serves a published state. Runs right after listen resolves, before any request can arrive. */
 async function apply(message: PublishMessage): Promise<void> {
   const table = RoutingTable.fromTransferable(message.table);
   builtins.configure(message.config);
   builtins.setSpec(message.spec);
   graceMs = message.config.timeouts.shutdownGraceMs;
-  if (!dataPlane) {
-    if (message.config.accessLog.enabled) {
-      accessLog = createAccessLog({ workerId });
-      await accessLog.ready;
-    }
-    dataPlane = await startDataPlane({
-      config: message.config,
-      builtins: builtins.handle,
-      onRequestDone,
-    });
-    log.info({ port: dataPlane.port }, 'worker listening');
-    send({ type: 'listening', port: dataPlane.port });
-    setInterval(shipMetrics, METRICS_SHIP_INTERVAL_MS).unref();
-  }
+  metricsEnabled = message.config.metrics.enabled;
+  dataPlane ??= await startServing(message);
+  dataPlane.setUpstreams(message.upstreams);
   dataPlane.setTable(table);
   send({ type: 'ready', tableVersion: message.tableVersion, listeners: accessLog ? [ACCESS_LOG_LISTENER] : [] });
 }
@@ -103,8 +108,11 @@ function onMessage(message: PrimaryToWorker): void {
   switch (message.type) {
     case 'publish':
       queue = queue.then(() => apply(message)).catch((err: unknown) => {
-        log.fatal({ err, tableVersion: message.tableVersion }, 'could not serve the published table');
-        process.exit(1);
+        if (!dataPlane) {
+          log.fatal({ err, tableVersion: message.tableVersion }, 'could not start serving');
+          process.exit(1);
+        }
+        log.error({ err, tableVersion: message.tableVersion }, 'could not apply the published table; the previous one keeps serving');
       });
       break;
     case 'health':
