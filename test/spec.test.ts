@@ -172,3 +172,44 @@ t.test('the input docs are not modified', async (t) => {
   combined([swaggerUpstream, openapiUpstream, staticUpstream]);
   t.equal(JSON.stringify([swagger2WithRefs, openapi3WithUser]), before);
 });
+
+t.test('toOpenApi3: the same combination as a valid OpenAPI 3.0 document', async (t) => {
+  const { toOpenApi3 } = await import('../src/builtins/spec.js');
+  const swagger = combined([swaggerUpstream, openapiUpstream, staticUpstream]);
+  const before = JSON.stringify(swagger);
+  const doc = toOpenApi3(swagger) as Json;
+  t.equal(JSON.stringify(swagger), before, 'the Swagger 2.0 doc is not modified');
+  await t.resolves(SwaggerParser.validate(structuredClone(doc) as never), 'validates as OpenAPI 3.0');
+  t.equal(doc.openapi, '3.0.3');
+  t.same(Object.keys(doc.paths).sort(), Object.keys(swagger.paths).sort());
+  t.same(doc.paths['/v1/users/{id}'].get.responses[200].content['application/hal+json'].schema, { $ref: '#/components/schemas/svc1_8081.User' });
+  t.same(doc.paths['/v1/users'].post.requestBody.content['application/xml'].schema, { $ref: '#/components/schemas/svc1_8081.User' });
+  t.same(doc.components.schemas['svc2_8082.User'].properties.nickname, { type: 'string', nullable: true });
+  t.same(doc.paths['/p/profiles/{id}/avatar'].post.requestBody.content['multipart/form-data'].schema, {
+    type: 'object',
+    properties: { file: { type: 'string', format: 'binary' }, note: { type: 'string' } },
+    required: ['file'],
+  });
+  t.same(doc.paths['/p/profiles/{id}'].get.parameters[1], { name: 'fields', in: 'query', required: false, schema: { type: 'array', items: { type: 'string' } }, style: 'form', explode: false });
+});
+
+t.test('security schemes are namespaced; ones 2.0 cannot say are left out with their requirements', async (t) => {
+  const secured2 = structuredClone(swagger2WithRefs) as Json;
+  secured2.securityDefinitions = { key: { type: 'apiKey', name: 'X-Key', in: 'header' } };
+  secured2.security = [{ key: [] }];
+  const secured3 = structuredClone(openapi3WithUser) as Json;
+  secured3.components.securitySchemes = {
+    basic: { type: 'http', scheme: 'basic' },
+    jwt: { type: 'http', scheme: 'bearer' },
+    oauth: { type: 'oauth2', flows: { clientCredentials: { tokenUrl: 'https://auth.example.com/token', scopes: { read: 'read it' } } } },
+  };
+  secured3.security = [{ jwt: [] }];
+  secured3.paths['/profiles/{id}'].put.security = [{ jwt: [] }, { oauth: ['read'] }, { basic: [] }];
+  const doc = combined([ready('swagger2', 'http://svc1:8081', secured2), ready('openapi3', 'http://svc2:8082', secured3)]);
+  await t.resolves(validate(doc));
+  t.same(Object.keys(doc.securityDefinitions), ['svc1_8081.key', 'svc2_8082.basic', 'svc2_8082.oauth']);
+  t.same(doc.securityDefinitions['svc2_8082.oauth'], { type: 'oauth2', flow: 'application', tokenUrl: 'https://auth.example.com/token', scopes: { read: 'read it' } });
+  t.same(doc.paths['/v1/users'].get.security, [{ 'svc1_8081.key': [] }], 'doc-level security applies to each operation');
+  t.same(doc.paths['/p/profiles/{id}'].put.security, [{ 'svc2_8082.oauth': ['read'] }, { 'svc2_8082.basic': [] }]);
+  t.notOk('security' in doc.paths['/p/profiles/{id}'].get, 'bearer only: nothing said, rather than "no auth"');
+});

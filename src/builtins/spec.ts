@@ -11,6 +11,8 @@ import { alignPathParameters, renamePathParameters } from './spec-path-params.js
 import { dropUndeclaredRequired } from './spec-required.js';
 import { emptyPart, type Json, type SpecOperation, type SpecPart } from './spec-types.js';
 
+export { toOpenApi3 } from './spec-to-openapi3.js';
+
 export interface CombinedSpecInput {
   /** Ready upstreams, in config order (the first one declaring an endpoint describes it). */
   upstreams: readonly DiscoveredUpstream[];
