@@ -1,0 +1,66 @@
+/**
+ * Errors the gateway itself answers with: RFC 9457 `application/problem+json` bodies carrying
+ * type, title, status and detail. Never a stack trace: `detail` is always a sentence we wrote.
+ */
+import type { UwsResponse } from '../native/uws-types.js';
+import { statusLine } from './status-line.js';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+const TITLES: Readonly<Record<number, string>> = {
+  400: 'Bad Request',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  406: 'Not Acceptable',
+  408: 'Request Timeout',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
+  431: 'Request Header Fields Too Large',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+};
+
+export interface ProblemOptions {
+  /** `Allow` header (405). */
+  allow?: string;
+  /** `Via` header value. */
+  via?: string;
+  /** Headers and Content-Length only (the request was HEAD). */
+  headersOnly?: boolean;
+  /** Close the connection after the response (the request's framing cannot be trusted, or its body was not read). */
+  closeConnection?: boolean;
+}
+
+export function problemTitle(status: number): string {
+  return TITLES[status] ?? 'Error';
+}
+
+export function problemBody(status: number, detail: string): string {
+  return JSON.stringify({ type: 'about:blank', title: problemTitle(status), status, detail });
+}
+
+/**
+ * Writes and ends a problem response. Call it where uWS is corked (inside the request handler or
+ * res.cork). Returns the body length (the bytes sent after the head).
+ */
+export function writeProblem(res: UwsResponse, status: number, detail: string, options?: ProblemOptions): number {
+  const body = problemBody(status, detail);
+  res.writeStatus(statusLine(status));
+  res.writeHeader('content-type', PROBLEM_CONTENT_TYPE);
+  res.writeHeader('cache-control', 'no-store');
+  if (options?.allow) res.writeHeader('allow', options.allow);
+  if (options?.via) res.writeHeader('via', options.via);
+  if (options?.headersOnly) {
+    res.writeHeader('content-length', String(Buffer.byteLength(body)));
+    // uWS only closes for end(body, true); a HEAD answer asks the client to close instead.
+    if (options.closeConnection) res.writeHeader('connection', 'close');
+    // Never pass arguments: in uWS 20.30 endWithoutBody(n) leaves the response open and
+    // endWithoutBody(undefined) writes a garbage Content-Length (native-notes.md).
+    res.endWithoutBody();
+    return 0;
+  }
+  res.end(body, options?.closeConnection === true);
+  return Buffer.byteLength(body);
+}

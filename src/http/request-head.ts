@@ -1,0 +1,184 @@
+/**
+ * Reads everything the data plane needs from a uWS request in one pass over its headers. uWS
+ * invalidates the request when the handler returns, so this runs synchronously in the handler.
+ */
+import type { UwsRequest } from '../native/uws-types.js';
+
+/** The headers a built-in endpoint may read; one reused object, valid only during the hook call. */
+export interface HeaderView {
+  accept: string | undefined;
+  'accept-encoding': string | undefined;
+  'content-type': string | undefined;
+  host: string | undefined;
+  'if-none-match': string | undefined;
+  authorization: string | undefined;
+  'user-agent': string | undefined;
+  [name: string]: string | undefined;
+}
+
+export class RequestHead {
+  method = '';
+  url = '';
+  query = '';
+  /** Sum of header name and value lengths (what limits.maxHeaderBytes bounds). */
+  headerBytes = 0;
+  /** Parsed Content-Length, -1 when absent. */
+  contentLength = -1;
+  /** Conflicting Content-Length headers, a non-numeric one, or Content-Length with Transfer-Encoding. */
+  badFraming = false;
+  transferEncoding: string | undefined = undefined;
+  connection: string | undefined = undefined;
+  xForwardedFor: string | undefined = undefined;
+  xForwardedProto: string | undefined = undefined;
+  xForwardedHost: string | undefined = undefined;
+  via: string | undefined = undefined;
+  /** End-to-end headers to forward, flat [name, value, ...]; a fresh array per request (undici may queue it). */
+  forward: string[] = [];
+  readonly view: HeaderView = {
+    accept: undefined,
+    'accept-encoding': undefined,
+    'content-type': undefined,
+    host: undefined,
+    'if-none-match': undefined,
+    authorization: undefined,
+    'user-agent': undefined,
+  };
+
+  /** A request body follows the head. */
+  get hasBody(): boolean {
+    return this.contentLength > 0 || this.transferEncoding !== undefined;
+  }
+
+  private reset(): void {
+    this.headerBytes = 0;
+    this.contentLength = -1;
+    this.badFraming = false;
+    this.transferEncoding = undefined;
+    this.connection = undefined;
+    this.xForwardedFor = undefined;
+    this.xForwardedProto = undefined;
+    this.xForwardedHost = undefined;
+    this.via = undefined;
+    this.forward = [];
+    const view = this.view;
+    view.accept = undefined;
+    view['accept-encoding'] = undefined;
+    view['content-type'] = undefined;
+    view.host = undefined;
+    view['if-none-match'] = undefined;
+    view.authorization = undefined;
+    view['user-agent'] = undefined;
+  }
+
+  /** Fills this object from `req` (reused across requests). */
+  read(req: UwsRequest): this {
+    this.reset();
+    this.method = req.getCaseSensitiveMethod();
+    this.url = req.getUrl();
+    this.query = req.getQuery() ?? '';
+    current = this;
+    req.forEach(collectHeader);
+    if (this.contentLength >= 0 && this.transferEncoding !== undefined) this.badFraming = true;
+    if (this.connection !== undefined) dropConnectionNamed(this.forward, this.connection);
+    return this;
+  }
+}
+
+let current: RequestHead;
+
+function combine(previous: string | undefined, value: string): string {
+  return previous === undefined ? value : `${previous}, ${value}`;
+}
+
+/** uWS hands names lower-cased. Hop-by-hop headers are recorded, not forwarded (contract 7). */
+function collectHeader(name: string, value: string): void {
+  const head = current;
+  head.headerBytes += name.length + value.length;
+  switch (name) {
+    case 'content-length': {
+      const length = parseContentLength(value);
+      if (length < 0 || (head.contentLength >= 0 && head.contentLength !== length)) head.badFraming = true;
+      else if (head.contentLength < 0) {
+        head.contentLength = length;
+        head.forward.push(name, value);
+      }
+      return;
+    }
+    case 'transfer-encoding':
+      head.transferEncoding = combine(head.transferEncoding, value);
+      return;
+    case 'connection':
+      head.connection = combine(head.connection, value);
+      return;
+    case 'host':
+      // undici sends the upstream's own Host; the client's goes out as X-Forwarded-Host.
+      head.view.host = value;
+      return;
+    case 'x-forwarded-for':
+      head.xForwardedFor = combine(head.xForwardedFor, value);
+      return;
+    case 'x-forwarded-proto':
+      head.xForwardedProto ??= value;
+      return;
+    case 'x-forwarded-host':
+      head.xForwardedHost ??= value;
+      return;
+    case 'via':
+      head.via = combine(head.via, value);
+      return;
+    case 'keep-alive':
+    case 'te':
+    case 'trailer':
+    case 'upgrade':
+    // uWS answers "Expect: 100-continue" itself, and undici refuses to send Expect.
+    case 'expect':
+      return;
+    case 'accept':
+      head.view.accept = combine(head.view.accept, value);
+      break;
+    case 'content-type':
+      head.view['content-type'] ??= value;
+      break;
+    case 'accept-encoding':
+    case 'if-none-match':
+    case 'authorization':
+    case 'user-agent':
+      head.view[name] ??= value;
+      break;
+    default:
+      // Proxy-Connection, Proxy-Authorization, ...
+      if (name.charCodeAt(0) === 0x70 && name.startsWith('proxy-')) return;
+  }
+  head.forward.push(name, value);
+}
+
+/** Digits only, as RFC 9110 says; -1 otherwise. */
+export function parseContentLength(value: string): number {
+  const length = value.length;
+  if (length === 0 || length > 15) return -1;
+  let n = 0;
+  for (let i = 0; i < length; i++) {
+    const digit = value.charCodeAt(i) - 0x30;
+    if (digit < 0 || digit > 9) return -1;
+    n = n * 10 + digit;
+  }
+  return n;
+}
+
+/** Removes the headers the Connection header names (rare: only tokens other than close/keep-alive count). */
+function dropConnectionNamed(forward: string[], connection: string): void {
+  let named: string[] | null = null;
+  for (const token of connection.split(',')) {
+    const name = token.trim().toLowerCase();
+    if (name === '' || name === 'close' || name === 'keep-alive') continue;
+    (named ??= []).push(name);
+  }
+  if (named === null) return;
+  let to = 0;
+  for (let from = 0; from < forward.length; from += 2) {
+    if (named.includes(forward[from])) continue;
+    forward[to++] = forward[from];
+    forward[to++] = forward[from + 1];
+  }
+  forward.length = to;
+}

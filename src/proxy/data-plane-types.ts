@@ -1,0 +1,79 @@
+import type { GatewayConfig } from '../config/types.js';
+import type { HeaderView } from '../http/request-head.js';
+import type { LoadedUws } from '../native/uws.js';
+import type { RoutingTable } from '../routing/table.js';
+
+export type { HeaderView } from '../http/request-head.js';
+
+/** A built-in endpoint's answer (written as is; HEAD gets its headers and Content-Length only). */
+export interface BuiltinAnswer {
+  status: number;
+  headers: Readonly<Record<string, string>>;
+  body: Uint8Array | string;
+}
+
+/**
+ * Consulted first for every request that passed the limits and path normalization, with the
+ * normalized path and the raw query. `headers` is a reused object holding only accept,
+ * accept-encoding, content-type, host, if-none-match, authorization and user-agent; valid during the
+ * call only. Return null to route the request normally.
+ */
+export type BuiltinsHook = (method: string, path: string, query: string, headers: HeaderView) => BuiltinAnswer | null;
+
+/**
+ * One finished request. The data plane reuses ONE object for every call: read what you need during
+ * the call and do not keep a reference to it.
+ */
+export interface RequestDoneInfo {
+  method: string;
+  /** The normalized path (the raw URL path when it could not be normalized). */
+  path: string;
+  /** The selected endpoint's template; null when no endpoint was selected. */
+  routeTemplate: string | null;
+  routeId: number;
+  /** The upstream (serviceLocation) the request went to; null when it was not forwarded. */
+  upstream: string | null;
+  /** Status sent to the client; 499 when the client went away before any response was sent. */
+  status: number;
+  /** Wall-clock arrival time, epoch milliseconds (fractional). */
+  startedAt: number;
+  /** From arrival until the response was handed to uWS complete (or the connection ended). */
+  latencyMs: number;
+  /** Request body bytes received. */
+  bytesIn: number;
+  /** Response body bytes sent (not counting the head). */
+  bytesOut: number;
+  /** Per trustProxies and X-Forwarded-For. */
+  clientAddress: string;
+  /** The endpoint's x-disabled-listeners; empty when no endpoint was selected. */
+  disabledListeners: readonly string[];
+}
+
+export interface UpstreamWeight {
+  serviceLocation: string;
+  weight: number;
+}
+
+export interface DataPlaneOptions {
+  /** host, port, name, trustProxies, timeouts, limits, circuitBreaker, upstreamWeighting and upstreams are read. */
+  config: GatewayConfig;
+  builtins?: BuiltinsHook | null;
+  onRequestDone?: ((info: RequestDoneInfo) => void) | null;
+  /** The native build to use; loadUws() by default. */
+  uws?: LoadedUws;
+}
+
+export interface DataPlane {
+  /** The port actually bound (useful with port 0). */
+  readonly port: number;
+  /** The native build serving. */
+  readonly uws: LoadedUws;
+  /** Swaps the routing table; requests already forwarded finish on the old one. */
+  setTable(table: RoutingTable): void;
+  /** Configured weights; hosts not listed drop to weight 0 at once and their pools close when idle. */
+  setUpstreams(upstreams: readonly UpstreamWeight[]): void;
+  /** Stops accepting, waits for in-flight requests up to timeouts.shutdownGraceMs, then closes every connection. */
+  close(): Promise<void>;
+  /** Requests being answered right now (built-ins and errors are answered synchronously and never count). */
+  inFlight(): number;
+}

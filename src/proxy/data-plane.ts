@@ -1,0 +1,425 @@
+/**
+ * The worker's HTTP data plane: a uWS app (SO_REUSEPORT, so every worker binds the same port) that
+ * routes each request with the compiled table and forwards it to an upstream through undici.
+ *
+ * Per request: read the head synchronously, check limits, normalize the path, ask the built-ins,
+ * select the endpoint, pick a host, check its breakers, dispatch. See forward.ts for the exchange.
+ */
+import type { GatewayConfig } from '../config/types.js';
+import { normalizePath } from '../http/normalize-path.js';
+import { writeProblem } from '../http/problem.js';
+import { remoteAddressText } from '../http/remote-address.js';
+import { RequestHead } from '../http/request-head.js';
+import { statusLine } from '../http/status-line.js';
+import { loadUws, type LoadedUws } from '../native/uws.js';
+import type { UwsApp, UwsListenSocket, UwsRequest, UwsResponse } from '../native/uws-types.js';
+import { emptySelection, type RoutingTable } from '../routing/table.js';
+import { HostWeights, RouteBalancer } from './balancer.js';
+import { Breakers } from './breaker.js';
+import type {
+  BuiltinAnswer,
+  BuiltinsHook,
+  DataPlane,
+  DataPlaneOptions,
+  RequestDoneInfo,
+  UpstreamWeight,
+} from './data-plane-types.js';
+import { Exchange, type ExchangeHost } from './forward.js';
+import { clientAddress } from './headers.js';
+import { UpstreamPools } from './upstream-pool.js';
+
+export type {
+  BuiltinAnswer,
+  BuiltinsHook,
+  DataPlane,
+  DataPlaneOptions,
+  RequestDoneInfo,
+  UpstreamWeight,
+} from './data-plane-types.js';
+
+const NO_LISTENERS: readonly string[] = Object.freeze([]);
+const DEFAULT_WEIGHT = 1;
+
+export async function startDataPlane(options: DataPlaneOptions): Promise<DataPlane> {
+  const server = new DataPlaneServer(options);
+  await server.listen();
+  return server;
+}
+
+class DataPlaneServer implements DataPlane, ExchangeHost {
+  readonly uws: LoadedUws;
+  readonly via: string;
+  readonly maxBodyBytes: number;
+  readonly breakers: Breakers;
+  closing = false;
+  port = 0;
+
+  private readonly config: GatewayConfig;
+  private readonly builtins: BuiltinsHook | null;
+  private readonly onRequestDone: ((info: RequestDoneInfo) => void) | null;
+  private readonly app: UwsApp;
+  private listenSocket: UwsListenSocket | null = null;
+  private readonly weights: HostWeights;
+  private readonly configuredUpstreams = new Set<string>();
+  private readonly pools: UpstreamPools;
+  private table: RoutingTable | null = null;
+  private balancers: RouteBalancer[] = [];
+
+  private readonly head = new RequestHead();
+  private readonly selection = emptySelection();
+  private readonly info: RequestDoneInfo = {
+    method: '',
+    path: '',
+    routeTemplate: null,
+    routeId: -1,
+    upstream: null,
+    status: 0,
+    startedAt: 0,
+    latencyMs: 0,
+    bytesIn: 0,
+    bytesOut: 0,
+    clientAddress: '',
+    disabledListeners: NO_LISTENERS,
+  };
+  /** Route whose hosts the balancer is asking about (spares a closure per pick). */
+  private pickingRouteId = -1;
+  private readonly isAvailable = (upstream: string): boolean => this.breakers.canSend(upstream, this.pickingRouteId);
+
+  private inFlightCount = 0;
+  /** Exchanges still receiving a request body, checked against timeouts.clientRequestMs. */
+  private readonly receiving = new Set<Exchange>();
+  private readonly sweepTimer: NodeJS.Timeout;
+  private onDrained: (() => void) | null = null;
+  private closed: Promise<void> | null = null;
+
+  constructor(options: DataPlaneOptions) {
+    const config = options.config;
+    this.config = config;
+    this.uws = options.uws ?? loadUws();
+    this.via = `1.1 ${config.name}`;
+    this.maxBodyBytes = config.limits.maxBodyBytes;
+    this.builtins = options.builtins ?? null;
+    this.onRequestDone = options.onRequestDone ?? null;
+    this.breakers = new Breakers(config.circuitBreaker);
+    this.weights = new HostWeights(config.upstreamWeighting);
+    this.pools = new UpstreamPools({ connectMs: config.timeouts.connectMs });
+    this.setUpstreams(config.upstreams);
+    this.app = this.uws.uws.App();
+    this.app.any('/*', this.onRequest);
+    const sweepEvery = Math.max(20, Math.min(1000, config.timeouts.clientRequestMs / 4));
+    this.sweepTimer = setInterval(() => this.sweepSlowClients(), sweepEvery);
+    this.sweepTimer.unref();
+  }
+
+  listen(): Promise<void> {
+    const { host, port } = this.config;
+    return new Promise((resolve, reject) => {
+      // uWS's default listen options set SO_REUSEPORT on Linux: every worker binds the same port.
+      this.app.listen(host, port, (listenSocket) => {
+        if (listenSocket === false) {
+          clearInterval(this.sweepTimer);
+          reject(new Error(`could not listen on ${host}:${port} (in use without SO_REUSEPORT, or not an address of this host)`));
+          return;
+        }
+        this.listenSocket = listenSocket;
+        this.port = this.uws.uws.us_socket_local_port(listenSocket);
+        resolve();
+      });
+    });
+  }
+
+  // ---- control ---------------------------------------------------------------------------------
+
+  setTable(table: RoutingTable): void {
+    this.table = table;
+    this.balancers = [];
+    this.breakers.forgetRoutes();
+    for (const route of table.routes()) {
+      for (const target of route.targets) {
+        if (!this.configuredUpstreams.has(target.upstream)) {
+          this.configuredUpstreams.add(target.upstream);
+          this.weights.set(target.upstream, DEFAULT_WEIGHT);
+        }
+      }
+    }
+  }
+
+  setUpstreams(upstreams: readonly UpstreamWeight[]): void {
+    const listed = new Set<string>();
+    for (const { serviceLocation, weight } of upstreams) {
+      listed.add(serviceLocation);
+      this.weights.set(serviceLocation, weight);
+    }
+    for (const known of this.configuredUpstreams) {
+      if (!listed.has(known)) this.weights.remove(known);
+    }
+    this.configuredUpstreams.clear();
+    for (const upstream of listed) this.configuredUpstreams.add(upstream);
+    this.pools.retain(listed);
+  }
+
+  inFlight(): number {
+    return this.inFlightCount;
+  }
+
+  close(): Promise<void> {
+    this.closed ??= this.shutDown();
+    return this.closed;
+  }
+
+  private async shutDown(): Promise<void> {
+    this.closing = true;
+    if (this.listenSocket !== null) {
+      this.uws.uws.us_listen_socket_close(this.listenSocket);
+      this.listenSocket = null;
+    }
+    const graceMs = this.config.timeouts.shutdownGraceMs;
+    if (this.inFlightCount > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, graceMs);
+        this.onDrained = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.onDrained = null;
+    }
+    // Idle keep-alive connections, and whatever outlived the grace (their onAborted runs now).
+    this.app.close?.();
+    clearInterval(this.sweepTimer);
+    await this.pools.close(Math.min(graceMs, 1000));
+  }
+
+  // ---- ExchangeHost ----------------------------------------------------------------------------
+
+  exchangeDone(exchange: Exchange): void {
+    this.inFlightCount--;
+    this.receiving.delete(exchange);
+    if (this.onRequestDone !== null) {
+      const info = this.info;
+      info.method = exchange.method;
+      info.path = exchange.path;
+      info.routeTemplate = exchange.routeTemplate;
+      info.routeId = exchange.routeId;
+      info.upstream = exchange.upstream;
+      info.status = exchange.status;
+      info.bytesIn = exchange.bytesIn;
+      info.bytesOut = exchange.bytesOut;
+      info.disabledListeners = exchange.disabledListeners;
+      this.emitDone(exchange.startedAt, exchange.peer, exchange.forwardedFor);
+    }
+    if (this.inFlightCount === 0) this.onDrained?.();
+  }
+
+  // ---- request path ----------------------------------------------------------------------------
+
+  private readonly onRequest = (res: UwsResponse, req: UwsRequest): void => {
+    const startedAt = performance.now();
+    const head = this.head.read(req);
+    const peer = remoteAddressText(res.getRemoteAddressAsText());
+    try {
+      this.route(res, head, peer, startedAt);
+    } catch (err) {
+      // A bug of ours must not take the worker down with every connection it holds.
+      process.emitWarning(err instanceof Error ? err : new Error(String(err)), 'DataPlaneError');
+      try {
+        this.answer(res, head, head.url, 500, 'the gateway failed to handle the request', peer, startedAt);
+      } catch {
+        // The response was already answered or closed.
+      }
+    }
+  };
+
+  private route(res: UwsResponse, head: RequestHead, peer: string, startedAt: number): void {
+    const { limits } = this.config;
+    if (head.headerBytes > limits.maxHeaderBytes) {
+      return this.answer(res, head, head.url, 431, `the request headers are larger than ${limits.maxHeaderBytes} bytes`, peer, startedAt);
+    }
+    if (head.badFraming) {
+      return this.answer(res, head, head.url, 400, 'conflicting or invalid Content-Length / Transfer-Encoding', peer, startedAt);
+    }
+    if (head.contentLength > limits.maxBodyBytes) {
+      return this.answer(res, head, head.url, 413, `the request body is larger than ${limits.maxBodyBytes} bytes`, peer, startedAt);
+    }
+    const method = head.method;
+    const path = normalizePath(head.url);
+    if (path === null) {
+      return this.answer(res, head, head.url, 400, 'the request path is malformed or climbs above the root', peer, startedAt);
+    }
+    if (this.builtins !== null) {
+      const builtin = this.builtins(method, path, head.query, head.view);
+      if (builtin !== null) return this.answerBuiltin(res, head, path, builtin, peer, startedAt);
+    }
+    const table = this.table;
+    if (table === null) {
+      return this.answer(res, head, path, 503, 'the routing table is not loaded yet', peer, startedAt);
+    }
+    const view = head.view;
+    const selection = table.select(method, path, view['content-type'], view.accept, head.hasBody, this.selection);
+    if (selection.status !== 200) {
+      return this.answer(res, head, path, selection.status, rejectionDetail(selection.status, method), peer, startedAt, selection.allow);
+    }
+    if (selection.autoOptions) return this.answerOptions(res, head, path, selection.allow, peer, startedAt);
+
+    const route = selection.route!;
+    let balancer = this.balancers[route.id];
+    if (balancer === undefined) this.balancers[route.id] = balancer = new RouteBalancer();
+    this.pickingRouteId = route.id;
+    const target = balancer.pick(selection.targets, this.weights, this.isAvailable);
+    if (target === null) {
+      return this.answer(res, head, path, 503, 'no upstream can take this request now (circuit breakers open)', peer, startedAt, '', route.template, route.id);
+    }
+
+    const exchange = new Exchange(this, res, this.pools.get(target.upstream), {
+      path: head.query === '' ? path : `${path}?${head.query}`,
+      method: selection.headAsGet ? 'GET' : method,
+      headers: this.upstreamHeaders(head, peer),
+      body: null,
+      headersTimeout: this.config.timeouts.upstreamMs,
+      bodyTimeout: this.config.timeouts.upstreamMs,
+    });
+    exchange.method = method;
+    exchange.path = path;
+    exchange.routeTemplate = route.template;
+    exchange.routeId = route.id;
+    exchange.upstream = target.upstream;
+    exchange.disabledListeners = target.disabledListeners;
+    exchange.headersOnly = method === 'HEAD';
+    exchange.headAsGet = selection.headAsGet;
+    exchange.startedAt = startedAt;
+    exchange.peer = peer;
+    exchange.forwardedFor = head.xForwardedFor;
+    this.inFlightCount++;
+    res.onAborted(() => exchange.onClientAborted());
+    const hasBody = head.hasBody;
+    if (hasBody) {
+      exchange.receiveDeadline = startedAt + this.config.timeouts.clientRequestMs;
+      this.receiving.add(exchange);
+      res.onData((chunk, isLast) => exchange.onClientData(chunk, isLast));
+    }
+    exchange.start(hasBody);
+  }
+
+  /** End-to-end request headers plus X-Forwarded-* and Via (contract 7). */
+  private upstreamHeaders(head: RequestHead, peer: string): string[] {
+    const headers = head.forward;
+    const trusted = this.config.trustProxies > 0;
+    headers.push('x-forwarded-for', head.xForwardedFor === undefined ? peer : `${head.xForwardedFor}, ${peer}`);
+    headers.push('x-forwarded-proto', (trusted && head.xForwardedProto) || 'http');
+    const forwardedHost = (trusted && head.xForwardedHost) || head.view.host;
+    if (forwardedHost) headers.push('x-forwarded-host', forwardedHost);
+    headers.push('via', head.via === undefined ? this.via : `${head.via}, ${this.via}`);
+    return headers;
+  }
+
+  private sweepSlowClients(): void {
+    if (this.receiving.size === 0) return;
+    const now = performance.now();
+    for (const exchange of this.receiving) {
+      if (now > exchange.receiveDeadline) {
+        this.receiving.delete(exchange);
+        exchange.onClientTooSlow();
+      }
+    }
+  }
+
+  // ---- answers of the gateway's own (synchronous, inside the handler's cork) ---------------------
+
+  private answer(
+    res: UwsResponse,
+    head: RequestHead,
+    path: string,
+    status: number,
+    detail: string,
+    peer: string,
+    startedAt: number,
+    allow = '',
+    routeTemplate: string | null = null,
+    routeId = -1,
+  ): void {
+    const bytesOut = writeProblem(res, status, detail, {
+      allow,
+      via: this.via,
+      headersOnly: head.method === 'HEAD',
+      // An unread body would otherwise be read and thrown away; bad framing leaves the stream unusable.
+      closeConnection: head.hasBody || head.badFraming || this.closing,
+    });
+    this.reportAnswered(head, path, status, bytesOut, peer, startedAt, routeTemplate, routeId);
+  }
+
+  private answerOptions(res: UwsResponse, head: RequestHead, path: string, allow: string, peer: string, startedAt: number): void {
+    res.writeStatus(statusLine(200));
+    res.writeHeader('allow', allow);
+    res.writeHeader('via', this.via);
+    res.end('', head.hasBody || this.closing);
+    this.reportAnswered(head, path, 200, 0, peer, startedAt, null, -1);
+  }
+
+  private answerBuiltin(res: UwsResponse, head: RequestHead, path: string, answer: BuiltinAnswer, peer: string, startedAt: number): void {
+    res.writeStatus(statusLine(answer.status));
+    const headers = answer.headers;
+    for (const name in headers) res.writeHeader(name, headers[name]);
+    const body = answer.body;
+    const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+    if (head.method === 'HEAD') {
+      res.writeHeader('content-length', String(length));
+      if (this.closing) res.writeHeader('connection', 'close');
+      res.endWithoutBody();
+    } else {
+      res.end(body, head.hasBody || this.closing);
+    }
+    this.reportAnswered(head, path, answer.status, head.method === 'HEAD' ? 0 : length, peer, startedAt, null, -1);
+  }
+
+  private reportAnswered(
+    head: RequestHead,
+    path: string,
+    status: number,
+    bytesOut: number,
+    peer: string,
+    startedAt: number,
+    routeTemplate: string | null,
+    routeId: number,
+  ): void {
+    if (this.onRequestDone === null) return;
+    const info = this.info;
+    info.method = head.method;
+    info.path = path;
+    info.routeTemplate = routeTemplate;
+    info.routeId = routeId;
+    info.upstream = null;
+    info.status = status;
+    info.bytesIn = 0;
+    info.bytesOut = bytesOut;
+    info.disabledListeners = NO_LISTENERS;
+    this.emitDone(startedAt, peer, head.xForwardedFor);
+  }
+
+  private emitDone(startedAt: number, peer: string, forwardedFor: string | undefined): void {
+    const info = this.info;
+    const now = performance.now();
+    info.startedAt = performance.timeOrigin + startedAt;
+    info.latencyMs = now - startedAt;
+    info.clientAddress = clientAddress(peer, forwardedFor, this.config.trustProxies);
+    try {
+      this.onRequestDone!(info);
+    } catch (err) {
+      process.emitWarning(err instanceof Error ? err : new Error(String(err)), 'DataPlaneError');
+    }
+  }
+}
+
+function rejectionDetail(status: number, method: string): string {
+  switch (status) {
+    case 404:
+      return 'no endpoint matches this path';
+    case 405:
+      return `no endpoint matching this path accepts ${method}`;
+    case 406:
+      return 'no endpoint for this request can produce what Accept asks for';
+    case 415:
+      return 'no endpoint for this request consumes this Content-Type';
+    default:
+      return 'the request cannot be routed';
+  }
+}

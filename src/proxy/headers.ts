@@ -1,0 +1,101 @@
+/**
+ * Header rules of the proxy (contract 7): which upstream response headers reach the client, and
+ * which address is reported as the client's given X-Forwarded-For and `trustProxies`.
+ */
+
+/** What to do with one upstream response header. */
+export const enum ResponseHeader {
+  Pass,
+  /** Hop-by-hop, or framing/Date that uWS writes itself. */
+  Drop,
+  ContentLength,
+  Connection,
+  Via,
+}
+
+/** Lower-case ASCII `name` equals `buf` case-insensitively. */
+function equalsLower(buf: Buffer, name: string): boolean {
+  if (buf.length !== name.length) return false;
+  for (let i = 0; i < name.length; i++) {
+    if ((buf[i] | 0x20) !== name.charCodeAt(i)) return false;
+  }
+  return true;
+}
+
+/**
+ * Classifies a raw header name from undici. `| 0x20` lower-cases letters and leaves '-' (0x2d) alone,
+ * which is all the names compared here contain.
+ */
+export function classifyResponseHeader(name: Buffer): ResponseHeader {
+  switch (name.length) {
+    case 2:
+      return equalsLower(name, 'te') ? ResponseHeader.Drop : ResponseHeader.Pass;
+    case 3:
+      return equalsLower(name, 'via') ? ResponseHeader.Via : ResponseHeader.Pass;
+    case 4:
+      // uWS always writes its own Date (nginx drops the upstream's too).
+      return equalsLower(name, 'date') ? ResponseHeader.Drop : ResponseHeader.Pass;
+    case 7:
+      return equalsLower(name, 'trailer') || equalsLower(name, 'upgrade') ? ResponseHeader.Drop : ResponseHeader.Pass;
+    case 10:
+      if (equalsLower(name, 'connection')) return ResponseHeader.Connection;
+      return equalsLower(name, 'keep-alive') ? ResponseHeader.Drop : ResponseHeader.Pass;
+    case 14:
+      return equalsLower(name, 'content-length') ? ResponseHeader.ContentLength : ResponseHeader.Pass;
+    case 17:
+      return equalsLower(name, 'transfer-encoding') ? ResponseHeader.Drop : proxyPrefixed(name);
+    default:
+      return proxyPrefixed(name);
+  }
+}
+
+function proxyPrefixed(name: Buffer): ResponseHeader {
+  return name.length > 6 && equalsLower(name.subarray(0, 6), 'proxy-') ? ResponseHeader.Drop : ResponseHeader.Pass;
+}
+
+/** The numeric Content-Length among raw undici headers; -1 when absent or not a number. */
+export function findContentLength(raw: readonly Buffer[]): number {
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i].length === 14 && equalsLower(raw[i], 'content-length')) return parseDigits(raw[i + 1]);
+  }
+  return -1;
+}
+
+function parseDigits(value: Buffer): number {
+  if (value.length === 0 || value.length > 15) return -1;
+  let n = 0;
+  for (let i = 0; i < value.length; i++) {
+    const digit = value[i] - 0x30;
+    if (digit < 0 || digit > 9) return -1;
+    n = n * 10 + digit;
+  }
+  return n;
+}
+
+/** Header names an upstream's Connection header lists beyond close/keep-alive (lower case), or null. */
+export function connectionNamedHeaders(value: string): string[] | null {
+  let named: string[] | null = null;
+  for (const token of value.split(',')) {
+    const name = token.trim().toLowerCase();
+    if (name === '' || name === 'close' || name === 'keep-alive') continue;
+    (named ??= []).push(name);
+  }
+  return named;
+}
+
+/**
+ * The client's address: the peer itself when no proxy is trusted, otherwise the X-Forwarded-For
+ * entry `trustProxies` hops back from the peer (the peer being the nearest trusted proxy). When the
+ * header has fewer entries than that, its leftmost entry.
+ */
+export function clientAddress(peer: string, forwardedFor: string | undefined, trustProxies: number): string {
+  if (trustProxies <= 0 || forwardedFor === undefined) return peer;
+  let end = forwardedFor.length;
+  let start = forwardedFor.lastIndexOf(',', end - 1) + 1;
+  for (let hop = 1; hop < trustProxies && start > 0; hop++) {
+    end = start - 1;
+    start = forwardedFor.lastIndexOf(',', end - 1) + 1;
+  }
+  const address = forwardedFor.slice(start, end).trim();
+  return address === '' ? peer : address;
+}
