@@ -30,20 +30,31 @@ function isUsageError(err: unknown): boolean {
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+  if (name === undefined) {
+    console.error(USAGE);
+    return EXIT_USAGE;
+  }
+  if (name === '--help' || name === '-h' || name === 'help') {
     console.log(USAGE);
-    return name === undefined ? EXIT_USAGE : 0;
+    return 0;
   }
   const load = commands[name];
   if (!load) {
     console.error(`gateway: unknown command "${name}"\n\n${USAGE}`);
     return EXIT_USAGE;
   }
+  let command: Command;
   try {
-    return await (await load())(rest);
+    command = await load();
+  } catch (err) {
+    console.error(`gateway ${name}: this command is not available in this build (${(err as Error).message})`);
+    return 1;
+  }
+  try {
+    return await command(rest);
   } catch (err) {
     if (isUsageError(err)) {
-      console.error(`gateway ${name}: ${(err as Error).message}`);
+      console.error(`gateway ${name}: ${(err as Error).message}\nRun "gateway ${name} --help" for usage.`);
       return EXIT_USAGE;
     }
     throw err;
