@@ -33,6 +33,10 @@ t.test('the new paths serve the built-ins, winning over an upstream endpoint', a
   const spec = await httpRequest(gateway.port, '/ops/spec');
   t.equal(spec.status, 200);
   t.equal(JSON.parse(spec.body).swagger, '2.0');
+  t.ok(JSON.parse(spec.body).paths['/ops/health'], 'the spec describes the built-ins at their paths');
+  const openapi3 = await httpRequest(gateway.port, '/ops/spec?format=openapi3');
+  t.equal(openapi3.status, 200);
+  t.match(JSON.parse(openapi3.body).openapi, /^3\.0\./);
 });
 
 t.test('the old paths are routed like any other path', async (t) => {

@@ -44,6 +44,7 @@ export class Builtins {
   private metricsJson: Buffer = Buffer.from('{}');
   private metricsText: Buffer = Buffer.from('');
   private spec: Buffer = Buffer.from('{}');
+  private specOpenApi3: Buffer = Buffer.from('{}');
   private readonly extraHeaders: Record<string, string>;
 
   constructor(config: Pick<GatewayConfig, 'paths' | 'metrics'>, options: { workerHeader?: string } = {}) {
@@ -66,8 +67,9 @@ export class Builtins {
     this.metricsText = Buffer.from(prometheus);
   }
 
-  setSpec(json: string): void {
-    this.spec = Buffer.from(json);
+  setSpec(swagger2: string, openapi3: string): void {
+    this.spec = Buffer.from(swagger2);
+    this.specOpenApi3 = Buffer.from(openapi3);
   }
 
   /** The data plane's synchronous hook: a response for a built-in path, or null to route normally. */
@@ -93,7 +95,10 @@ export class Builtins {
 
   private render(builtin: 'healthcheck' | 'metrics' | 'spec', query: string, headers: BuiltinHeaders): Rendered {
     if (builtin === 'healthcheck') return this.health;
-    if (builtin === 'spec') return { status: 200, contentType: JSON_TYPE, body: this.spec };
+    if (builtin === 'spec') {
+      const openapi3 = query !== '' && new URLSearchParams(query).get('format') === 'openapi3';
+      return { status: 200, contentType: JSON_TYPE, body: openapi3 ? this.specOpenApi3 : this.spec };
+    }
     return this.renderMetrics(query, headers);
   }
 

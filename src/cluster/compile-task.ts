@@ -1,5 +1,6 @@
 // Piscina task: compiles the routing table and renders /spec off the primary's event loop.
 import { buildCombinedSpec } from '../builtins/spec.js';
+import { toOpenApi3 } from '../builtins/spec-to-openapi3.js';
 import type { GatewayConfig } from '../config/types.js';
 import type { DiscoveredUpstream } from '../discovery/index.js';
 import { RoutingTable, type TransferableTable } from '../routing/table.js';
@@ -14,11 +15,17 @@ export interface CompileInput {
   version: string;
 }
 
+export interface RenderedSpec {
+  swagger2: string;
+  /** The same combination as OpenAPI 3.0 (`?format=openapi3`). */
+  openapi3: string;
+}
+
 export interface CompileOutput {
   table: TransferableTable;
   problems: TemplateProblem[];
   /** The combined spec as JSON text; null when it could not be built (see specError). */
-  spec: string | null;
+  spec: RenderedSpec | null;
   specError?: string;
 }
 
@@ -26,7 +33,8 @@ export default function compile({ upstreams, builtinPaths, name, version }: Comp
   const { table, problems } = RoutingTable.compile(upstreams.flatMap((u) => u.entries));
   // A spec that cannot be built must not keep a good table from being served.
   try {
-    const spec = JSON.stringify(buildCombinedSpec({ upstreams, builtinPaths, info: { title: name, version } }));
+    const swagger2 = buildCombinedSpec({ upstreams, builtinPaths, info: { title: name, version } });
+    const spec = { swagger2: JSON.stringify(swagger2), openapi3: JSON.stringify(toOpenApi3(swagger2)) };
     return { table: table.toTransferable(), problems, spec };
   } catch (err) {
     return { table: table.toTransferable(), problems, spec: null, specError: err instanceof Error ? err.message : String(err) };

@@ -1,4 +1,5 @@
 import type { GatewayConfig } from '../config/types.js';
+import type { RenderedSpec } from './compile-task.js';
 import type { MetricsDelta } from '../metrics/delta.js';
 import type { UpstreamWeight } from '../proxy/data-plane-types.js';
 import type { TransferableTable } from '../routing/table.js';
@@ -13,8 +14,8 @@ export interface PublishMessage {
   /** The port is always concrete here: the primary has resolved `port: 0` to a free port. */
   config: GatewayConfig;
   table: TransferableTable;
-  /** The rendered `/spec` document (JSON text). */
-  spec: string;
+  /** The rendered `/spec` documents (JSON text). */
+  spec: RenderedSpec;
   /** Configured weights, for the balancer. */
   upstreams: UpstreamWeight[];
 }

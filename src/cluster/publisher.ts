@@ -88,7 +88,7 @@ export class Publisher {
       'routing table compiled',
     );
     const published: Published = {
-      message: { type: 'publish', tableVersion, config, table: output.table, spec: output.spec ?? this.current?.message.spec ?? '{}', upstreams: upstreams.weights() },
+      message: { type: 'publish', tableVersion, config, table: output.table, spec: output.spec ?? this.current?.message.spec ?? { swagger2: '{}', openapi3: '{}' }, upstreams: upstreams.weights() },
       complete,
     };
     this.current = published;

@@ -72,7 +72,7 @@ async function startServing(message: PublishMessage): Promise<DataPlane> {
 async function apply(message: PublishMessage): Promise<void> {
   const table = RoutingTable.fromTransferable(message.table);
   builtins.configure(message.config);
-  builtins.setSpec(message.spec);
+  builtins.setSpec(message.spec.swagger2, message.spec.openapi3);
   graceMs = message.config.timeouts.shutdownGraceMs;
   metricsEnabled = message.config.metrics.enabled;
   dataPlane ??= await startServing(message);
