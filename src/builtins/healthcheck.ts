@@ -53,8 +53,3 @@ export function healthReport(input: HealthInput): HealthReport {
     host: hostname(),
   };
 }
-
-/** 503 while starting, 200 once operational; `operational` is latched by the primary. */
-export function healthStatus(operational: boolean): 200 | 503 {
-  return operational ? 200 : 503;
-}
