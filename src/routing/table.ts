@@ -3,7 +3,7 @@ import { TargetNegotiation } from './negotiate.js';
 import { compareSpecificity } from './specificity.js';
 import { compileSegmentRegex, type SegmentRegex } from './segment-regex.js';
 import { parseTemplate, TemplateSyntaxError, type ParsedTemplate } from './template.js';
-import { NodeKind, Trie, TrieBuilder, TrieNode } from './trie.js';
+import { NodeKind, TOO_COMPLEX, Trie, TrieBuilder, TrieNode } from './trie.js';
 import type { EndpointDetails, RouteEntry, TemplateProblem } from './types.js';
 
 /** One endpoint inside an equivalence group: which upstream serves it and what it declared. */
@@ -26,7 +26,10 @@ export interface Route {
 }
 
 export interface Selection {
-  /** 200 (route chosen, or automatic OPTIONS), 404, 405, 406, 415. */
+  /**
+   * 200 (route chosen, or automatic OPTIONS), 404, 405, 406, 415, or 400 when the path is so hostile
+   * that routing it would exceed the lookup's work budget (see src/routing/trie.ts).
+   */
   status: number;
   route: Route | null;
   /** Targets left after Content-Type / Accept negotiation (a subset of route.targets). */
@@ -229,9 +232,15 @@ export class RoutingTable {
       route = this.find('GET', path);
       out.headAsGet = route !== null;
     }
+    if (route === TOO_COMPLEX) {
+      out.headAsGet = false;
+      out.status = 400;
+      return out;
+    }
     if (route === null) {
-      out.allow = this.allowedMethods(path);
-      if (out.allow === '') out.status = 404;
+      const allow = this.allowedMethods(path);
+      if (allow === TOO_COMPLEX) out.status = 400;
+      else if ((out.allow = allow) === '') out.status = 404;
       else if (method === 'OPTIONS') {
         out.status = 200;
         out.autoOptions = true;
@@ -257,21 +266,26 @@ export class RoutingTable {
     return params;
   }
 
-  private find(method: string, path: string): CompiledRoute | null {
+  private find(method: string, path: string): CompiledRoute | null | typeof TOO_COMPLEX {
     const trie = this.tries.get(method);
     if (trie === undefined) return null;
     const id = trie.lookup(path);
     if (id === -1) return null;
+    if (id === TOO_COMPLEX) return TOO_COMPLEX;
     this.lastTrie = trie;
     this.lastRoute = this.compiledRoutes[id];
     return this.lastRoute;
   }
 
   /** The slow path of a miss: which methods would have matched this path (405 / OPTIONS / 404). */
-  private allowedMethods(path: string): string {
+  private allowedMethods(path: string): string | typeof TOO_COMPLEX {
     const methods: string[] = [];
-    for (const [method, trie] of this.tries) if (trie.lookup(path) !== -1) methods.push(method);
     this.lastRoute = null;
+    for (const [method, trie] of this.tries) {
+      const id = trie.lookup(path);
+      if (id === TOO_COMPLEX) return TOO_COMPLEX;
+      if (id !== -1) methods.push(method);
+    }
     return formatAllow(methods);
   }
 }

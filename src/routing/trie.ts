@@ -24,6 +24,15 @@ const NONE = 0x7fffffff;
 const SLASH = 0x2f;
 /** Visits after which a lookup starts memoizing failed (node, position) pairs. */
 const MEMO_AFTER_VISITS = 128;
+/**
+ * Work a single lookup may do before it gives up (TOO_COMPLEX). Real paths need tens of visits; the
+ * budgets only bind on hostile paths built to make catch-alls and slash-spanning regexes try every
+ * split, where the answer is a 400 rather than a worker stalled for everyone else.
+ */
+const VISIT_BUDGET = 200_000;
+const REGEX_CHAR_BUDGET = 150_000;
+/** lookup() result when a budget ran out. */
+export const TOO_COMPLEX = -2;
 
 export class TrieNode {
   id = 0;
@@ -159,6 +168,8 @@ export class Trie {
   private best = NONE;
   private bestRoute = -1;
   private visits = 0;
+  private regexChars = 0;
+  private exhausted = false;
   /** Capture stack: [start, end) per variable segment on the current branch; start -1 = absent. */
   private caps: Int32Array;
   private bestCaps: Int32Array;
@@ -188,6 +199,8 @@ export class Trie {
     this.bestRoute = -1;
     this.bestDepth = 0;
     this.visits = 0;
+    this.regexChars = 0;
+    this.exhausted = false;
     if (++this.generation === 0xffffffff) {
       this.plusStamp.fill(0);
       this.generation = 1;
@@ -197,7 +210,7 @@ export class Trie {
       this.memo.clear();
       this.memo = null;
     }
-    return this.bestRoute;
+    return this.exhausted ? TOO_COMPLEX : this.bestRoute;
   }
 
   /** Captures of the last successful lookup as [start, end) pairs, start -1 when absent. */
@@ -206,9 +219,13 @@ export class Trie {
   }
 
   private visit(node: TrieNode, pos: number, depth: number): void {
-    if (node.minIndex >= this.best) return;
+    if (node.minIndex >= this.best || this.exhausted) return;
     let key = -1;
     if (++this.visits > MEMO_AFTER_VISITS) {
+      if (this.visits > VISIT_BUDGET) {
+        this.giveUp();
+        return;
+      }
       if (this.memo === null) this.memo = this.memoStore;
       key = node.id * (this.end + 1) + pos;
       const failedBelow = this.memo.get(key);
@@ -238,6 +255,11 @@ export class Trie {
     if (terminalPending) this.acceptIfEnd(node, pos, depth);
 
     if (key !== -1 && this.best === bestBefore) this.memo!.set(key, bestBefore);
+  }
+
+  private giveUp(): void {
+    this.exhausted = true;
+    this.best = -1; // prunes every branch still open
   }
 
   private visitStatic(node: TrieNode, pos: number, depth: number): void {
@@ -306,7 +328,13 @@ export class Trie {
         const regex = node.regex!;
         const limit = regex.canSpanSlash ? this.end : this.segmentEnd(pos);
         for (let e = limit; e >= pos && node.minIndex < this.best; e--) {
-          if (this.canContinue(node, e) && regex.whole.test(this.path.slice(pos, e))) this.descend(node, pos, e, e, depth);
+          if (!this.canContinue(node, e)) continue;
+          this.regexChars += e - pos + 1;
+          if (this.regexChars > REGEX_CHAR_BUDGET) {
+            this.giveUp();
+            return;
+          }
+          if (regex.whole.test(this.path.slice(pos, e))) this.descend(node, pos, e, e, depth);
         }
         return;
       }
@@ -314,19 +342,23 @@ export class Trie {
   }
 
   /**
-   * The splits {+x} tries from `pos` include every split it tries from any later position, so once
-   * it has failed from `pos` it fails from every later one too (the bound only tightens during a
-   * lookup). Remembering the earliest failing position keeps `/{+a}/{+b}/{+c}/x` linear, not cubic.
+   * A failed {+x} from `pos` has shown that no split at `pos` or later leads anywhere (the bound only
+   * tightens during a lookup), so a later visit from an earlier position tries only the splits before
+   * `pos`. Each {+x} node then tries each position at most once per lookup: `/{+a}/{+b}/{+c}/x` stays
+   * linear in the path length instead of cubic.
    */
   private visitPlus(node: TrieNode, pos: number, depth: number): void {
     const id = node.id;
-    if (this.plusStamp[id] === this.generation && pos >= this.plusFailedFrom[id]) return;
+    const known = this.plusStamp[id] === this.generation;
+    if (known && pos >= this.plusFailedFrom[id]) return;
     const bestBefore = this.best;
-    for (let e = this.end; e >= pos && node.minIndex < this.best; e--) {
+    const upper = known ? this.plusFailedFrom[id] - 1 : this.end;
+    for (let e = upper; e >= pos && node.minIndex < this.best; e--) {
       if (this.canContinue(node, e)) this.descend(node, pos, e, e, depth);
+      if (this.exhausted) return;
     }
     if (this.best === bestBefore) {
-      if (this.plusStamp[id] !== this.generation || pos < this.plusFailedFrom[id]) this.plusFailedFrom[id] = pos;
+      this.plusFailedFrom[id] = pos;
       this.plusStamp[id] = this.generation;
     }
   }

@@ -1,0 +1,111 @@
+import fc from 'fast-check';
+import t from 'tap';
+import { normalizePath } from '../src/http/normalize-path.js';
+import { RoutingTable } from '../src/routing/table.js';
+import { compile, entry, oracleFor, winner } from './helpers/routes.js';
+
+/** Best of a few runs: a one-off stall of this shared machine must not fail the test. */
+function fastestMs(fn: () => void, runs = 5): number {
+  let best = Infinity;
+  for (let i = 0; i < runs; i++) {
+    const start = process.hrtime.bigint();
+    fn();
+    best = Math.min(best, Number(process.hrtime.bigint() - start) / 1e6);
+  }
+  return best;
+}
+
+const PATHOLOGICAL_TEMPLATES = ['/{+a}/{+b}/{+c}/x', '/{a}/{+b}/{c}/{+d}/y', '/{+a}/{b}/{+c}/{d}/{+e}/z', '/{+a}{.b}{c}/w'];
+
+t.test('an 8 KB path of 1,000 segments against nested catch-alls answers fast and polynomially', async (t) => {
+  const table = compile(PATHOLOGICAL_TEMPLATES.map((p) => entry('GET', p)));
+  const segments = Array.from({ length: 1000 }, (_, i) => 'abcdefghijklm'.slice(0, 1 + (i % 13)));
+  const miss = '/' + segments.join('/');
+  const hit = miss + '/x';
+  t.ok(miss.length > 7800 && miss.length <= 8192, `path is ${miss.length} bytes`);
+  for (const [name, path, expected] of [['miss', miss, null], ['hit', hit, '/{+a}/{+b}/{+c}/x']] as const) {
+    let got: string | null = 'unset';
+    const ms = fastestMs(() => {
+      got = winner(table, path);
+    });
+    t.equal(got, expected, `${name}: ${expected ?? 'no match'}`);
+    t.ok(ms < 50, `${name}: answered in ${ms.toFixed(2)} ms (< 50 ms)`);
+  }
+  const oracle = oracleFor(PATHOLOGICAL_TEMPLATES.map((p) => entry('GET', p)));
+  t.equal(oracle.lookup('GET', hit).template?.raw, '/{+a}/{+b}/{+c}/x', 'the oracle agrees on the hit');
+});
+
+t.test('a slash-spanning regex between catch-alls: bounded work, then 400 instead of a stall', async (t) => {
+  const table = compile([entry('GET', '/{+a}/{x: .+}/{+c}/q'), entry('GET', '/{+a}/{x: [a-z]+/[a-z]+}/{+c}/r')]);
+  const path = '/' + Array.from({ length: 1000 }, (_, i) => 'abcdefghijklm'.slice(0, 1 + (i % 13))).join('/');
+  let status = 0;
+  const ms = fastestMs(() => {
+    status = table.select('GET', path, undefined, undefined, false).status;
+  });
+  t.equal(status, 400, 'the lookup gives up: "path too complex to route"');
+  t.ok(ms < 50, `gave up in ${ms.toFixed(2)} ms`);
+  t.equal(winner(table, '/a/b/c/d/q'), '/{+a}/{x: .+}/{+c}/q', 'ordinary paths still route');
+  t.equal(winner(table, '/a/bc/de/f/r'), '/{+a}/{x: [a-z]+/[a-z]+}/{+c}/r');
+});
+
+t.test('catastrophic-backtracking regexes run on the linear-time engine', async (t) => {
+  const table = compile([entry('GET', '/r/{x: (a+)+}'), entry('GET', '/r/{y: (a|aa)*c}'), entry('GET', '/s/{z: (.*)*b}/{+rest}')]);
+  const evil = '/r/' + 'a'.repeat(5000) + '!';
+  const ms = fastestMs(() => winner(table, evil));
+  t.equal(winner(table, evil), null);
+  t.ok(ms < 50, `(a+)+ against 5,000 a's and a "!" answered in ${ms.toFixed(2)} ms`);
+  const spanning = '/s/' + 'a/'.repeat(1500) + 'c';
+  const ms2 = fastestMs(() => winner(table, spanning));
+  t.equal(winner(table, spanning), null);
+  t.ok(ms2 < 50, `(.*)*b spanning 1,500 segments answered in ${ms2.toFixed(2)} ms`);
+  t.equal(winner(table, '/r/aaaa'), '/r/{x: (a+)+}', 'and they still match what they should');
+});
+
+t.test('constructs the linear engine cannot run are refused, naming upstream and template', async (t) => {
+  const { problems } = RoutingTable.compile([entry('GET', '/x/{a: (\\w)\\1+}', 'http://evil:1'), entry('GET', '/x/{a: (?<=a)b}', 'http://evil:1')]);
+  t.equal(problems.length, 2);
+  t.equal(problems[0].message, 'upstream http://evil:1: template "/x/{a: (\\w)\\1+}" (GET): "{a: (\\w)\\1+}": regex uses a backreference, which is not allowed in a template');
+  t.match(problems[1].message, /lookaround/);
+});
+
+t.test('paths that must be refused with 400', async (t) => {
+  for (const bad of ['/a/%zz', '/a/%2', '/a%', '/..', '/a/../..', '/a/%2E%2E/%2e%2e', 'relative', '', '/./../x']) {
+    t.equal(normalizePath(bad), null, `${JSON.stringify(bad)} is refused`);
+  }
+});
+
+t.test('normalization: dot-segments, unreserved escapes, %2F kept, one trailing slash dropped', async (t) => {
+  const cases: Array<[string, string]> = [
+    ['/', '/'],
+    ['/a/b/', '/a/b'],
+    ['/a//', '/a/'],
+    ['/a/./b/../c', '/a/c'],
+    ['/a/b/..', '/a'],
+    ['/a/.', '/a'],
+    ['/%7Euser/%41%62c', '/~user/Abc'],
+    ['/a%2fb/c', '/a%2Fb/c'],
+    ['/a%2Fb%20c', '/a%2Fb%20c'],
+    ['/a/%2E%2E/b', '/b'],
+    ['/a/.hidden/..x', '/a/.hidden/..x'],
+    ['/files/v1.2/x', '/files/v1.2/x'],
+  ];
+  for (const [raw, want] of cases) t.equal(normalizePath(raw), want, `${raw} -> ${want}`);
+});
+
+t.test('normalization is stable and never leaves a dot-segment (property)', async (t) => {
+  const chunk = fc.constantFrom('a', 'b', '.', '..', '%2E', '%2e%2E', '%41', '%2F', '%7e', '', 'x.y');
+  fc.assert(
+    fc.property(fc.array(chunk, { maxLength: 8 }), fc.boolean(), (parts, trailing) => {
+      const raw = '/' + parts.join('/') + (trailing ? '/' : '');
+      const once = normalizePath(raw);
+      if (once === null) return;
+      // A second pass changes nothing but, for paths ending in "//", one more trailing slash.
+      const twice = normalizePath(once);
+      const expected = once.length > 1 && once.endsWith('/') ? once.slice(0, -1) : once;
+      if (twice !== expected) throw new Error(`${raw}: ${once} then ${twice}`);
+      if (once.split('/').some((s) => s === '.' || s === '..')) throw new Error(`${raw}: ${once} keeps a dot-segment`);
+    }),
+    { numRuns: 3000 },
+  );
+  t.pass('3,000 random paths');
+});
