@@ -14,7 +14,7 @@ export interface MetricsHubOptions {
 
 /** The primary's side of /metrics: merges worker deltas and pushes the rendered report to every worker. */
 export class MetricsHub {
-  readonly aggregator = new MetricsAggregator();
+  private readonly aggregator = new MetricsAggregator();
   private changed = true;
   private lastBroadcast = 0;
   private rendered: MetricsReportMessage | null = null;

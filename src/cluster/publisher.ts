@@ -68,27 +68,28 @@ export class Publisher {
 
   private async compile({ config, upstreams }: PublishState): Promise<Published> {
     const complete = upstreams.allSettled();
-    const ready = upstreams.records.flatMap((r) => (r.state === 'ready' && r.discovered ? [r.discovered] : []));
+    const ready = upstreams.ready();
     const started = performance.now();
-    const output = await this.pool.run({ upstreams: ready, builtinPaths: config.paths, name: config.name, version: buildInfo().version });
+    const output = await this.pool.run({
+      upstreams: ready,
+      builtinPaths: config.paths,
+      name: config.name,
+      version: buildInfo().version,
+    });
     const tableVersion = ++this.version;
 
     for (const problem of output.problems) {
       this.log.warn({ upstream: problem.upstream, method: problem.method, template: problem.template, reason: problem.reason }, problem.message);
     }
     if (output.spec === null) this.log.error({ reason: output.specError }, 'combined spec could not be built; /spec keeps the previous one');
-    for (const record of upstreams.records) {
-      const entries = record.state === 'ready' && record.discovered ? record.discovered.entries.length : 0;
-      const rejected = output.problems.filter((p) => p.upstream === record.config.serviceLocation).length;
-      record.endpoints = Math.max(0, entries - rejected);
-    }
+    upstreams.countEndpoints(output.problems);
 
-    this.log.info(
-      { tableVersion, entries: ready.reduce((n, u) => n + u.entries.length, 0), problems: output.problems.length, complete, compileMs: Math.round(performance.now() - started) },
-      'routing table compiled',
-    );
+    const entries = ready.reduce((n, u) => n + u.entries.length, 0);
+    const compileMs = Math.round(performance.now() - started);
+    this.log.info({ tableVersion, entries, problems: output.problems.length, complete, compileMs }, 'routing table compiled');
+    const spec = output.spec ?? this.current?.message.spec ?? { swagger2: '{}', openapi3: '{}' };
     const published: Published = {
-      message: { type: 'publish', tableVersion, config, table: output.table, spec: output.spec ?? this.current?.message.spec ?? { swagger2: '{}', openapi3: '{}' }, upstreams: upstreams.weights() },
+      message: { type: 'publish', tableVersion, config, table: output.table, spec, upstreams: upstreams.weights() },
       complete,
     };
     this.current = published;

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { GatewayConfig, UpstreamConfig } from '../config/types.js';
 import type { UpstreamHealth, UpstreamState } from '../builtins/healthcheck.js';
-import type { RouteEntry } from '../routing/types.js';
+import type { TemplateProblem } from '../routing/types.js';
 import type { DiscoveredUpstream, DiscoveryOptions } from '../discovery/index.js';
 import type { Logger } from '../log.js';
 import type { UpstreamWeight } from '../proxy/data-plane-types.js';
@@ -62,8 +62,18 @@ export class UpstreamRegistry extends EventEmitter<UpstreamRegistryEvents> {
     return this.records.every((record) => record.state !== 'pending');
   }
 
-  readyEntries(): RouteEntry[] {
-    return this.records.flatMap((record) => (record.state === 'ready' && record.discovered ? record.discovered.entries : []));
+  /** The upstreams whose discovery succeeded, in config order. */
+  ready(): DiscoveredUpstream[] {
+    return this.records.flatMap((record) => (record.state === 'ready' && record.discovered ? [record.discovered] : []));
+  }
+
+  /** Endpoints each upstream contributes to a compiled table: its entries less the rejected templates. */
+  countEndpoints(problems: readonly TemplateProblem[]): void {
+    for (const record of this.records) {
+      const entries = record.state === 'ready' && record.discovered ? record.discovered.entries.length : 0;
+      const rejected = problems.filter((p) => p.upstream === record.config.serviceLocation).length;
+      record.endpoints = Math.max(0, entries - rejected);
+    }
   }
 
   health(): UpstreamHealth[] {
