@@ -175,7 +175,7 @@ export class RoutingTable {
         for (const c of node.staticNodes) min = Math.min(min, c.minIndex);
         for (const c of node.varNodes) min = Math.min(min, c.minIndex);
         node.minIndex = min;
-        node.slashOnlyNext = node.varNodes.length === 0 && node.staticNodes.length > 0 && node.staticCodes.every((c) => c === 0x2f);
+        node.seal();
       }
       tries.set(method, new Trie(built[0], built));
     }

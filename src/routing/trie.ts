@@ -22,6 +22,8 @@ export const enum NodeKind {
 
 const NONE = 0x7fffffff;
 const SLASH = 0x2f;
+/** Static children from which a node indexes them by character instead of scanning. */
+const WIDE_NODE = 6;
 /** Visits after which a lookup starts memoizing failed (node, position) pairs. */
 const MEMO_AFTER_VISITS = 128;
 /**
@@ -56,10 +58,30 @@ export class TrieNode {
     this.prefix = prefix;
   }
 
+  /** For a wide node: ASCII code -> 1 + index into staticNodes (0 = none). Null for narrow nodes. */
+  asciiIndex: Uint16Array | null = null;
+
   staticChild(code: number): TrieNode | undefined {
+    const index = this.asciiIndex;
+    if (index !== null && code < 128) {
+      const slot = index[code];
+      return slot === 0 ? undefined : this.staticNodes[slot - 1];
+    }
     const codes = this.staticCodes;
     for (let i = 0; i < codes.length; i++) if (codes[i] === code) return this.staticNodes[i];
     return undefined;
+  }
+
+  /** Derive the lookup hints once the children are final. */
+  seal(): void {
+    this.slashOnlyNext = this.varNodes.length === 0 && this.staticNodes.length > 0 && this.staticCodes.every((c) => c === SLASH);
+    if (this.staticCodes.length >= WIDE_NODE) {
+      const index = new Uint16Array(128);
+      this.staticCodes.forEach((code, i) => {
+        if (code < 128) index[code] = i + 1;
+      });
+      this.asciiIndex = index;
+    }
   }
 }
 
@@ -104,8 +126,8 @@ export class TrieBuilder {
       for (const child of node.staticNodes) min = Math.min(min, finish(child));
       for (const child of node.varNodes) min = Math.min(min, finish(child));
       node.varNodes.sort((a, b) => a.minIndex - b.minIndex);
-      node.slashOnlyNext = node.varNodes.length === 0 && node.staticNodes.length > 0 && node.staticCodes.every((c) => c === SLASH);
       node.minIndex = min;
+      node.seal();
       return min;
     };
     finish(this.root);
@@ -220,6 +242,14 @@ export class Trie {
 
   private visit(node: TrieNode, pos: number, depth: number): void {
     if (node.minIndex >= this.best || this.exhausted) return;
+    // Through nodes that only branch on literal text there is nothing to choose: walk, don't recurse.
+    const path = this.path;
+    while (node.varNodes.length === 0 && node.terminal === NONE) {
+      const child = pos < this.end ? node.staticChild(path.charCodeAt(pos)) : undefined;
+      if (child === undefined || child.minIndex >= this.best || !path.startsWith(child.prefix, pos)) return;
+      pos += child.prefix.length;
+      node = child;
+    }
     let key = -1;
     if (++this.visits > MEMO_AFTER_VISITS) {
       if (this.visits > VISIT_BUDGET) {
@@ -233,7 +263,7 @@ export class Trie {
     }
     const bestBefore = this.best;
 
-    const code = pos < this.end ? this.path.charCodeAt(pos) : -1;
+    const code = pos < this.end ? path.charCodeAt(pos) : -1;
     const stat = code === -1 ? undefined : node.staticChild(code);
     let staticPending = stat !== undefined;
     let terminalPending = node.terminal !== NONE;
@@ -272,7 +302,7 @@ export class Trie {
     if (pos === this.end || (pos === this.end - 1 && this.path.charCodeAt(pos) === SLASH)) {
       this.best = node.terminal;
       this.bestRoute = node.routeId;
-      this.bestCaps.set(this.caps.subarray(0, 2 * depth));
+      for (let i = 0; i < 2 * depth; i++) this.bestCaps[i] = this.caps[i];
       this.bestDepth = depth;
     }
   }

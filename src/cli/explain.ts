@@ -1,0 +1,59 @@
+import { parseArgs } from 'node:util';
+import { normalizePath } from '../http/normalize-path.js';
+import { OfflineTableError, offlineTable, reportOnStderr } from './offline-table.js';
+import { UsageError } from './start.js';
+
+export const EXPLAIN_USAGE = `Usage: gateway explain --config FILE [--content-type TYPE] [--accept ACCEPT] METHOD PATH [METHOD PATH ...]
+
+For each request, prints one JSON line saying what the gateway would do with it:
+  {"method","path","status","endpoint":{"method","template"}|null,"allow":[...],"upstreams":[...],"params":{...}}
+PATH may carry a query string; it is not used for routing. --content-type marks the requests as having
+a body of that type. Works offline on the config's static upstreams.`;
+
+export async function runExplain(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { config: { type: 'string' }, 'content-type': { type: 'string' }, accept: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
+  if (values.help) {
+    console.log(EXPLAIN_USAGE);
+    return 0;
+  }
+  if (!values.config) throw new UsageError('--config FILE is required');
+  if (positionals.length === 0 || positionals.length % 2 !== 0) throw new UsageError('give requests as METHOD PATH pairs');
+  let offline;
+  try {
+    offline = await offlineTable(values.config);
+  } catch (err) {
+    if (!(err instanceof OfflineTableError)) throw err;
+    console.error(`gateway explain: ${err.message}`);
+    return 1;
+  }
+  reportOnStderr(offline);
+  const contentType = values['content-type'];
+  for (let i = 0; i < positionals.length; i += 2) {
+    const method = positionals[i].toUpperCase();
+    const path = positionals[i + 1];
+    const query = path.indexOf('?');
+    const normalized = normalizePath(query === -1 ? path : path.slice(0, query));
+    const base = { method, path };
+    if (normalized === null) {
+      console.log(JSON.stringify({ ...base, status: 400, endpoint: null, allow: [], upstreams: [], params: {} }));
+      continue;
+    }
+    const selection = offline.table.select(method, normalized, contentType, values.accept, contentType !== undefined);
+    const route = selection.route;
+    console.log(
+      JSON.stringify({
+        ...base,
+        status: selection.status,
+        endpoint: route && selection.status === 200 ? { method: route.method, template: route.template } : null,
+        allow: selection.allow === '' ? [] : selection.allow.split(', '),
+        upstreams: selection.status === 200 ? selection.targets.map((t) => t.upstream) : [],
+        params: route && selection.status === 200 ? offline.table.params() : {},
+      }),
+    );
+  }
+  return 0;
+}

@@ -1,0 +1,39 @@
+import { parseArgs } from 'node:util';
+import { OfflineTableError, offlineTable, reportOnStderr } from './offline-table.js';
+import { UsageError } from './start.js';
+
+export const ROUTES_USAGE = `Usage: gateway routes --config FILE [--json]
+
+Prints the routing table compiled from the config's static upstreams, most specific first, one
+endpoint per line: METHOD, template, upstream. Equivalent endpoints (load balanced) are adjacent.`;
+
+export async function runRoutes(argv: string[]): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: { config: { type: 'string' }, json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } } });
+  if (values.help) {
+    console.log(ROUTES_USAGE);
+    return 0;
+  }
+  if (!values.config) throw new UsageError('--config FILE is required');
+  let offline;
+  try {
+    offline = await offlineTable(values.config);
+  } catch (err) {
+    if (!(err instanceof OfflineTableError)) throw err;
+    console.error(`gateway routes: ${err.message}`);
+    return 1;
+  }
+  reportOnStderr(offline);
+  const routes = offline.table.routes();
+  const width = Math.max(0, ...routes.map((r) => r.method.length));
+  const templateWidth = Math.max(0, ...routes.flatMap((r) => r.targets.map((t) => t.template.length)));
+  for (const route of routes) {
+    for (const target of route.targets) {
+      if (values.json) {
+        console.log(JSON.stringify({ method: route.method, template: target.template, canonical: route.canonical, upstream: target.upstream, routeId: route.id }));
+      } else {
+        console.log(`${route.method.padEnd(width)}  ${target.template.padEnd(templateWidth)}  ${target.upstream}`);
+      }
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,93 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import t from 'tap';
+
+const run = promisify(execFile);
+const CLI = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../src/cli/main.js');
+const dir = mkdtempSync(join(tmpdir(), 'specgate-cli-'));
+
+function configFile(name: string, body: unknown): string {
+  const file = join(dir, name);
+  writeFileSync(file, typeof body === 'string' ? body : JSON.stringify(body, null, 2));
+  return file;
+}
+
+async function gateway(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args]);
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+const config = configFile('static.json', {
+  port: 8080,
+  workers: 1,
+  paths: { healthcheck: '/healthcheck', metrics: '/metrics', spec: '/spec' },
+  upstreams: [
+    {
+      serviceType: 'static',
+      serviceLocation: 'http://127.0.0.1:9001',
+      endpoints: [
+        { method: 'GET', path: '/users/{id}' },
+        { method: 'GET', path: '/users/me' },
+        { method: 'DELETE', path: '/users/{id}' },
+        { method: 'GET', path: '/files/{+path}' },
+        { method: 'GET', path: '/broken/{x' },
+      ],
+    },
+    { serviceType: 'static', serviceLocation: 'http://127.0.0.1:9002', weight: 2, endpoints: [{ method: 'GET', path: '/users/{userId}' }] },
+  ],
+});
+
+t.test('gateway routes prints the table in specificity order, one endpoint per line', async (t) => {
+  const { code, stdout, stderr } = await gateway('routes', '--config', config);
+  t.equal(code, 0);
+  t.same(
+    stdout.trim().split('\n').map((l) => l.split(/\s+/)),
+    [
+      ['GET', '/users/me', 'http://127.0.0.1:9001'],
+      ['DELETE', '/users/{id}', 'http://127.0.0.1:9001'],
+      ['GET', '/users/{id}', 'http://127.0.0.1:9001'],
+      ['GET', '/users/{userId}', 'http://127.0.0.1:9002'],
+      ['GET', '/files/{+path}', 'http://127.0.0.1:9001'],
+    ],
+  );
+  t.match(stderr, 'upstream http://127.0.0.1:9001: template "/broken/{x" (GET): unbalanced braces', 'a bad template is named, the rest loads');
+});
+
+t.test('gateway explain prints one JSON line per request', async (t) => {
+  const { code, stdout } = await gateway('explain', '--config', config, 'GET', '/users/42?x=1', 'PUT', '/users/me', 'get', '/files/a/b/', 'GET', '/nope', 'GET', '/a/%zz', 'OPTIONS', '/users/7');
+  t.equal(code, 0);
+  const lines = stdout.trim().split('\n').map((l) => JSON.parse(l));
+  t.same(lines[0], { method: 'GET', path: '/users/42?x=1', status: 200, endpoint: { method: 'GET', template: '/users/{id}' }, allow: [], upstreams: ['http://127.0.0.1:9001', 'http://127.0.0.1:9002'], params: { id: '42' } });
+  t.same(lines[1], { method: 'PUT', path: '/users/me', status: 405, endpoint: null, allow: ['GET', 'HEAD', 'DELETE', 'OPTIONS'], upstreams: [], params: {} });
+  t.same(lines[2].endpoint, { method: 'GET', template: '/files/{+path}' });
+  t.same(lines[2].params, { path: 'a/b' }, 'the trailing slash is not part of the capture');
+  t.equal(lines[3].status, 404);
+  t.equal(lines[4].status, 400, 'invalid percent-encoding');
+  t.equal(lines[5].status, 200);
+  t.same(lines[5].allow, ['GET', 'HEAD', 'DELETE', 'OPTIONS'], 'automatic OPTIONS');
+});
+
+t.test('a config that is not JSON, or breaks the schema, is refused with file, field and reason', async (t) => {
+  const notJson = configFile('broken.json', '{ "port": 8080, ');
+  const r1 = await gateway('routes', '--config', notJson);
+  t.equal(r1.code, 1);
+  t.match(r1.stderr, notJson);
+  const badField = configFile('bad-field.json', { port: 'eighty', upstreams: [] });
+  const r2 = await gateway('explain', '--config', badField, 'GET', '/');
+  t.equal(r2.code, 1);
+  t.match(r2.stderr, `${badField}: /port:`);
+  const r3 = await gateway('routes');
+  t.equal(r3.code, 2, 'usage error');
+  t.match(r3.stderr, '--config FILE is required');
+  const r4 = await gateway('explain', '--config', config, 'GET');
+  t.equal(r4.code, 2);
+  t.match(r4.stderr, 'METHOD PATH pairs');
+});
