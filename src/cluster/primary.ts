@@ -9,11 +9,11 @@ import { createLogger, levelFromEnv, type Logger } from '../log.js';
 import { ACCESS_LOG_LISTENER } from '../listeners/access-log.js';
 import { startExamplesChild, type ExampleUpstreams } from './examples.js';
 import { findFreePort } from './free-port.js';
-import type { HealthMessage, WorkerToPrimary } from './messages.js';
+import type { HealthMessage } from './messages.js';
 import { MetricsHub } from './metrics-hub.js';
 import { Publisher, type Published } from './publisher.js';
 import { isOperational, listenerStates } from './readiness.js';
-import { Supervisor, type WorkerSlot } from './supervisor.js';
+import { Supervisor, type SupervisorEvents, type WorkerSlot } from './supervisor.js';
 import { UpstreamRegistry } from './upstreams.js';
 
 export interface PrimaryOptions {
@@ -39,8 +39,15 @@ function loadWithOverrides(options: PrimaryOptions): GatewayConfig {
   return config;
 }
 
-/** Settings a running gateway cannot change: they are bound into listening sockets and worker processes. */
-const RESTART_ONLY = ['port', 'host', 'workers', 'accessLog'] as const;
+/** Settings a running gateway cannot change: the listening socket and the number of workers. */
+const RESTART_ONLY = ['port', 'host', 'workers'] as const;
+
+/** Settings a worker reads once, when it starts: a reload that changes them replaces the workers. */
+const WORKER_START = ['name', 'trustProxies', 'timeouts', 'limits', 'circuitBreaker', 'upstreamWeighting', 'accessLog'] as const;
+
+function changed<K extends keyof GatewayConfig>(keys: readonly K[], before: GatewayConfig, after: GatewayConfig): K[] {
+  return keys.filter((key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]));
+}
 
 /** Runs the primary until SIGTERM/SIGINT; resolves with the exit code. */
 export async function runPrimary(options: PrimaryOptions): Promise<number> {
@@ -74,7 +81,6 @@ class Primary {
   private upstreams: UpstreamRegistry;
   /** Aborts the discovery in progress: the initial one, or a reload's. */
   private discovery = new AbortController();
-  private readonly expectedListeners: string[];
   private announcedPort = false;
   private operational = false;
   private health: HealthMessage | null = null;
@@ -89,7 +95,6 @@ class Primary {
     private readonly examples: ExampleUpstreams | null,
   ) {
     const count = config.workers > 0 ? config.workers : availableParallelism();
-    this.expectedListeners = config.accessLog.enabled ? [ACCESS_LOG_LISTENER] : [];
     this.upstreams = new UpstreamRegistry(config.upstreams);
     this.supervisor = new Supervisor({ log, count });
     this.publisher = new Publisher(log, (published) => this.onPublished(published));
@@ -104,6 +109,8 @@ class Primary {
     this.supervisor.on('hello', (slot) => this.onHello(slot));
     this.supervisor.on('message', (slot, message) => this.onWorkerMessage(slot, message));
     this.supervisor.on('exit', (slot, workerId) => this.onWorkerExit(slot, workerId));
+    this.supervisor.on('delta', (workerId, delta) => this.metrics.addDelta(workerId, delta));
+    this.supervisor.on('retired', (workerId) => this.metrics.workerGone(workerId));
     for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void this.shutdown(signal));
     process.on('SIGHUP', () => void this.reload());
 
@@ -137,7 +144,7 @@ class Primary {
       this.log.error({ file: this.options.configFile }, `config reload refused, the current config keeps serving: ${describe(err)}`);
       return;
     }
-    const unchangeable = RESTART_ONLY.filter((key) => JSON.stringify(next[key]) !== JSON.stringify(this.config[key]));
+    const unchangeable = changed(RESTART_ONLY, this.config, next);
     if (unchangeable.length > 0) {
       this.log.warn({ settings: unchangeable }, 'these settings change on restart only; their current values stay');
     }
@@ -151,11 +158,25 @@ class Primary {
     await upstreams.discoverAll(discoverUpstream, next.discovery, this.log, discovery.signal);
     if (discovery.signal.aborted || this.shuttingDown) return;
 
+    const workerSettings = changed(WORKER_START, this.config, next);
     this.config = next;
     this.log.level = next.logLevel;
     this.upstreams = upstreams;
     await this.publish();
+    if (workerSettings.length > 0) await this.replaceWorkers(workerSettings);
+    this.refreshHealth();
     this.log.info({ tableVersion: this.publisher.current?.message.tableVersion }, 'config reloaded');
+  }
+
+  /** One slot at a time, so the others keep serving while each successor starts. */
+  private async replaceWorkers(reason: readonly string[]): Promise<void> {
+    this.log.info({ settings: reason }, 'replacing workers to apply settings read at worker start');
+    for (const slot of this.supervisor.slots) {
+      if (this.shuttingDown) return;
+      if (!(await this.supervisor.replace(slot, this.config.timeouts.shutdownGraceMs))) {
+        this.log.warn({ slot: slot.index }, 'the replacement worker exited before it was ready');
+      }
+    }
   }
 
   /** The single path by which a table reaches the workers: startup, discovery, and reloads. */
@@ -181,7 +202,7 @@ class Primary {
     this.refreshHealth();
   }
 
-  private onWorkerMessage(slot: WorkerSlot, message: WorkerToPrimary): void {
+  private onWorkerMessage(slot: WorkerSlot, message: SupervisorEvents['message'][1]): void {
     const worker = slot.worker;
     if (!worker) return;
     switch (message.type) {
@@ -196,9 +217,6 @@ class Primary {
         this.log.debug({ worker: worker.id, tableVersion: message.tableVersion }, 'worker ready');
         this.refreshHealth();
         break;
-      case 'metrics-delta':
-        this.metrics.addDelta(worker.id, message.delta);
-        break;
     }
   }
 
@@ -212,7 +230,7 @@ class Primary {
   /** Re-renders the health report, latches readiness, and pushes the report when it changed. */
   private refreshHealth(): void {
     const slots = this.supervisor.slots;
-    const listeners = listenerStates(this.expectedListeners, slots);
+    const listeners = listenerStates(this.config.accessLog.enabled ? [ACCESS_LOG_LISTENER] : [], slots);
     const published = this.publisher.current;
     if (
       !this.operational &&

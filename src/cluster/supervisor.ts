@@ -1,7 +1,14 @@
 import cluster, { type Worker } from 'node:cluster';
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../log.js';
-import { isWorkerMessage, type PrimaryToWorker, type WorkerToPrimary } from './messages.js';
+import type { MetricsDelta } from '../metrics/delta.js';
+import {
+  isWorkerMessage,
+  type HelloMessage,
+  type MetricsDeltaMessage,
+  type PrimaryToWorker,
+  type WorkerToPrimary,
+} from './messages.js';
 
 /** One of the N worker positions; its process is replaced when it dies. */
 export interface WorkerSlot {
@@ -31,8 +38,11 @@ export interface SupervisorOptions {
 export interface SupervisorEvents {
   /** The slot's new worker is up and listening for messages. */
   hello: [slot: WorkerSlot];
-  message: [slot: WorkerSlot, message: WorkerToPrimary];
+  message: [slot: WorkerSlot, message: Exclude<WorkerToPrimary, HelloMessage | MetricsDeltaMessage>];
+  delta: [workerId: number, delta: MetricsDelta];
   exit: [slot: WorkerSlot, workerId: number];
+  /** A worker that was replaced on purpose (see replace()) has exited. */
+  retired: [workerId: number];
 }
 
 /** Back-off before respawning: none after one exit, then doubling while the exits come quickly. */
@@ -48,6 +58,8 @@ export function respawnDelay(quickExits: number, firstBackoffMs: number, maxBack
 export class Supervisor extends EventEmitter<SupervisorEvents> {
   readonly slots: WorkerSlot[];
   private stopping = false;
+  /** Replaced workers still draining; they are not respawned. */
+  private readonly retiring = new Set<Worker>();
   private readonly log: Logger;
   private readonly stableAfterMs: number;
   private readonly firstBackoffMs: number;
@@ -74,9 +86,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   spawn(slot: WorkerSlot): void {
     if (this.stopping || slot.worker) return;
     slot.respawnTimer = null;
-    slot.greeted = false;
-    slot.tableVersion = null;
-    slot.listeners = [];
+    this.resetSlot(slot);
     slot.startedAt = Date.now();
     let worker: Worker;
     try {
@@ -91,7 +101,10 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     slot.worker = worker;
     this.log.info({ workerPid: worker.process.pid, worker: worker.id, slot: slot.index }, 'worker started');
     worker.on('message', (message: unknown) => {
-      if (slot.worker !== worker || !isWorkerMessage(message)) return;
+      if (!isWorkerMessage(message)) return;
+      // A retiring worker's last requests still count.
+      if (message.type === 'metrics-delta') return void this.emit('delta', worker.id, message.delta);
+      if (slot.worker !== worker) return;
       if (message.type === 'hello') {
         slot.greeted = true;
         this.emit('hello', slot);
@@ -125,6 +138,38 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     for (const worker of this.liveWorkers()) this.send(worker, message);
   }
 
+  /**
+   * Starts a successor in the slot; once it reports ready, the predecessor stops accepting and
+   * drains. Both listen on the same port meanwhile, so no connection is refused. Resolves true when
+   * the successor took over, false when it exited first (it is respawned as usual, and the
+   * predecessor is retired anyway so the slot never runs two workers for long).
+   */
+  replace(slot: WorkerSlot, graceMs: number): Promise<boolean> {
+    const predecessor = slot.worker;
+    if (this.stopping) return Promise.resolve(false);
+    if (predecessor) {
+      this.retiring.add(predecessor);
+      this.resetSlot(slot);
+    }
+    this.spawn(slot);
+    return new Promise((resolve) => {
+      const settle = (tookOver: boolean): void => {
+        this.off('message', onMessage);
+        this.off('exit', onExit);
+        if (predecessor) this.send(predecessor, { type: 'shutdown', graceMs });
+        resolve(tookOver);
+      };
+      const onMessage = (from: WorkerSlot, message: { type: string }): void => {
+        if (from === slot && message.type === 'ready') settle(true);
+      };
+      const onExit = (from: WorkerSlot): void => {
+        if (from === slot) settle(false);
+      };
+      this.on('message', onMessage);
+      this.on('exit', onExit);
+    });
+  }
+
   /** Ask every worker to drain and wait for them, killing any that outlast `graceMs` plus a margin. */
   async stop(graceMs: number): Promise<void> {
     this.stopping = true;
@@ -132,10 +177,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       if (slot.respawnTimer) clearTimeout(slot.respawnTimer);
       slot.respawnTimer = null;
     }
-    const running = this.slots.flatMap((slot) => (slot.worker ? [slot.worker] : []));
+    const running = [...this.retiring, ...this.slots.flatMap((slot) => (slot.worker ? [slot.worker] : []))];
     const exited = running.map(
       (worker) => new Promise<void>((resolve) => (worker.isDead() ? resolve() : worker.once('exit', () => resolve()))),
     );
+    for (const worker of this.retiring) this.send(worker, { type: 'shutdown', graceMs });
     for (const slot of this.slots) {
       if (!slot.worker) continue;
       // A worker that has not said hello may not hear the message, and serves nothing yet anyway.
@@ -154,12 +200,21 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     clearTimeout(deadline);
   }
 
-  private onExit(slot: WorkerSlot, worker: Worker, code: number | null, signal: string | null): void {
-    if (slot.worker !== worker) return;
+  private resetSlot(slot: WorkerSlot): void {
     slot.worker = null;
     slot.greeted = false;
     slot.tableVersion = null;
     slot.listeners = [];
+  }
+
+  private onExit(slot: WorkerSlot, worker: Worker, code: number | null, signal: string | null): void {
+    if (this.retiring.delete(worker)) {
+      this.log.info({ worker: worker.id, workerPid: worker.process.pid, slot: slot.index, code, signal }, 'replaced worker retired');
+      this.emit('retired', worker.id);
+      return;
+    }
+    if (slot.worker !== worker) return;
+    this.resetSlot(slot);
     this.emit('exit', slot, worker.id);
     if (this.stopping) {
       this.log.info({ worker: worker.id, workerPid: worker.process.pid, code, signal }, 'worker stopped');
