@@ -19,7 +19,10 @@ export interface RecordedRequest {
   aborted: boolean;
 }
 
-/** Answers a request; the body has NOT been read when it is called (read it or call `drain`). */
+/**
+ * Answers a request. The helper already consumes and records the body (the request is flowing):
+ * use `afterBody` to act once it has all arrived, not req.on('end') after an await.
+ */
 export type UpstreamHandler = (req: http.IncomingMessage, res: http.ServerResponse, recorded: RecordedRequest) => void;
 
 export interface Upstream {
@@ -36,16 +39,15 @@ export interface Upstream {
 
 const MAX_RECORDED_BODY = 1024 * 1024;
 
-/** Reads the whole body into `recorded`, then calls back. */
-export function drain(req: http.IncomingMessage, recorded: RecordedRequest, done: () => void): void {
-  req.on('end', done);
-  req.resume();
-  void recorded;
+/** Calls back once the whole request body has arrived (at once if it already has). */
+export function afterBody(req: http.IncomingMessage, recorded: RecordedRequest, done: () => void): void {
+  if (recorded.bodyComplete) setImmediate(done);
+  else req.on('end', done);
 }
 
 /** Default: answers 200 with JSON describing the request it received. */
 export const echoHandler: UpstreamHandler = (req, res, recorded) => {
-  drain(req, recorded, () => {
+  afterBody(req, recorded, () => {
     const body = JSON.stringify({
       method: recorded.method,
       url: recorded.url,
