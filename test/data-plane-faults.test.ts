@@ -1,0 +1,187 @@
+import t from 'tap';
+import { Agent, request } from 'undici';
+import { startDataPlane } from '../src/proxy/data-plane.js';
+import { RoutingTable } from '../src/routing/table.js';
+import { closedPort, rawRequest } from './helpers/raw-http.js';
+import { afterBody, entry, startUpstream, testConfig } from './helpers/upstream-server.js';
+
+const UPSTREAM_MS = 300;
+const RESET_MS = 600;
+const CLIENT_REQUEST_MS = 500;
+
+const refusedUrl = `http://127.0.0.1:${await closedPort()}`;
+const hanging = await startUpstream(() => {
+  // Never answers.
+});
+const flaky = await startUpstream();
+const refusedForBreaker = `http://127.0.0.1:${await closedPort()}`;
+const abortable = await startUpstream(() => {});
+const dying = await startUpstream();
+const slowBody = await startUpstream();
+const upstreams = [hanging, flaky, abortable, dying, slowBody];
+
+const config = testConfig({
+  timeouts: { upstreamMs: UPSTREAM_MS, connectMs: 1000, clientRequestMs: CLIENT_REQUEST_MS, shutdownGraceMs: 500 },
+  circuitBreaker: { hostFailures: 3, endpointFailures: 3, resetMs: RESET_MS },
+});
+const plane = await startDataPlane({ config });
+const { table, problems } = RoutingTable.compile([
+  entry('GET', '/refused', refusedUrl),
+  entry('POST', '/refused', refusedUrl),
+  entry('GET', '/hang', hanging.url),
+  entry('GET', '/flaky', flaky.url),
+  entry('GET', '/refused-breaker', refusedForBreaker),
+  entry('GET', '/abort', abortable.url),
+  entry('GET', '/dying/{how}', dying.url),
+  entry('POST', '/slow-body', slowBody.url),
+]);
+if (problems.length > 0) throw new Error(problems.map((p) => p.message).join('\n'));
+plane.setTable(table);
+const agent = new Agent({ keepAliveTimeout: 1000 });
+
+t.teardown(async () => {
+  await agent.close();
+  await plane.close();
+  await Promise.all(upstreams.map((u) => u.close()));
+});
+
+async function get(path: string) {
+  const started = Date.now();
+  const res = await request(`http://127.0.0.1:${plane.port}${path}`, { dispatcher: agent });
+  const text = await res.body.text();
+  return { status: res.statusCode, headers: res.headers, text, elapsed: Date.now() - started };
+}
+
+function problemOf(text: string): { type: string; title: string; status: number; detail: string } {
+  return JSON.parse(text);
+}
+
+t.test('an upstream refusing connections: 502 problem', async (t) => {
+  const res = await get('/refused');
+  t.equal(res.status, 502);
+  t.equal(res.headers['content-type'], 'application/problem+json');
+  t.match(problemOf(res.text), { type: 'about:blank', title: 'Bad Gateway', status: 502, detail: /refused/ });
+  t.equal(res.headers.via, '1.1 specgate-test');
+
+  // With a request body still on its way, the gateway closes the connection after answering.
+  const withBody = await rawRequest(
+    plane.port,
+    ['POST /refused HTTP/1.1\r\nHost: gw\r\nContent-Length: 100000\r\n\r\n' + 'x'.repeat(10)],
+    { waitMs: 3000 },
+  );
+  t.equal(withBody.responses[0]?.status, 502);
+  t.ok(withBody.closedByServer, 'connection closed: the rest of the body is not read');
+});
+
+t.test('an upstream not answering within timeouts.upstreamMs: 504 problem', async (t) => {
+  const before = hanging.requests.length;
+  const res = await get('/hang');
+  t.equal(res.status, 504);
+  t.match(problemOf(res.text), { title: 'Gateway Timeout', status: 504 });
+  t.ok(res.elapsed >= UPSTREAM_MS - 20, `answered after ${res.elapsed} ms (timeout ${UPSTREAM_MS})`);
+  t.ok(res.elapsed < UPSTREAM_MS + 2000, 'not much later than the timeout');
+  t.equal(hanging.requests.length, before + 1, 'the request did reach the upstream');
+});
+
+t.test('repeated failures open the breaker; it closes again after resetMs', async (t) => {
+  flaky.setHandler((req, res, recorded) =>
+    afterBody(req, recorded, () => {
+      res.statusCode = 500;
+      res.end('broken');
+    }),
+  );
+  for (let i = 0; i < 3; i++) {
+    const res = await get('/flaky');
+    t.equal(res.status, 500, `failure ${i + 1} passes through as the upstream's 500`);
+  }
+  const seen = flaky.requests.length;
+  for (let i = 0; i < 3; i++) {
+    const res = await get('/flaky');
+    t.equal(res.status, 503, 'breaker open: 503');
+    t.match(problemOf(res.text), { title: 'Service Unavailable', status: 503, detail: /circuit breakers open/ });
+  }
+  t.equal(flaky.requests.length, seen, 'the upstream was not contacted while open');
+
+  flaky.setHandler((req, res, recorded) => afterBody(req, recorded, () => res.end('healthy again')));
+  await new Promise((r) => setTimeout(r, RESET_MS + 100));
+  const trial = await get('/flaky');
+  t.equal(trial.status, 200, 'after resetMs a trial request goes through');
+  t.equal(trial.text, 'healthy again');
+  t.equal(flaky.requests.length, seen + 1);
+  const after = await get('/flaky');
+  t.equal(after.status, 200, 'the successful trial closed the breaker');
+});
+
+t.test('connection failures (502) and timeouts (504) count as breaker failures', async (t) => {
+  for (let i = 0; i < 3; i++) t.equal((await get('/refused-breaker')).status, 502);
+  const open = await get('/refused-breaker');
+  t.equal(open.status, 503, 'three refused connections opened the breaker');
+
+  for (let i = 0; i < 2; i++) t.equal((await get('/hang')).status, 504);
+  // /hang already timed out once in an earlier subtest: that was the third failure.
+  const before = hanging.requests.length;
+  const res = await get('/hang');
+  t.equal(res.status, 503, 'three timeouts opened the breaker');
+  t.ok(res.elapsed < UPSTREAM_MS, 'answered at once');
+  t.equal(hanging.requests.length, before, 'not sent');
+});
+
+t.test('a client that goes away aborts the upstream request', async (t) => {
+  const closed = new Promise<void>((resolve) => {
+    abortable.setHandler((req, res) => {
+      res.on('close', () => resolve());
+    });
+  });
+  const client = rawRequest(plane.port, 'GET /abort HTTP/1.1\r\nHost: gw\r\n\r\n', { waitMs: 200 });
+  await abortable.waitForRequests(1);
+  const result = await client; // gives up after 200 ms and destroys its socket
+  t.ok(result.timedOut, 'the client left before any answer');
+  const gone = await Promise.race([closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 2000))]);
+  t.ok(gone, "the upstream saw its request's connection closed");
+  t.ok(abortable.requests[0].aborted, 'recorded as aborted at the upstream');
+  await new Promise((r) => setTimeout(r, 50));
+  t.equal(plane.inFlight(), 0, 'nothing left in flight');
+});
+
+t.test('an upstream dying mid-body: the client sees the connection close, not a complete response', async (t) => {
+  dying.setHandler((req, res, recorded) =>
+    afterBody(req, recorded, () => {
+      if (req.url === '/dying/sized') res.writeHead(200, { 'content-length': '100000' });
+      else res.writeHead(200, { 'content-type': 'text/plain' }); // chunked
+      res.write('x'.repeat(1000));
+      setTimeout(() => req.socket.destroy(), 50);
+    }),
+  );
+  for (const how of ['sized', 'chunked']) {
+    const result = await rawRequest(plane.port, `GET /dying/${how} HTTP/1.1\r\nHost: gw\r\n\r\n`, { waitMs: 3000 });
+    t.ok(result.closedByServer, `${how}: the gateway closed the connection`);
+    t.notOk(result.timedOut, `${how}: promptly`);
+    const response = result.responses[0];
+    t.equal(response?.status, 200, `${how}: the head had been sent`);
+    t.equal(response?.complete, false, `${how}: the body is incomplete on the wire`);
+    t.equal(response?.body.length, 1000, `${how}: the bytes sent before the upstream died arrived`);
+  }
+});
+
+t.test('a client sending its body too slowly is cut off after timeouts.clientRequestMs', async (t) => {
+  const result = await rawRequest(plane.port, 'POST /slow-body HTTP/1.1\r\nHost: gw\r\nContent-Length: 10\r\n\r\nabc', {
+    waitMs: CLIENT_REQUEST_MS + 3000,
+  });
+  t.ok(result.closedByServer, 'closed by the gateway');
+  t.equal(result.responses[0]?.status, 408);
+  t.match(problemOf(result.responses[0].body.toString()), { status: 408, title: 'Request Timeout' });
+  t.ok(result.elapsedMs >= CLIENT_REQUEST_MS - 20, `after ${result.elapsedMs} ms`);
+  t.ok(result.elapsedMs < CLIENT_REQUEST_MS + 2000);
+  await new Promise((r) => setTimeout(r, 50));
+  const seen = slowBody.requests[0];
+  if (seen) t.notOk(seen.bodyComplete, 'the upstream never got a complete body');
+  t.equal(plane.inFlight(), 0);
+});
+
+t.test('the data plane still serves after all that', async (t) => {
+  flaky.setHandler((req, res, recorded) => afterBody(req, recorded, () => res.end('fine')));
+  const res = await get('/flaky');
+  t.equal(res.status, 200);
+  t.equal(res.text, 'fine');
+});
+
