@@ -1,0 +1,155 @@
+/*
+ * Malformed and over-limit requests. Two layers answer them:
+ * - uWS's own parser (20.30 trufflesuite build) drops some before our handler runs, with no
+ *   response at all: an unparsable request line or header block keeps the connection open until
+ *   uWS's idle timeout (~10 s, checked every 4 s) closes it; Content-Length with Transfer-Encoding,
+ *   or a header block over 4 KB arriving in several segments, is closed at once.
+ * - the data plane answers the rest with problem+json: 400 (conflicting Content-Lengths, bad path),
+ *   413, 431.
+ * Each case checks the upstream saw nothing and the server still serves afterwards.
+ */
+import t, { type Test } from 'tap';
+import { startDataPlane } from '../src/proxy/data-plane.js';
+import { RoutingTable } from '../src/routing/table.js';
+import { rawRequest, type RawResult } from './helpers/raw-http.js';
+import { entry, startUpstream, testConfig } from './helpers/upstream-server.js';
+
+const MAX_HEADER_BYTES = 2048;
+const MAX_BODY_BYTES = 1000;
+/** uWS closes idle connections after 10 s; its timer ticks every 4 s. */
+const UWS_IDLE_CLOSE_MS = 20_000;
+
+const upstream = await startUpstream();
+const config = testConfig({
+  limits: { maxHeaderBytes: MAX_HEADER_BYTES, maxBodyBytes: MAX_BODY_BYTES },
+  upstreams: [{ serviceType: 'static', serviceLocation: upstream.url, weight: 1, specPath: '/spec' }],
+});
+const plane = await startDataPlane({ config });
+const { table } = RoutingTable.compile([entry('GET', '/ok/{x}', upstream.url), entry('POST', '/upload', upstream.url)]);
+plane.setTable(table);
+
+t.teardown(async () => {
+  await plane.close();
+  await upstream.close();
+});
+
+/** Waits for the server to close (or `waitMs`); with `responses`, for that many responses instead. */
+const send = (payload: string | string[], waitMs = 3000, responses?: number): Promise<RawResult> =>
+  rawRequest(plane.port, payload, { waitMs, partDelayMs: 100, responses });
+
+/** The upstream saw nothing new, and a normal request still works (and is the only thing it sees). */
+async function stillServes(t: Test, seenBefore: number): Promise<void> {
+  t.equal(upstream.requests.length, seenBefore, 'nothing was forwarded');
+  const ok = await rawRequest(plane.port, 'GET /ok/after HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
+  t.equal(ok.responses[0]?.status, 200, 'a normal request succeeds afterwards');
+  t.equal(upstream.requests.length, seenBefore + 1);
+  t.equal(upstream.requests[upstream.requests.length - 1].url, '/ok/after');
+}
+
+function expectProblem(t: Test, result: RawResult, status: number, closes: boolean): void {
+  const response = result.responses[0];
+  t.equal(response?.status, status, `answered ${status}`);
+  t.same(response?.headers['content-type'], ['application/problem+json']);
+  const body = JSON.parse(response.body.toString()) as Record<string, unknown>;
+  t.match(body, { type: 'about:blank', status, title: String, detail: String });
+  t.same(Object.keys(body).sort(), ['detail', 'status', 'title', 'type']);
+  if (closes) t.ok(result.closedByServer, 'and closed the connection');
+}
+
+t.test('uWS drops unparsable heads without answering; the connection closes at its idle timeout', async (t) => {
+  const before = upstream.requests.length;
+  const cases: Record<string, string> = {
+    'garbage request line': 'GARBAGE\r\n\r\n',
+    'unknown HTTP version': 'GET /ok/1 HTTP/9.9\r\nHost: gw\r\n\r\n',
+    'no space before the target': 'GET/ok/1 HTTP/1.1\r\nHost: gw\r\n\r\n',
+    'bare LF line ends': 'GET /ok/1 HTTP/1.1\nHost: gw\n\n',
+    'more than 48 headers (uWS header slots)': 'GET /ok/1 HTTP/1.1\r\nHost: gw\r\n' + Array.from({ length: 60 }, (_, i) => `X-H${i}: v\r\n`).join('') + '\r\n',
+  };
+  // Concurrently: each takes uWS's idle timeout (~10-14 s).
+  const results = await Promise.all(Object.values(cases).map((payload) => send(payload, UWS_IDLE_CLOSE_MS)));
+  Object.keys(cases).forEach((name, i) => {
+    const result = results[i];
+    t.equal(result.data.length, 0, `${name}: no response bytes at all`);
+    t.ok(result.closedByServer, `${name}: closed by the server (after ${result.elapsedMs} ms)`);
+  });
+  await stillServes(t, before);
+});
+
+t.test('Content-Length with Transfer-Encoding: chunked: uWS closes the connection at once, nothing forwarded', async (t) => {
+  const before = upstream.requests.length;
+  const result = await send(
+    'POST /upload HTTP/1.1\r\nHost: gw\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
+  );
+  t.equal(result.data.length, 0, 'no response (uWS rejects it in its parser, before the data plane)');
+  t.ok(result.closedByServer && !result.timedOut, 'closed promptly');
+  await stillServes(t, before);
+});
+
+t.test('two different Content-Lengths: 400, connection closed, nothing forwarded', async (t) => {
+  const before = upstream.requests.length;
+  const result = await send('POST /upload HTTP/1.1\r\nHost: gw\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhelloX');
+  expectProblem(t, result, 400, true);
+  await stillServes(t, before);
+});
+
+t.test('two equal Content-Lengths are one', async (t) => {
+  const result = await rawRequest(plane.port, 'POST /upload HTTP/1.1\r\nHost: gw\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello', {
+    responses: 1,
+  });
+  t.equal(result.responses[0]?.status, 200);
+  t.equal(upstream.requests[upstream.requests.length - 1].body.toString(), 'hello');
+});
+
+t.test('headers over limits.maxHeaderBytes: 431', async (t) => {
+  const before = upstream.requests.length;
+  const result = await send(`GET /ok/1 HTTP/1.1\r\nHost: gw\r\nX-Big: ${'a'.repeat(3000)}\r\n\r\n`, 3000, 1);
+  expectProblem(t, result, 431, false);
+  // Beyond uWS's 4 KB fallback buffer, but in one segment on loopback, so uWS parses it whole.
+  const inOneWrite = await send(`GET /ok/1 HTTP/1.1\r\nHost: gw\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 3000, 1);
+  expectProblem(t, inOneWrite, 431, false);
+  await stillServes(t, before);
+});
+
+t.test('a header block over 4 KB arriving in pieces: uWS closes the connection without an answer', async (t) => {
+  const before = upstream.requests.length;
+  const result = await send([`GET /ok/1 HTTP/1.1\r\nHost: gw\r\nX-Big: ${'a'.repeat(3000)}`, `${'a'.repeat(3000)}\r\n\r\n`]);
+  t.equal(result.data.length, 0, 'no response');
+  t.ok(result.closedByServer && !result.timedOut, 'closed promptly');
+  await stillServes(t, before);
+});
+
+t.test('a body over limits.maxBodyBytes: 413, by Content-Length up front or counted while streaming', async (t) => {
+  const before = upstream.requests.length;
+  const declared = await send(`POST /upload HTTP/1.1\r\nHost: gw\r\nContent-Length: ${MAX_BODY_BYTES + 1}\r\n\r\n`);
+  expectProblem(t, declared, 413, true);
+  t.equal(upstream.requests.length, before, 'declared too large: nothing forwarded');
+
+  const chunked = await send([
+    'POST /upload HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n',
+    `200\r\n${'y'.repeat(512)}\r\n`,
+    `200\r\n${'y'.repeat(512)}\r\n`,
+    '0\r\n\r\n',
+  ]);
+  expectProblem(t, chunked, 413, true);
+  // The first chunk was already on its way upstream: the upstream must not get a complete body.
+  await new Promise((r) => setTimeout(r, 100));
+  const partial = upstream.requests.slice(before);
+  t.comment(`the upstream saw ${partial.length} partial request(s)`);
+  for (const seen of partial) t.notOk(seen.bodyComplete, 'the upstream never saw the body complete');
+  upstream.requests.splice(before);
+  await stillServes(t, before);
+});
+
+t.test('paths that climb above the root or carry bad escapes: 400, nothing forwarded', async (t) => {
+  const before = upstream.requests.length;
+  for (const path of ['/../etc/passwd', '/ok/../../x', '/ok/%2e%2e/%2E%2E/x', '/ok/%zz', '/ok/%4']) {
+    const result = await rawRequest(plane.port, `GET ${path} HTTP/1.1\r\nHost: gw\r\n\r\n`, { responses: 1 });
+    t.equal(result.responses[0]?.status, 400, `${path}: 400`);
+    t.match(JSON.parse(result.responses[0].body.toString()), { status: 400, title: 'Bad Request' });
+  }
+  await stillServes(t, before);
+});
+
+t.test('nothing is left in flight', async (t) => {
+  t.equal(plane.inFlight(), 0);
+});
