@@ -14,6 +14,22 @@ export interface UpstreamHealth {
   lastError?: string;
 }
 
+/** The outcome of the last config reload (SIGHUP). */
+export interface ReloadStatus {
+  /** Table version serving once the reload was done with (unchanged when it was refused). */
+  version: number | null;
+  /** When it finished, ISO 8601. */
+  at: string;
+  /** Applied with no problem. */
+  ok: boolean;
+  /** The new config serves; false when it was refused and the previous one keeps serving. */
+  applied: boolean;
+  /** Why it was refused, or what of an applied config could not be used (e.g. rejected templates). */
+  error?: string;
+  /** Settings the reload changed that apply on restart only. */
+  warnings?: string[];
+}
+
 export interface ComponentStates {
   pending: string[];
   ready: string[];
@@ -26,16 +42,19 @@ export interface HealthReport {
   upstreams: UpstreamHealth[];
   buildInfo: BuildInfo;
   host: string;
+  /** Not in the contract's document (extra fields are allowed): present once a reload happened. */
+  reload?: ReloadStatus;
 }
 
 export interface HealthInput {
   listeners: ComponentStates;
   middleware: ComponentStates;
   upstreams: readonly UpstreamHealth[];
+  reload?: ReloadStatus | null;
 }
 
 export function healthReport(input: HealthInput): HealthReport {
-  return {
+  const report: HealthReport = {
     listeners: { pending: [...input.listeners.pending], ready: [...input.listeners.ready] },
     middleware: { pending: [...input.middleware.pending], ready: [...input.middleware.ready] },
     upstreams: input.upstreams.map((u) => {
@@ -52,4 +71,6 @@ export function healthReport(input: HealthInput): HealthReport {
     buildInfo: buildInfo(),
     host: hostname(),
   };
+  if (input.reload) report.reload = { ...input.reload };
+  return report;
 }

@@ -4,15 +4,17 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../config/load.js';
 import { discoverUpstream } from '../discovery/index.js';
 import type { GatewayConfig } from '../config/types.js';
-import { healthReport, type ComponentStates } from '../builtins/healthcheck.js';
+import { healthReport, type ComponentStates, type ReloadStatus } from '../builtins/healthcheck.js';
 import { createLogger, levelFromEnv, type Logger } from '../log.js';
 import { ACCESS_LOG_LISTENER } from '../listeners/access-log.js';
 import { startExamplesChild, type ExampleUpstreams } from './examples.js';
 import { findFreePort } from './free-port.js';
 import type { HealthMessage } from './messages.js';
 import { MetricsHub } from './metrics-hub.js';
-import { Publisher, type Published } from './publisher.js';
+import { Publisher, type Published, type PublishOutcome } from './publisher.js';
 import { isOperational, listenerStates } from './readiness.js';
+import { Rediscovery } from './rediscovery.js';
+import { describeReloadProblems, newFailures, newTemplateProblems } from './reload-problems.js';
 import { Supervisor, type SupervisorEvents, type WorkerSlot } from './supervisor.js';
 import { UpstreamRegistry } from './upstreams.js';
 
@@ -81,6 +83,11 @@ class Primary {
   private upstreams: UpstreamRegistry;
   /** Aborts the discovery in progress: the initial one, or a reload's. */
   private discovery = new AbortController();
+  private rediscovery: Rediscovery | null = null;
+  private lastReload: ReloadStatus | null = null;
+  private reloading = false;
+  /** A SIGHUP came while a reload ran: the file may have changed again, so read it once more after. */
+  private reloadAgain = false;
   private announcedPort = false;
   private operational = false;
   private health: HealthMessage | null = null;
@@ -112,7 +119,7 @@ class Primary {
     this.supervisor.on('delta', (workerId, delta) => this.metrics.addDelta(workerId, delta));
     this.supervisor.on('retired', (workerId) => this.metrics.workerGone(workerId));
     for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void this.shutdown(signal));
-    process.on('SIGHUP', () => void this.reload());
+    process.on('SIGHUP', () => this.onSighup());
 
     this.log.info(
       { workers: this.supervisor.slots.length, port: this.config.port, upstreams: this.config.upstreams.length },
@@ -121,27 +128,78 @@ class Primary {
     this.refreshHealth();
     for (const slot of this.supervisor.slots) this.supervisor.spawn(slot);
 
-    this.upstreams.on('settled', () => {
-      this.refreshHealth();
-      void this.publish();
-    });
+    this.publishWhenSettled(this.upstreams);
     void this.upstreams.discoverAll(discoverUpstream, this.config.discovery, this.log, this.discovery.signal);
     void this.publish();
+    this.startRediscovery();
     return done;
   }
 
+  /** Each upstream that settles is published at once, as long as its registry is the current one. */
+  private publishWhenSettled(registry: UpstreamRegistry): void {
+    registry.on('settled', () => {
+      if (registry !== this.upstreams || this.shuttingDown) return;
+      this.refreshHealth();
+      void this.publish();
+    });
+  }
+
+  /** Re-discovery of the current registry with the current settings; replaces any running one. */
+  private startRediscovery(): void {
+    this.rediscovery?.stop();
+    if (this.shuttingDown) return;
+    const registry = this.upstreams;
+    this.rediscovery = new Rediscovery({
+      registry,
+      discovery: this.config.discovery,
+      discover: discoverUpstream,
+      log: this.log,
+      onSwept: (changed) => {
+        if (registry !== this.upstreams || this.shuttingDown) return;
+        this.refreshHealth();
+        if (changed) void this.publish();
+      },
+    }).start();
+  }
+
+  /** Reloads run one at a time; SIGHUPs that arrive meanwhile collapse into one more run. */
+  private onSighup(): void {
+    if (this.shuttingDown) return;
+    if (this.reloading) {
+      this.reloadAgain = true;
+      // Waiting on the running reload's discovery is pointless: its file is already outdated.
+      this.discovery.abort();
+      return;
+    }
+    this.reloading = true;
+    void (async () => {
+      try {
+        do {
+          this.reloadAgain = false;
+          await this.reload();
+        } while (this.reloadAgain && !this.shuttingDown);
+      } catch (err) {
+        this.log.error({ err }, 'config reload failed unexpectedly; the current config keeps serving');
+      } finally {
+        this.reloading = false;
+      }
+    })();
+  }
+
   /**
-   * SIGHUP: a config that does not load is refused and the current one keeps serving. A good one is
-   * discovered in full off to the side, then swapped in through publish(); workers swap tables
-   * between requests, so none is dropped.
+   * SIGHUP: a config that does not load is refused and the current one keeps serving. A good one has
+   * its new and changed upstreams discovered off to the side (unchanged ready ones are kept as they
+   * are), is compiled on the compile thread, then swapped in through publish(); workers swap tables
+   * between requests, so none is dropped. The outcome is recorded in /metrics and the health report.
    */
   private async reload(): Promise<void> {
-    if (this.shuttingDown) return;
     let next: GatewayConfig;
     try {
       next = loadWithOverrides(this.options);
     } catch (err) {
-      this.log.error({ file: this.options.configFile }, `config reload refused, the current config keeps serving: ${describe(err)}`);
+      const error = describe(err);
+      this.log.error({ file: this.options.configFile }, `config reload refused, the current config keeps serving: ${error}`);
+      this.recordReload({ ok: false, applied: false, error });
       return;
     }
     const unchangeable = changed(RESTART_ONLY, this.config, next);
@@ -153,19 +211,78 @@ class Primary {
     this.discovery.abort();
     const discovery = new AbortController();
     this.discovery = discovery;
-    this.log.info({ file: this.options.configFile, upstreams: next.upstreams.length }, 'config reload: discovering upstreams');
-    const upstreams = new UpstreamRegistry(next.upstreams);
-    await upstreams.discoverAll(discoverUpstream, next.discovery, this.log, discovery.signal);
-    if (discovery.signal.aborted || this.shuttingDown) return;
+    // Re-discovery would publish the registry this reload is about to replace.
+    this.rediscovery?.stop();
+    try {
+      await this.applyReload(next, unchangeable, discovery.signal);
+    } finally {
+      this.startRediscovery();
+    }
+  }
 
+  private async applyReload(next: GatewayConfig, unchangeable: readonly string[], signal: AbortSignal): Promise<void> {
+    const upstreams = new UpstreamRegistry(next.upstreams);
+    const adopted = upstreams.adoptUnchanged(this.upstreams);
+    this.log.info(
+      { file: this.options.configFile, upstreams: next.upstreams.length, fetching: next.upstreams.length - adopted },
+      'config reload: discovering new and changed upstreams',
+    );
+    await upstreams.discoverAll(discoverUpstream, next.discovery, this.log, signal);
+    // Superseded by a newer SIGHUP (which records its own outcome), or shutting down.
+    if (signal.aborted || this.shuttingDown) return;
+
+    const previous = { config: this.config, upstreams: this.upstreams };
+    const problemsBefore = this.publisher.current?.problems ?? [];
     const workerSettings = changed(WORKER_START, this.config, next);
     this.config = next;
     this.log.level = next.logLevel;
     this.upstreams = upstreams;
-    await this.publish();
+    const outcome = await this.publish();
+    if (!outcome.ok) {
+      this.restore(previous);
+      this.log.error(`config reload failed, the current config keeps serving: ${outcome.error}`);
+      this.recordReload({ ok: false, applied: false, error: outcome.error });
+      return;
+    }
     if (workerSettings.length > 0) await this.replaceWorkers(workerSettings);
+
+    const error = describeReloadProblems(
+      newTemplateProblems(problemsBefore, outcome.published.problems),
+      newFailures(previous.upstreams, upstreams),
+    );
+    const warnings = unchangeable.map((key) => `"${key}" changes on restart only; the running value stays`);
+    this.recordReload({ ok: error === undefined, applied: true, error, warnings });
+    const tableVersion = outcome.published.message.tableVersion;
+    this.log.info({ tableVersion, ok: error === undefined }, 'config reloaded');
+    if (error !== undefined) this.log.warn({ tableVersion }, `config reloaded with problems: ${error}`);
+  }
+
+  /** Back to the config and upstreams that still serve, after a reload that could not be published. */
+  private restore(previous: { config: GatewayConfig; upstreams: UpstreamRegistry }): void {
+    this.config = previous.config;
+    this.log.level = previous.config.logLevel;
+    this.upstreams = previous.upstreams;
+    // The reload aborted their first discovery; upstreams it left pending would hold readiness forever.
+    if (!previous.upstreams.allSettled()) {
+      const discovery = new AbortController();
+      this.discovery = discovery;
+      void previous.upstreams.discoverAll(discoverUpstream, previous.config.discovery, this.log, discovery.signal);
+    }
     this.refreshHealth();
-    this.log.info({ tableVersion: this.publisher.current?.message.tableVersion }, 'config reloaded');
+  }
+
+  private recordReload(result: { ok: boolean; applied: boolean; error?: string; warnings?: string[] }): void {
+    const status: ReloadStatus = {
+      version: this.publisher.current?.message.tableVersion ?? null,
+      at: new Date().toISOString(),
+      ok: result.ok,
+      applied: result.applied,
+    };
+    if (result.error !== undefined) status.error = result.error;
+    if (result.warnings && result.warnings.length > 0) status.warnings = result.warnings;
+    this.lastReload = status;
+    this.metrics.setExtra('lastReload', status);
+    this.refreshHealth();
   }
 
   /** One slot at a time, so the others keep serving while each successor starts. */
@@ -180,7 +297,7 @@ class Primary {
   }
 
   /** The single path by which a table reaches the workers: startup, discovery, and reloads. */
-  private publish(): Promise<void> {
+  private publish(): Promise<PublishOutcome> {
     return this.publisher.publish({ config: this.config, upstreams: this.upstreams });
   }
 
@@ -245,7 +362,9 @@ class Primary {
       this.operational = true;
       this.log.info({ tableVersion: published?.message.tableVersion }, 'gateway operational');
     }
-    const body = JSON.stringify(healthReport({ listeners, middleware: NO_MIDDLEWARE, upstreams: this.upstreams.health() }));
+    const body = JSON.stringify(
+      healthReport({ listeners, middleware: NO_MIDDLEWARE, upstreams: this.upstreams.health(), reload: this.lastReload }),
+    );
     const status = this.operational ? 200 : 503;
     if (this.health && this.health.body === body && this.health.status === status) return;
     this.health = { type: 'health', status, body };
@@ -258,6 +377,7 @@ class Primary {
     const graceMs = this.config.timeouts.shutdownGraceMs;
     this.log.info({ signal, graceMs }, 'shutting down: workers stop accepting and finish in-flight requests');
     this.discovery.abort();
+    this.rediscovery?.stop();
     await this.supervisor.stop(graceMs);
     this.metrics.stop();
     await Promise.allSettled([this.publisher.close(), this.examples?.stop()]);

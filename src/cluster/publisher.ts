@@ -4,6 +4,7 @@ import type { GatewayConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { CompileInput, CompileOutput } from './compile-task.js';
 import type { PublishMessage } from './messages.js';
+import type { TemplateProblem } from '../routing/types.js';
 import type { UpstreamRegistry } from './upstreams.js';
 
 /** What a publish is made from: the config and the upstreams as discovered so far. */
@@ -17,7 +18,12 @@ export interface Published {
   message: PublishMessage;
   /** Every upstream had finished discovery when this state was taken. */
   complete: boolean;
+  /** Endpoints left out of the table because their template was refused. */
+  problems: TemplateProblem[];
 }
+
+/** What became of a publish: the compiled state that covers it, or why nothing was published. */
+export type PublishOutcome = { ok: true; published: Published } | { ok: false; error: string };
 
 /**
  * Turns a PublishState into a versioned table + spec, compiled on a worker thread. Publishes are
@@ -27,6 +33,8 @@ export class Publisher {
   current: Published | null = null;
   private version = 0;
   private next: PublishState | null = null;
+  /** Callers waiting on `next` (or on a state it replaced: the newer one covers theirs). */
+  private waiting: Array<(outcome: PublishOutcome) => void> = [];
   private draining: Promise<void> | null = null;
   private readonly pool: Piscina<CompileInput, CompileOutput>;
 
@@ -42,12 +50,15 @@ export class Publisher {
     });
   }
 
-  publish(state: PublishState): Promise<void> {
-    this.next = state;
-    this.draining ??= this.drain().finally(() => {
-      this.draining = null;
+  /** Resolves once this state, or a newer one requested meanwhile, was compiled and handed over (or failed). */
+  publish(state: PublishState): Promise<PublishOutcome> {
+    return new Promise((resolve) => {
+      this.next = state;
+      this.waiting.push(resolve);
+      this.draining ??= this.drain().finally(() => {
+        this.draining = null;
+      });
     });
-    return this.draining;
   }
 
   async close(): Promise<void> {
@@ -57,12 +68,19 @@ export class Publisher {
   private async drain(): Promise<void> {
     while (this.next) {
       const state = this.next;
+      const waiting = this.waiting;
       this.next = null;
+      this.waiting = [];
+      let outcome: PublishOutcome;
       try {
-        this.onPublished(await this.compile(state));
+        const published = await this.compile(state);
+        this.onPublished(published);
+        outcome = { ok: true, published };
       } catch (err) {
         this.log.error({ err }, 'routing table compilation failed; workers keep the previous table');
+        outcome = { ok: false, error: `routing table compilation failed: ${err instanceof Error ? err.message : String(err)}` };
       }
+      for (const resolve of waiting) resolve(outcome);
     }
   }
 
@@ -91,6 +109,7 @@ export class Publisher {
     const published: Published = {
       message: { type: 'publish', tableVersion, config, table: output.table, spec, upstreams: upstreams.weights() },
       complete,
+      problems: output.problems,
     };
     this.current = published;
     return published;

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { GatewayConfig, UpstreamConfig } from '../config/types.js';
 import type { UpstreamHealth, UpstreamState } from '../builtins/healthcheck.js';
 import type { TemplateProblem } from '../routing/types.js';
-import type { DiscoveredUpstream, DiscoveryOptions } from '../discovery/index.js';
+import { docsEqual, entriesEqual, type DiscoveredUpstream, type DiscoveryOptions } from '../discovery/index.js';
 import type { Logger } from '../log.js';
 import type { UpstreamWeight } from '../proxy/data-plane-types.js';
 
@@ -25,6 +25,16 @@ function reasonOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** Same place and shape of doc: a weight change alone needs no re-fetch. */
+function sameSource(a: UpstreamConfig, b: UpstreamConfig): boolean {
+  return (
+    a.serviceType === b.serviceType &&
+    a.serviceLocation === b.serviceLocation &&
+    a.specPath === b.specPath &&
+    JSON.stringify(a.endpoints) === JSON.stringify(b.endpoints)
+  );
+}
+
 /**
  * Discovers every configured upstream concurrently: each goes pending → ready | failed on its own,
  * so a slow or dead upstream never holds back the others.
@@ -37,10 +47,29 @@ export class UpstreamRegistry extends EventEmitter<UpstreamRegistryEvents> {
     this.records = upstreams.map((config) => ({ config, state: 'pending', discovered: null, endpoints: 0 }));
   }
 
+  /**
+   * Takes over what `previous` learned of each upstream that is ready there and whose doc source did
+   * not change, so a reload fetches only new, changed and failed upstreams. Returns how many it took.
+   */
+  adoptUnchanged(previous: UpstreamRegistry): number {
+    let adopted = 0;
+    for (const record of this.records) {
+      const old = previous.records.find((r) => r.config.serviceLocation === record.config.serviceLocation);
+      if (!old || old.state !== 'ready' || !old.discovered || !sameSource(old.config, record.config)) continue;
+      record.state = 'ready';
+      record.discovered = { ...old.discovered, upstream: record.config };
+      record.endpoints = old.endpoints;
+      if (old.lastError !== undefined) record.lastError = old.lastError;
+      adopted++;
+    }
+    return adopted;
+  }
+
+  /** Discovers every upstream still pending (all of them, unless some were adopted). */
   discoverAll(discover: DiscoverFn, discovery: GatewayConfig['discovery'], log: Logger, signal: AbortSignal): Promise<void> {
     const { fetchTimeoutMs, retries, backoffMs } = discovery;
     return Promise.all(
-      this.records.map(async (record) => {
+      this.records.filter((record) => record.state === 'pending').map(async (record) => {
         const { serviceLocation, serviceType } = record.config;
         try {
           record.discovered = await discover(record.config, { fetchTimeoutMs, retries, backoffMs, signal });
@@ -56,6 +85,45 @@ export class UpstreamRegistry extends EventEmitter<UpstreamRegistryEvents> {
         this.emit('settled', record);
       }),
     ).then(() => undefined);
+  }
+
+  /**
+   * Fetches a settled upstream's doc again. A failed upstream that answers becomes ready; a ready one
+   * that no longer answers keeps its last known endpoints, with `lastError` saying why. Resolves true
+   * when what the upstream routes or documents changed (the table must be published again).
+   */
+  async refresh(record: UpstreamRecord, discover: DiscoverFn, options: DiscoveryOptions, log: Logger): Promise<boolean> {
+    const { serviceLocation } = record.config;
+    let fresh: DiscoveredUpstream;
+    try {
+      fresh = await discover(record.config, options);
+    } catch (err) {
+      if (options.signal?.aborted) return false;
+      const reason = reasonOf(err);
+      if (record.lastError !== reason) {
+        const keeps = record.state === 'ready' ? 'its last known endpoints stay routed' : 'it stays failed';
+        log.warn({ upstream: serviceLocation, reason }, `upstream re-discovery failed; ${keeps}`);
+      }
+      record.lastError = reason;
+      return false;
+    }
+    if (options.signal?.aborted) return false;
+    const previous = record.discovered;
+    const wasReady = record.state === 'ready';
+    record.state = 'ready';
+    record.discovered = fresh;
+    delete record.lastError;
+    if (!wasReady || !previous) {
+      log.info({ upstream: serviceLocation, entries: fresh.entries.length }, 'upstream discovered on re-discovery');
+      return true;
+    }
+    const sameEntries = entriesEqual(previous.entries, fresh.entries);
+    if (sameEntries && docsEqual(previous.doc, fresh.doc)) return false;
+    log.info(
+      { upstream: serviceLocation, entries: fresh.entries.length, endpointsChanged: !sameEntries },
+      'upstream doc changed on re-discovery',
+    );
+    return true;
   }
 
   allSettled(): boolean {
