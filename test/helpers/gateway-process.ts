@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { rawRequest } from './raw-http.js';
 
 export const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 
@@ -302,4 +303,31 @@ export function testConfig(upstreams: unknown[], overrides: Record<string, unkno
     timeouts: { upstreamMs: 5000, connectMs: 1000, clientRequestMs: 10_000, shutdownGraceMs: 5000 },
     ...overrides,
   };
+}
+
+export interface WorkerAnswer extends HttpResult {
+  /** Pid of the worker that served `path` (from its x-gateway-worker header on the health check). */
+  workerPid: string;
+}
+
+/**
+ * One fresh connection: the health check names the worker that accepted it (x-gateway-worker, set
+ * with GATEWAY_WORKER_HEADER=1), then `path` is asked on the same connection (pipelined), so it is
+ * that worker's answer. Proxied responses carry no worker header of their own.
+ */
+export async function askWorker(port: number, path: string, options: { healthPath?: string; timeoutMs?: number } = {}): Promise<WorkerAnswer> {
+  const head = (p: string): string => `GET ${p} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`;
+  const result = await rawRequest(port, head(options.healthPath ?? '/healthcheck') + head(path), {
+    responses: 2,
+    waitMs: options.timeoutMs ?? 5000,
+  });
+  const [health, answer] = result.responses;
+  if (!health?.complete || !answer?.complete) {
+    throw new Error(`askWorker ${path}: ${result.responses.length} responses (timedOut ${result.timedOut}, reset ${result.reset})`);
+  }
+  const workerPid = health.headers['x-gateway-worker']?.[0];
+  if (workerPid === undefined) throw new Error(`no x-gateway-worker header on the health check (status ${health.status})`);
+  const headers: IncomingHttpHeaders = {};
+  for (const [name, values] of Object.entries(answer.headers)) headers[name] = values.join(', ');
+  return { status: answer.status, headers, body: answer.body.toString('utf8'), workerPid };
 }
