@@ -16,7 +16,13 @@ import { writeProblem } from '../http/problem.js';
 import { statusLine } from '../http/status-line.js';
 import { RequestBodyStream, type BodySource } from './forward-body.js';
 import { classifyForwardError } from './forward-errors.js';
-import { classifyResponseHeader, connectionNamedHeaders, findContentLength, ResponseHeader } from './headers.js';
+import {
+  classifyResponseHeader,
+  connectionNamedHeaders,
+  findContentLength,
+  isPlainConnectionValue,
+  ResponseHeader,
+} from './headers.js';
 
 /** What an exchange needs from the data plane that owns it. */
 export interface ExchangeHost {
@@ -376,7 +382,9 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     for (let i = 0; i < raw.length; i += 2) {
       const kind = classifyResponseHeader(raw[i]);
       if (kind === ResponseHeader.Via) this.upstreamVia = raw[i + 1];
-      else if (kind === ResponseHeader.Connection) this.upstreamConnection = raw[i + 1].toString('latin1');
+      else if (kind === ResponseHeader.Connection && !isPlainConnectionValue(raw[i + 1])) {
+        this.upstreamConnection = raw[i + 1].toString('latin1');
+      }
     }
   }
 

@@ -53,6 +53,11 @@ function proxyPrefixed(name: Buffer): ResponseHeader {
   return name.length > 6 && equalsLower(name.subarray(0, 6), 'proxy-') ? ResponseHeader.Drop : ResponseHeader.Pass;
 }
 
+/** A Connection value of just "keep-alive" or "close" (any case), which names no other header. */
+export function isPlainConnectionValue(value: Buffer): boolean {
+  return equalsLower(value, 'keep-alive') || equalsLower(value, 'close');
+}
+
 /** The numeric Content-Length among raw undici headers; -1 when absent or not a number. */
 export function findContentLength(raw: readonly Buffer[]): number {
   for (let i = 0; i < raw.length; i += 2) {
