@@ -150,6 +150,16 @@ t.test('paths that climb above the root or carry bad escapes: 400, nothing forwa
   await stillServes(t, before);
 });
 
+t.test('raw non-ASCII bytes in the target: 400, nothing forwarded', async (t) => {
+  const before = upstream.requests.length;
+  for (const target of ['/ok/caf\u00e9', '/ok/x?q=\u00e9t\u00e9']) {
+    const result = await rawRequest(plane.port, Buffer.from(`GET ${target} HTTP/1.1\r\nHost: gw\r\n\r\n`, 'utf8'), { responses: 1 });
+    t.equal(result.responses[0]?.status, 400, `${target}: 400`);
+    t.match(JSON.parse(result.responses[0].body.toString()), { status: 400, detail: /percent-encoded/ });
+  }
+  await stillServes(t, before);
+});
+
 t.test('nothing is left in flight', async (t) => {
   t.equal(plane.inFlight(), 0);
 });

@@ -10,6 +10,7 @@ import { normalizePath } from '../http/normalize-path.js';
 import { writeProblem } from '../http/problem.js';
 import { remoteAddressText } from '../http/remote-address.js';
 import { RequestHead } from '../http/request-head.js';
+import { isVisibleAscii } from '../http/request-target.js';
 import { statusLine } from '../http/status-line.js';
 import { loadUws, type LoadedUws } from '../native/uws.js';
 import type { UwsApp, UwsListenSocket, UwsRequest, UwsResponse } from '../native/uws-types.js';
@@ -242,6 +243,9 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
       return this.answer(res, head, head.url, 413, `the request body is larger than ${limits.maxBodyBytes} bytes`, peer, startedAt);
     }
     const method = head.method;
+    if (!isVisibleAscii(head.url) || !isVisibleAscii(head.query)) {
+      return this.answer(res, head, head.url, 400, 'the request target holds characters that must be percent-encoded', peer, startedAt);
+    }
     const path = normalizePath(head.url);
     if (path === null) {
       return this.answer(res, head, head.url, 400, 'the request path is malformed or climbs above the root', peer, startedAt);
