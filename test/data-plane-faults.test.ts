@@ -178,6 +178,26 @@ t.test('a client sending its body too slowly is cut off after timeouts.clientReq
   t.equal(plane.inFlight(), 0);
 });
 
+t.test('clientRequestMs bounds receiving the request, not waiting for the upstream', async (t) => {
+  const patient = await startUpstream((req, res, recorded) =>
+    afterBody(req, recorded, () => setTimeout(() => res.end(`got ${recorded.bodyBytes}`), 600)),
+  );
+  const slowUpstreamPlane = await startDataPlane({
+    config: testConfig({ timeouts: { upstreamMs: 5000, connectMs: 1000, clientRequestMs: 200, shutdownGraceMs: 500 } }),
+  });
+  t.teardown(async () => {
+    await slowUpstreamPlane.close();
+    await patient.close();
+  });
+  slowUpstreamPlane.setTable(RoutingTable.compile([entry('POST', '/patient', patient.url)]).table);
+  const result = await rawRequest(slowUpstreamPlane.port, 'POST /patient HTTP/1.1\r\nHost: gw\r\nContent-Length: 5\r\n\r\nhello', {
+    responses: 1,
+    waitMs: 3000,
+  });
+  t.equal(result.responses[0]?.status, 200, 'answered by the upstream after 600 ms although clientRequestMs is 200');
+  t.equal(result.responses[0]?.body.toString(), 'got 5');
+});
+
 t.test('the data plane still serves after all that', async (t) => {
   flaky.setHandler((req, res, recorded) => afterBody(req, recorded, () => res.end('fine')));
   const res = await get('/flaky');

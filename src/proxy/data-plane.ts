@@ -320,7 +320,10 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
     if (this.receiving.size === 0) return;
     const now = performance.now();
     for (const exchange of this.receiving) {
-      if (now > exchange.receiveDeadline) {
+      if (!exchange.receiving) {
+        // The body is complete; the exchange waits for the upstream, which upstreamMs bounds.
+        this.receiving.delete(exchange);
+      } else if (now > exchange.receiveDeadline) {
         this.receiving.delete(exchange);
         exchange.onClientTooSlow();
       }

@@ -181,7 +181,7 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
 
   /** The client did not send its whole request within timeouts.clientRequestMs. */
   onClientTooSlow(): void {
-    if (this.ended) return;
+    if (this.ended || !this.receiving) return;
     this.answerItself(408, 'the request was not received in time');
   }
 
