@@ -178,6 +178,37 @@ t.test('a client sending its body too slowly is cut off after timeouts.clientReq
   t.equal(plane.inFlight(), 0);
 });
 
+t.test('a client that goes away mid-download stops the upstream stream', async (t) => {
+  let upstreamClosed!: () => void;
+  const closed = new Promise<void>((resolve) => (upstreamClosed = resolve));
+  const endless = await startUpstream((req, res) => {
+    res.writeHead(200, { 'content-type': 'application/octet-stream' });
+    const block = Buffer.alloc(64 * 1024, 'e');
+    const pump = (): void => {
+      while (!res.destroyed && res.write(block));
+      if (!res.destroyed) res.once('drain', pump);
+    };
+    res.on('close', () => upstreamClosed());
+    pump();
+  });
+  const streamingPlane = await startDataPlane({ config: testConfig({}) });
+  t.teardown(async () => {
+    await streamingPlane.close();
+    await endless.close();
+  });
+  streamingPlane.setTable(RoutingTable.compile([entry('GET', '/endless', endless.url)]).table);
+  const res = await request(`http://127.0.0.1:${streamingPlane.port}/endless`);
+  let received = 0;
+  for await (const chunk of res.body) {
+    received += (chunk as Buffer).length;
+    if (received > 4 * 1024 * 1024) break; // leaving the loop destroys the body and its connection
+  }
+  const stopped = await Promise.race([closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 3000))]);
+  t.ok(stopped, `the upstream's response was closed after the client left (${received} bytes read)`);
+  await new Promise((r) => setTimeout(r, 50));
+  t.equal(streamingPlane.inFlight(), 0);
+});
+
 t.test('clientRequestMs bounds receiving the request, not waiting for the upstream', async (t) => {
   const patient = await startUpstream((req, res, recorded) =>
     afterBody(req, recorded, () => setTimeout(() => res.end(`got ${recorded.bodyBytes}`), 600)),
