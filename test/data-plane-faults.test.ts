@@ -73,6 +73,13 @@ t.test('an upstream refusing connections: 502 problem', async (t) => {
   t.ok(withBody.closedByServer, 'connection closed: the rest of the body is not read');
 });
 
+t.test('an upstream resetting the connection before answering: 502 problem', async (t) => {
+  dying.setHandler((req) => req.socket.destroy());
+  const result = await rawRequest(plane.port, 'GET /dying/reset HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
+  t.equal(result.responses[0]?.status, 502);
+  t.match(problemOf(result.responses[0].body.toString()), { status: 502, title: 'Bad Gateway' });
+});
+
 t.test('an upstream not answering within timeouts.upstreamMs: 504 problem', async (t) => {
   const before = hanging.requests.length;
   const res = await get('/hang');

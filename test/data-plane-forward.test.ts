@@ -251,3 +251,24 @@ t.test('onRequestDone reports each request once', async (t) => {
   t.match(rejected, { path: '/nowhere', routeTemplate: null, routeId: -1, upstream: null, status: 404 });
   t.equal(plane.inFlight(), 0);
 });
+
+t.test('trustProxies: the client address and X-Forwarded-Proto/-Host come from the trusted proxy', async (t) => {
+  const seen: string[] = [];
+  const trusting = await startDataPlane({
+    config: testConfig({ trustProxies: 1 }),
+    onRequestDone: (info) => seen.push(info.clientAddress),
+  });
+  t.teardown(() => trusting.close());
+  trusting.setTable(RoutingTable.compile([entry('GET', '/users/{id}', a.url)]).table);
+  const res = await rawRequest(
+    trusting.port,
+    'GET /users/1 HTTP/1.1\r\nHost: internal\r\nX-Forwarded-For: 192.0.2.1, 198.51.100.7\r\n' +
+      'X-Forwarded-Proto: https\r\nX-Forwarded-Host: api.example.com\r\n\r\n',
+    { responses: 1 },
+  );
+  t.equal(res.responses[0]?.status, 200);
+  t.same(seen, ['198.51.100.7'], 'one trusted hop: the address that proxy saw');
+  t.equal(last(a).headers['x-forwarded-for'], '192.0.2.1, 198.51.100.7, 127.0.0.1');
+  t.equal(last(a).headers['x-forwarded-proto'], 'https');
+  t.equal(last(a).headers['x-forwarded-host'], 'api.example.com');
+});
