@@ -6,7 +6,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { rawRequest } from './raw-http.js';
+import { connect } from 'node:net';
+import { parseResponses, rawRequest, type ParsedResponse } from './raw-http.js';
 
 export const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 
@@ -42,8 +43,12 @@ export interface StartOptions {
   config: Record<string, unknown>;
   workers?: number;
   env?: Record<string, string>;
-  /** Resolve once this log line appears instead of waiting for 'gateway listening'. */
+  /** Resolve once this log line appears, after 'gateway listening'. */
   waitFor?: (line: LogLine) => boolean;
+  /** Wait for 'gateway listening' before resolving (default true); `port` is then 0 if not given. */
+  waitForListening?: boolean;
+  /** Passed as --port (default 0: any free port). */
+  port?: number;
   startTimeoutMs?: number;
 }
 
@@ -54,7 +59,7 @@ export async function startGateway(t: Teardown, options: StartOptions): Promise<
   writeFileSync(configFile, JSON.stringify(options.config, null, 2));
   const child = spawn(
     process.execPath,
-    [MAIN, 'start', '--config', configFile, '--workers', String(options.workers ?? 2), '--port', '0'],
+    [MAIN, 'start', '--config', configFile, '--workers', String(options.workers ?? 2), '--port', String(options.port ?? 0)],
     {
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -142,11 +147,14 @@ export async function startGateway(t: Teardown, options: StartOptions): Promise<
     });
   };
 
-  const listening = await waitForLog((line) => line.msg === 'gateway listening', options.startTimeoutMs ?? 20_000, "'gateway listening'");
+  const listening =
+    options.waitForListening === false
+      ? null
+      : await waitForLog((line) => line.msg === 'gateway listening', options.startTimeoutMs ?? 20_000, "'gateway listening'");
   if (options.waitFor) await waitForLog(options.waitFor, options.startTimeoutMs ?? 20_000);
   return {
     child,
-    port: listening.port as number,
+    port: (listening?.port as number | undefined) ?? options.port ?? 0,
     writeConfig: (config) => writeFileSync(configFile, typeof config === 'string' ? config : JSON.stringify(config, null, 2)),
     lines,
     text: () => text,
@@ -330,4 +338,48 @@ export async function askWorker(port: number, path: string, options: { healthPat
   const headers: IncomingHttpHeaders = {};
   for (const [name, values] of Object.entries(answer.headers)) headers[name] = values.join(', ');
   return { status: answer.status, headers, body: answer.body.toString('utf8'), workerPid };
+}
+
+export interface WorkerConnection {
+  /** Pid of the worker that accepted this connection. */
+  workerPid: string;
+  /** GET `path` on this connection; resolves with the response, rejects if the connection ends first. */
+  get(path: string): Promise<ParsedResponse>;
+  close(): void;
+}
+
+/** A keep-alive connection whose worker is known (asked with a health check on it first). */
+export async function openWorkerConnection(t: Teardown, port: number, healthPath = '/healthcheck'): Promise<WorkerConnection> {
+  const socket = connect({ host: '127.0.0.1', port });
+  t.teardown(() => socket.destroy());
+  let data = Buffer.alloc(0);
+  let waiting: { resolve: (r: ParsedResponse) => void; reject: (e: Error) => void } | null = null;
+  const settle = (): void => {
+    const [response] = parseResponses(data);
+    if (!waiting || !response?.complete) return;
+    data = data.subarray(response.consumed);
+    const { resolve } = waiting;
+    waiting = null;
+    resolve(response);
+  };
+  const fail = (err: Error): void => {
+    const pending = waiting;
+    waiting = null;
+    pending?.reject(err);
+  };
+  socket.on('data', (chunk: Buffer) => {
+    data = Buffer.concat([data, chunk]);
+    settle();
+  });
+  socket.on('error', fail);
+  socket.on('close', () => fail(new Error('the connection closed before the response')));
+  const get = (path: string): Promise<ParsedResponse> =>
+    new Promise((resolve, reject) => {
+      waiting = { resolve, reject };
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
+    });
+  const health = await get(healthPath);
+  const workerPid = health.headers['x-gateway-worker']?.[0];
+  if (workerPid === undefined) throw new Error(`no x-gateway-worker header on the health check (status ${health.status})`);
+  return { workerPid, get, close: () => socket.destroy() };
 }
