@@ -75,6 +75,7 @@ async function apply(message: PublishMessage): Promise<void> {
   builtins.setSpec(message.spec.swagger2, message.spec.openapi3);
   graceMs = message.config.timeouts.shutdownGraceMs;
   metricsEnabled = message.config.metrics.enabled;
+  log.level = message.config.logLevel;
   dataPlane ??= await startServing(message);
   dataPlane.setUpstreams(message.upstreams);
   dataPlane.setTable(table);
