@@ -127,6 +127,8 @@ t.test('a reload that brings no new problem is ok again; the old bad template is
   t.match(status, { ok: true, applied: true });
   t.notOk('error' in status);
   t.same(status.warnings, ['"port" changes on restart only; the running value stays']);
+  const discovering = gateway.lines.filter((l) => l.msg === 'config reload: discovering new and changed upstreams').at(-1);
+  t.equal(discovering?.fetching, 0, 'a weight change alone re-discovers nothing');
   t.ok(status.version! > version!);
   await answersOnBothWorkers(t, '/new/4');
 });
