@@ -29,7 +29,10 @@ t.test('an 8 KB path of 1,000 segments against nested catch-alls answers fast an
       got = winner(table, path);
     });
     t.equal(got, expected, `${name}: ${expected ?? 'no match'}`);
+    // The issue's figure, best of 5 runs; the deterministic guarantee is the visit count below.
     t.ok(ms < 50, `${name}: answered in ${ms.toFixed(2)} ms (< 50 ms)`);
+    const { visits } = table.lastLookupWork();
+    t.ok(visits < 5 * path.length, `${name}: ${visits} node visits for ${path.length} characters (linear, not cubic)`);
   }
   const oracle = oracleFor(PATHOLOGICAL_TEMPLATES.map((p) => entry('GET', p)));
   t.equal(oracle.lookup('GET', hit).template?.raw, '/{+a}/{+b}/{+c}/x', 'the oracle agrees on the hit');
@@ -38,26 +41,29 @@ t.test('an 8 KB path of 1,000 segments against nested catch-alls answers fast an
 t.test('a slash-spanning regex between catch-alls: bounded work, then 400 instead of a stall', async (t) => {
   const table = compile([entry('GET', '/{+a}/{x: .+}/{+c}/q'), entry('GET', '/{+a}/{x: [a-z]+/[a-z]+}/{+c}/r')]);
   const path = '/' + Array.from({ length: 1000 }, (_, i) => 'abcdefghijklm'.slice(0, 1 + (i % 13))).join('/');
-  let status = 0;
-  const ms = fastestMs(() => {
-    status = table.select('GET', path, undefined, undefined, false).status;
-  });
+  const status = table.select('GET', path, undefined, undefined, false).status;
   t.equal(status, 400, 'the lookup gives up: "path too complex to route"');
-  t.ok(ms < 50, `gave up in ${ms.toFixed(2)} ms`);
+  const work = table.lastLookupWork();
+  t.ok(work.regexChars <= 150_000 + path.length, `regex work is bounded: ${work.regexChars} characters`);
+  t.ok(work.visits <= 200_000, `node visits are bounded: ${work.visits}`);
   t.equal(winner(table, '/a/b/c/d/q'), '/{+a}/{x: .+}/{+c}/q', 'ordinary paths still route');
   t.equal(winner(table, '/a/bc/de/f/r'), '/{+a}/{x: [a-z]+/[a-z]+}/{+c}/r');
 });
 
 t.test('catastrophic-backtracking regexes run on the linear-time engine', async (t) => {
   const table = compile([entry('GET', '/r/{x: (a+)+}'), entry('GET', '/r/{y: (a|aa)*c}'), entry('GET', '/s/{z: (.*)*b}/{+rest}')]);
+  // The linear engine's time grows with the input, not exponentially: compare a hostile input with a
+  // benign one of the same length, measured in this run (a backtracking engine would take years).
   const evil = '/r/' + 'a'.repeat(5000) + '!';
-  const ms = fastestMs(() => winner(table, evil));
+  const benign = '/r/' + 'a'.repeat(5000) + 'c';
   t.equal(winner(table, evil), null);
-  t.ok(ms < 50, `(a+)+ against 5,000 a's and a "!" answered in ${ms.toFixed(2)} ms`);
+  const evilMs = fastestMs(() => winner(table, evil));
+  const benignMs = fastestMs(() => winner(table, benign));
+  t.ok(evilMs < 10 * benignMs + 5, `(a+)+ against 5,000 a's and a "!": ${evilMs.toFixed(2)} ms, benign input ${benignMs.toFixed(2)} ms`);
   const spanning = '/s/' + 'a/'.repeat(1500) + 'c';
-  const ms2 = fastestMs(() => winner(table, spanning));
   t.equal(winner(table, spanning), null);
-  t.ok(ms2 < 50, `(.*)*b spanning 1,500 segments answered in ${ms2.toFixed(2)} ms`);
+  const work = table.lastLookupWork();
+  t.ok(work.regexChars <= 150_000 + spanning.length, `(.*)*b spanning 1,500 segments: regex work bounded (${work.regexChars} characters)`);
   t.equal(winner(table, '/r/aaaa'), '/r/{x: (a+)+}', 'and they still match what they should');
 });
 

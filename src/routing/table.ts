@@ -70,6 +70,7 @@ const SHARED_EMPTY: readonly RouteTarget[] = [];
 
 export class RoutingTable {
   private lastTrie: Trie | null = null;
+  private lastSearched: Trie | null = null;
   private lastRoute: CompiledRoute | null = null;
 
   private constructor(
@@ -266,9 +267,15 @@ export class RoutingTable {
     return params;
   }
 
+  /** Work of the last trie lookup select() made (diagnostics and tests). */
+  lastLookupWork(): { visits: number; regexChars: number } {
+    return this.lastSearched?.lastWork() ?? { visits: 0, regexChars: 0 };
+  }
+
   private find(method: string, path: string): CompiledRoute | null | typeof TOO_COMPLEX {
     const trie = this.tries.get(method);
     if (trie === undefined) return null;
+    this.lastSearched = trie;
     const id = trie.lookup(path);
     if (id === -1) return null;
     if (id === TOO_COMPLEX) return TOO_COMPLEX;

@@ -246,6 +246,11 @@ export class Trie {
     return this.exhausted ? TOO_COMPLEX : this.bestRoute;
   }
 
+  /** Work done by the last lookup: what the budgets bound, and what tests of hostile input assert. */
+  lastWork(): { visits: number; regexChars: number } {
+    return { visits: this.visits, regexChars: this.regexChars };
+  }
+
   /** Captures of the last successful lookup as [start, end) pairs, start -1 when absent. */
   captures(): { path: string; caps: Int32Array; count: number } {
     return { path: this.path, caps: this.bestCaps, count: this.bestDepth };
