@@ -1,0 +1,157 @@
+// UpstreamRegistry.refresh / adoptUnchanged and the Rediscovery sweep, with a fake discover function.
+import t from 'tap';
+import type { UpstreamConfig } from '../src/config/types.js';
+import type { DiscoveredUpstream } from '../src/discovery/index.js';
+import type { Logger } from '../src/log.js';
+import { Rediscovery } from '../src/cluster/rediscovery.js';
+import { UpstreamRegistry, type DiscoverFn } from '../src/cluster/upstreams.js';
+
+function fakeLog(): Logger & { said: string[] } {
+  const said: string[] = [];
+  const record = (...args: unknown[]) => void said.push(String(args.find((a) => typeof a === 'string') ?? ''));
+  return { said, info: record, warn: record, error: record, debug: record } as unknown as Logger & { said: string[] };
+}
+
+const swagger = (location: string, extra: Partial<UpstreamConfig> = {}): UpstreamConfig => ({
+  serviceType: 'swagger2',
+  serviceLocation: location,
+  weight: 1,
+  specPath: '/spec',
+  ...extra,
+});
+
+function discovered(config: UpstreamConfig, templates: string[]): DiscoveredUpstream {
+  return {
+    upstream: config,
+    entries: templates.map((template) => ({
+      method: 'GET',
+      template,
+      upstream: config.serviceLocation,
+      consumes: [],
+      produces: [],
+      disabledMiddleware: [],
+      disabledListeners: [],
+    })),
+    doc: { paths: templates },
+  };
+}
+
+const OPTIONS = { fetchTimeoutMs: 100, retries: 0, backoffMs: 0 };
+const DISCOVERY = { ...OPTIONS, refreshIntervalMs: 20 };
+
+t.test('refresh: unchanged, changed, failing, recovered', async (t) => {
+  const config = swagger('http://a:1');
+  const registry = new UpstreamRegistry([config]);
+  const record = registry.records[0]!;
+  record.state = 'ready';
+  record.discovered = discovered(config, ['/x']);
+  const log = fakeLog();
+  let answer: DiscoveredUpstream | Error = discovered(config, ['/x']);
+  const discover: DiscoverFn = async () => {
+    if (answer instanceof Error) throw answer;
+    return answer;
+  };
+
+  t.equal(await registry.refresh(record, discover, OPTIONS, log), false, 'the same doc changes nothing');
+  answer = discovered(config, ['/x', '/y']);
+  t.equal(await registry.refresh(record, discover, OPTIONS, log), true, 'a new endpoint is a change');
+  t.equal(record.discovered!.entries.length, 2);
+
+  answer = new Error('HTTP 500');
+  t.equal(await registry.refresh(record, discover, OPTIONS, log), false);
+  t.equal(await registry.refresh(record, discover, OPTIONS, log), false);
+  t.match(record, { state: 'ready', lastError: 'HTTP 500' }, 'a failing doc keeps the upstream ready, with the reason');
+  t.equal(record.discovered!.entries.length, 2, 'and its last known endpoints');
+  t.equal(log.said.filter((s) => /re-discovery failed/.test(s)).length, 1, 'the same reason is logged once');
+
+  answer = discovered(config, ['/x', '/y']);
+  t.equal(await registry.refresh(record, discover, OPTIONS, log), false, 'back with the same doc: nothing to publish');
+  t.notOk('lastError' in record, 'the reason is cleared');
+
+  record.state = 'failed';
+  t.equal(await registry.refresh(record, discover, OPTIONS, log), true, 'a failed upstream that answers is a change');
+  t.equal(record.state, 'ready');
+});
+
+t.test('refresh after abort touches nothing', async (t) => {
+  const config = swagger('http://a:1');
+  const registry = new UpstreamRegistry([config]);
+  const record = registry.records[0]!;
+  record.state = 'failed';
+  const controller = new AbortController();
+  const discover: DiscoverFn = async () => {
+    controller.abort();
+    return discovered(config, ['/x']);
+  };
+  t.equal(await registry.refresh(record, discover, { ...OPTIONS, signal: controller.signal }, fakeLog()), false);
+  t.equal(record.state, 'failed');
+});
+
+t.test('adoptUnchanged keeps ready upstreams whose doc source did not change', async (t) => {
+  const a = swagger('http://a:1');
+  const b = swagger('http://b:1');
+  const c = swagger('http://c:1');
+  const before = new UpstreamRegistry([a, b, c]);
+  for (const record of before.records) {
+    record.state = 'ready';
+    record.discovered = discovered(record.config, ['/x']);
+  }
+  before.records[2]!.state = 'failed';
+  const after = new UpstreamRegistry([{ ...a, weight: 5 }, { ...b, specPath: '/v2/spec' }, c, swagger('http://d:1')]);
+  t.equal(after.adoptUnchanged(before), 1);
+  t.same(
+    after.records.map((r) => r.state),
+    ['ready', 'pending', 'pending', 'pending'],
+    'a weight change is adopted; a new specPath, a failed and a new upstream are discovered again',
+  );
+  t.equal(after.records[0]!.discovered!.upstream.weight, 5, 'the adopted upstream carries its new config');
+});
+
+t.test('Rediscovery sweeps settled, non-static upstreams; never overlaps; stop() ends it', async (t) => {
+  const doc = swagger('http://a:1');
+  const registry = new UpstreamRegistry([doc, { ...swagger('http://s:1'), serviceType: 'static' }, swagger('http://p:1')]);
+  registry.records[0]!.state = 'ready';
+  registry.records[0]!.discovered = discovered(doc, ['/x']);
+  registry.records[1]!.state = 'ready';
+  // records[2] stays pending: its first discovery is still running.
+  const fetched: string[] = [];
+  let running = 0;
+  let overlapped = false;
+  const discover: DiscoverFn = async (config) => {
+    fetched.push(config.serviceLocation);
+    overlapped ||= ++running > 1;
+    await new Promise((resolve) => setTimeout(resolve, 40)); // slower than the interval
+    running--;
+    return discovered(config, fetched.length >= 2 ? ['/x', '/y'] : ['/x']);
+  };
+  const sweeps: boolean[] = [];
+  const rediscovery = new Rediscovery({ registry, discovery: DISCOVERY, discover, log: fakeLog(), onSwept: (changed) => sweeps.push(changed) }).start();
+  await new Promise((resolve) => setTimeout(resolve, 250));
+  rediscovery.stop();
+  const count = sweeps.length;
+  t.ok(count >= 2, `swept repeatedly (${count})`);
+  t.same(sweeps.slice(0, 2), [false, true], 'only a sweep that changed something asks for a publish');
+  t.same([...new Set(fetched)], ['http://a:1'], 'pending and static upstreams are not fetched');
+  t.notOk(overlapped, 'a sweep starts only after the previous one ended');
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  t.equal(sweeps.length, count, 'nothing after stop()');
+});
+
+t.test('refreshIntervalMs 0 never sweeps', async (t) => {
+  const registry = new UpstreamRegistry([swagger('http://a:1')]);
+  registry.records[0]!.state = 'failed';
+  let calls = 0;
+  const rediscovery = new Rediscovery({
+    registry,
+    discovery: { ...DISCOVERY, refreshIntervalMs: 0 },
+    discover: async () => {
+      calls++;
+      throw new Error('no');
+    },
+    log: fakeLog(),
+    onSwept: () => {},
+  }).start();
+  await new Promise((resolve) => setTimeout(resolve, 60));
+  rediscovery.stop();
+  t.equal(calls, 0);
+});
