@@ -88,17 +88,10 @@ interface Row {
 // The smaller sets are seeded samples of the largest one, so every size has the same mix of services,
 // depths and forms, and the comparison across sizes isolates the number of templates.
 const largest = realisticRouteSet(Math.max(...SIZES));
-interface Prepared {
-  size: number;
+interface Prepared extends Omit<Row, 'trie' | 'same' | 'fmw'> {
   trieLookup: (i: number) => void;
   trieSameLookup: (i: number) => void;
   fmwLookup: (i: number) => void;
-  fmwRoutes: number;
-  linear: number;
-  compileMs: number;
-  transferBytes: number;
-  agreeing: number;
-  checked: number;
 }
 
 const prepared: Prepared[] = [];
@@ -118,14 +111,12 @@ for (const size of SIZES) {
 
   // Ours, as the data plane calls it: normalize, then select into a reused selection.
   const out = emptySelection();
-  const trieLookup = (i: number) => {
-    const r = requests[i % n];
+  const trieOver = (list: typeof requests) => (i: number) => {
+    const r = list[i % list.length];
     table.select(r.method, normalizePath(r.path)!, undefined, undefined, false, out);
   };
-  const trieSameLookup = (i: number) => {
-    const r = same[i % same.length];
-    table.select(r.method, normalizePath(r.path)!, undefined, undefined, false, out);
-  };
+  const trieLookup = trieOver(requests);
+  const trieSameLookup = trieOver(same);
 
   const router = FindMyWay({ ignoreTrailingSlash: true });
   let fmwRoutes = 0;
@@ -176,17 +167,11 @@ for (let round = 0; round < ROUNDS; round++) {
   console.error(`round ${round + 1}/${ROUNDS}`);
 }
 const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const rows: Row[] = prepared.map((p) => ({
-  size: p.size,
+const rows: Row[] = prepared.map(({ trieLookup, trieSameLookup, fmwLookup, ...p }) => ({
+  ...p,
   trie: median(samples.get(`trie:${p.size}`)!),
   same: median(samples.get(`same:${p.size}`)!),
   fmw: median(samples.get(`fmw:${p.size}`)!),
-  fmwRoutes: p.fmwRoutes,
-  linear: p.linear,
-  compileMs: p.compileMs,
-  transferBytes: p.transferBytes,
-  agreeing: p.agreeing,
-  checked: p.checked,
 }));
 
 const fmt = (x: number) => Math.round(x).toLocaleString('en-US');
