@@ -48,6 +48,7 @@ export function toPrometheus(report: MetricsReport): string {
   perSeries(out, 'upstream', 'upstream', 'Requests completed per upstream host', report.upstreams);
   perSeries(out, 'endpoint', 'endpoint', 'Requests completed per endpoint (method and template)', report.endpoints);
   breakerStates(out, report.breakers);
+  reloadStatus(out, report.lastReload);
   return out.text();
 }
 
@@ -95,6 +96,26 @@ function breakerStates(out: Exposition, breakers: unknown): void {
   }
   out.family('gateway_circuit_breaker_failures', 'gauge', 'Consecutive failures counted by a breaker.');
   for (const b of breakers) out.sample('gateway_circuit_breaker_failures', breakerLabels(b), b.failures);
+}
+
+/**
+ * Exposes a `lastReload` extra ({ version, at, ok, applied }), named the way Prometheus names its own
+ * reload metrics, so the usual "last reload failed" alert rules carry over.
+ */
+function reloadStatus(out: Exposition, reload: unknown): void {
+  if (typeof reload !== 'object' || reload === null) return;
+  const { ok, applied, at, version } = reload as Record<string, unknown>;
+  if (typeof ok !== 'boolean' || typeof at !== 'string') return;
+  out.family('gateway_config_last_reload_successful', 'gauge', '1 when the last SIGHUP reload applied cleanly, 0 when it was refused or had problems.');
+  out.sample('gateway_config_last_reload_successful', [], ok ? 1 : 0);
+  out.family('gateway_config_last_reload_applied', 'gauge', '1 when the last reload put a new table in service (possibly with problems).');
+  out.sample('gateway_config_last_reload_applied', [], applied === true ? 1 : 0);
+  out.family('gateway_config_last_reload_timestamp_seconds', 'gauge', 'When the last reload finished, Unix time.');
+  out.sample('gateway_config_last_reload_timestamp_seconds', [], Date.parse(at) / 1000);
+  if (typeof version === 'number') {
+    out.family('gateway_routing_table_version', 'gauge', 'Version of the routing table in service.');
+    out.sample('gateway_routing_table_version', [], version);
+  }
 }
 
 function breakerLabels(b: BreakerLike): Labels {
