@@ -1,0 +1,656 @@
+// npm run bench:proxy — req/s, p50 and p99 through the gateway, straight to the upstream, through
+// nginx (reverse proxy, same worker count) and through fastify + @fastify/http-proxy, in one run on
+// 127.0.0.1, with the ratios the performance targets name. Everything is started here and stopped at
+// the end (also on error, SIGINT/SIGTERM and the overall deadline). Contenders run one after another,
+// never concurrently; rounds are interleaved and the medians reported.
+//
+// Environment (all optional): BENCH_DURATION_S (10), BENCH_WARMUP_S (3 in the first round, 1 after),
+// BENCH_CONNECTIONS (50), BENCH_ROUNDS (2), BENCH_ONLY (comma-separated contender ids),
+// BENCH_TOOLS (autocannon,wrk), BENCH_PROFILE_DIR (the gateway's primary and workers run with --cpu-prof there;
+// the top self-time functions of its workers are printed at the end), BENCH_GATEWAY_NODE_FLAGS (more
+// node flags for that gateway, e.g. --perf-basic-prof for `perf record`), BENCH_DEADLINE_S (420).
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { LoadJob, LoadResult } from './proxy-load.js';
+import { formatSelfTimes, profileFiles } from './proxy-profile.js';
+import { loadCorpus, realisticRouteSet } from './route-set.js';
+
+const env = process.env;
+const DURATION_S = Number(env.BENCH_DURATION_S ?? 10);
+const FIRST_WARMUP_S = Number(env.BENCH_WARMUP_S ?? 3);
+const LATER_WARMUP_S = Math.min(1, FIRST_WARMUP_S);
+const CONNECTIONS = Number(env.BENCH_CONNECTIONS ?? 50);
+const ROUNDS = Number(env.BENCH_ROUNDS ?? 2);
+const DEADLINE_S = Number(env.BENCH_DEADLINE_S ?? 420);
+const WORKERS = 2;
+const ROUTE_COUNT = 350;
+const PROFILE_DIR = env.BENCH_PROFILE_DIR || null;
+const GATEWAY_NODE_FLAGS = (env.BENCH_GATEWAY_NODE_FLAGS ?? '').split(' ').filter((s) => s !== '');
+const ONLY = env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',').map((s) => s.trim())) : null;
+const WANTED_TOOLS = new Set((env.BENCH_TOOLS ?? 'autocannon,wrk').split(',').map((s) => s.trim()));
+
+const HERE = fileURLToPath(new URL('.', import.meta.url));
+const ROOT = join(HERE, '../..');
+const GATEWAY_MAIN = join(ROOT, 'dist/src/cli/main.js');
+/** The path every contender is asked: GitHub's "get an issue", among its 47 sibling templates. */
+const REQUEST_PATH = '/github-com-rest/repos/octocat/hello-world/issues/1347';
+
+type Tool = 'autocannon' | 'wrk';
+
+interface Contender {
+  id: string;
+  label: string;
+  origin: string | null;
+  skipped: string | null;
+  /** Process group whose CPU time is the contender's (the upstream's own for "direct"). */
+  pgid: number;
+}
+
+interface Measurement {
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  failures: number;
+  /** CPU time of the contender's processes per request, microseconds (NaN when unknown). */
+  cpuUsPerRequest: number;
+}
+
+// ---- processes -------------------------------------------------------------------------------------
+
+const children = new Set<ChildProcess>();
+let workDir = '';
+let cleaning: Promise<void> | null = null;
+
+function log(text: string): void {
+  process.stderr.write(`[bench:proxy] ${text}\n`);
+}
+
+/** Every child in its own process group, so stopping it stops whatever it forked. */
+function startChild(command: string, args: string[], options: { env?: NodeJS.ProcessEnv; stdout?: number | 'pipe' | 'ignore' } = {}): ChildProcess {
+  const child = spawn(command, args, {
+    detached: true,
+    stdio: ['ignore', options.stdout ?? 'pipe', 'pipe'],
+    env: options.env ?? process.env,
+  });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  let stderr = '';
+  child.stderr?.setEncoding('utf8');
+  child.stderr?.on('data', (chunk: string) => {
+    stderr = (stderr + chunk).slice(-4000);
+  });
+  (child as ChildProcess & { stderrTail: () => string }).stderrTail = () => stderr;
+  return child;
+}
+
+function stderrTail(child: ChildProcess): string {
+  return (child as ChildProcess & { stderrTail?: () => string }).stderrTail?.() ?? '';
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+/** SIGTERM to the group (SIGTERM to the leader only when `leaderOnly`), SIGKILL after `graceMs`. */
+async function stopChild(child: ChildProcess, graceMs = 3000, leaderOnly = false): Promise<void> {
+  if (child.pid === undefined) return;
+  const done = exited(child);
+  try {
+    process.kill(leaderOnly ? child.pid : -child.pid, 'SIGTERM');
+  } catch {
+    // already gone
+  }
+  const timer = setTimeout(() => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }, graceMs);
+  await done;
+  clearTimeout(timer);
+  // Whatever the leader forked and left behind.
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // none left
+  }
+}
+
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    await Promise.all([...children].map((child) => stopChild(child)));
+    if (workDir !== '') rmSync(workDir, { recursive: true, force: true });
+  })();
+  return cleaning;
+}
+
+function firstLine(child: ChildProcess, what: string, timeoutMs = 20_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buffered = '';
+    const timer = setTimeout(() => reject(new Error(`${what}: no output within ${timeoutMs} ms\n${stderrTail(child)}`)), timeoutMs);
+    child.stdout!.setEncoding('utf8');
+    child.stdout!.on('data', (chunk: string) => {
+      buffered += chunk;
+      const newline = buffered.indexOf('\n');
+      if (newline >= 0) {
+        clearTimeout(timer);
+        resolve(buffered.slice(0, newline));
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited (${code ?? signal}) before it was ready\n${stderrTail(child)}`));
+    });
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function get(origin: string, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${origin}${path}`, { agent: false, timeout: 2000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function waitFor200(origin: string, path: string, what: string, child: ChildProcess, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${what} exited\n${stderrTail(child)}`);
+    try {
+      if ((await get(origin, path)).status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`${what}: ${origin}${path} not 200 within ${timeoutMs} ms\n${stderrTail(child)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** On-CPU time (ns) of every thread of every process in process group `pgid`. */
+function groupCpuNs(pgid: number): number {
+  let ns = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (pid.charCodeAt(0) > 0x39) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      // Fields after "(comm) ": state ppid pgrp ...
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]) !== pgid) continue;
+      for (const task of readdirSync(`/proc/${pid}/task`)) {
+        ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
+      }
+    } catch {
+      // gone meanwhile, or no /proc (then the column stays empty)
+    }
+  }
+  return ns;
+}
+
+function onPath(command: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0;
+}
+
+// ---- contenders ------------------------------------------------------------------------------------
+
+function routeEndpoints(): Array<{ method: string; path: string }> {
+  const routes = realisticRouteSet(ROUTE_COUNT);
+  const endpoints = routes.map((r) => ({ method: r.method, path: r.template }));
+  const seen = new Set(endpoints.map((e) => `${e.method} ${e.path}`));
+  for (const [method, template] of loadCorpus().github) {
+    if (!template.startsWith('/repos/{owner}/{repo}/issues')) continue;
+    const endpoint = { method: method.toUpperCase(), path: `/github-com-rest${template}` };
+    if (!seen.has(`${endpoint.method} ${endpoint.path}`)) endpoints.push(endpoint);
+  }
+  return endpoints;
+}
+
+const groups = new Map<string, number>();
+
+async function startUpstream(): Promise<string> {
+  const child = startChild(process.execPath, [join(HERE, 'proxy-upstream.js'), '0']);
+  groups.set('direct', child.pid!);
+  const { port } = JSON.parse(await firstLine(child, 'upstream')) as { port: number };
+  return `http://127.0.0.1:${port}`;
+}
+
+async function startGateway(id: string, upstream: string, endpoints: Array<{ method: string; path: string }>, observe: boolean): Promise<string> {
+  const port = await freePort();
+  const configFile = join(workDir, `${id}.json`);
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      host: '127.0.0.1',
+      port,
+      workers: WORKERS,
+      upstreams: [{ serviceType: 'static', serviceLocation: upstream, endpoints }],
+      discovery: { refreshIntervalMs: 0 },
+      accessLog: { enabled: observe },
+      metrics: { enabled: observe },
+    }),
+  );
+  // The access log goes to the gateway's stdout: a file, as a production log would.
+  const out = openSync(join(workDir, `${id}.log`), 'w');
+  // Node 20 refuses --cpu-prof in NODE_OPTIONS; cluster workers inherit the primary's execArgv.
+  const nodeFlags: string[] = [];
+  if (PROFILE_DIR !== null && id === 'gateway') {
+    mkdirSync(PROFILE_DIR, { recursive: true });
+    nodeFlags.push('--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`);
+  }
+  if (GATEWAY_NODE_FLAGS.length > 0 && id === 'gateway') nodeFlags.push(...GATEWAY_NODE_FLAGS);
+  const child = startChild(process.execPath, [...nodeFlags, GATEWAY_MAIN, 'start', '--config', configFile, '--workers', String(WORKERS)], { stdout: out });
+  closeSync(out);
+  gatewayProcesses.set(id, child);
+  groups.set(id, child.pid!);
+  const origin = `http://127.0.0.1:${port}`;
+  await waitFor200(origin, '/healthcheck', id, child);
+  return origin;
+}
+const gatewayProcesses = new Map<string, ChildProcess>();
+
+function nginxConfig(dir: string, port: number, upstream: string): string {
+  const up = new URL(upstream);
+  return `# written by bench/proxy.ts
+${process.getuid?.() === 0 ? 'user root;' : ''}
+worker_processes ${WORKERS};
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  client_body_temp_path ${dir}/client_body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  # Logged like the gateway's access log: every request, to a file, through a buffer flushed often.
+  access_log ${dir}/access.log combined buffer=64k flush=250ms;
+  upstream bench_upstream {
+    server ${up.hostname}:${up.port};
+    keepalive 64;
+  }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://bench_upstream;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      # The header work the gateway does too (contract 7).
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_set_header X-Forwarded-Host $host;
+      proxy_set_header Via "1.1 nginx";
+      add_header Via "1.1 nginx";
+    }
+  }
+}
+`;
+}
+
+async function startNginx(upstream: string): Promise<string> {
+  const dir = join(workDir, 'nginx');
+  mkdirSync(dir, { recursive: true });
+  const port = await freePort();
+  const conf = join(dir, 'nginx.conf');
+  writeFileSync(conf, nginxConfig(dir, port, upstream));
+  const child = startChild('nginx', ['-p', dir, '-e', join(dir, 'error.log'), '-c', conf, '-g', 'daemon off;']);
+  groups.set('nginx', child.pid!);
+  const origin = `http://127.0.0.1:${port}`;
+  await waitFor200(origin, REQUEST_PATH, 'nginx', child, 10_000);
+  return origin;
+}
+
+async function startFastify(upstream: string): Promise<string> {
+  const port = await freePort();
+  const child = startChild(process.execPath, [join(HERE, 'proxy-fastify.js'), upstream, String(port), String(WORKERS)]);
+  groups.set('fastify', child.pid!);
+  await firstLine(child, 'fastify');
+  return `http://127.0.0.1:${port}`;
+}
+
+// ---- load ------------------------------------------------------------------------------------------
+
+/** Runs a load job in a child; `onMeasuring` is called when its warm-up is over. */
+function runLoadChild(job: LoadJob, onMeasuring: () => void = () => {}): Promise<LoadResult> {
+  const child = startChild(process.execPath, [join(HERE, 'proxy-load.js'), JSON.stringify(job)]);
+  const timer = setTimeout(() => void stopChild(child), (job.warmupS + job.durationS) * 1000 + 30_000);
+  return new Promise((resolve, reject) => {
+    let buffered = '';
+    let result: LoadResult | null = null;
+    child.stdout!.setEncoding('utf8');
+    child.stdout!.on('data', (chunk: string) => {
+      buffered += chunk;
+      let newline: number;
+      while ((newline = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        if (line === 'measuring') onMeasuring();
+        else result = JSON.parse(line) as LoadResult;
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      if (result !== null && code === 0) resolve(result);
+      else reject(new Error(`load on ${job.url} failed (${code})\n${stderrTail(child)}`));
+    });
+  });
+}
+
+function parseWrkTime(text: string): number {
+  const match = /^([\d.]+)(us|ms|s|m)$/.exec(text.trim());
+  if (match === null) return NaN;
+  const value = Number(match[1]);
+  return { us: value / 1000, ms: value, s: value * 1000, m: value * 60_000 }[match[2] as 'us' | 'ms' | 's' | 'm'];
+}
+
+function runWrk(url: string, durationS: number): Promise<Measurement & { requests: number }> {
+  return new Promise((resolve, reject) => {
+    const child = startChild('wrk', ['-t1', `-c${CONNECTIONS}`, `-d${durationS}s`, '--latency', url]);
+    let out = '';
+    child.stdout!.setEncoding('utf8');
+    child.stdout!.on('data', (chunk: string) => (out += chunk));
+    const timer = setTimeout(() => void stopChild(child), (durationS + 30) * 1000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      const rps = /Requests\/sec:\s*([\d.]+)/.exec(out);
+      const total = /(\d+) requests in/.exec(out);
+      const p50 = /^\s*50%\s+(\S+)/m.exec(out);
+      const p99 = /^\s*99%\s+(\S+)/m.exec(out);
+      if (code !== 0 || rps === null || total === null || p50 === null || p99 === null) {
+        reject(new Error(`wrk on ${url} failed (${code}):\n${out}${stderrTail(child)}`));
+        return;
+      }
+      const non2xx = /Non-2xx or 3xx responses:\s*(\d+)/.exec(out);
+      const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+      const failures = Number(non2xx?.[1] ?? 0) + (socket === null ? 0 : socket.slice(1).reduce((sum, n) => sum + Number(n), 0));
+      resolve({ rps: Number(rps[1]), requests: Number(total[1]), p50Ms: parseWrkTime(p50[1]), p99Ms: parseWrkTime(p99[1]), failures, cpuUsPerRequest: NaN });
+    });
+  });
+}
+
+async function measure(tool: Tool, contender: Contender, warmupS: number): Promise<Measurement> {
+  const url = `${contender.origin}${REQUEST_PATH}`;
+  let cpuAtStart = 0;
+  if (tool === 'wrk') {
+    if (warmupS > 0) await runWrk(url, warmupS);
+    cpuAtStart = groupCpuNs(contender.pgid);
+    const result = await runWrk(url, DURATION_S);
+    return { ...result, cpuUsPerRequest: (groupCpuNs(contender.pgid) - cpuAtStart) / 1000 / result.requests };
+  }
+  const result = await runLoadChild({ mode: 'autocannon', url, connections: CONNECTIONS, durationS: DURATION_S, warmupS }, () => {
+    cpuAtStart = groupCpuNs(contender.pgid);
+  });
+  const cpuUsPerRequest = (groupCpuNs(contender.pgid) - cpuAtStart) / 1000 / result.requests;
+  return { rps: result.rps, p50Ms: result.p50Ms, p99Ms: result.p99Ms, failures: result.failures, cpuUsPerRequest };
+}
+
+// ---- report ----------------------------------------------------------------------------------------
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+function medianOf(runs: Measurement[]): Measurement {
+  return {
+    rps: median(runs.map((r) => r.rps)),
+    p50Ms: median(runs.map((r) => r.p50Ms)),
+    p99Ms: median(runs.map((r) => r.p99Ms)),
+    failures: runs.reduce((sum, r) => sum + r.failures, 0),
+    cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest)),
+  };
+}
+
+const fmtRps = (n: number): string => Math.round(n).toLocaleString('en-US');
+const fmtMs = (n: number): string => n.toFixed(2);
+
+function targetLine(name: string, measured: string, ok: boolean, missedBy: number): string {
+  return `- ${name}: ${measured} — ${ok ? 'met' : `MISSED by ${(missedBy * 100).toFixed(0)}%`}`;
+}
+
+// ---- main ------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const startedAt = Date.now();
+  workDir = mkdtempSync(join(tmpdir(), 'specgate-bench-proxy-'));
+  const tools: Tool[] = [];
+  const toolNotes: string[] = [];
+  if (WANTED_TOOLS.has('autocannon')) tools.push('autocannon');
+  if (WANTED_TOOLS.has('wrk')) {
+    if (onPath('wrk')) tools.push('wrk');
+    else toolNotes.push('wrk: skipped (wrk not installed)');
+  }
+  const wanted = (id: string): boolean => ONLY === null || ONLY.has(id);
+
+  log(`building the route set and starting the upstream`);
+  const endpoints = routeEndpoints();
+  const upstream = await startUpstream();
+  const direct = await get(upstream, REQUEST_PATH);
+  if (direct.status !== 200) throw new Error(`upstream answered ${direct.status}`);
+
+  const contenders: Contender[] = [
+    { id: 'direct', label: 'direct to the upstream', origin: upstream, skipped: null, pgid: 0 },
+    { id: 'gateway', label: 'gateway (metrics + access log on)', origin: null, skipped: null, pgid: 0 },
+    { id: 'gateway-off', label: 'gateway (metrics + access log off)', origin: null, skipped: null, pgid: 0 },
+    { id: 'nginx', label: `nginx (${WORKERS} workers, keepalive 64)`, origin: null, skipped: null, pgid: 0 },
+    { id: 'fastify', label: `fastify + @fastify/http-proxy (${WORKERS} processes)`, origin: null, skipped: null, pgid: 0 },
+  ];
+  const byId = (id: string): Contender => contenders.find((c) => c.id === id)!;
+  log(`starting the contenders (${endpoints.length} routes on the gateway)`);
+  const starts: Array<Promise<void>> = [];
+  const start = (id: string, run: () => Promise<string>): void => {
+    const contender = byId(id);
+    if (!wanted(id)) {
+      contender.skipped = 'skipped (BENCH_ONLY)';
+      return;
+    }
+    starts.push(run().then((origin) => void (contender.origin = origin)));
+  };
+  if (!wanted('direct')) byId('direct').skipped = 'skipped (BENCH_ONLY)';
+  start('gateway', () => startGateway('gateway', upstream, endpoints, true));
+  start('gateway-off', () => startGateway('gateway-off', upstream, endpoints, false));
+  if (onPath('nginx')) start('nginx', () => startNginx(upstream));
+  else byId('nginx').skipped = 'skipped (nginx not installed)';
+  start('fastify', () => startFastify(upstream));
+  await Promise.all(starts);
+  for (const contender of contenders) {
+    if (contender.origin === null || contender.skipped !== null) continue;
+    const answer = await get(contender.origin, REQUEST_PATH);
+    if (answer.status !== 200 || answer.body !== direct.body) {
+      throw new Error(`${contender.id} answered ${answer.status} ${answer.body.slice(0, 200)} for ${REQUEST_PATH}`);
+    }
+  }
+  const active = contenders.filter((c) => c.origin !== null && c.skipped === null);
+  for (const contender of active) contender.pgid = groups.get(contender.id) ?? 0;
+  log(`ready in ${((Date.now() - startedAt) / 1000).toFixed(1)} s; ${ROUNDS} round(s) x ${tools.join('+')} x ${active.map((c) => c.id).join(', ')}, ${DURATION_S} s each`);
+
+  // Interleaved rounds; each round starts with a different contender so none always follows another.
+  const runs = new Map<string, Measurement[]>();
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const tool of tools) {
+      for (let k = 0; k < active.length; k++) {
+        const contender = active[(k + round) % active.length];
+        const m = await measure(tool, contender, round === 0 ? FIRST_WARMUP_S : LATER_WARMUP_S);
+        const key = `${contender.id}\0${tool}`;
+        runs.set(key, [...(runs.get(key) ?? []), m]);
+        log(`round ${round + 1} ${tool.padEnd(10)} ${contender.id.padEnd(12)} ${fmtRps(m.rps).padStart(7)} req/s  p50 ${fmtMs(m.p50Ms)} ms  p99 ${fmtMs(m.p99Ms)} ms  CPU ${m.cpuUsPerRequest.toFixed(1)} us/req${m.failures ? `  ${m.failures} failures` : ''}`);
+      }
+    }
+  }
+  const result = (id: string, tool: Tool): Measurement | null => {
+    const list = runs.get(`${id}\0${tool}`);
+    return list === undefined ? null : medianOf(list);
+  };
+
+  // Added latency at half the gateway's peak: a paced, evenly spread fixed rate (see proxy-load.ts).
+  const peakTool: Tool = tools.includes('wrk') ? 'wrk' : 'autocannon';
+  const peak = result('gateway', peakTool)?.rps ?? 0;
+  const halfRate = Math.round(peak / 2);
+  const paced = new Map<string, LoadResult[]>();
+  if (peak > 0 && byId('direct').origin !== null && !byId('direct').skipped) {
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const id of round % 2 === 0 ? ['gateway', 'direct'] : ['direct', 'gateway']) {
+        const contender = byId(id);
+        const r = await runLoadChild({
+          mode: 'paced',
+          url: `${contender.origin}${REQUEST_PATH}`,
+          connections: CONNECTIONS,
+          durationS: DURATION_S,
+          warmupS: LATER_WARMUP_S,
+          rate: halfRate,
+        });
+        paced.set(id, [...(paced.get(id) ?? []), r]);
+        log(`half-rate ${round + 1} ${id.padEnd(12)} ${fmtRps(r.rps).padStart(7)} req/s  p50 ${fmtMs(r.p50Ms)} ms  p99 ${fmtMs(r.p99Ms)} ms${r.failures ? `  ${r.failures} failures` : ''}${r.late ? `  ${r.late} late` : ''}`);
+      }
+    }
+  }
+
+  // ---- output ----
+  const out: string[] = [];
+  const cpu = cpus();
+  out.push(`## bench:proxy — ${new Date().toISOString()}`);
+  out.push('');
+  out.push(
+    `${cpu.length} CPUs (${cpu[0]?.model ?? '?'}), load average before ${loadavg()[0].toFixed(2)}; Node ${process.version}. ` +
+      `GET ${REQUEST_PATH} (${endpoints.length} templates on the gateway), ${CONNECTIONS} connections, no pipelining, ` +
+      `${DURATION_S} s per run after a warm-up, ${ROUNDS} interleaved round(s), medians. The load generator runs on the same ` +
+      `${cpu.length} cores as the proxy and the upstream (the same for every contender). CPU µs/req: on-CPU time of the ` +
+      `contender's own processes (all threads; for "direct", the upstream's) per request, from /proc — steadier than req/s ` +
+      `on a shared machine.`,
+  );
+  out.push('');
+  out.push('| contender | load tool | req/s | p50 ms | p99 ms | CPU µs/req | req/s per round |');
+  out.push('|---|---|---:|---:|---:|---:|---|');
+  for (const contender of contenders) {
+    if (contender.skipped !== null || contender.origin === null) {
+      out.push(`| ${contender.label} | — | ${contender.skipped ?? 'not started'} | | | | |`);
+      continue;
+    }
+    for (const tool of tools) {
+      const m = result(contender.id, tool)!;
+      const each = runs.get(`${contender.id}\0${tool}`)!.map((r) => fmtRps(r.rps)).join(', ');
+      out.push(`| ${contender.label} | ${tool} | ${fmtRps(m.rps)} | ${fmtMs(m.p50Ms)} | ${fmtMs(m.p99Ms)} | ${m.cpuUsPerRequest.toFixed(1)} | ${each}${m.failures ? ` (${m.failures} failures)` : ''} |`);
+    }
+  }
+  for (const note of toolNotes) out.push(`\n${note}`);
+  if (paced.size > 0) {
+    out.push('');
+    out.push(`Half the gateway's peak (${peakTool}: ${fmtRps(peak)} req/s) = ${fmtRps(halfRate)} req/s, paced evenly over ${CONNECTIONS} connections:`);
+    out.push('');
+    out.push('| contender | req/s | p50 ms | p99 ms | p99 per round |');
+    out.push('|---|---:|---:|---:|---|');
+    for (const id of ['direct', 'gateway']) {
+      const list = paced.get(id) ?? [];
+      if (list.length === 0) continue;
+      out.push(
+        `| ${byId(id).label} | ${fmtRps(median(list.map((r) => r.rps)))} | ${fmtMs(median(list.map((r) => r.p50Ms)))} | ${fmtMs(median(list.map((r) => r.p99Ms)))} | ${list.map((r) => fmtMs(r.p99Ms)).join(', ')} |`,
+      );
+    }
+  }
+
+  out.push('');
+  out.push('Targets:');
+  for (const tool of tools) {
+    const gw = result('gateway', tool);
+    const nginx = result('nginx', tool);
+    const fastify = result('fastify', tool);
+    const off = result('gateway-off', tool);
+    if (gw !== null && nginx !== null) {
+      const ratio = gw.rps / nginx.rps;
+      out.push(targetLine(`req/s >= 0.8x nginx (${tool})`, `${ratio.toFixed(2)}x`, ratio >= 0.8, (0.8 - ratio) / 0.8));
+    } else {
+      out.push(`- req/s >= 0.8x nginx (${tool}): ${byId('nginx').skipped ?? 'not measured'}`);
+    }
+    if (gw !== null && fastify !== null) {
+      const ratio = gw.rps / fastify.rps;
+      out.push(targetLine(`req/s >= 3x @fastify/http-proxy (${tool})`, `${ratio.toFixed(2)}x`, ratio >= 3, (3 - ratio) / 3));
+    }
+    if (gw !== null && off !== null) {
+      const cost = 1 - gw.rps / off.rps;
+      out.push(targetLine(`metrics + access log cost <= 5% of req/s (${tool})`, `${(cost * 100).toFixed(1)}% (${fmtRps(gw.rps)} vs ${fmtRps(off.rps)})`, cost <= 0.05, (cost - 0.05) / 0.05));
+    }
+  }
+  if (paced.size === 2) {
+    const gwP99 = median(paced.get('gateway')!.map((r) => r.p99Ms));
+    const directP99 = median(paced.get('direct')!.map((r) => r.p99Ms));
+    const added = gwP99 - directP99;
+    out.push(targetLine(`p99 added latency < 2 ms at half peak`, `${fmtMs(added)} ms (${fmtMs(gwP99)} - ${fmtMs(directP99)})`, added < 2, (added - 2) / 2));
+  }
+  out.push('');
+  out.push(
+    'Fairness: the gateway (metrics and access log on) writes its JSON access log to a file through pino\'s async buffer; ' +
+      'nginx logs every request to a file too (combined format, buffer=64k flush=250ms) and sets the same X-Forwarded-*/Via ' +
+      'headers. nginx has no route table (one `location /`); the gateway routes every request through its table. ' +
+      `fastify runs ${WORKERS} processes (node:cluster) with its default logger off. Upstream: one uWS process, a fixed JSON body.`,
+  );
+  const accessLog = join(workDir, 'gateway.log');
+  try {
+    out.push(`Gateway access log written during the run: ${(statSync(accessLog).size / 1e6).toFixed(0)} MB.`);
+  } catch {
+    // not started
+  }
+  out.push(`Total bench time: ${((Date.now() - startedAt) / 1000).toFixed(0)} s.`);
+
+  // Profiles are written when the workers exit: stop the profiled gateway first (SIGTERM to its primary).
+  if (PROFILE_DIR !== null && gatewayProcesses.has('gateway')) {
+    const primary = gatewayProcesses.get('gateway')!;
+    await stopChild(primary, 15_000, true);
+    // CPU.<date>.<time>.<pid>.<tid>.<seq>.cpuprofile; the primary's are left out.
+    const files = profileFiles([PROFILE_DIR]).filter((f) => basename(f).split('.')[3] !== String(primary.pid));
+    const fresh = files.filter((f) => statSync(f).mtimeMs >= startedAt);
+    if (fresh.length > 0) {
+      out.push('');
+      out.push(`Gateway worker CPU profile (${PROFILE_DIR}), top self time:`);
+      out.push('');
+      out.push(formatSelfTimes(fresh, 30));
+    }
+  }
+  console.log(out.join('\n'));
+}
+
+let exitCode = 0;
+const deadline = setTimeout(() => {
+  log(`deadline of ${DEADLINE_S} s passed: stopping everything`);
+  exitCode = 1;
+  void cleanup().then(() => process.exit(1));
+}, DEADLINE_S * 1000);
+deadline.unref();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    log(`${signal}: stopping everything`);
+    void cleanup().then(() => process.exit(130));
+  });
+}
+main()
+  .catch((err: unknown) => {
+    console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+    exitCode = 1;
+  })
+  .finally(async () => {
+    await cleanup();
+    clearTimeout(deadline);
+    process.exit(exitCode);
+  });
