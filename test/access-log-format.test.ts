@@ -1,0 +1,127 @@
+// The access log's hand-built lines parse to what pino wrote for the same request (same keys, same
+// order), stay ASCII whatever the path holds, and nothing buffered is lost on flush.
+import { mkdtempSync, openSync, readFileSync, rmSync, closeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import t from 'tap';
+import { createAccessLog, jsonString, type FinishedRequest } from '../src/listeners/access-log.js';
+
+const requests: FinishedRequest[] = [
+  {
+    method: 'GET',
+    path: '/users/42',
+    routeTemplate: '/users/{id}',
+    upstream: 'http://127.0.0.1:9001',
+    status: 200,
+    latencyMs: 0.9476680000007036,
+    bytesIn: 0,
+    bytesOut: 94,
+    clientAddress: '203.0.113.9',
+    disabledListeners: [],
+  },
+  {
+    method: 'POST',
+    path: '/a"b\\c/\u0001\n\t/caf\u00e9/\u{1f600}/\u007f',
+    routeTemplate: null,
+    upstream: null,
+    status: 404,
+    latencyMs: 12,
+    bytesIn: 5,
+    bytesOut: 120,
+    clientAddress: '::1',
+    disabledListeners: ['other'],
+  },
+  {
+    method: 'DELETE',
+    path: '/x',
+    routeTemplate: '/x',
+    upstream: 'http://u',
+    status: 499,
+    latencyMs: Number.NaN,
+    bytesIn: 0,
+    bytesOut: 0,
+    clientAddress: '10.0.0.1',
+    disabledListeners: [],
+  },
+];
+
+function pinoLine(workerId: number, request: FinishedRequest): Record<string, unknown> {
+  let out = '';
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      out += chunk.toString('utf8');
+      done();
+    },
+  });
+  const logger = pino({ base: { pid: process.pid, role: 'worker', workerId, log: 'access' } }, sink);
+  logger.info(
+    {
+      method: request.method,
+      path: request.path,
+      status: request.status,
+      endpoint: request.routeTemplate,
+      upstream: request.upstream,
+      latencyMs: request.latencyMs,
+      bytesIn: request.bytesIn,
+      bytesOut: request.bytesOut,
+      client: request.clientAddress,
+    },
+    'request',
+  );
+  return JSON.parse(out) as Record<string, unknown>;
+}
+
+t.test('lines parse to what pino wrote, keys in the same order, ASCII only', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'specgate-access-log-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'access.log');
+  const fd = openSync(file, 'w');
+  const log = createAccessLog({ workerId: 3, fd, flushIntervalMs: 10_000 });
+  await log.ready;
+  for (const request of requests) log.record(request);
+  log.record({ ...requests[0], path: '/quiet', disabledListeners: ['accessLog'] });
+  await log.flush();
+  closeSync(fd);
+  const text = readFileSync(file, 'latin1');
+  t.match(text, /^[\x20-\x7e\n]*$/, 'ASCII only');
+  const lines = text.trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+  t.equal(lines.length, requests.length, 'the disabled one is not logged');
+  for (let i = 0; i < requests.length; i++) {
+    const expected = pinoLine(3, requests[i]);
+    t.type(lines[i].time, 'number');
+    t.ok(Math.abs((lines[i].time as number) - (expected.time as number)) < 5000);
+    t.same(Object.keys(lines[i]), Object.keys(expected), 'key order');
+    t.same({ ...lines[i], time: 0 }, { ...expected, time: 0 });
+  }
+});
+
+t.test('many lines, written in chunks, all arrive in order', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'specgate-access-log-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'access.log');
+  const fd = openSync(file, 'w');
+  const log = createAccessLog({ workerId: 1, fd, flushIntervalMs: 5 });
+  await log.ready;
+  const N = 5000;
+  for (let i = 0; i < N; i++) {
+    log.record({ ...requests[0], path: `/users/${i}` });
+    if (i % 1000 === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  await log.flush();
+  closeSync(fd);
+  const paths = readFileSync(file, 'latin1').trimEnd().split('\n').map((line) => (JSON.parse(line) as { path: string }).path);
+  t.equal(paths.length, N);
+  t.ok(paths.every((path, i) => path === `/users/${i}`), 'in order');
+});
+
+t.test('jsonString', async (t) => {
+  const values = ['', 'plain', 'a"b', 'back\\slash', '\u0000\u001f', 'caf\u00e9', '\u{1f600}', '\ud800 lone', '\u2028\u2029'];
+  values.forEach((value, i) => {
+    // Named by index: some of these would break a TAP line.
+    const literal = jsonString(value);
+    t.match(literal, /^[\x20-\x7e]*$/, `value ${i} is written as ASCII`);
+    t.equal(JSON.parse(literal), value, `value ${i} parses back`);
+  });
+});
