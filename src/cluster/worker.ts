@@ -34,12 +34,12 @@ function send(message: WorkerToPrimary): void {
 
 function onRequestDone(info: RequestDoneInfo): void {
   if (metricsEnabled) {
-    recorder.requestFinished(
-      info.routeTemplate === null ? null : `${info.method} ${info.routeTemplate}`,
-      info.upstream,
-      info.status,
-      info.latencyMs * 1000,
-    );
+    if (info.routeTemplate === null || info.routeId < 0) {
+      recorder.requestFinished(info.routeTemplate === null ? null : `${info.method} ${info.routeTemplate}`, info.upstream, info.status, info.latencyMs * 1000);
+    } else {
+      // Keyed by route id: no "METHOD template" string built per request.
+      recorder.routeFinished(info.routeId, info.method, info.routeTemplate, info.upstream, info.status, info.latencyMs * 1000);
+    }
     unshipped = true;
   }
   accessLog?.record(info);

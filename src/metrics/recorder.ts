@@ -68,6 +68,8 @@ export class MetricsRecorder {
   private readonly overall: SeriesRecorder;
   private readonly upstreams = new Map<string, SeriesRecorder>();
   private readonly endpoints = new Map<string, SeriesRecorder>();
+  /** Per route id: the endpoint's series (and the last upstream's), so routeFinished() builds no key. */
+  private readonly routes: Array<RouteSeries | undefined> = [];
   private inFlight = 0;
 
   constructor(options: MetricsRecorderOptions = {}) {
@@ -92,6 +94,32 @@ export class MetricsRecorder {
     if (routeKey !== null) this.series(this.endpoints, routeKey).record(statusSlot, micros);
   }
 
+  /**
+   * requestFinished() for a request routed to an endpoint, without building its "METHOD template" key
+   * on every call. Route ids are only stable within one routing table, so the entry remembered for an
+   * id is used only while its method and template are the same (the template is the same string object
+   * for as long as a table serves, which makes the check a pointer comparison).
+   */
+  routeFinished(routeId: number, method: string, template: string, upstream: string | null, status: number, latencyMicros: number): void {
+    let route = this.routes[routeId];
+    if (route === undefined || route.template !== template || route.method !== method) {
+      route = { method, template, series: this.series(this.endpoints, `${method} ${template}`), upstream: null, upstreamSeries: null };
+      if (routeId >= 0 && Number.isInteger(routeId)) this.routes[routeId] = route;
+    }
+    if (this.inFlight > 0) this.inFlight--;
+    const statusSlot = status >= 100 && status < STATUS_SLOTS ? status | 0 : 0;
+    const micros = clampLatency(latencyMicros);
+    this.overall.record(statusSlot, micros);
+    if (upstream !== null) {
+      if (route.upstream !== upstream) {
+        route.upstream = upstream;
+        route.upstreamSeries = this.series(this.upstreams, upstream);
+      }
+      route.upstreamSeries!.record(statusSlot, micros);
+    }
+    route.series.record(statusSlot, micros);
+  }
+
   takeDelta(): MetricsDelta {
     return {
       version: 1,
@@ -110,6 +138,15 @@ export class MetricsRecorder {
     }
     return series;
   }
+}
+
+interface RouteSeries {
+  method: string;
+  template: string;
+  series: SeriesRecorder;
+  /** The upstream this route last went to, and its series. */
+  upstream: string | null;
+  upstreamSeries: SeriesRecorder | null;
 }
 
 function takeDeltas(map: Map<string, SeriesRecorder>): Record<string, SeriesDelta> {
