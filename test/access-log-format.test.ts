@@ -1,5 +1,6 @@
 // The access log's hand-built lines parse to what pino wrote for the same request (same keys, same
-// order), stay ASCII whatever the path holds, and nothing buffered is lost on flush.
+// order; latencyMs to the microsecond), stay ASCII whatever the path holds, and nothing buffered is
+// lost on flush.
 import { mkdtempSync, openSync, readFileSync, rmSync, closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -63,7 +64,8 @@ function pinoLine(workerId: number, request: FinishedRequest): Record<string, un
       status: request.status,
       endpoint: request.routeTemplate,
       upstream: request.upstream,
-      latencyMs: request.latencyMs,
+      // The access log keeps microseconds.
+      latencyMs: Number.isFinite(request.latencyMs) ? Math.round(request.latencyMs * 1000) / 1000 : request.latencyMs,
       bytesIn: request.bytesIn,
       bytesOut: request.bytesOut,
       client: request.clientAddress,
@@ -123,5 +125,26 @@ t.test('jsonString', async (t) => {
     const literal = jsonString(value);
     t.match(literal, /^[\x20-\x7e]*$/, `value ${i} is written as ASCII`);
     t.equal(JSON.parse(literal), value, `value ${i} parses back`);
+  });
+});
+
+t.test('latencyMs is written to the microsecond', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'specgate-access-log-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'access.log');
+  const fd = openSync(file, 'w');
+  const log = createAccessLog({ workerId: 1, fd, flushIntervalMs: 10_000 });
+  await log.ready;
+  const latencies = [0, 0.0004, 0.0005, 0.001, 0.01, 0.1, 0.9476680000007036, 1, 12, 12.05, 12.5, 1.23456, 999.9999, 86_400_000.25, 5e9 + 0.1234, 1e300, Number.NaN, Number.POSITIVE_INFINITY];
+  for (const latencyMs of latencies) log.record({ ...requests[0], latencyMs });
+  await log.flush();
+  closeSync(fd);
+  const lines = readFileSync(file, 'latin1').trimEnd().split('\n');
+  t.equal(lines.length, latencies.length);
+  latencies.forEach((latencyMs, i) => {
+    const expected = Number.isFinite(latencyMs) ? Math.round(latencyMs * 1000) / 1000 : null;
+    const text = /"latencyMs":([^,]*),/.exec(lines[i])![1];
+    t.equal(JSON.parse(lines[i]).latencyMs, expected, `latency ${i}`);
+    if (expected !== null) t.equal(text, JSON.stringify(expected), `latency ${i} is written as JSON writes it`);
   });
 });
