@@ -41,8 +41,8 @@ const FILE_CHUNK = 256 * 1024;
 const BUFFER_SIZE = 512 * 1024;
 /** Written-out buffers kept for reuse. */
 const SPARE_BUFFERS = 4;
-/** Lines recorded before they are encoded (also encoded at the end of the event-loop turn). */
-const BATCH = 128;
+/** Lines recorded before they are encoded (the flush timer encodes a partial batch). */
+const BATCH = 64;
 /** Latencies below this (about 12 days) take the integer path of LineEncoder.milliseconds. */
 const MAX_FAST_MS = 0x40000000;
 /** Bytes a line may take before its strings are measured: the constant parts and short values. */
@@ -68,17 +68,18 @@ const CLIENT_KEY = ',"client":';
 const LINE_END = ',"msg":"request"}\n';
 /** An ASCII part of a line, encoded once. */
 const fragment = (text: string): Uint8Array => Buffer.from(text, 'latin1');
+const STATUS_KEY = ',"status":';
 const NULL = fragment('null');
-const STATUS = fragment(',"status":');
 const BYTES_IN = fragment(',"bytesIn":');
 const BYTES_OUT = fragment(',"bytesOut":');
+const NO_BYTES_IN = fragment(',"bytesIn":0,"bytesOut":');
 
 /**
  * One JSON line per request, kept off the hot path. Each line is the one pino wrote here before (same
  * keys, same order: level, time, pid, role, workerId, log, the request fields, msg; latencyMs is
  * rounded to the microsecond, which performance.now() differences carry no more than). record() only
- * copies the fields into columns; lines are encoded a batch at a time (every 128 requests, and at the
- * end of the event-loop turn) straight into a byte buffer: no object walk, no strings built per line,
+ * copies the fields into columns; lines are encoded a batch at a time (every 64 requests, or by the
+ * flush timer) straight into a byte buffer: no object walk, no strings built per line, and under load
  * nothing held long enough for the GC to copy it. Every character past ASCII is written as a \u escape.
  *
  * Lines are gathered into chunks written asynchronously, one write in flight at a time: at most
@@ -186,9 +187,10 @@ export function createAccessLog({ workerId, fd = 1, flushIntervalMs = 250 }: Acc
   let head: Uint8Array = EMPTY;
   let lastMethod = '';
   let methodPart: Uint8Array = EMPTY;
+  let lastStatus = -1;
   let lastEndpoint: string | null = null;
   let lastUpstream: string | null = null;
-  let routePart: Uint8Array = fragment(`${ENDPOINT_KEY}null${UPSTREAM_KEY}null${LATENCY_KEY}`);
+  let routePart: Uint8Array = EMPTY;
   let lastClient = '';
   let clientPart: Uint8Array = EMPTY;
 
@@ -208,12 +210,16 @@ export function createAccessLog({ workerId, fd = 1, flushIntervalMs = 250 }: Acc
         lastMethod = method;
         methodPart = fragment(`${jsonString(method)}${PATH_KEY}`);
       }
+      const status = batch.status[i];
       const endpoint = batch.endpoint[i];
       const upstream = batch.upstream[i];
-      if (endpoint !== lastEndpoint || upstream !== lastUpstream) {
+      if (status !== lastStatus || endpoint !== lastEndpoint || upstream !== lastUpstream || routePart === EMPTY) {
+        lastStatus = status;
         lastEndpoint = endpoint;
         lastUpstream = upstream;
-        routePart = fragment(`${ENDPOINT_KEY}${jsonStringOrNull(endpoint)}${UPSTREAM_KEY}${jsonStringOrNull(upstream)}${LATENCY_KEY}`);
+        routePart = fragment(
+          `${STATUS_KEY}${jsonNumber(status)}${ENDPOINT_KEY}${jsonStringOrNull(endpoint)}${UPSTREAM_KEY}${jsonStringOrNull(upstream)}${LATENCY_KEY}`,
+        );
       }
       const client = batch.client[i];
       if (client !== lastClient || clientPart === EMPTY) {
@@ -230,13 +236,16 @@ export function createAccessLog({ workerId, fd = 1, flushIntervalMs = 250 }: Acc
       e.bytes(head);
       e.bytes(methodPart);
       e.string(batch.path[i]);
-      e.bytes(STATUS);
-      e.number(batch.status[i]);
       e.bytes(routePart);
       e.milliseconds(batch.latencyMs[i]);
-      e.bytes(BYTES_IN);
-      e.number(batch.bytesIn[i]);
-      e.bytes(BYTES_OUT);
+      const bytesIn = batch.bytesIn[i];
+      if (bytesIn === 0) {
+        e.bytes(NO_BYTES_IN);
+      } else {
+        e.bytes(BYTES_IN);
+        e.number(bytesIn);
+        e.bytes(BYTES_OUT);
+      }
       e.number(batch.bytesOut[i]);
       e.bytes(clientPart);
       const lineStart = e.lineStart;
@@ -291,8 +300,7 @@ export function createAccessLog({ workerId, fd = 1, flushIntervalMs = 250 }: Acc
       batch.bytesIn[i] = request.bytesIn;
       batch.bytesOut[i] = request.bytesOut;
       batch.client[i] = request.clientAddress;
-      if (i === 0) setImmediate(encodeBatch);
-      else if (i === BATCH - 1) encodeBatch();
+      if (i === BATCH - 1) encodeBatch();
     },
     flush() {
       encodeBatch();
@@ -460,6 +468,10 @@ export function jsonString(value: string): string {
     if (c < 0x20 || c === 0x22 || c === 0x5c || c > 0x7e) return escapedJsonString(value);
   }
   return '"' + value + '"';
+}
+
+function jsonNumber(value: number): string {
+  return Number.isFinite(value) ? '' + value : 'null';
 }
 
 function jsonStringOrNull(value: string | null): string {
