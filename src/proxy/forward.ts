@@ -19,7 +19,7 @@ import { classifyForwardError } from './forward-errors.js';
 import {
   classifyResponseHeader,
   connectionNamedHeaders,
-  findContentLength,
+  parseDigits,
   isPlainConnectionValue,
   ResponseHeader,
 } from './headers.js';
@@ -48,6 +48,8 @@ const enum BodyMode {
 /** A HEAD served by GET drains an upstream body up to this size (keeping the connection); larger ones are aborted. */
 const HEAD_DRAIN_LIMIT = 64 * 1024;
 const EMPTY = new Uint8Array(0);
+/** Upstream headers tracked by bit masks in one 32-bit integer (more fall back to classifying again). */
+const HEADER_BITS = 31;
 
 class ExchangeAbort extends Error {
   readonly code = 'SPECGATE_EXCHANGE_ABORTED';
@@ -90,6 +92,12 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
   private mode = BodyMode.Chunked;
   private totalSize = 0;
   private responseContentLength = -1;
+  /**
+   * From scanUpstreamHeaders for writeHead, so each header is classified once: bit k set when the k-th
+   * upstream header passes through / is a Content-Length. -1 when there are more headers than bits.
+   */
+  private passHeaders = 0;
+  private lengthHeaders = 0;
   private upstreamVia: Buffer | null = null;
   private upstreamConnection: string | null = null;
 
@@ -273,14 +281,28 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     this.headWritten = true;
     res.writeStatus(statusLine(this.status));
     const named = this.upstreamConnection === null ? null : connectionNamedHeaders(this.upstreamConnection);
-    for (let i = 0; i < raw.length; i += 2) {
-      const name = raw[i];
-      const kind = classifyResponseHeader(name);
-      if (kind === ResponseHeader.Pass) {
-        if (named === null || !named.includes(name.toString('latin1').toLowerCase())) res.writeHeader(name, raw[i + 1]);
-      } else if (kind === ResponseHeader.ContentLength && this.mode === BodyMode.None && this.status !== 204) {
-        // uWS frames Sized/Chunked bodies itself; headers-only answers carry the upstream's length.
-        res.writeHeader(name, raw[i + 1]);
+    // uWS frames Sized/Chunked bodies itself; headers-only answers carry the upstream's length.
+    const withLength = this.mode === BodyMode.None && this.status !== 204;
+    const pass = this.passHeaders;
+    if (pass >= 0) {
+      const length = withLength ? this.lengthHeaders : 0;
+      for (let i = 0, k = 0; i < raw.length; i += 2, k++) {
+        const bit = 1 << k;
+        if ((pass & bit) !== 0) {
+          if (named === null || !named.includes(raw[i].toString('latin1').toLowerCase())) res.writeHeader(raw[i], raw[i + 1]);
+        } else if ((length & bit) !== 0) {
+          res.writeHeader(raw[i], raw[i + 1]);
+        }
+      }
+    } else {
+      for (let i = 0; i < raw.length; i += 2) {
+        const name = raw[i];
+        const kind = classifyResponseHeader(name);
+        if (kind === ResponseHeader.Pass) {
+          if (named === null || !named.includes(name.toString('latin1').toLowerCase())) res.writeHeader(name, raw[i + 1]);
+        } else if (kind === ResponseHeader.ContentLength && withLength) {
+          res.writeHeader(name, raw[i + 1]);
+        }
       }
     }
     res.writeHeader('via', this.upstreamVia === null ? this.host.via : `${this.upstreamVia.toString('latin1')}, ${this.host.via}`);
@@ -302,7 +324,9 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     const res = this.res;
     if (this.pendingHead !== null) this.writeHead();
     if (this.mode === BodyMode.Sized) {
-      const offset = res.getWriteOffset();
+      // uWS's write offset before this chunk: every earlier chunk was taken whole (a partly taken one
+      // pauses the upstream until onWritable has written the rest), so it is the body sent before it.
+      const offset = this.bytesOut - chunk.length;
       const [ok, done] = res.tryEnd(chunk, this.totalSize);
       if (done) {
         this.onClientResponseEnded();
@@ -377,15 +401,34 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
 
   // ---- helpers -------------------------------------------------------------------------------
 
+  /** One pass over the upstream's headers: framing, Via, Connection, and what writeHead will pass on. */
   private scanUpstreamHeaders(raw: Buffer[]): void {
-    this.responseContentLength = findContentLength(raw);
-    for (let i = 0; i < raw.length; i += 2) {
+    let contentLength = -1;
+    let sawLength = false;
+    let pass = 0;
+    let lengths = 0;
+    for (let i = 0, k = 0; i < raw.length; i += 2, k++) {
       const kind = classifyResponseHeader(raw[i]);
-      if (kind === ResponseHeader.Via) this.upstreamVia = raw[i + 1];
-      else if (kind === ResponseHeader.Connection && !isPlainConnectionValue(raw[i + 1])) {
+      const bit = k < HEADER_BITS ? 1 << k : 0;
+      if (kind === ResponseHeader.Pass) {
+        pass |= bit;
+      } else if (kind === ResponseHeader.ContentLength) {
+        lengths |= bit;
+        // The first one counts (what undici framed the body by).
+        if (!sawLength) {
+          sawLength = true;
+          contentLength = parseDigits(raw[i + 1]);
+        }
+      } else if (kind === ResponseHeader.Via) {
+        this.upstreamVia = raw[i + 1];
+      } else if (kind === ResponseHeader.Connection && !isPlainConnectionValue(raw[i + 1])) {
         this.upstreamConnection = raw[i + 1].toString('latin1');
       }
     }
+    this.responseContentLength = contentLength;
+    const fits = raw.length >> 1 <= HEADER_BITS;
+    this.passHeaders = fits ? pass : -1;
+    this.lengthHeaders = fits ? lengths : 0;
   }
 
   private onClientResponseEnded(): void {

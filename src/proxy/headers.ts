@@ -58,15 +58,8 @@ export function isPlainConnectionValue(value: Buffer): boolean {
   return equalsLower(value, 'keep-alive') || equalsLower(value, 'close');
 }
 
-/** The numeric Content-Length among raw undici headers; -1 when absent or not a number. */
-export function findContentLength(raw: readonly Buffer[]): number {
-  for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i].length === 14 && equalsLower(raw[i], 'content-length')) return parseDigits(raw[i + 1]);
-  }
-  return -1;
-}
-
-function parseDigits(value: Buffer): number {
+/** Digits only (a Content-Length value); -1 otherwise. */
+export function parseDigits(value: Buffer): number {
   if (value.length === 0 || value.length > 15) return -1;
   let n = 0;
   for (let i = 0; i < value.length; i++) {
