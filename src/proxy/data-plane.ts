@@ -40,6 +40,8 @@ export type {
 
 const NO_LISTENERS: readonly string[] = Object.freeze([]);
 const DEFAULT_WEIGHT = 1;
+/** performance.timeOrigin is a getter; it never changes. */
+const TIME_ORIGIN = performance.timeOrigin;
 
 export async function startDataPlane(options: DataPlaneOptions): Promise<DataPlane> {
   const server = new DataPlaneServer(options);
@@ -405,7 +407,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
   private emitDone(startedAt: number, peer: string, forwardedFor: string | undefined): void {
     const info = this.info;
     const now = performance.now();
-    info.startedAt = performance.timeOrigin + startedAt;
+    info.startedAt = TIME_ORIGIN + startedAt;
     info.latencyMs = now - startedAt;
     info.clientAddress = clientAddress(peer, forwardedFor, this.config.trustProxies);
     try {
