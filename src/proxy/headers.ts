@@ -49,9 +49,15 @@ export function classifyResponseHeader(name: Buffer): ResponseHeader {
   }
 }
 
+/** Proxy-* (Proxy-Connection, Proxy-Authenticate, ...), compared in place: no subarray per header. */
 function proxyPrefixed(name: Buffer): ResponseHeader {
-  return name.length > 6 && equalsLower(name.subarray(0, 6), 'proxy-') ? ResponseHeader.Drop : ResponseHeader.Pass;
+  if (name.length <= 6) return ResponseHeader.Pass;
+  for (let i = 0; i < 6; i++) {
+    if ((name[i] | 0x20) !== PROXY_PREFIX.charCodeAt(i)) return ResponseHeader.Pass;
+  }
+  return ResponseHeader.Drop;
 }
+const PROXY_PREFIX = 'proxy-';
 
 /** A Connection value of just "keep-alive" or "close" (any case), which names no other header. */
 export function isPlainConnectionValue(value: Buffer): boolean {
