@@ -86,6 +86,8 @@ export class RequestHead {
 
 let current: RequestHead;
 
+const PLAIN_CONNECTION = new Set(['keep-alive', 'close']);
+
 function combine(previous: string | undefined, value: string): string {
   return previous === undefined ? value : `${previous}, ${value}`;
 }
@@ -167,6 +169,8 @@ export function parseContentLength(value: string): number {
 
 /** Removes the headers the Connection header names (rare: only tokens other than close/keep-alive count). */
 function dropConnectionNamed(forward: string[], connection: string): void {
+  // The usual values name no header: no split per request.
+  if (connection.length <= 10 && PLAIN_CONNECTION.has(connection.toLowerCase())) return;
   let named: string[] | null = null;
   for (const token of connection.split(',')) {
     const name = token.trim().toLowerCase();
