@@ -4,8 +4,8 @@
 // the end (also on error, SIGINT/SIGTERM and the overall deadline). Contenders run one after another,
 // never concurrently; rounds are interleaved and the medians reported.
 //
-// Environment (all optional): BENCH_DURATION_S (10), BENCH_WARMUP_S (3 in the first round, 1 after),
-// BENCH_CONNECTIONS (50), BENCH_ROUNDS (2), BENCH_ONLY (comma-separated contender ids),
+// Environment (all optional): BENCH_DURATION_S (8), BENCH_WARMUP_S (3 in the first round, 1 after),
+// BENCH_CONNECTIONS (50), BENCH_ROUNDS (3; the half-rate runs take at most 2), BENCH_ONLY (comma-separated contender ids),
 // BENCH_TOOLS (autocannon,wrk), BENCH_PROFILE_DIR (the gateway's primary and workers run with --cpu-prof there;
 // the top self-time functions of its workers are printed at the end), BENCH_GATEWAY_NODE_FLAGS (more
 // node flags for that gateway, e.g. --perf-basic-prof for `perf record`), BENCH_DEADLINE_S (420).
@@ -21,11 +21,13 @@ import { formatSelfTimes, profileFiles } from './proxy-profile.js';
 import { loadCorpus, realisticRouteSet } from './route-set.js';
 
 const env = process.env;
-const DURATION_S = Number(env.BENCH_DURATION_S ?? 10);
+const DURATION_S = Number(env.BENCH_DURATION_S ?? 8);
 const FIRST_WARMUP_S = Number(env.BENCH_WARMUP_S ?? 3);
 const LATER_WARMUP_S = Math.min(1, FIRST_WARMUP_S);
 const CONNECTIONS = Number(env.BENCH_CONNECTIONS ?? 50);
-const ROUNDS = Number(env.BENCH_ROUNDS ?? 2);
+const ROUNDS = Number(env.BENCH_ROUNDS ?? 3);
+/** The paced half-rate runs (gateway and direct, alternating). */
+const PACED_ROUNDS = Math.min(ROUNDS, 2);
 const DEADLINE_S = Number(env.BENCH_DEADLINE_S ?? 420);
 const WORKERS = 2;
 const ROUTE_COUNT = 350;
@@ -511,7 +513,7 @@ async function main(): Promise<void> {
   const halfRate = Math.round(peak / 2);
   const paced = new Map<string, LoadResult[]>();
   if (peak > 0 && byId('direct').origin !== null && !byId('direct').skipped) {
-    for (let round = 0; round < ROUNDS; round++) {
+    for (let round = 0; round < PACED_ROUNDS; round++) {
       for (const id of round % 2 === 0 ? ['gateway', 'direct'] : ['direct', 'gateway']) {
         const contender = byId(id);
         const r = await runLoadChild({
@@ -601,7 +603,7 @@ async function main(): Promise<void> {
   }
   out.push('');
   out.push(
-    'Fairness: the gateway (metrics and access log on) writes its JSON access log to a file through pino\'s async buffer; ' +
+    'Fairness: the gateway (metrics and access log on) writes its JSON access log to a file (buffered, 256 KiB async writes); ' +
       'nginx logs every request to a file too (combined format, buffer=64k flush=250ms) and sets the same X-Forwarded-*/Via ' +
       'headers. nginx has no route table (one `location /`); the gateway routes every request through its table. ' +
       `fastify runs ${WORKERS} processes (node:cluster) with its default logger off. Upstream: one uWS process, a fixed JSON body.`,
@@ -646,7 +648,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 main()
   .catch((err: unknown) => {
-    console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+    // A run cut short by SIGINT or the deadline fails its load child: that is not news.
+    if (cleaning === null) console.error(err instanceof Error ? (err.stack ?? err.message) : err);
     exitCode = 1;
   })
   .finally(async () => {
