@@ -82,9 +82,9 @@ function statusCounts(samples: readonly Sample[]): Record<string, number> {
 
 
 /** Two workers record, ship several deltas, the primary merges. */
-function twoWorkers(samplesA: Sample[], samplesB: Sample[], opts: { wasmB?: boolean } = {}) {
+function twoWorkers(samplesA: Sample[], samplesB: Sample[], opts: { wasmB?: boolean; now?: () => number } = {}) {
   const workers = [new MetricsRecorder(), new MetricsRecorder({ useWebAssembly: opts.wasmB ?? true })];
-  const aggregator = new MetricsAggregator();
+  const aggregator = new MetricsAggregator(opts.now);
   aggregator.setWorkerCount(2);
   [samplesA, samplesB].forEach((samples, w) => {
     samples.forEach((s, i) => {
@@ -334,7 +334,8 @@ function checkSummary(t: Test, families: Map<string, PromFamily>, family: string
 }
 
 t.test('Prometheus exposition parses strictly and agrees with the JSON report', async (t) => {
-  const { aggregator, workers } = twoWorkers(makeSamples(5, 3000), makeSamples(6, 2000));
+  // A frozen clock: the report and the exposition are two readings, and a real clock can tick between them.
+  const { aggregator, workers } = twoWorkers(makeSamples(5, 3000), makeSamples(6, 2000), { now: () => 1_000_000 });
   workers[0].requestStarted();
   aggregator.addDelta(1, workers[0].takeDelta());
   aggregator.setExtra('breakers', [
