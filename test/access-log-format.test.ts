@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createAccessLog, jsonString, type FinishedRequest } from '../src/listeners/access-log.js';
 
 const requests: FinishedRequest[] = [
@@ -75,11 +75,16 @@ function pinoLine(workerId: number, request: FinishedRequest): Record<string, un
   return JSON.parse(out) as Record<string, unknown>;
 }
 
-t.test('lines parse to what pino wrote, keys in the same order, ASCII only', async (t) => {
+/** An empty access.log in a fresh directory that is removed after the test. */
+function tempLogFile(t: Test): { file: string; fd: number } {
   const dir = mkdtempSync(join(tmpdir(), 'specgate-access-log-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'access.log');
-  const fd = openSync(file, 'w');
+  return { file, fd: openSync(file, 'w') };
+}
+
+t.test('lines parse to what pino wrote, keys in the same order, ASCII only', async (t) => {
+  const { file, fd } = tempLogFile(t);
   const log = createAccessLog({ workerId: 3, fd, flushIntervalMs: 10_000 });
   await log.ready;
   for (const request of requests) log.record(request);
@@ -100,10 +105,7 @@ t.test('lines parse to what pino wrote, keys in the same order, ASCII only', asy
 });
 
 t.test('many lines, written in chunks, all arrive in order', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'specgate-access-log-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const file = join(dir, 'access.log');
-  const fd = openSync(file, 'w');
+  const { file, fd } = tempLogFile(t);
   const log = createAccessLog({ workerId: 1, fd, flushIntervalMs: 5 });
   await log.ready;
   const N = 5000;
@@ -129,10 +131,7 @@ t.test('jsonString', async (t) => {
 });
 
 t.test('latencyMs is written to the microsecond', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'specgate-access-log-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const file = join(dir, 'access.log');
-  const fd = openSync(file, 'w');
+  const { file, fd } = tempLogFile(t);
   const log = createAccessLog({ workerId: 1, fd, flushIntervalMs: 10_000 });
   await log.ready;
   const latencies = [0, 0.0004, 0.0005, 0.001, 0.01, 0.1, 0.9476680000007036, 1, 12, 12.05, 12.5, 1.23456, 999.9999, 86_400_000.25, 5e9 + 0.1234, 1e300, Number.NaN, Number.POSITIVE_INFINITY];
