@@ -140,6 +140,31 @@ t.test('hop-by-hop response headers are dropped, Via appended to the upstream on
   t.equal(response.headers.date?.length, 1, 'one Date (the gateway writes its own)');
 });
 
+t.test('an answer with more headers than the per-exchange bit masks hold: the later ones are filtered the same way', async (t) => {
+  a.setHandler((req, res, recorded) => {
+    afterBody(req, recorded, () => {
+      const head: string[] = [];
+      for (let i = 0; i < 40; i++) head.push(`X-Many-${i}`, String(i));
+      // Past the 31st header: hop-by-hop ones and one end-to-end one.
+      head.push('Connection', 'keep-alive, X-Late-Hop', 'Keep-Alive', 'timeout=5', 'X-Late-Hop', 'secret');
+      head.push('Proxy-Authenticate', 'Basic', 'X-Late-End', 'yes', 'Content-Length', '2');
+      res.writeHead(200, head);
+      res.end('ok');
+    });
+  });
+  t.teardown(() => a.setHandler(echoHandler));
+  const res = await rawRequest(plane.port, 'GET /users/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
+  const response = res.responses[0];
+  t.equal(response.status, 200);
+  t.equal(response.body.toString(), 'ok');
+  for (let i = 0; i < 40; i++) t.same(response.headers[`x-many-${i}`], [String(i)], `x-many-${i}`);
+  t.same(response.headers['x-late-end'], ['yes']);
+  t.notOk(response.headers['x-late-hop'], 'header named by the upstream Connection dropped');
+  t.notOk(response.headers['keep-alive']);
+  t.notOk(response.headers['proxy-authenticate']);
+  t.same(response.headers['content-length'], ['2'], "one Content-Length: uWS's, the upstream's is not repeated");
+});
+
 t.test('request bodies arrive intact: Content-Length and chunked', async (t) => {
   const res = await request(`${base}/users`, { method: 'POST', body: 'x'.repeat(100_000), dispatcher: agent });
   t.equal(res.statusCode, 200);

@@ -48,7 +48,7 @@ const enum BodyMode {
 /** A HEAD served by GET drains an upstream body up to this size (keeping the connection); larger ones are aborted. */
 const HEAD_DRAIN_LIMIT = 64 * 1024;
 const EMPTY = new Uint8Array(0);
-/** Upstream headers tracked by bit masks in one 32-bit integer (more fall back to classifying again). */
+/** The first upstream headers are tracked by bit masks in one 32-bit integer; later ones are classified again. */
 const HEADER_BITS = 31;
 
 class ExchangeAbort extends Error {
@@ -94,7 +94,7 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
   private responseContentLength = -1;
   /**
    * From scanUpstreamHeaders for writeHead, so each header is classified once: bit k set when the k-th
-   * upstream header passes through / is a Content-Length. -1 when there are more headers than bits.
+   * upstream header passes through / is a Content-Length (k < HEADER_BITS).
    */
   private passHeaders = 0;
   private lengthHeaders = 0;
@@ -284,25 +284,23 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     // uWS frames Sized/Chunked bodies itself; headers-only answers carry the upstream's length.
     const withLength = this.mode === BodyMode.None && this.status !== 204;
     const pass = this.passHeaders;
-    if (pass >= 0) {
-      const length = withLength ? this.lengthHeaders : 0;
-      for (let i = 0, k = 0; i < raw.length; i += 2, k++) {
+    const lengths = withLength ? this.lengthHeaders : 0;
+    for (let i = 0, k = 0; i < raw.length; i += 2, k++) {
+      let passes: boolean;
+      let isLength: boolean;
+      if (k < HEADER_BITS) {
         const bit = 1 << k;
-        if ((pass & bit) !== 0) {
-          if (named === null || !named.includes(raw[i].toString('latin1').toLowerCase())) res.writeHeader(raw[i], raw[i + 1]);
-        } else if ((length & bit) !== 0) {
-          res.writeHeader(raw[i], raw[i + 1]);
-        }
+        passes = (pass & bit) !== 0;
+        isLength = (lengths & bit) !== 0;
+      } else {
+        const kind = classifyResponseHeader(raw[i]);
+        passes = kind === ResponseHeader.Pass;
+        isLength = withLength && kind === ResponseHeader.ContentLength;
       }
-    } else {
-      for (let i = 0; i < raw.length; i += 2) {
-        const name = raw[i];
-        const kind = classifyResponseHeader(name);
-        if (kind === ResponseHeader.Pass) {
-          if (named === null || !named.includes(name.toString('latin1').toLowerCase())) res.writeHeader(name, raw[i + 1]);
-        } else if (kind === ResponseHeader.ContentLength && withLength) {
-          res.writeHeader(name, raw[i + 1]);
-        }
+      if (passes) {
+        if (named === null || !named.includes(raw[i].toString('latin1').toLowerCase())) res.writeHeader(raw[i], raw[i + 1]);
+      } else if (isLength) {
+        res.writeHeader(raw[i], raw[i + 1]);
       }
     }
     res.writeHeader('via', this.upstreamVia === null ? this.host.via : `${this.upstreamVia.toString('latin1')}, ${this.host.via}`);
