@@ -1,5 +1,5 @@
 import { formatAllow } from './methods.js';
-import { TargetNegotiation } from './negotiate.js';
+import { NegotiationCacheBudget, TargetNegotiation } from './negotiate.js';
 import { compareSpecificity } from './specificity.js';
 import { compileSegmentRegex, type SegmentRegex } from './segment-regex.js';
 import { parseTemplate, TemplateSyntaxError, type ParsedTemplate } from './template.js';
@@ -122,7 +122,8 @@ export class RoutingTable {
     const ordered = [...groups.values()].sort(
       (a, b) => compareSpecificity(a.template, b.template) || (a.method < b.method ? -1 : a.method > b.method ? 1 : 0),
     );
-    const routes = ordered.map((g, id): CompiledRoute => newRoute(id, g.method, g.template.raw, g.template.canonical, g.template.paramNames, g.targets));
+    const budget = new NegotiationCacheBudget();
+    const routes = ordered.map((g, id): CompiledRoute => newRoute(id, g.method, g.template.raw, g.template.canonical, g.template.paramNames, g.targets, budget));
 
     // Specificity index: equal for equivalent templates, whatever their method.
     const builders = new Map<string, TrieBuilder>();
@@ -141,8 +142,9 @@ export class RoutingTable {
 
   static fromTransferable(data: TransferableTable): RoutingTable {
     if (data?.version !== 1) throw new Error(`unsupported routing table version ${String(data?.version)}`);
+    const budget = new NegotiationCacheBudget();
     const routes = data.routes.map(([method, template, canonical, paramNames, targets], id) =>
-      newRoute(id, method, template, canonical, paramNames, targets.map(fromTransferableTarget)),
+      newRoute(id, method, template, canonical, paramNames, targets.map(fromTransferableTarget), budget),
     );
     const regexes = new Map<string, SegmentRegex>();
     const tries = new Map<string, Trie>();
@@ -297,8 +299,16 @@ export class RoutingTable {
   }
 }
 
-function newRoute(id: number, method: string, template: string, canonical: string, paramNames: readonly string[], targets: readonly RouteTarget[]): CompiledRoute {
-  return { id, method, template, canonical, paramNames, targets, negotiation: new TargetNegotiation(targets) };
+function newRoute(
+  id: number,
+  method: string,
+  template: string,
+  canonical: string,
+  paramNames: readonly string[],
+  targets: readonly RouteTarget[],
+  budget: NegotiationCacheBudget,
+): CompiledRoute {
+  return { id, method, template, canonical, paramNames, targets, negotiation: new TargetNegotiation(targets, budget) };
 }
 
 function toTarget(entry: RouteEntry): RouteTarget {
