@@ -12,7 +12,7 @@ const endpoints = [
 
 t.test('one line per request with the contract fields', async (t) => {
   const gateway = await startGateway(t, {
-    config: testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints }], { trustProxies: 1 }),
+    config: testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints }], { trustedProxies: ['127.0.0.1'] }),
     waitFor: (line) => line.msg === 'gateway operational',
   });
   await httpRequest(gateway.port, '/logged/7?x=1', { headers: { 'x-forwarded-for': '198.51.100.1, 203.0.113.9' } });

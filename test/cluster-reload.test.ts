@@ -91,7 +91,7 @@ t.test('settings read at worker start are applied by replacing the workers, one 
   const reloadsBefore = gateway.lines.filter((l) => l.msg === 'config reloaded').length;
   const traffic = trafficLoop();
   await new Promise((resolve) => setTimeout(resolve, 200));
-  gateway.writeConfig({ ...after, trustProxies: 1 });
+  gateway.writeConfig({ ...after, trustedProxies: ['127.0.0.1'] });
   gateway.signal('SIGHUP');
   await gateway.waitForLog(
     () => gateway.lines.filter((l) => l.msg === 'config reloaded').length > reloadsBefore,
@@ -124,7 +124,7 @@ t.test('settings read at worker start are applied by replacing the workers, one 
     50,
     'access lines with the forwarded client',
   );
-  t.ok(lines.every((l) => current.includes(Number(l.pid))), 'served by the new workers, with trustProxies: 1');
+  t.ok(lines.every((l) => current.includes(Number(l.pid))), 'served by the new workers, with trustedProxies set');
   const health = await httpRequest(gateway.port, '/health2');
   t.equal(health.status, 200);
 });

@@ -42,10 +42,10 @@ function loadWithOverrides(options: PrimaryOptions): GatewayConfig {
 }
 
 /** Settings a running gateway cannot change: the listening socket and the number of workers. */
-const RESTART_ONLY = ['port', 'host', 'workers'] as const;
+const RESTART_ONLY = ['port', 'host', 'workers', 'admin'] as const;
 
 /** Settings a worker reads once, when it starts: a reload that changes them replaces the workers. */
-const WORKER_START = ['name', 'trustProxies', 'timeouts', 'limits', 'circuitBreaker', 'upstreamWeighting', 'accessLog'] as const;
+const WORKER_START = ['name', 'trustedProxies', 'encodedSlashes', 'timeouts', 'limits', 'circuitBreaker', 'upstreamWeighting', 'accessLog'] as const;
 
 function changed<K extends keyof GatewayConfig>(keys: readonly K[], before: GatewayConfig, after: GatewayConfig): K[] {
   return keys.filter((key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]));

@@ -150,10 +150,37 @@ export const configSchema = {
       default: 'info',
       description: 'Log level (env GATEWAY_LOG_LEVEL).',
     },
-    trustProxies: nonNegativeInteger(
-      'How many trailing X-Forwarded-For hops are trusted when the gateway reports a client address.',
-      0,
-    ),
+    trustedProxies: {
+      type: 'array',
+      items: { type: 'string', minLength: 1 },
+      default: [],
+      description:
+        'Peers that may speak for a client: addresses and CIDR ranges, e.g. ["10.0.0.0/8", "::1"] (like nginx\'s ' +
+        'set_real_ip_from). From other peers the client\'s own X-Forwarded-*, Forwarded and X-Real-IP headers are ' +
+        'dropped; from these they are kept and extended, and the client address (logs, metrics, rate limits) is ' +
+        'the rightmost X-Forwarded-For hop that is not a trusted proxy.',
+    },
+    encodedSlashes: {
+      type: 'string',
+      enum: ['reject', 'keep'],
+      default: 'reject',
+      description:
+        '"reject": a path holding %2F or %5C (an encoded slash or backslash) is a 400, since an upstream may decode it into ' +
+        'other segments than the gateway routed; "keep": routed as one segment and forwarded encoded.',
+    },
+    admin: {
+      type: 'object',
+      description:
+        'A second listener for operators that serves the health report, /metrics and /spec (at `paths`). When set, ' +
+        'the public port answers /metrics and /spec with 404 (the health check stays public, for load balancers). ' +
+        'Absent: everything is on the public port.',
+      additionalProperties: false,
+      required: ['port'],
+      properties: {
+        host: { type: 'string', minLength: 1, default: '127.0.0.1', description: 'Listening address of the admin listener.' },
+        port: { type: 'integer', minimum: 0, maximum: 65535, description: 'Its port; 0 picks a free one (logged at start).' },
+      },
+    },
     paths: {
       type: 'object',
       description: 'Paths of the built-in endpoints; they win over any upstream endpoint with the same path. Must be pairwise distinct.',

@@ -1,10 +1,26 @@
 import type { GatewayConfig } from './types.js';
 import { normalizeServiceLocation } from './service-location.js';
 import type { ConfigProblem } from './problem.js';
+import { rangeProblem } from '../http/trusted-proxies.js';
 
 /** Rules beyond the schema; `config` has passed the schema and holds its defaults. */
 export function checkConfigRules(config: GatewayConfig, explicitPathKeys: ReadonlySet<string>): ConfigProblem[] {
-  return [...checkUpstreams(config), ...checkBuiltinPaths(config, explicitPathKeys)];
+  return [...checkUpstreams(config), ...checkBuiltinPaths(config, explicitPathKeys), ...checkTrustedProxies(config), ...checkAdmin(config)];
+}
+
+function checkTrustedProxies(config: GatewayConfig): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  config.trustedProxies.forEach((entry, index) => {
+    const reason = rangeProblem(entry);
+    if (reason !== null) problems.push({ pointer: `/trustedProxies/${index}`, reason: `${reason} (an address or a CIDR range like "10.0.0.0/8")` });
+  });
+  return problems;
+}
+
+function checkAdmin(config: GatewayConfig): ConfigProblem[] {
+  const admin = config.admin;
+  if (admin === undefined || admin.port === 0 || admin.port !== config.port) return [];
+  return [{ pointer: '/admin/port', reason: `${admin.port} is also the public port; the admin listener needs a port of its own` }];
 }
 
 function checkUpstreams(config: GatewayConfig): ConfigProblem[] {

@@ -10,8 +10,12 @@ export interface GatewayConfig {
   name: string;
   /** pino level (env GATEWAY_LOG_LEVEL). */
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
-  /** How many trailing X-Forwarded-For hops are trusted when reporting a client address. */
-  trustProxies: number;
+  /** Addresses and CIDR ranges of proxies that may speak for a client (contract 7). */
+  trustedProxies: string[];
+  /** What a path holding %2F or %5C gets: 400, or routed as one segment. */
+  encodedSlashes: 'reject' | 'keep';
+  /** The operators' listener for health, metrics and spec; absent: all on the public port. */
+  admin?: { host: string; port: number };
   paths: { healthcheck: string; metrics: string; spec: string };
   upstreams: UpstreamConfig[];
   upstreamWeighting: { stepCount: number; stepDurationMs: number };

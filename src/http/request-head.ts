@@ -26,12 +26,17 @@ export class RequestHead {
   contentLength = -1;
   /** Conflicting Content-Length headers, a non-numeric one, or Content-Length with Transfer-Encoding. */
   badFraming = false;
+  /** Why the head is ambiguous and must be answered 400 (two Hosts, ...); '' when it is not. */
+  conflict = '';
   transferEncoding: string | undefined = undefined;
   connection: string | undefined = undefined;
   xForwardedFor: string | undefined = undefined;
   xForwardedProto: string | undefined = undefined;
   xForwardedHost: string | undefined = undefined;
   via: string | undefined = undefined;
+  /** Forwarded (RFC 7239) and X-Real-IP: kept only from a trusted proxy (contract 7). */
+  forwarded: string | undefined = undefined;
+  xRealIp: string | undefined = undefined;
   /** End-to-end headers to forward, flat [name, value, ...]; a fresh array per request (undici may queue it). */
   forward: string[] = [];
   readonly view: HeaderView = {
@@ -53,12 +58,15 @@ export class RequestHead {
     this.headerBytes = 0;
     this.contentLength = -1;
     this.badFraming = false;
+    this.conflict = '';
     this.transferEncoding = undefined;
     this.connection = undefined;
     this.xForwardedFor = undefined;
     this.xForwardedProto = undefined;
     this.xForwardedHost = undefined;
     this.via = undefined;
+    this.forwarded = undefined;
+    this.xRealIp = undefined;
     this.forward = [];
     const view = this.view;
     view.accept = undefined;
@@ -78,9 +86,27 @@ export class RequestHead {
     this.query = req.getQuery() ?? '';
     current = this;
     req.forEach(collectHeader);
+    if (this.url.charCodeAt(0) !== 0x2f) this.readAbsoluteForm();
     if (this.contentLength >= 0 && this.transferEncoding !== undefined) this.badFraming = true;
     if (this.connection !== undefined) dropConnectionNamed(this.forward, this.connection);
     return this;
+  }
+
+  /**
+   * "GET http://host/path HTTP/1.1" (RFC 9112 3.2.2): routed by its path; a Host header that names
+   * another authority is a 400, since the two could be read differently along the way (contract 7).
+   * Anything else that does not start with "/" is left for path normalization to refuse.
+   */
+  private readAbsoluteForm(): void {
+    const match = /^https?:\/\/([^/?#]*)/i.exec(this.url);
+    if (match === null) return;
+    const authority = match[1].toLowerCase();
+    const host = this.view.host;
+    if (host !== undefined && host.toLowerCase() !== authority) {
+      this.conflict ||= 'the Host header names another authority than the request target';
+    }
+    this.view.host ??= authority;
+    this.url = this.url.slice(match[0].length) || '/';
   }
 }
 
@@ -113,7 +139,8 @@ function collectHeader(name: string, value: string): void {
       head.connection = combine(head.connection, value);
       return;
     case 'host':
-      // undici sends the upstream's own Host; the client's goes out as X-Forwarded-Host.
+      // The upstream gets its own Host; the client's goes out as X-Forwarded-Host.
+      if (head.view.host !== undefined) head.conflict ||= 'the request has more than one Host header';
       head.view.host = value;
       return;
     case 'x-forwarded-for':
@@ -128,6 +155,12 @@ function collectHeader(name: string, value: string): void {
     case 'via':
       head.via = combine(head.via, value);
       return;
+    case 'forwarded':
+      head.forwarded = combine(head.forwarded, value);
+      return;
+    case 'x-real-ip':
+      head.xRealIp ??= value;
+      return;
     case 'keep-alive':
     case 'te':
     case 'trailer':
@@ -138,9 +171,13 @@ function collectHeader(name: string, value: string): void {
     case 'accept':
       head.view.accept = combine(head.view.accept, value);
       break;
-    case 'content-type':
-      head.view['content-type'] ??= value;
+    case 'content-type': {
+      const previous = head.view['content-type'];
+      if (previous === undefined) head.view['content-type'] = value;
+      else if (previous !== value) head.conflict ||= 'the request has Content-Type headers with different values';
+      else return; // the same value twice goes upstream once
       break;
+    }
     case 'accept-encoding':
     case 'if-none-match':
     case 'authorization':

@@ -10,3 +10,13 @@ export function isVisibleAscii(text: string): boolean {
   }
   return true;
 }
+
+/** %2F or %5C, any case: an encoded "/" or "\\" that an upstream may decode into a segment boundary. */
+export function hasEncodedSlash(path: string): boolean {
+  for (let i = path.indexOf('%'); i !== -1; i = path.indexOf('%', i + 1)) {
+    const hi = path.charCodeAt(i + 1);
+    const lo = path.charCodeAt(i + 2) | 0x20;
+    if ((hi === 0x32 && lo === 0x66) || (hi === 0x35 && lo === 0x63)) return true;
+  }
+  return false;
+}

@@ -43,7 +43,7 @@ export interface RequestDoneInfo {
   bytesIn: number;
   /** Response body bytes sent (not counting the head). */
   bytesOut: number;
-  /** Per trustProxies and X-Forwarded-For. */
+  /** The peer, or per trustedProxies the client a trusted proxy forwarded for (src/http/trusted-proxies.ts). */
   clientAddress: string;
   /** The endpoint's x-disabled-listeners; empty when no endpoint was selected. */
   disabledListeners: readonly string[];
@@ -55,7 +55,7 @@ export interface UpstreamWeight {
 }
 
 export interface DataPlaneOptions {
-  /** host, port, name, trustProxies, timeouts, limits, circuitBreaker, upstreamWeighting and upstreams are read. */
+  /** host, port, name, trustedProxies, encodedSlashes, timeouts, limits, circuitBreaker, upstreamWeighting and upstreams are read. */
   config: GatewayConfig;
   builtins?: BuiltinsHook | null;
   onRequestDone?: ((info: RequestDoneInfo) => void) | null;

@@ -10,7 +10,8 @@ import { normalizePath } from '../http/normalize-path.js';
 import { writeProblem } from '../http/problem.js';
 import { remoteAddressText } from '../http/remote-address.js';
 import { RequestHead } from '../http/request-head.js';
-import { isVisibleAscii } from '../http/request-target.js';
+import { hasEncodedSlash, isVisibleAscii } from '../http/request-target.js';
+import { TrustedProxies } from '../http/trusted-proxies.js';
 import { statusLine } from '../http/status-line.js';
 import { loadUws, type LoadedUws } from '../native/uws.js';
 import type { UwsApp, UwsListenSocket, UwsRequest, UwsResponse } from '../native/uws-types.js';
@@ -26,7 +27,6 @@ import type {
   UpstreamWeight,
 } from './data-plane-types.js';
 import { Exchange, type ExchangeHost } from './forward.js';
-import { clientAddress } from './headers.js';
 import { UpstreamPools } from './upstream-pool.js';
 
 export type {
@@ -59,6 +59,8 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
 
   private readonly config: GatewayConfig;
   private readonly builtins: BuiltinsHook | null;
+  private readonly trust: TrustedProxies;
+  private readonly rejectEncodedSlashes: boolean;
   private readonly onRequestDone: ((info: RequestDoneInfo) => void) | null;
   private readonly app: UwsApp;
   private listenSocket: UwsListenSocket | null = null;
@@ -104,6 +106,8 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
     this.builtins = options.builtins ?? null;
     this.onRequestDone = options.onRequestDone ?? null;
     this.breakers = new Breakers(config.circuitBreaker);
+    this.trust = new TrustedProxies(config.trustedProxies);
+    this.rejectEncodedSlashes = config.encodedSlashes === 'reject';
     this.weights = new HostWeights(config.upstreamWeighting);
     this.pools = new UpstreamPools({ connectMs: config.timeouts.connectMs });
     this.setUpstreams(config.upstreams);
@@ -241,12 +245,18 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
     if (head.badFraming) {
       return this.answer(res, head, head.url, 400, 'conflicting or invalid Content-Length / Transfer-Encoding', peer, startedAt);
     }
+    if (head.conflict !== '') {
+      return this.answer(res, head, head.url, 400, head.conflict, peer, startedAt);
+    }
     if (head.contentLength > limits.maxBodyBytes) {
       return this.answer(res, head, head.url, 413, `the request body is larger than ${limits.maxBodyBytes} bytes`, peer, startedAt);
     }
     const method = head.method;
     if (!isVisibleAscii(head.url) || !isVisibleAscii(head.query)) {
       return this.answer(res, head, head.url, 400, 'the request target holds characters that must be percent-encoded', peer, startedAt);
+    }
+    if (this.rejectEncodedSlashes && hasEncodedSlash(head.url)) {
+      return this.answer(res, head, head.url, 400, 'the path holds an encoded "/" or "\\" (%2F, %5C), which an upstream could read as a segment boundary', peer, startedAt);
     }
     const path = normalizePath(head.url);
     if (path === null) {
@@ -306,14 +316,24 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
     exchange.start(hasBody);
   }
 
-  /** End-to-end request headers plus X-Forwarded-* and Via (contract 7). */
+  /**
+   * End-to-end request headers plus X-Forwarded-*, Via and, from a trusted proxy only, the client's
+   * Forwarded and X-Real-IP (contract 7). From any other peer the gateway speaks for the client itself.
+   */
   private upstreamHeaders(head: RequestHead, peer: string): string[] {
     const headers = head.forward;
-    const trusted = this.config.trustProxies > 0;
-    headers.push('x-forwarded-for', head.xForwardedFor === undefined ? peer : `${head.xForwardedFor}, ${peer}`);
-    headers.push('x-forwarded-proto', (trusted && head.xForwardedProto) || 'http');
-    const forwardedHost = (trusted && head.xForwardedHost) || head.view.host;
-    if (forwardedHost) headers.push('x-forwarded-host', forwardedHost);
+    const host = head.view.host;
+    if (this.trust.isTrusted(peer)) {
+      headers.push('x-forwarded-for', head.xForwardedFor === undefined ? peer : `${head.xForwardedFor}, ${peer}`);
+      headers.push('x-forwarded-proto', head.xForwardedProto ?? 'http');
+      const forwardedHost = head.xForwardedHost ?? host;
+      if (forwardedHost) headers.push('x-forwarded-host', forwardedHost);
+      if (head.forwarded !== undefined) headers.push('forwarded', `${head.forwarded}, for=${forwardedNode(peer)}`);
+      if (head.xRealIp !== undefined) headers.push('x-real-ip', head.xRealIp);
+    } else {
+      headers.push('x-forwarded-for', peer, 'x-forwarded-proto', 'http');
+      if (host) headers.push('x-forwarded-host', host);
+    }
     headers.push('via', head.via === undefined ? this.via : `${head.via}, ${this.via}`);
     return headers;
   }
@@ -350,8 +370,9 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
       allow,
       via: this.via,
       headersOnly: head.method === 'HEAD',
-      // An unread body would otherwise be read and thrown away; bad framing leaves the stream unusable.
-      closeConnection: head.hasBody || head.badFraming || this.closing,
+      // An unread body would otherwise be read and thrown away; bad framing or an ambiguous head leaves
+      // the stream untrustworthy.
+      closeConnection: head.hasBody || head.badFraming || head.conflict !== '' || this.closing,
     });
     this.reportAnswered(head, path, status, bytesOut, peer, startedAt, routeTemplate, routeId);
   }
@@ -409,13 +430,18 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
     const now = performance.now();
     info.startedAt = TIME_ORIGIN + startedAt;
     info.latencyMs = now - startedAt;
-    info.clientAddress = clientAddress(peer, forwardedFor, this.config.trustProxies);
+    info.clientAddress = this.trust.clientAddress(peer, forwardedFor);
     try {
       this.onRequestDone!(info);
     } catch (err) {
       process.emitWarning(err instanceof Error ? err : new Error(String(err)), 'DataPlaneError');
     }
   }
+}
+
+/** A Forwarded `for=` node (RFC 7239 6): IPv6 is quoted and bracketed. */
+function forwardedNode(address: string): string {
+  return address.indexOf(':') === -1 ? address : `"[${address}]"`;
 }
 
 function rejectionDetail(status: number, method: string): string {

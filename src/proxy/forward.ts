@@ -94,7 +94,7 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
   private responseContentLength = -1;
   /**
    * From scanUpstreamHeaders for writeHead, so each header is classified once: bit k set when the k-th
-   * upstream header passes through / is a Content-Length (k < HEADER_BITS).
+   * upstream header passes through / is a Content-Length (k < HEADER_BITS; later headers have no bit).
    */
   private passHeaders = 0;
   private lengthHeaders = 0;
@@ -285,6 +285,8 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     const withLength = this.mode === BodyMode.None && this.status !== 204;
     const pass = this.passHeaders;
     const lengths = withLength ? this.lengthHeaders : 0;
+    // At most one Content-Length goes out, whatever the upstream repeated.
+    let lengthWritten = false;
     for (let i = 0, k = 0; i < raw.length; i += 2, k++) {
       let passes: boolean;
       let isLength: boolean;
@@ -293,13 +295,15 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
         passes = (pass & bit) !== 0;
         isLength = (lengths & bit) !== 0;
       } else {
+        // Past the masks: classified again here (the test with 45 headers reaches this path).
         const kind = classifyResponseHeader(raw[i]);
         passes = kind === ResponseHeader.Pass;
         isLength = withLength && kind === ResponseHeader.ContentLength;
       }
       if (passes) {
         if (named === null || !named.includes(raw[i].toString('latin1').toLowerCase())) res.writeHeader(raw[i], raw[i + 1]);
-      } else if (isLength) {
+      } else if (isLength && !lengthWritten) {
+        lengthWritten = true;
         res.writeHeader(raw[i], raw[i + 1]);
       }
     }
@@ -420,13 +424,15 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
       } else if (kind === ResponseHeader.Via) {
         this.upstreamVia = raw[i + 1];
       } else if (kind === ResponseHeader.Connection && !isPlainConnectionValue(raw[i + 1])) {
-        this.upstreamConnection = raw[i + 1].toString('latin1');
+        // Every Connection header names hop-by-hop headers, not just the last one.
+        const value = raw[i + 1].toString('latin1');
+        this.upstreamConnection = this.upstreamConnection === null ? value : `${this.upstreamConnection}, ${value}`;
       }
     }
     this.responseContentLength = contentLength;
-    const fits = raw.length >> 1 <= HEADER_BITS;
-    this.passHeaders = fits ? pass : -1;
-    this.lengthHeaders = fits ? lengths : 0;
+    // Bits cover the first HEADER_BITS headers; writeHead classifies any later ones itself.
+    this.passHeaders = pass;
+    this.lengthHeaders = lengths;
   }
 
   private onClientResponseEnded(): void {

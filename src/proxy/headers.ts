@@ -1,6 +1,5 @@
 /**
- * Header rules of the proxy (contract 7): which upstream response headers reach the client, and
- * which address is reported as the client's given X-Forwarded-For and `trustProxies`.
+ * Header rules of the proxy (contract 7): which upstream response headers reach the client.
  */
 
 /** What to do with one upstream response header. */
@@ -85,21 +84,4 @@ export function connectionNamedHeaders(value: string): string[] | null {
     (named ??= []).push(name);
   }
   return named;
-}
-
-/**
- * The client's address: the peer itself when no proxy is trusted, otherwise the X-Forwarded-For
- * entry `trustProxies` hops back from the peer (the peer being the nearest trusted proxy). When the
- * header has fewer entries than that, its leftmost entry.
- */
-export function clientAddress(peer: string, forwardedFor: string | undefined, trustProxies: number): string {
-  if (trustProxies <= 0 || forwardedFor === undefined) return peer;
-  let end = forwardedFor.length;
-  let start = forwardedFor.lastIndexOf(',', end - 1) + 1;
-  for (let hop = 1; hop < trustProxies && start > 0; hop++) {
-    end = start - 1;
-    start = forwardedFor.lastIndexOf(',', end - 1) + 1;
-  }
-  const address = forwardedFor.slice(start, end).trim();
-  return address === '' ? peer : address;
 }

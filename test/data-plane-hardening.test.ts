@@ -1,0 +1,205 @@
+// Issue 9 hardening, against a real data plane and real sockets: response framing whatever the
+// header count, every Connection header honoured, ambiguous request heads refused, forwarded-header
+// trust, encoded slashes.
+import http from 'node:http';
+import t from 'tap';
+import { startDataPlane, type DataPlane, type RequestDoneInfo } from '../src/proxy/data-plane.js';
+import { RoutingTable } from '../src/routing/table.js';
+import type { GatewayConfig } from '../src/config/types.js';
+import type { Teardown } from './helpers/gateway-process.js';
+import { rawRequest } from './helpers/raw-http.js';
+import { fillers, rawResponse, startRawUpstream } from './helpers/raw-upstream.js';
+import { echoHandler, entry, startUpstream, testConfig, type ConfigOverrides } from './helpers/upstream-server.js';
+
+const echo = await startUpstream();
+t.teardown(() => echo.close());
+
+async function planeFor(t: Teardown, upstream: string, overrides: ConfigOverrides = {}, done?: RequestDoneInfo[]): Promise<DataPlane> {
+  const config: GatewayConfig = testConfig({
+    ...overrides,
+    upstreams: [{ serviceType: 'static', serviceLocation: upstream, weight: 1, specPath: '/spec' }],
+  });
+  const plane = await startDataPlane({ config, onRequestDone: done ? (info) => done.push({ ...info }) : null });
+  plane.setTable(RoutingTable.compile([entry('GET', '/users/{id}', upstream), entry('POST', '/users', upstream), entry('GET', '/files/{+path}', upstream)]).table);
+  t.teardown(() => plane.close());
+  return plane;
+}
+
+/** Node's own HTTP client: llhttp refuses duplicate Content-Length, CL with TE, and the like. */
+function strictGet(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; raw: string[]; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path, headers, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('latin1');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, raw: res.rawHeaders, body }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+  });
+}
+
+function namesOf(raw: string[]): string[] {
+  return raw.filter((_, i) => i % 2 === 0).map((name) => name.toLowerCase());
+}
+
+function count(names: string[], name: string): number {
+  return names.filter((n) => n === name).length;
+}
+
+t.test('an answer with 34 headers, Transfer-Encoding third: one framing header, no hop-by-hop', async (t) => {
+  const body = '5\r\nhello\r\n0\r\n\r\n';
+  const upstream = await startRawUpstream(() =>
+    rawResponse(
+      '200 OK',
+      [
+        ['Date', 'Mon, 23 Nov 2026 09:00:00 GMT'],
+        ['Server', 'nginx'],
+        ['Transfer-Encoding', 'chunked'],
+        ['Connection', 'keep-alive'],
+        ['Keep-Alive', 'timeout=5'],
+        ['Proxy-Connection', 'keep-alive'],
+        ...fillers(28),
+      ],
+      body,
+    ),
+  );
+  t.teardown(() => upstream.close());
+  const plane = await planeFor(t, upstream.url);
+  const res = await strictGet(plane.port, '/users/1');
+  t.equal(res.status, 200);
+  t.equal(res.body, 'hello');
+  const names = namesOf(res.raw);
+  t.equal(count(names, 'transfer-encoding') + count(names, 'content-length'), 1, 'exactly one framing header');
+  t.equal(count(names, 'date'), 1, 'one Date');
+  for (const hop of ['keep-alive', 'proxy-connection']) t.equal(count(names, hop), 0, `${hop} dropped`);
+  t.equal(count(names, 'x-filler-28'), 1, 'end-to-end headers all pass');
+  t.equal(count(names, 'server'), 1);
+});
+
+t.test('an answer with 34 headers, Content-Length first: one Content-Length reaches the client', async (t) => {
+  const upstream = await startRawUpstream(() =>
+    rawResponse('200 OK', [['Content-Length', '5'], ['Date', 'Mon, 23 Nov 2026 09:00:00 GMT'], ['Keep-Alive', 'timeout=5'], ...fillers(31)], 'hello'),
+  );
+  t.teardown(() => upstream.close());
+  const plane = await planeFor(t, upstream.url);
+  for (const path of ['/users/1', '/users/2']) {
+    const res = await strictGet(plane.port, path);
+    t.equal(res.status, 200);
+    t.equal(res.body, 'hello');
+    const names = namesOf(res.raw);
+    t.equal(count(names, 'content-length'), 1, 'one Content-Length');
+    t.equal(count(names, 'transfer-encoding'), 0);
+    t.equal(count(names, 'keep-alive'), 0);
+    t.equal(count(names, 'x-filler-31'), 1);
+  }
+  // HEAD keeps the upstream's length (no body to frame), still once.
+  const head = await rawRequest(plane.port, 'HEAD /users/3 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1, head: true });
+  t.same(head.responses[0].headers['content-length'], ['5'], 'HEAD: one Content-Length, the upstream\'s');
+});
+
+t.test('headers named by every one of several Connection headers are dropped', async (t) => {
+  const upstream = await startRawUpstream(() =>
+    rawResponse(
+      '200 OK',
+      [
+        ['Connection', 'x-secret'],
+        ['X-Secret', 'hunter2'],
+        ['Connection', 'keep-alive'],
+        ['Connection', 'keep-alive, X-Hop-Two'],
+        ['X-Hop-Two', '2'],
+        ['X-Other', 'kept'],
+        ['Content-Length', '2'],
+      ],
+      'ok',
+    ),
+  );
+  t.teardown(() => upstream.close());
+  const plane = await planeFor(t, upstream.url);
+  const res = await strictGet(plane.port, '/users/1');
+  t.equal(res.status, 200);
+  const names = namesOf(res.raw);
+  t.equal(count(names, 'x-secret'), 0, 'x-secret, named by the first Connection header, is not forwarded');
+  t.equal(count(names, 'x-hop-two'), 0, 'x-hop-two, named by the last one, is not forwarded');
+  t.equal(count(names, 'x-other'), 1);
+});
+
+t.test('ambiguous request heads are 400 and nothing is forwarded', async (t) => {
+  const plane = await planeFor(t, echo.url);
+  const before = echo.requests.length;
+  const cases: Array<[string, string]> = [
+    ['two Host headers', 'GET /users/1 HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n\r\n'],
+    ['two different Content-Types', 'POST /users HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}'],
+  ];
+  for (const [name, request] of cases) {
+    const res = await rawRequest(plane.port, request, { responses: 1, waitMs: 2000 });
+    t.equal(res.responses[0]?.status, 400, `${name}: 400`);
+    t.same(res.responses[0]?.headers['content-type'], ['application/problem+json'], `${name}: problem+json`);
+    t.match(JSON.parse(res.responses[0]!.body.toString()), { status: 400, detail: /Host|Content-Type/ });
+  }
+  t.equal(echo.requests.length, before, 'the upstream saw none of them');
+  const same = await rawRequest(
+    plane.port,
+    'POST /users HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}',
+    { responses: 1 },
+  );
+  t.equal(same.responses[0]?.status, 200, 'the same Content-Type twice is one Content-Type');
+  t.same(echo.requests[echo.requests.length - 1].headers['content-type'], 'application/json', 'forwarded once');
+});
+
+t.test('untrusted peer: its X-Forwarded-*, Forwarded and X-Real-IP are replaced by the gateway\'s own', async (t) => {
+  const done: RequestDoneInfo[] = [];
+  const plane = await planeFor(t, echo.url, { trustedProxies: ['10.0.0.0/8'] }, done);
+  const res = await rawRequest(
+    plane.port,
+    'GET /users/1 HTTP/1.1\r\nHost: gw.example\r\nX-Forwarded-For: 6.6.6.6\r\nX-Forwarded-Proto: https\r\n' +
+      'X-Forwarded-Host: evil.example\r\nForwarded: for=6.6.6.6\r\nX-Real-IP: 6.6.6.6\r\n\r\n',
+    { responses: 1 },
+  );
+  t.equal(res.responses[0]?.status, 200);
+  const seen = echo.requests[echo.requests.length - 1].headers;
+  t.equal(seen['x-forwarded-for'], '127.0.0.1', 'the peer only');
+  t.equal(seen['x-forwarded-proto'], 'http');
+  t.equal(seen['x-forwarded-host'], 'gw.example', 'the Host the client sent');
+  t.notOk('forwarded' in seen, 'Forwarded dropped');
+  t.notOk('x-real-ip' in seen, 'X-Real-IP dropped');
+  t.equal(done[0].clientAddress, '127.0.0.1', 'the client is the peer');
+});
+
+t.test('trusted peer: headers kept and extended, client = rightmost hop that is not a trusted proxy', async (t) => {
+  const done: RequestDoneInfo[] = [];
+  const plane = await planeFor(t, echo.url, { trustedProxies: ['127.0.0.0/8', '10.0.0.0/8'] }, done);
+  const res = await rawRequest(
+    plane.port,
+    'GET /users/1 HTTP/1.1\r\nHost: internal\r\nX-Forwarded-For: 1.1.1.1, 203.0.113.7, 10.1.2.3\r\n' +
+      'X-Forwarded-Proto: https\r\nX-Forwarded-Host: api.example.com\r\nForwarded: for=203.0.113.7\r\nX-Real-IP: 203.0.113.7\r\n\r\n',
+    { responses: 1 },
+  );
+  t.equal(res.responses[0]?.status, 200);
+  const seen = echo.requests[echo.requests.length - 1].headers;
+  t.equal(seen['x-forwarded-for'], '1.1.1.1, 203.0.113.7, 10.1.2.3, 127.0.0.1', 'extended with the peer');
+  t.equal(seen['x-forwarded-proto'], 'https');
+  t.equal(seen['x-forwarded-host'], 'api.example.com');
+  t.equal(seen.forwarded, 'for=203.0.113.7, for=127.0.0.1', 'Forwarded extended');
+  t.equal(seen['x-real-ip'], '203.0.113.7', 'X-Real-IP kept');
+  t.equal(done[0].clientAddress, '203.0.113.7', '10.1.2.3 is a trusted proxy, 203.0.113.7 is not: the client; 1.1.1.1 is its claim');
+});
+
+t.test('encoded slashes: rejected by default, routed as one segment with "keep"', async (t) => {
+  const rejecting = await planeFor(t, echo.url);
+  const before = echo.requests.length;
+  for (const path of ['/users/..%2F..%2Fadmin', '/users/a%2fb', '/users/a%5Cb', '/files/x%5cy']) {
+    const res = await rawRequest(rejecting.port, `GET ${path} HTTP/1.1\r\nHost: gw\r\n\r\n`, { responses: 1 });
+    t.equal(res.responses[0]?.status, 400, `${path}: 400`);
+  }
+  t.equal(echo.requests.length, before, 'nothing forwarded');
+  const okay = await rawRequest(rejecting.port, 'GET /users/a%252Fb?q=%2F HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
+  t.equal(okay.responses[0]?.status, 200, 'an encoded "%" followed by 2F, and %2F in the query, are not slashes');
+
+  const keeping = await planeFor(t, echo.url, { encodedSlashes: 'keep' });
+  const kept = await rawRequest(keeping.port, 'GET /users/..%2F..%2Fadmin HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
+  t.equal(kept.responses[0]?.status, 200);
+  t.equal(echo.requests[echo.requests.length - 1].url, '/users/..%2F..%2Fadmin', 'forwarded as routed: one segment, still encoded');
+});
+
+echo.setHandler(echoHandler);
