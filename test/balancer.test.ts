@@ -208,3 +208,19 @@ t.test('micro-bench: ns per pick (informational)', async (t) => {
   const ns = Number(process.hrtime.bigint() - started) / n;
   t.comment(`RouteBalancer.pick, 4 hosts: ${ns.toFixed(1)} ns/pick`);
 });
+
+t.test('pick(..., commit false) picks like pick but leaves the rotation as it was', async (t) => {
+  const balancer = new RouteBalancer();
+  const weights = new HostWeights({ stepCount: 1, stepDurationMs: 0 });
+  weights.set('a', 1);
+  weights.set('b', 1);
+  const targets = [target('a'), target('b')];
+  const firsts: string[] = [];
+  for (let i = 0; i < 6; i++) {
+    const first = balancer.pick(targets, weights, () => true)!.upstream;
+    firsts.push(first);
+    const other = balancer.pick(targets, weights, (u) => u !== first, false);
+    t.equal(other?.upstream, first === 'a' ? 'b' : 'a', 'the other host');
+  }
+  t.same(firsts, ['a', 'b', 'a', 'b', 'a', 'b'], 'first attempts still alternate');
+});

@@ -4,6 +4,7 @@ import { startDataPlane, type DataPlane, type RequestDoneInfo } from '../proxy/d
 import { loadUws } from '../native/uws.js';
 import { RoutingTable } from '../routing/table.js';
 import { MetricsRecorder } from '../metrics/recorder.js';
+import { Counters } from '../metrics/counters.js';
 import { Builtins } from '../builtins/index.js';
 import { ACCESS_LOG_LISTENER, createAccessLog, type AccessLog } from '../listeners/access-log.js';
 import { createLogger, levelFromEnv } from '../log.js';
@@ -20,6 +21,7 @@ const builtins = new Builtins(
   { workerHeader: workerHeaderEnabled ? String(process.pid) : undefined },
 );
 const recorder = new MetricsRecorder();
+const counters = new Counters();
 let dataPlane: DataPlane | null = null;
 let accessLog: AccessLog | null = null;
 let graceMs = 10_000;
@@ -48,9 +50,11 @@ function onRequestDone(info: RequestDoneInfo): void {
 /** Deltas go to the primary only when something changed; the in-flight gauge comes from the data plane. */
 function shipMetrics(): void {
   const inFlight = dataPlane?.inFlight() ?? 0;
-  if (!unshipped && inFlight === lastShippedInFlight) return;
+  if (!unshipped && inFlight === lastShippedInFlight && counters.isEmpty) return;
   const delta = recorder.takeDelta();
   delta.inFlight = inFlight;
+  const counted = counters.take();
+  if (counted !== null) delta.counters = counted;
   unshipped = false;
   lastShippedInFlight = inFlight;
   send({ type: 'metrics-delta', delta });
@@ -61,7 +65,7 @@ async function startServing(message: PublishMessage): Promise<DataPlane> {
     accessLog = createAccessLog({ workerId });
     await accessLog.ready;
   }
-  const started = await startDataPlane({ config: message.config, builtins: builtins.handle, onRequestDone });
+  const started = await startDataPlane({ config: message.config, builtins: builtins.handle, onRequestDone, counters });
   log.info({ port: started.port }, 'worker listening');
   send({ type: 'listening', port: started.port });
   setInterval(shipMetrics, METRICS_SHIP_INTERVAL_MS).unref();

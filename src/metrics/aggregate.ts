@@ -73,6 +73,8 @@ export class MetricsAggregator {
   /** Worker ids are never reused, so a late delta from a gone worker must not bring its gauge back. */
   private readonly goneWorkers = new Set<number>();
   private readonly extras = new Map<string, unknown>();
+  /** Summed event counters by dotted name. */
+  private readonly counters = new Map<string, number>();
   private workerCount = 0;
 
   constructor(private readonly now: () => number = Date.now) {
@@ -87,6 +89,11 @@ export class MetricsAggregator {
     this.overall.add(delta.overall);
     addAll(this.upstreams, delta.upstreams);
     addAll(this.endpoints, delta.endpoints);
+    if (delta.counters !== undefined) {
+      for (const [name, count] of Object.entries(delta.counters)) {
+        if (Number.isFinite(count)) this.counters.set(name, (this.counters.get(name) ?? 0) + count);
+      }
+    }
     if (!this.goneWorkers.has(workerId)) this.inFlightByWorker.set(workerId, delta.inFlight);
   }
 
@@ -120,6 +127,7 @@ export class MetricsAggregator {
       endpoints: reportAll(this.endpoints),
     };
     for (const [key, value] of this.extras) report[key] = value;
+    for (const name of [...this.counters.keys()].sort()) nestCounter(report, name, this.counters.get(name)!);
     return report;
   }
 
@@ -127,6 +135,19 @@ export class MetricsAggregator {
   prometheus(report: MetricsReport = this.report()): string {
     return toPrometheus(report);
   }
+}
+
+/** "retries.afterConnectFailure" = 3 becomes report.retries.afterConnectFailure = 3; never over a built-in field. */
+function nestCounter(report: MetricsReport, name: string, count: number): void {
+  const path = name.split('.');
+  if (REPORT_FIELDS.has(path[0])) return;
+  let node = report as Record<string, unknown>;
+  for (let i = 0; i < path.length - 1; i++) {
+    const next = node[path[i]];
+    if (typeof next !== 'object' || next === null) node[path[i]] = {};
+    node = node[path[i]] as Record<string, unknown>;
+  }
+  node[path[path.length - 1]] = count;
 }
 
 function addAll(totals: Map<string, SeriesTotals>, deltas: Record<string, SeriesDelta>): void {

@@ -8,6 +8,8 @@ export interface MetricsDelta {
   upstreams: Record<string, SeriesDelta>;
   /** Keyed by route key, e.g. "GET /users/{id}"; only series with requests in this delta. */
   endpoints: Record<string, SeriesDelta>;
+  /** Event counts since the previous delta, by dotted name (see src/metrics/counters.ts); absent when none. */
+  counters?: Record<string, number>;
 }
 
 export interface SeriesDelta {

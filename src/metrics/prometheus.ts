@@ -48,6 +48,7 @@ export function toPrometheus(report: MetricsReport): string {
   perSeries(out, 'upstream', 'upstream', 'Requests completed per upstream host', report.upstreams);
   perSeries(out, 'endpoint', 'endpoint', 'Requests completed per endpoint (method and template)', report.endpoints);
   breakerStates(out, report.breakers);
+  retries(out, report.retries);
   reloadStatus(out, report.lastReload);
   return out.text();
 }
@@ -96,6 +97,15 @@ function breakerStates(out: Exposition, breakers: unknown): void {
   }
   out.family('gateway_circuit_breaker_failures', 'gauge', 'Consecutive failures counted by a breaker.');
   for (const b of breakers) out.sample('gateway_circuit_breaker_failures', breakerLabels(b), b.failures);
+}
+
+/** Requests sent to a second host of their endpoint after the first failed, by why. */
+function retries(out: Exposition, counts: unknown): void {
+  if (typeof counts !== 'object' || counts === null) return;
+  const entries = Object.entries(counts as Record<string, unknown>).filter((e): e is [string, number] => typeof e[1] === 'number');
+  if (entries.length === 0) return;
+  out.family('gateway_upstream_retries_total', 'counter', 'Requests retried on another host of their endpoint, by reason.');
+  for (const [reason, count] of entries) out.sample('gateway_upstream_retries_total', [['reason', reason]], count);
 }
 
 /**

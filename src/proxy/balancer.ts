@@ -83,6 +83,9 @@ export class HostWeights {
  * Hosts never asked (ranked below the picked one) are treated as available for the state update; an
  * unavailable host's counter therefore grows only until it ranks first, is asked, and is left out.
  * Cost: O(targets) per pick, times (1 + hosts found unavailable in that pick).
+ *
+ * `commit: false` (a retry's second host) picks the same way but leaves the rotation as it is: the
+ * request already took its turn, and counting it twice would send every first attempt to the same host.
  */
 export class RouteBalancer {
   private readonly slotOf = new Map<string, number>();
@@ -100,6 +103,7 @@ export class RouteBalancer {
     targets: readonly RouteTarget[],
     weights: HostWeights,
     isAvailable: (upstream: string) => boolean,
+    commit = true,
   ): RouteTarget | null {
     const serial = this.nextSerial();
     this.loadWeights(targets, weights, serial);
@@ -107,7 +111,7 @@ export class RouteBalancer {
       const best = this.bestCandidate(targets, serial);
       if (best < 0) break;
       if (isAvailable(targets[best].upstream)) {
-        this.commit(targets.length, this.slotAt[best], serial);
+        if (commit) this.commit(targets.length, this.slotAt[best], serial);
         return targets[best];
       }
       this.excludedInPick[this.slotAt[best]] = serial;

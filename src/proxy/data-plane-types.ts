@@ -2,6 +2,7 @@ import type { GatewayConfig } from '../config/types.js';
 import type { HeaderView } from '../http/request-head.js';
 import type { LoadedUws } from '../native/uws.js';
 import type { RoutingTable } from '../routing/table.js';
+import type { Counters } from '../metrics/counters.js';
 
 export type { HeaderView } from '../http/request-head.js';
 
@@ -59,6 +60,8 @@ export interface DataPlaneOptions {
   config: GatewayConfig;
   builtins?: BuiltinsHook | null;
   onRequestDone?: ((info: RequestDoneInfo) => void) | null;
+  /** Where retries (and other events) are counted for /metrics. */
+  counters?: Counters | null;
   /** The native build to use; loadUws() by default. */
   uws?: LoadedUws;
 }

@@ -27,7 +27,10 @@ import type {
   UpstreamWeight,
 } from './data-plane-types.js';
 import { Exchange, type ExchangeHost } from './forward.js';
+import type { ForwardFailure } from './forward-errors.js';
+import type { Counters } from '../metrics/counters.js';
 import { UpstreamPools } from './upstream-pool.js';
+import type { Pool } from 'undici';
 
 export type {
   BuiltinAnswer,
@@ -88,7 +91,11 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
   };
   /** Route whose hosts the balancer is asking about (spares a closure per pick). */
   private pickingRouteId = -1;
-  private readonly isAvailable = (upstream: string): boolean => this.breakers.canSend(upstream, this.pickingRouteId);
+  /** A host left out of the pick: the one a retry moves away from. */
+  private pickingExcludes = '';
+  private readonly isAvailable = (upstream: string): boolean =>
+    upstream !== this.pickingExcludes && this.breakers.canSend(upstream, this.pickingRouteId);
+  private readonly counters: Counters | null;
 
   private inFlightCount = 0;
   /** Exchanges still receiving a request body, checked against timeouts.clientRequestMs. */
@@ -105,6 +112,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
     this.maxBodyBytes = config.limits.maxBodyBytes;
     this.builtins = options.builtins ?? null;
     this.onRequestDone = options.onRequestDone ?? null;
+    this.counters = options.counters ?? null;
     this.breakers = new Breakers(config.circuitBreaker);
     this.trust = new TrustedProxies(config.trustedProxies);
     this.rejectEncodedSlashes = config.encodedSlashes === 'reject';
@@ -218,6 +226,23 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
     if (this.inFlightCount === 0) this.onDrained?.();
   }
 
+  retryTarget(exchange: Exchange, failure: ForwardFailure): string | null {
+    if (exchange.targets.length < 2 || this.closing) return null;
+    const balancer = this.balancers[exchange.routeId];
+    if (balancer === undefined) return null;
+    this.pickingRouteId = exchange.routeId;
+    this.pickingExcludes = exchange.upstream;
+    const target = balancer.pick(exchange.targets, this.weights, this.isAvailable, false);
+    this.pickingExcludes = '';
+    if (target === null) return null;
+    this.counters?.add(failure.retry === 'unsent' ? 'retries.afterConnectFailure' : 'retries.afterNoAnswer');
+    return target.upstream;
+  }
+
+  poolFor(upstream: string): Pool {
+    return this.pools.get(upstream);
+  }
+
   // ---- request path ----------------------------------------------------------------------------
 
   private readonly onRequest = (res: UwsResponse, req: UwsRequest): void => {
@@ -300,6 +325,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
     exchange.routeId = route.id;
     exchange.upstream = target.upstream;
     exchange.disabledListeners = target.disabledListeners;
+    exchange.targets = selection.targets;
     exchange.headersOnly = method === 'HEAD';
     exchange.headAsGet = selection.headAsGet;
     exchange.startedAt = startedAt;

@@ -12,10 +12,11 @@
 import type { Dispatcher, Pool } from 'undici';
 import type { Breakers } from './breaker.js';
 import type { UwsResponse } from '../native/uws-types.js';
+import type { RouteTarget } from '../routing/table.js';
 import { writeProblem } from '../http/problem.js';
 import { statusLine } from '../http/status-line.js';
 import { RequestBodyStream, type BodySource } from './forward-body.js';
-import { classifyForwardError } from './forward-errors.js';
+import { classifyForwardError, isIdempotent, type ForwardFailure } from './forward-errors.js';
 import {
   classifyResponseHeader,
   connectionNamedHeaders,
@@ -34,6 +35,12 @@ export interface ExchangeHost {
   readonly closing: boolean;
   /** The client response is over; called once per exchange. */
   exchangeDone(exchange: Exchange): void;
+  /**
+   * Another host of the exchange's endpoint that may take it now (breakers asked), other than the one
+   * that failed; null when there is none. Counts the retry.
+   */
+  retryTarget(exchange: Exchange, failure: ForwardFailure): string | null;
+  poolFor(upstream: string): Pool;
 }
 
 const enum BodyMode {
@@ -66,6 +73,8 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
   routeId = -1;
   upstream = '';
   disabledListeners: readonly string[] = [];
+  /** The endpoint's hosts left after negotiation: where a retry may go. */
+  targets: readonly RouteTarget[] = [];
   /** The client asked HEAD: send headers only. */
   headersOnly = false;
   /** The upstream gets GET for this HEAD and its body is dropped. */
@@ -116,10 +125,13 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
   private body: RequestBodyStream | null = null;
   private clientPaused = false;
 
+  /** Already sent to a second host after a failure: no further retry. */
+  private retried = false;
+
   constructor(
     private readonly host: ExchangeHost,
     readonly res: UwsResponse,
-    private readonly pool: Pool,
+    private pool: Pool,
     private readonly options: Dispatcher.DispatchOptions,
   ) {}
 
@@ -260,6 +272,7 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     if (weStoppedIt || this.clientGone) return;
     const failure = classifyForwardError(err);
     if (failure.upstreamFault) this.breakerFailure();
+    if (!this.ended && this.mayRetry(failure) && this.retryElsewhere(failure)) return;
     this.body?.destroy();
     if (this.ended) return;
     if (this.headWritten) {
@@ -269,6 +282,34 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     }
     this.pendingHead = null;
     this.writeOwnProblem(failure.status, failure.detail);
+  }
+
+  // ---- retry on another host (issue 9: a dead host of two must not fail half the requests) -----
+
+  /**
+   * Once, before any of the answer reached the client, and only with a body we still hold whole (a
+   * streamed one was consumed by the failed attempt).
+   */
+  private mayRetry(failure: ForwardFailure): boolean {
+    if (this.retried || this.headWritten || this.pendingHead !== null || failure.retry === 'never') return false;
+    if (this.options.body !== null && !Buffer.isBuffer(this.options.body)) return false;
+    return failure.retry === 'unsent' || isIdempotent(this.options.method);
+  }
+
+  private retryElsewhere(failure: ForwardFailure): boolean {
+    const next = this.host.retryTarget(this, failure);
+    if (next === null) return false;
+    this.retried = true;
+    this.upstream = next;
+    this.pool = this.host.poolFor(next);
+    this.upstreamSettled = false;
+    this.upstreamComplete = false;
+    this.upstreamAbort = null;
+    this.resumeUpstream = null;
+    this.breakerFailed = false;
+    this.status = 0;
+    this.pool.dispatch(this.options, this);
+    return true;
   }
 
   // ---- writing to the client (always inside res.cork) -----------------------------------------

@@ -1,0 +1,140 @@
+// Issue 9, item 7: a request that could not reach one host goes to another host of its endpoint, once:
+// for any method when nothing was sent (connect failed), only for idempotent methods without a
+// streamed body when bytes may have reached the upstream, never after a timeout.
+import net from 'node:net';
+import t from 'tap';
+import { Agent, request } from 'undici';
+import { Counters } from '../src/metrics/counters.js';
+import { startDataPlane, type DataPlane } from '../src/proxy/data-plane.js';
+import { RoutingTable } from '../src/routing/table.js';
+import type { Teardown } from './helpers/gateway-process.js';
+import { eventually, httpRequest, startGateway, startUpstream as startNamedUpstream, testConfig as gatewayConfig } from './helpers/gateway-process.js';
+import { entry, startUpstream, testConfig } from './helpers/upstream-server.js';
+
+/** A port nothing listens on (connections are refused). */
+async function deadPort(): Promise<string> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}`;
+}
+
+/** Accepts, reads the request, and closes without a byte of answer. */
+async function hangUpUpstream(t: Teardown): Promise<{ url: string; seen: () => number }> {
+  let seen = 0;
+  const server = net.createServer((socket) => {
+    socket.on('error', () => {});
+    socket.once('data', () => {
+      seen++;
+      socket.destroy();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return { url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`, seen: () => seen };
+}
+
+async function planeWith(t: Teardown, hosts: string[], counters: Counters, upstreamMs = 30_000): Promise<DataPlane> {
+  const plane = await startDataPlane({
+    config: testConfig({
+      upstreams: hosts.map((serviceLocation) => ({ serviceType: 'static' as const, serviceLocation, weight: 1, specPath: '/spec' })),
+      timeouts: { upstreamMs },
+      // No breaker trips during these tests: every retry is the retry rule's doing.
+      circuitBreaker: { hostFailures: 10_000, endpointFailures: 10_000 },
+    }),
+    counters,
+  });
+  plane.setTable(RoutingTable.compile(hosts.flatMap((host) => [entry('GET', '/items/{id}', host), entry('POST', '/items', host), entry('PUT', '/items/{id}', host)])).table);
+  t.teardown(() => plane.close());
+  return plane;
+}
+
+const live = await startUpstream();
+t.teardown(() => live.close());
+const agent = new Agent({ connections: 4 });
+t.teardown(() => agent.close());
+
+async function send(plane: DataPlane, method: string, path: string, body?: string) {
+  const res = await request(`http://127.0.0.1:${plane.port}${path}`, { method: method as 'GET', body, dispatcher: agent });
+  return { status: res.statusCode, text: await res.body.text() };
+}
+
+t.test('one dead host of two: 40 of 40 GETs succeed', async (t) => {
+  const counters = new Counters();
+  const plane = await planeWith(t, [await deadPort(), live.url], counters);
+  const before = live.requests.length;
+  const statuses: number[] = [];
+  for (let i = 0; i < 40; i++) statuses.push((await send(plane, 'GET', `/items/${i}`)).status);
+  t.same([...new Set(statuses)], [200], '40/40 answered 200');
+  t.equal(live.requests.length - before, 40, 'all served by the live host');
+  const counted = counters.take() ?? {};
+  t.equal(counted['retries.afterConnectFailure'], 20, 'every other first attempt went to the dead host and was retried (smooth round-robin, weights 1:1)');
+});
+
+t.test('a refused connection is retried for any method, the body going to the other host whole', async (t) => {
+  const counters = new Counters();
+  const plane = await planeWith(t, [await deadPort(), live.url], counters);
+  for (let i = 0; i < 6; i++) {
+    const res = await send(plane, 'POST', '/items', `{"n":${i}}`);
+    t.equal(res.status, 200, `POST ${i}`);
+    t.equal(live.requests[live.requests.length - 1].body.toString(), `{"n":${i}}`);
+  }
+});
+
+t.test('no answer after the request was sent: idempotent methods retried, POST is not', async (t) => {
+  const counters = new Counters();
+  const hangUp = await hangUpUpstream(t);
+  const plane = await planeWith(t, [hangUp.url, live.url], counters);
+  const gets = await Promise.all(Array.from({ length: 8 }, (_, i) => send(plane, 'GET', `/items/${i}`)));
+  t.same([...new Set(gets.map((r) => r.status))], [200], 'GETs: every one answered by the live host');
+  const puts = await Promise.all(Array.from({ length: 4 }, (_, i) => send(plane, 'PUT', `/items/${i}`, 'x')));
+  t.same([...new Set(puts.map((r) => r.status))], [200], 'PUT (idempotent) too');
+  t.ok(hangUp.seen() > 0, 'the hanging-up host was tried');
+  const livePostsBefore = live.requests.filter((r) => r.method === 'POST').length;
+  const posts = await Promise.all(Array.from({ length: 8 }, () => send(plane, 'POST', '/items', 'once')));
+  const failed = posts.filter((r) => r.status === 502).length;
+  t.ok(failed > 0, `POSTs that reached the hanging-up host failed with 502 (${failed} of 8)`);
+  t.equal(live.requests.filter((r) => r.method === 'POST').length - livePostsBefore, 8 - failed, 'and were not sent again');
+  t.ok((counters.take() ?? {})['retries.afterNoAnswer'] > 0, 'counted as afterNoAnswer');
+});
+
+t.test('only one host: no retry; a timeout is never retried', async (t) => {
+  const counters = new Counters();
+  const alone = await planeWith(t, [await deadPort()], counters);
+  t.equal((await send(alone, 'GET', '/items/1')).status, 502);
+  const hanging = await startUpstream();
+  t.teardown(() => hanging.close());
+  hanging.setHandler(() => {});
+  const plane = await planeWith(t, [hanging.url, live.url], counters, 300);
+  const before = live.requests.length;
+  const statuses: number[] = [];
+  for (let i = 0; i < 4; i++) statuses.push((await send(plane, 'GET', `/items/${i}`)).status);
+  t.same([...statuses].sort(), [200, 200, 504, 504], 'the hanging host\'s turns are 504, the live host\'s 200');
+  t.equal(live.requests.length - before, 2, 'the timed-out requests were not sent to the live host');
+  t.notOk('retries.afterNoAnswer' in (counters.take() ?? {}), 'no retry after a timeout');
+});
+
+t.test('/metrics counts retries (JSON and Prometheus), through the running gateway', async (t) => {
+  const app = await startNamedUpstream(t, { name: 'app' });
+  const dead = await deadPort();
+  const endpoints = [{ method: 'GET', path: '/items/{id}' }];
+  const gateway = await startGateway(t, {
+    config: gatewayConfig([
+      { serviceType: 'static', serviceLocation: dead, endpoints },
+      { serviceType: 'static', serviceLocation: app.location, endpoints },
+    ]),
+    waitFor: (line) => line.msg === 'gateway operational',
+  });
+  for (let i = 0; i < 20; i++) t.equal((await httpRequest(gateway.port, `/items/${i}`)).status, 200);
+  const metrics = await eventually(
+    async () => {
+      const body = JSON.parse((await httpRequest(gateway.port, '/metrics')).body) as { retries?: { afterConnectFailure?: number } };
+      return (body.retries?.afterConnectFailure ?? 0) > 0 ? body : undefined;
+    },
+    5000,
+  );
+  t.ok(metrics.retries!.afterConnectFailure! >= 1, `retries.afterConnectFailure = ${metrics.retries!.afterConnectFailure}`);
+  const text = (await httpRequest(gateway.port, '/metrics', { headers: { accept: 'text/plain' } })).body;
+  t.match(text, /gateway_upstream_retries_total\{reason="afterConnectFailure"\} \d+/);
+});
