@@ -338,10 +338,9 @@ t.test('Prometheus exposition parses strictly and agrees with the JSON report', 
   const { aggregator, workers } = twoWorkers(makeSamples(5, 3000), makeSamples(6, 2000), { now: () => 1_000_000 });
   workers[0].requestStarted();
   aggregator.addDelta(1, workers[0].takeDelta());
-  aggregator.setExtra('breakers', [
-    { upstream: 'http://10.0.0.1:8080', routeId: null, state: 'open', failures: 50 },
-    { upstream: 'http://10.0.0.1:8080', routeId: 3, state: 'closed', failures: 2 },
-  ]);
+  aggregator.setExtra('breakers', () => ({
+    'http://10.0.0.1:8080': { state: 'open', failures: 50, endpoints: { 'GET /users/{id}': { state: 'half-open', failures: 2 } } },
+  }));
   const report: MetricsReport = aggregator.report();
   const text = aggregator.prometheus();
   t.equal(PROMETHEUS_CONTENT_TYPE, 'text/plain; version=0.0.4; charset=utf-8');
@@ -371,8 +370,12 @@ t.test('Prometheus exposition parses strictly and agrees with the JSON report', 
     t.equal(families.get(counter)!.samples.reduce((a, s) => a + s.value, 0), total, `${kind} counter samples sum up`);
   }
   t.ok(Object.keys(report.endpoints).includes('GET /odd\nkey'), 'an escaped key round-trips');
-  t.equal(sampleValue(families, 'gateway_circuit_breaker_open', 'gateway_circuit_breaker_open', { upstream: 'http://10.0.0.1:8080', route: '' }), 1);
-  t.equal(sampleValue(families, 'gateway_circuit_breaker_failures', 'gateway_circuit_breaker_failures', { upstream: 'http://10.0.0.1:8080', route: '3' }), 2);
+  t.equal(sampleValue(families, 'gateway_circuit_breaker_open', 'gateway_circuit_breaker_open', { upstream: 'http://10.0.0.1:8080', endpoint: '' }), 1);
+  t.equal(
+    sampleValue(families, 'gateway_circuit_breaker_failures', 'gateway_circuit_breaker_failures', { upstream: 'http://10.0.0.1:8080', endpoint: 'GET /users/{id}' }),
+    2,
+  );
+  t.same(report.breakers, { 'http://10.0.0.1:8080': { state: 'open', failures: 50, endpoints: { 'GET /users/{id}': { state: 'half-open', failures: 2 } } } }, 'a lazy extra is rendered');
 
   t.throws(() => parsePrometheus('x{a="b\\q"} 1\n'), 'the parser itself is strict');
   t.throws(() => parsePrometheus('# HELP x h\n# TYPE x counter\nx 1\n'), 'counter without _total');

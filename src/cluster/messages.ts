@@ -2,6 +2,7 @@ import type { GatewayConfig } from '../config/types.js';
 import type { RenderedSpec } from './compile-task.js';
 import type { MetricsDelta } from '../metrics/delta.js';
 import type { UpstreamWeight } from '../proxy/data-plane-types.js';
+import type { CircuitReport } from '../proxy/breaker.js';
 import type { TransferableTable } from '../routing/table.js';
 
 /**
@@ -40,7 +41,15 @@ export interface ShutdownMessage {
   graceMs: number;
 }
 
-export type PrimaryToWorker = PublishMessage | HealthMessage | MetricsReportMessage | ShutdownMessage;
+/** Failures summed over every worker reached a breaker's threshold: open it (see breaker-hub.ts). */
+export interface BreakerTripMessage {
+  type: 'breaker-trip';
+  upstream: string;
+  /** "METHOD template" of a host+endpoint breaker; null for the host's own. */
+  endpoint: string | null;
+}
+
+export type PrimaryToWorker = PublishMessage | HealthMessage | MetricsReportMessage | ShutdownMessage | BreakerTripMessage;
 
 /**
  * Sent once the worker listens for messages: anything the primary sent before that could be lost,
@@ -68,19 +77,28 @@ export interface MetricsDeltaMessage {
   delta: MetricsDelta;
 }
 
-export type WorkerToPrimary = HelloMessage | ListeningMessage | ReadyMessage | MetricsDeltaMessage;
+/** The worker's breakers changed: every circuit it tracks, as it stands now. */
+export interface BreakersMessage {
+  type: 'breakers';
+  circuits: CircuitReport[];
+}
+
+export type WorkerToPrimary = HelloMessage | ListeningMessage | ReadyMessage | MetricsDeltaMessage | BreakersMessage;
 
 function hasType(value: unknown): value is { type: unknown } {
   return typeof value === 'object' && value !== null && 'type' in value;
 }
 
 export function isWorkerMessage(value: unknown): value is WorkerToPrimary {
-  return hasType(value) && (value.type === 'hello' || value.type === 'listening' || value.type === 'ready' || value.type === 'metrics-delta');
+  return (
+    hasType(value) &&
+    (value.type === 'hello' || value.type === 'listening' || value.type === 'ready' || value.type === 'metrics-delta' || value.type === 'breakers')
+  );
 }
 
 export function isPrimaryMessage(value: unknown): value is PrimaryToWorker {
   return (
     hasType(value) &&
-    (value.type === 'publish' || value.type === 'health' || value.type === 'metrics' || value.type === 'shutdown')
+    (value.type === 'publish' || value.type === 'health' || value.type === 'metrics' || value.type === 'shutdown' || value.type === 'breaker-trip')
   );
 }

@@ -55,6 +55,11 @@ export class MetricsHub {
     this.changed = true;
   }
 
+  /** Something a lazy extra shows changed: render again at the next tick. */
+  touch(): void {
+    this.changed = true;
+  }
+
   /** The latest report, for a worker that just started. */
   latest(): MetricsReportMessage {
     return (this.rendered ??= this.render());

@@ -11,6 +11,7 @@ import { startExamplesChild, type ExampleUpstreams } from './examples.js';
 import { findFreePort } from './free-port.js';
 import type { HealthMessage } from './messages.js';
 import { MetricsHub } from './metrics-hub.js';
+import { BreakerHub } from './breaker-hub.js';
 import { Publisher, type Published, type PublishOutcome } from './publisher.js';
 import { isOperational, listenerStates } from './readiness.js';
 import { Rediscovery } from './rediscovery.js';
@@ -80,6 +81,7 @@ class Primary {
   private readonly supervisor: Supervisor;
   private readonly publisher: Publisher;
   private readonly metrics: MetricsHub;
+  private readonly breakers: BreakerHub;
   private upstreams: UpstreamRegistry;
   /** Aborts the discovery in progress: the initial one, or a reload's. */
   private discovery = new AbortController();
@@ -107,6 +109,8 @@ class Primary {
     this.publisher = new Publisher(log, (published) => this.onPublished(published));
     this.metrics = new MetricsHub({ log, broadcast: (message) => this.supervisor.broadcast(message) });
     this.metrics.setWorkerCount(0);
+    this.breakers = new BreakerHub(config.circuitBreaker, (trip) => this.supervisor.broadcast({ type: 'breaker-trip', ...trip }));
+    this.metrics.setExtra('breakers', () => this.breakers.summary());
   }
 
   run(): Promise<number> {
@@ -117,7 +121,10 @@ class Primary {
     this.supervisor.on('message', (slot, message) => this.onWorkerMessage(slot, message));
     this.supervisor.on('exit', (slot, workerId) => this.onWorkerExit(slot, workerId));
     this.supervisor.on('delta', (workerId, delta) => this.metrics.addDelta(workerId, delta));
-    this.supervisor.on('retired', (workerId) => this.metrics.workerGone(workerId));
+    this.supervisor.on('retired', (workerId) => {
+      this.metrics.workerGone(workerId);
+      this.breakers.workerGone(workerId);
+    });
     for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void this.shutdown(signal));
     process.on('SIGHUP', () => this.onSighup());
 
@@ -237,6 +244,7 @@ class Primary {
     this.config = next;
     this.log.level = next.logLevel;
     this.upstreams = upstreams;
+    this.breakers.setSettings(next.circuitBreaker);
     const outcome = await this.publish();
     if (!outcome.ok) {
       this.restore(previous);
@@ -260,6 +268,7 @@ class Primary {
   /** Back to the config and upstreams that still serve, after a reload that could not be published. */
   private restore(previous: { config: GatewayConfig; upstreams: UpstreamRegistry }): void {
     this.config = previous.config;
+    this.breakers.setSettings(previous.config.circuitBreaker);
     this.log.level = previous.config.logLevel;
     this.upstreams = previous.upstreams;
     // The reload aborted their first discovery; upstreams it left pending would hold readiness forever.
@@ -328,6 +337,10 @@ class Primary {
         this.announcedPort = true;
         this.log.info({ host: this.config.host, port: message.port }, 'gateway listening');
         break;
+      case 'breakers':
+        this.breakers.report(worker.id, message.circuits);
+        this.metrics.touch();
+        break;
       case 'ready':
         slot.tableVersion = message.tableVersion;
         slot.listeners = message.listeners;
@@ -339,6 +352,7 @@ class Primary {
 
   private onWorkerExit(slot: WorkerSlot, workerId: number): void {
     this.metrics.workerGone(workerId);
+    this.breakers.workerGone(workerId);
     this.metrics.setWorkerCount(this.supervisor.liveWorkers().length);
     if (!this.shuttingDown) this.metrics.setExtra('workerRestarts', ++this.restarts);
     this.refreshHealth();

@@ -47,6 +47,18 @@ function onRequestDone(info: RequestDoneInfo): void {
   accessLog?.record(info);
 }
 
+let breakersQueued = false;
+
+/** Breaker changes go to the primary at the end of this turn (a burst of failures is one message). */
+function onBreakersChanged(): void {
+  if (breakersQueued) return;
+  breakersQueued = true;
+  setImmediate(() => {
+    breakersQueued = false;
+    if (dataPlane !== null) send({ type: 'breakers', circuits: dataPlane.breakerReport() });
+  });
+}
+
 /** Deltas go to the primary only when something changed; the in-flight gauge comes from the data plane. */
 function shipMetrics(): void {
   const inFlight = dataPlane?.inFlight() ?? 0;
@@ -65,7 +77,7 @@ async function startServing(message: PublishMessage): Promise<DataPlane> {
     accessLog = createAccessLog({ workerId });
     await accessLog.ready;
   }
-  const started = await startDataPlane({ config: message.config, builtins: builtins.handle, onRequestDone, counters });
+  const started = await startDataPlane({ config: message.config, builtins: builtins.handle, onRequestDone, counters, onBreakersChanged });
   log.info({ port: started.port }, 'worker listening');
   send({ type: 'listening', port: started.port });
   setInterval(shipMetrics, METRICS_SHIP_INTERVAL_MS).unref();
@@ -125,6 +137,9 @@ function onMessage(message: PrimaryToWorker): void {
       break;
     case 'metrics':
       builtins.setMetrics(message.json, message.prometheus);
+      break;
+    case 'breaker-trip':
+      dataPlane?.tripBreaker(message.upstream, message.endpoint);
       break;
     case 'shutdown':
       graceMs = message.graceMs;

@@ -107,7 +107,7 @@ export class MetricsAggregator {
     this.workerCount = n;
   }
 
-  /** Extra top-level report fields (e.g. lastReload, breakers); undefined removes one. */
+  /** Extra top-level report fields (e.g. lastReload); a function is called at each report; undefined removes one. */
   setExtra(key: string, value: unknown): void {
     if (REPORT_FIELDS.has(key)) throw new Error(`metrics extra "${key}" would replace a built-in field`);
     if (value === undefined) this.extras.delete(key);
@@ -126,7 +126,7 @@ export class MetricsAggregator {
       upstreams: reportAll(this.upstreams),
       endpoints: reportAll(this.endpoints),
     };
-    for (const [key, value] of this.extras) report[key] = value;
+    for (const [key, value] of this.extras) report[key] = typeof value === 'function' ? (value as () => unknown)() : value;
     for (const name of [...this.counters.keys()].sort()) nestCounter(report, name, this.counters.get(name)!);
     return report;
   }

@@ -81,22 +81,33 @@ function summary(out: Exposition, name: string, labels: Labels, latency: Latency
   out.sample(`${name}_count`, labels, latency.count);
 }
 
-interface BreakerLike {
-  upstream: string;
-  routeId: number | null;
+interface CircuitLike {
   state: string;
   failures: number;
 }
 
-/** Exposes a `breakers` extra shaped like Breakers.snapshot(); anything else is left out. */
+/** Exposes the `breakers` extra (per host, with its open host+endpoint breakers; see breaker-hub.ts). */
 function breakerStates(out: Exposition, breakers: unknown): void {
-  if (!Array.isArray(breakers) || breakers.length === 0 || !breakers.every(isBreakerLike)) return;
-  out.family('gateway_circuit_breaker_open', 'gauge', '1 when a breaker is open or half-open; route "" is the host breaker.');
-  for (const b of breakers) {
-    out.sample('gateway_circuit_breaker_open', breakerLabels(b), b.state === 'closed' ? 0 : 1);
+  if (typeof breakers !== 'object' || breakers === null) return;
+  const rows: Array<[Labels, CircuitLike]> = [];
+  for (const [upstream, host] of Object.entries(breakers as Record<string, unknown>)) {
+    if (!isCircuitLike(host)) continue;
+    rows.push([[['upstream', upstream], ['endpoint', '']], host]);
+    const endpoints = (host as { endpoints?: unknown }).endpoints;
+    if (typeof endpoints !== 'object' || endpoints === null) continue;
+    for (const [endpoint, circuit] of Object.entries(endpoints as Record<string, unknown>)) {
+      if (isCircuitLike(circuit)) rows.push([[['upstream', upstream], ['endpoint', endpoint]], circuit]);
+    }
   }
-  out.family('gateway_circuit_breaker_failures', 'gauge', 'Consecutive failures counted by a breaker.');
-  for (const b of breakers) out.sample('gateway_circuit_breaker_failures', breakerLabels(b), b.failures);
+  if (rows.length === 0) return;
+  out.family('gateway_circuit_breaker_open', 'gauge', '1 when a breaker is open or half-open; endpoint "" is the host breaker.');
+  for (const [labels, circuit] of rows) out.sample('gateway_circuit_breaker_open', labels, circuit.state === 'closed' ? 0 : 1);
+  out.family('gateway_circuit_breaker_failures', 'gauge', 'Consecutive failures counted by a breaker, summed over workers.');
+  for (const [labels, circuit] of rows) out.sample('gateway_circuit_breaker_failures', labels, circuit.failures);
+}
+
+function isCircuitLike(value: unknown): value is CircuitLike {
+  return typeof value === 'object' && value !== null && typeof (value as CircuitLike).state === 'string' && typeof (value as CircuitLike).failures === 'number';
 }
 
 /** Requests sent to a second host of their endpoint after the first failed, by why. */
@@ -126,24 +137,6 @@ function reloadStatus(out: Exposition, reload: unknown): void {
     out.family('gateway_routing_table_version', 'gauge', 'Version of the routing table in service.');
     out.sample('gateway_routing_table_version', [], version);
   }
-}
-
-function breakerLabels(b: BreakerLike): Labels {
-  return [
-    ['upstream', b.upstream],
-    ['route', b.routeId === null ? '' : String(b.routeId)],
-  ];
-}
-
-function isBreakerLike(value: unknown): value is BreakerLike {
-  if (typeof value !== 'object' || value === null) return false;
-  const b = value as Record<string, unknown>;
-  return (
-    typeof b.upstream === 'string' &&
-    (b.routeId === null || typeof b.routeId === 'number') &&
-    typeof b.state === 'string' &&
-    typeof b.failures === 'number'
-  );
 }
 
 function escapeLabelValue(value: string): string {

@@ -86,6 +86,17 @@ class HostCircuit extends Circuit {
   readonly endpoints = new Map<number, Circuit>();
 }
 
+/** One circuit as shipped to the primary (see src/cluster/breaker-hub.ts). */
+export interface CircuitReport {
+  upstream: string;
+  /** "METHOD template" of a host+endpoint breaker; null for the host's own. */
+  endpoint: string | null;
+  state: BreakerStateName;
+  failures: number;
+  /** Epoch ms when it opened (or let its trial through); 0 while closed. */
+  since: number;
+}
+
 export class Breakers {
   /** Only hosts that have failed at least once are tracked; the others are closed by definition. */
   private readonly hosts = new Map<string, HostCircuit>();
@@ -93,7 +104,15 @@ export class Breakers {
   private readonly endpointFailures: number;
   private readonly resetMs: number;
 
-  constructor(settings: BreakerSettings, private readonly now: () => number = Date.now) {
+  /**
+   * @param onChange called after any change a report would show (a failure, a success that reset a
+   *   count, a trip); never for successes of hosts that have no failures (the hot path).
+   */
+  constructor(
+    settings: BreakerSettings,
+    private readonly now: () => number = Date.now,
+    private readonly onChange: (() => void) | null = null,
+  ) {
     for (const key of ['hostFailures', 'endpointFailures'] as const) {
       if (!Number.isInteger(settings[key]) || settings[key] < 1) {
         throw new RangeError(`circuitBreaker.${key} must be an integer >= 1, got ${settings[key]}`);
@@ -129,8 +148,11 @@ export class Breakers {
   onSuccess(upstream: string, routeId: number): void {
     const host = this.hosts.get(upstream);
     if (host === undefined) return;
+    const endpoint = host.endpoints.get(routeId);
+    const wasClean = host.failures === 0 && host.state === CLOSED && (endpoint === undefined || (endpoint.failures === 0 && endpoint.state === CLOSED));
     host.succeeded();
-    host.endpoints.get(routeId)?.succeeded();
+    endpoint?.succeeded();
+    if (!wasClean) this.onChange?.();
   }
 
   /** A 5xx, a timeout or a connection error. */
@@ -148,6 +170,50 @@ export class Breakers {
     const now = this.now();
     host.failed(now, this.hostFailures);
     endpoint.failed(now, this.endpointFailures);
+    this.onChange?.();
+  }
+
+  /**
+   * Opens a closed breaker now: the primary counted enough failures across all workers (a worker's own
+   * count alone would trip N times late). Open and half-open breakers are left as they are.
+   */
+  trip(upstream: string, routeId: number | null): void {
+    let host = this.hosts.get(upstream);
+    if (host === undefined) {
+      host = new HostCircuit();
+      this.hosts.set(upstream, host);
+    }
+    let circuit: Circuit = host;
+    if (routeId !== null) {
+      let endpoint = host.endpoints.get(routeId);
+      if (endpoint === undefined) host.endpoints.set(routeId, (endpoint = new Circuit()));
+      circuit = endpoint;
+    }
+    if (circuit.state !== CLOSED) return;
+    circuit.state = OPEN;
+    circuit.since = this.now();
+    this.onChange?.();
+  }
+
+  /** Every tracked circuit for the primary, endpoints named by `endpointKey(routeId)`. */
+  report(endpointKey: (routeId: number) => string | null): CircuitReport[] {
+    const now = this.now();
+    const out: CircuitReport[] = [];
+    const entry = (upstream: string, endpoint: string | null, circuit: Circuit): CircuitReport => ({
+      upstream,
+      endpoint,
+      state: circuit.stateName(now, this.resetMs),
+      failures: circuit.failures,
+      since: circuit.state === CLOSED ? 0 : circuit.since,
+    });
+    for (const [upstream, host] of this.hosts) {
+      out.push(entry(upstream, null, host));
+      for (const [routeId, endpoint] of host.endpoints) {
+        const key = endpointKey(routeId);
+        if (key !== null) out.push(entry(upstream, key, endpoint));
+      }
+    }
+    return out;
   }
 
   /** Route ids are only stable within one compiled routing table: call when a new table is swapped in. */

@@ -3,6 +3,7 @@ import type { HeaderView } from '../http/request-head.js';
 import type { LoadedUws } from '../native/uws.js';
 import type { RoutingTable } from '../routing/table.js';
 import type { Counters } from '../metrics/counters.js';
+import type { CircuitReport } from './breaker.js';
 
 export type { HeaderView } from '../http/request-head.js';
 
@@ -60,6 +61,8 @@ export interface DataPlaneOptions {
   config: GatewayConfig;
   builtins?: BuiltinsHook | null;
   onRequestDone?: ((info: RequestDoneInfo) => void) | null;
+  /** A breaker changed (see breakerReport); the worker tells the primary. */
+  onBreakersChanged?: (() => void) | null;
   /** Where retries (and other events) are counted for /metrics. */
   counters?: Counters | null;
   /** The native build to use; loadUws() by default. */
@@ -79,4 +82,8 @@ export interface DataPlane {
   close(): Promise<void>;
   /** Requests being answered right now (built-ins and errors are answered synchronously and never count). */
   inFlight(): number;
+  /** Every circuit breaker this worker tracks, endpoints named "METHOD template". */
+  breakerReport(): CircuitReport[];
+  /** Opens a breaker the primary found tripped across workers (no-op when it is already open). */
+  tripBreaker(upstream: string, endpoint: string | null): void;
 }

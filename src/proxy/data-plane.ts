@@ -17,7 +17,7 @@ import { loadUws, type LoadedUws } from '../native/uws.js';
 import type { UwsApp, UwsListenSocket, UwsRequest, UwsResponse } from '../native/uws-types.js';
 import { emptySelection, type RoutingTable } from '../routing/table.js';
 import { HostWeights, RouteBalancer } from './balancer.js';
-import { Breakers } from './breaker.js';
+import { Breakers, type CircuitReport } from './breaker.js';
 import type {
   BuiltinAnswer,
   BuiltinsHook,
@@ -113,7 +113,8 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
     this.builtins = options.builtins ?? null;
     this.onRequestDone = options.onRequestDone ?? null;
     this.counters = options.counters ?? null;
-    this.breakers = new Breakers(config.circuitBreaker);
+    const onBreakersChanged = options.onBreakersChanged ?? null;
+    this.breakers = new Breakers(config.circuitBreaker, Date.now, onBreakersChanged);
     this.trust = new TrustedProxies(config.trustedProxies);
     this.rejectEncodedSlashes = config.encodedSlashes === 'reject';
     this.weights = new HostWeights(config.upstreamWeighting);
@@ -175,6 +176,20 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
 
   inFlight(): number {
     return this.inFlightCount;
+  }
+
+  breakerReport(): CircuitReport[] {
+    const routes = this.table?.routes() ?? [];
+    return this.breakers.report((routeId) => {
+      const route = routes[routeId];
+      return route === undefined ? null : `${route.method} ${route.template}`;
+    });
+  }
+
+  tripBreaker(upstream: string, endpoint: string | null): void {
+    if (endpoint === null) return this.breakers.trip(upstream, null);
+    const route = this.table?.routes().find((r) => `${r.method} ${r.template}` === endpoint);
+    if (route !== undefined) this.breakers.trip(upstream, route.id);
   }
 
   close(): Promise<void> {
