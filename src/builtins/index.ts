@@ -40,6 +40,8 @@ function problem(status: number, title: string, detail: string): Rendered {
 export class Builtins {
   private paths: Paths;
   private metricsEnabled: boolean;
+  /** An admin listener serves /metrics and /spec: the public hook answers them 404. */
+  private adminListener: boolean;
   private health: Rendered = { status: 503, contentType: JSON_TYPE, body: Buffer.from('{}') };
   private metricsJson: Buffer = Buffer.from('{}');
   private metricsText: Buffer = Buffer.from('');
@@ -47,15 +49,17 @@ export class Builtins {
   private specOpenApi3: Buffer = Buffer.from('{}');
   private readonly extraHeaders: Record<string, string>;
 
-  constructor(config: Pick<GatewayConfig, 'paths' | 'metrics'>, options: { workerHeader?: string } = {}) {
+  constructor(config: Pick<GatewayConfig, 'paths' | 'metrics' | 'admin'>, options: { workerHeader?: string } = {}) {
     this.paths = this.normalizePaths(config.paths);
     this.metricsEnabled = config.metrics.enabled;
+    this.adminListener = config.admin !== undefined;
     this.extraHeaders = options.workerHeader ? { 'x-gateway-worker': options.workerHeader } : {};
   }
 
-  configure(config: Pick<GatewayConfig, 'paths' | 'metrics'>): void {
+  configure(config: Pick<GatewayConfig, 'paths' | 'metrics' | 'admin'>): void {
     this.paths = this.normalizePaths(config.paths);
     this.metricsEnabled = config.metrics.enabled;
+    this.adminListener = config.admin !== undefined;
   }
 
   setHealth(status: number, body: string): void {
@@ -72,10 +76,27 @@ export class Builtins {
     this.specOpenApi3 = Buffer.from(openapi3);
   }
 
-  /** The data plane's synchronous hook: a response for a built-in path, or null to route normally. */
+  /**
+   * The data plane's synchronous hook: a response for a built-in path, or null to route normally. With
+   * an admin listener, /metrics and /spec are 404 here (the health check stays, for load balancers).
+   */
   readonly handle = (method: string, path: string, query: string, headers: BuiltinHeaders): BuiltinResponse | null => {
     const builtin = this.builtinAt(stripTrailingSlash(path));
     if (builtin === null) return null;
+    if (this.adminListener && builtin !== 'healthcheck') {
+      const rendered = problem(404, 'Not Found', 'served on the admin listener only');
+      return { status: 404, headers: { 'cache-control': 'no-store', 'content-type': rendered.contentType, ...this.extraHeaders }, body: rendered.body };
+    }
+    return this.answer(builtin, method, path, query, headers);
+  };
+
+  /** The admin listener's hook: every built-in; null (404) for anything else. */
+  readonly handleAdmin = (method: string, path: string, query: string, headers: BuiltinHeaders): BuiltinResponse | null => {
+    const builtin = this.builtinAt(stripTrailingSlash(path));
+    return builtin === null ? null : this.answer(builtin, method, path, query, headers);
+  };
+
+  private answer(builtin: 'healthcheck' | 'metrics' | 'spec', method: string, path: string, query: string, headers: BuiltinHeaders): BuiltinResponse {
     let rendered: Rendered;
     if (method === 'GET' || method === 'HEAD') rendered = this.render(builtin, query, headers);
     else if (method === 'OPTIONS') rendered = { status: 200, contentType: '', body: Buffer.alloc(0) };

@@ -74,6 +74,8 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
     }
   }
   if (config.port === 0) config = { ...config, port: await findFreePort(config.host) };
+  // Every worker binds the admin port too: it must be concrete (SO_REUSEPORT needs a non-zero port).
+  if (config.admin?.port === 0) config = { ...config, admin: { ...config.admin, port: await findFreePort(config.admin.host) } };
   return new Primary(log, options, config, examples).run();
 }
 

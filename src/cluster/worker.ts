@@ -8,6 +8,7 @@ import { Counters } from '../metrics/counters.js';
 import { Builtins } from '../builtins/index.js';
 import { ACCESS_LOG_LISTENER, createAccessLog, type AccessLog } from '../listeners/access-log.js';
 import { createLogger, levelFromEnv } from '../log.js';
+import { startAdminListener, type AdminListener } from '../builtins/admin-listener.js';
 import { isPrimaryMessage, type PrimaryToWorker, type PublishMessage, type WorkerToPrimary } from './messages.js';
 
 const METRICS_SHIP_INTERVAL_MS = 200;
@@ -24,6 +25,7 @@ const recorder = new MetricsRecorder();
 const counters = new Counters();
 let dataPlane: DataPlane | null = null;
 let accessLog: AccessLog | null = null;
+let adminListener: AdminListener | null = null;
 let graceMs = 10_000;
 let metricsEnabled = true;
 let stopping = false;
@@ -79,6 +81,11 @@ async function startServing(message: PublishMessage): Promise<DataPlane> {
   }
   const started = await startDataPlane({ config: message.config, builtins: builtins.handle, onRequestDone, counters, onBreakersChanged });
   log.info({ port: started.port }, 'worker listening');
+  const admin = message.config.admin;
+  if (admin !== undefined) {
+    adminListener = await startAdminListener(started.uws, admin.host, admin.port, builtins.handleAdmin, `1.1 ${message.config.name}`);
+    log.info({ host: admin.host, port: adminListener.port }, 'admin listener listening');
+  }
   send({ type: 'listening', port: started.port });
   setInterval(shipMetrics, METRICS_SHIP_INTERVAL_MS).unref();
   return started;
@@ -107,6 +114,7 @@ async function shutdown(reason: string): Promise<void> {
     process.exit(0);
   }, graceMs + 1000);
   forceExit.unref();
+  adminListener?.close();
   try {
     await dataPlane?.close();
   } catch (err) {

@@ -1,0 +1,62 @@
+/**
+ * The operators' listener (`admin: { host, port }`): the health report, /metrics and /spec on a port of
+ * their own, so they need not face the internet. Every worker binds it (SO_REUSEPORT, like the public
+ * port); anything that is not a built-in path is 404. Its requests are not counted in /metrics.
+ */
+import { writeProblem } from '../http/problem.js';
+import { statusLine } from '../http/status-line.js';
+import type { LoadedUws } from '../native/uws.js';
+import type { UwsListenSocket, UwsRequest, UwsResponse } from '../native/uws-types.js';
+import type { BuiltinsHook, HeaderView } from '../proxy/data-plane-types.js';
+
+export interface AdminListener {
+  readonly port: number;
+  close(): void;
+}
+
+export function startAdminListener(uws: LoadedUws, host: string, port: number, builtins: BuiltinsHook, via: string): Promise<AdminListener> {
+  const app = uws.uws.App();
+  const headers: HeaderView = {
+    accept: undefined,
+    'accept-encoding': undefined,
+    'content-type': undefined,
+    host: undefined,
+    'if-none-match': undefined,
+    authorization: undefined,
+    'user-agent': undefined,
+  };
+  app.any('/*', (res: UwsResponse, req: UwsRequest) => {
+    const method = req.getCaseSensitiveMethod();
+    const url = req.getUrl();
+    headers.accept = req.getHeader('accept') || undefined;
+    const answer = builtins(method, url, req.getQuery() ?? '', headers);
+    if (answer === null) {
+      writeProblem(res, 404, 'the admin listener serves only the health report, metrics and spec', { via, headersOnly: method === 'HEAD' });
+      return;
+    }
+    res.writeStatus(statusLine(answer.status));
+    for (const name in answer.headers) res.writeHeader(name, answer.headers[name]);
+    if (method === 'HEAD') {
+      const body = answer.body;
+      res.writeHeader('content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength));
+      res.endWithoutBody();
+    } else {
+      res.end(answer.body);
+    }
+  });
+  return new Promise((resolve, reject) => {
+    app.listen(host, port, (socket: UwsListenSocket | false) => {
+      if (socket === false) {
+        reject(new Error(`admin listener: could not listen on ${host}:${port}`));
+        return;
+      }
+      resolve({
+        port: uws.uws.us_socket_local_port(socket),
+        close: () => {
+          uws.uws.us_listen_socket_close(socket);
+          app.close?.();
+        },
+      });
+    });
+  });
+}
