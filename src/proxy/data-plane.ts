@@ -27,6 +27,7 @@ import type {
   UpstreamWeight,
 } from './data-plane-types.js';
 import { Exchange, type ExchangeHost } from './forward.js';
+import { RequestContext } from './request-context.js';
 import type { ForwardFailure } from './forward-errors.js';
 import type { Counters } from '../metrics/counters.js';
 import { UpstreamPools } from './upstream-pool.js';
@@ -225,29 +226,18 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
   exchangeDone(exchange: Exchange): void {
     this.inFlightCount--;
     this.receiving.delete(exchange);
-    if (this.onRequestDone !== null) {
-      const info = this.info;
-      info.method = exchange.method;
-      info.path = exchange.path;
-      info.routeTemplate = exchange.routeTemplate;
-      info.routeId = exchange.routeId;
-      info.upstream = exchange.upstream;
-      info.status = exchange.status;
-      info.bytesIn = exchange.bytesIn;
-      info.bytesOut = exchange.bytesOut;
-      info.disabledListeners = exchange.disabledListeners;
-      this.emitDone(exchange.startedAt, exchange.peer, exchange.forwardedFor);
-    }
+    this.emitDone(exchange.ctx);
     if (this.inFlightCount === 0) this.onDrained?.();
   }
 
   retryTarget(exchange: Exchange, failure: ForwardFailure): string | null {
-    if (exchange.targets.length < 2 || this.closing) return null;
-    const balancer = this.balancers[exchange.routeId];
+    const ctx = exchange.ctx;
+    if (ctx.targets.length < 2 || this.closing) return null;
+    const balancer = this.balancers[ctx.routeId];
     if (balancer === undefined) return null;
-    this.pickingRouteId = exchange.routeId;
-    this.pickingExcludes = exchange.upstream;
-    const target = balancer.pick(exchange.targets, this.weights, this.isAvailable, false);
+    this.pickingRouteId = ctx.routeId;
+    this.pickingExcludes = ctx.upstream ?? '';
+    const target = balancer.pick(ctx.targets, this.weights, this.isAvailable, false);
     this.pickingExcludes = '';
     if (target === null) return null;
     this.counters?.add(failure.retry === 'unsent' ? 'retries.afterConnectFailure' : 'retries.afterNoAnswer');
@@ -264,93 +254,80 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
     const startedAt = performance.now();
     const head = this.head.read(req);
     const peer = remoteAddressText(res.getRemoteAddressAsText());
+    const ctx = new RequestContext(head.method, head.url, head.query, peer, head.xForwardedFor, startedAt, head.hasBody, head.forward);
     try {
-      this.route(res, head, peer, startedAt);
+      this.route(res, head, ctx);
     } catch (err) {
       // A bug of ours must not take the worker down with every connection it holds.
       process.emitWarning(err instanceof Error ? err : new Error(String(err)), 'DataPlaneError');
       try {
-        this.answer(res, head, head.url, 500, 'the gateway failed to handle the request', peer, startedAt);
+        this.answer(res, ctx, 500, 'the gateway failed to handle the request');
       } catch {
         // The response was already answered or closed.
       }
     }
   };
 
-  private route(res: UwsResponse, head: RequestHead, peer: string, startedAt: number): void {
+  /** Synchronous, inside the uWS handler: `head` is only valid now. */
+  private route(res: UwsResponse, head: RequestHead, ctx: RequestContext): void {
     const { limits } = this.config;
     if (head.headerBytes > limits.maxHeaderBytes) {
-      return this.answer(res, head, head.url, 431, `the request headers are larger than ${limits.maxHeaderBytes} bytes`, peer, startedAt);
+      return this.answer(res, ctx, 431, `the request headers are larger than ${limits.maxHeaderBytes} bytes`);
     }
-    if (head.badFraming) {
-      return this.answer(res, head, head.url, 400, 'conflicting or invalid Content-Length / Transfer-Encoding', peer, startedAt);
-    }
-    if (head.conflict !== '') {
-      return this.answer(res, head, head.url, 400, head.conflict, peer, startedAt);
-    }
+    // Bad framing or an ambiguous head leaves the connection untrustworthy: it is closed after the answer.
+    if (head.badFraming) return this.answer(res, ctx, 400, 'conflicting or invalid Content-Length / Transfer-Encoding', '', true);
+    if (head.conflict !== '') return this.answer(res, ctx, 400, head.conflict, '', true);
     if (head.contentLength > limits.maxBodyBytes) {
-      return this.answer(res, head, head.url, 413, `the request body is larger than ${limits.maxBodyBytes} bytes`, peer, startedAt);
+      return this.answer(res, ctx, 413, `the request body is larger than ${limits.maxBodyBytes} bytes`);
     }
-    const method = head.method;
-    if (!isVisibleAscii(head.url) || !isVisibleAscii(head.query)) {
-      return this.answer(res, head, head.url, 400, 'the request target holds characters that must be percent-encoded', peer, startedAt);
+    const method = ctx.method;
+    if (!isVisibleAscii(head.url) || !isVisibleAscii(ctx.query)) {
+      return this.answer(res, ctx, 400, 'the request target holds characters that must be percent-encoded');
     }
     if (this.rejectEncodedSlashes && hasEncodedSlash(head.url)) {
-      return this.answer(res, head, head.url, 400, 'the path holds an encoded "/" or "\\" (%2F, %5C), which an upstream could read as a segment boundary', peer, startedAt);
+      return this.answer(res, ctx, 400, 'the path holds an encoded "/" or "\\" (%2F, %5C), which an upstream could read as a segment boundary');
     }
     const path = normalizePath(head.url);
-    if (path === null) {
-      return this.answer(res, head, head.url, 400, 'the request path is malformed or climbs above the root', peer, startedAt);
-    }
+    if (path === null) return this.answer(res, ctx, 400, 'the request path is malformed or climbs above the root');
+    ctx.path = path;
     if (this.builtins !== null) {
-      const builtin = this.builtins(method, path, head.query, head.view);
-      if (builtin !== null) return this.answerBuiltin(res, head, path, builtin, peer, startedAt);
+      const builtin = this.builtins(method, path, ctx.query, head.view);
+      if (builtin !== null) return this.answerBuiltin(res, ctx, builtin);
     }
     const table = this.table;
-    if (table === null) {
-      return this.answer(res, head, path, 503, 'the routing table is not loaded yet', peer, startedAt);
-    }
+    if (table === null) return this.answer(res, ctx, 503, 'the routing table is not loaded yet');
     const view = head.view;
-    const selection = table.select(method, path, view['content-type'], view.accept, head.hasBody, this.selection);
+    const selection = table.select(method, path, view['content-type'], view.accept, ctx.hasBody, this.selection);
     if (selection.status !== 200) {
-      return this.answer(res, head, path, selection.status, rejectionDetail(selection.status, method), peer, startedAt, selection.allow);
+      return this.answer(res, ctx, selection.status, rejectionDetail(selection.status, method), selection.allow);
     }
-    if (selection.autoOptions) return this.answerOptions(res, head, path, selection.allow, peer, startedAt);
+    if (selection.autoOptions) return this.answerOptions(res, ctx, selection.allow);
 
     const route = selection.route!;
+    ctx.route = route;
+    ctx.targets = selection.targets;
+    ctx.headAsGet = selection.headAsGet;
     let balancer = this.balancers[route.id];
     if (balancer === undefined) this.balancers[route.id] = balancer = new RouteBalancer();
     this.pickingRouteId = route.id;
     const target = balancer.pick(selection.targets, this.weights, this.isAvailable);
-    if (target === null) {
-      return this.answer(res, head, path, 503, 'no upstream can take this request now (circuit breakers open)', peer, startedAt, '', route.template, route.id);
-    }
+    if (target === null) return this.answer(res, ctx, 503, 'no upstream can take this request now (circuit breakers open)');
+    ctx.upstream = target.upstream;
+    ctx.disabledListeners = target.disabledListeners;
 
-    const exchange = new Exchange(this, res, this.pools.get(target.upstream), {
-      path: head.query === '' ? path : `${path}?${head.query}`,
-      method: selection.headAsGet ? 'GET' : method,
-      headers: this.upstreamHeaders(head, peer),
+    const exchange = new Exchange(this, res, ctx, this.pools.get(target.upstream), {
+      path: ctx.query === '' ? path : `${path}?${ctx.query}`,
+      method: ctx.headAsGet ? 'GET' : method,
+      headers: this.upstreamHeaders(head, ctx),
       body: null,
       headersTimeout: this.config.timeouts.upstreamMs,
       bodyTimeout: this.config.timeouts.upstreamMs,
     });
-    exchange.method = method;
-    exchange.path = path;
-    exchange.routeTemplate = route.template;
-    exchange.routeId = route.id;
-    exchange.upstream = target.upstream;
-    exchange.disabledListeners = target.disabledListeners;
-    exchange.targets = selection.targets;
-    exchange.headersOnly = method === 'HEAD';
-    exchange.headAsGet = selection.headAsGet;
-    exchange.startedAt = startedAt;
-    exchange.peer = peer;
-    exchange.forwardedFor = head.xForwardedFor;
     this.inFlightCount++;
     res.onAborted(() => exchange.onClientAborted());
-    const hasBody = head.hasBody;
+    const hasBody = ctx.hasBody;
     if (hasBody) {
-      exchange.receiveDeadline = startedAt + this.config.timeouts.clientRequestMs;
+      exchange.receiveDeadline = ctx.startedAt + this.config.timeouts.clientRequestMs;
       this.receiving.add(exchange);
       res.onData((chunk, isLast) => exchange.onClientData(chunk, isLast));
     }
@@ -361,8 +338,9 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
    * End-to-end request headers plus X-Forwarded-*, Via and, from a trusted proxy only, the client's
    * Forwarded and X-Real-IP (contract 7). From any other peer the gateway speaks for the client itself.
    */
-  private upstreamHeaders(head: RequestHead, peer: string): string[] {
-    const headers = head.forward;
+  private upstreamHeaders(head: RequestHead, ctx: RequestContext): string[] {
+    const headers = ctx.headers;
+    const peer = ctx.peer;
     const host = head.view.host;
     if (this.trust.isTrusted(peer)) {
       headers.push('x-forwarded-for', head.xForwardedFor === undefined ? peer : `${head.xForwardedFor}, ${peer}`);
@@ -395,85 +373,64 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
 
   // ---- answers of the gateway's own (synchronous, inside the handler's cork) ---------------------
 
-  private answer(
-    res: UwsResponse,
-    head: RequestHead,
-    path: string,
-    status: number,
-    detail: string,
-    peer: string,
-    startedAt: number,
-    allow = '',
-    routeTemplate: string | null = null,
-    routeId = -1,
-  ): void {
-    const bytesOut = writeProblem(res, status, detail, {
+  private answer(res: UwsResponse, ctx: RequestContext, status: number, detail: string, allow = '', close = false): void {
+    ctx.status = status;
+    ctx.bytesOut = writeProblem(res, status, detail, {
       allow,
       via: this.via,
-      headersOnly: head.method === 'HEAD',
-      // An unread body would otherwise be read and thrown away; bad framing or an ambiguous head leaves
-      // the stream untrustworthy.
-      closeConnection: head.hasBody || head.badFraming || head.conflict !== '' || this.closing,
+      headersOnly: ctx.method === 'HEAD',
+      // An unread body would otherwise be read and thrown away.
+      closeConnection: close || ctx.hasBody || this.closing,
     });
-    this.reportAnswered(head, path, status, bytesOut, peer, startedAt, routeTemplate, routeId);
+    this.emitDone(ctx);
   }
 
-  private answerOptions(res: UwsResponse, head: RequestHead, path: string, allow: string, peer: string, startedAt: number): void {
+  private answerOptions(res: UwsResponse, ctx: RequestContext, allow: string): void {
     res.writeStatus(statusLine(200));
     res.writeHeader('allow', allow);
     res.writeHeader('via', this.via);
-    res.end('', head.hasBody || this.closing);
-    this.reportAnswered(head, path, 200, 0, peer, startedAt, null, -1);
+    res.end('', ctx.hasBody || this.closing);
+    ctx.status = 200;
+    this.emitDone(ctx);
   }
 
-  private answerBuiltin(res: UwsResponse, head: RequestHead, path: string, answer: BuiltinAnswer, peer: string, startedAt: number): void {
+  private answerBuiltin(res: UwsResponse, ctx: RequestContext, answer: BuiltinAnswer): void {
     res.writeStatus(statusLine(answer.status));
     const headers = answer.headers;
     for (const name in headers) res.writeHeader(name, headers[name]);
     const body = answer.body;
     const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
-    if (head.method === 'HEAD') {
+    if (ctx.method === 'HEAD') {
       res.writeHeader('content-length', String(length));
       if (this.closing) res.writeHeader('connection', 'close');
       res.endWithoutBody();
     } else {
-      res.end(body, head.hasBody || this.closing);
+      res.end(body, ctx.hasBody || this.closing);
+      ctx.bytesOut = length;
     }
-    this.reportAnswered(head, path, answer.status, head.method === 'HEAD' ? 0 : length, peer, startedAt, null, -1);
+    ctx.status = answer.status;
+    this.emitDone(ctx);
   }
 
-  private reportAnswered(
-    head: RequestHead,
-    path: string,
-    status: number,
-    bytesOut: number,
-    peer: string,
-    startedAt: number,
-    routeTemplate: string | null,
-    routeId: number,
-  ): void {
+  /** The request is over (answered, forwarded and answered, or the client left): tell the listeners. */
+  private emitDone(ctx: RequestContext): void {
     if (this.onRequestDone === null) return;
     const info = this.info;
-    info.method = head.method;
-    info.path = path;
-    info.routeTemplate = routeTemplate;
-    info.routeId = routeId;
-    info.upstream = null;
-    info.status = status;
-    info.bytesIn = 0;
-    info.bytesOut = bytesOut;
-    info.disabledListeners = NO_LISTENERS;
-    this.emitDone(startedAt, peer, head.xForwardedFor);
-  }
-
-  private emitDone(startedAt: number, peer: string, forwardedFor: string | undefined): void {
-    const info = this.info;
     const now = performance.now();
-    info.startedAt = TIME_ORIGIN + startedAt;
-    info.latencyMs = now - startedAt;
-    info.clientAddress = this.trust.clientAddress(peer, forwardedFor);
+    info.method = ctx.method;
+    info.path = ctx.path;
+    info.routeTemplate = ctx.routeTemplate;
+    info.routeId = ctx.routeId;
+    info.upstream = ctx.upstream;
+    info.status = ctx.status;
+    info.bytesIn = ctx.bytesIn;
+    info.bytesOut = ctx.bytesOut;
+    info.disabledListeners = ctx.disabledListeners;
+    info.startedAt = TIME_ORIGIN + ctx.startedAt;
+    info.latencyMs = now - ctx.startedAt;
+    info.clientAddress = ctx.clientAddress === '' ? (ctx.clientAddress = this.trust.clientAddress(ctx.peer, ctx.forwardedFor)) : ctx.clientAddress;
     try {
-      this.onRequestDone!(info);
+      this.onRequestDone(info);
     } catch (err) {
       process.emitWarning(err instanceof Error ? err : new Error(String(err)), 'DataPlaneError');
     }

@@ -12,7 +12,7 @@
 import type { Dispatcher, Pool } from 'undici';
 import type { Breakers } from './breaker.js';
 import type { UwsResponse } from '../native/uws-types.js';
-import type { RouteTarget } from '../routing/table.js';
+import type { RequestContext } from './request-context.js';
 import { writeProblem } from '../http/problem.js';
 import { statusLine } from '../http/status-line.js';
 import { RequestBodyStream, type BodySource } from './forward-body.js';
@@ -66,31 +66,13 @@ const GATEWAY_ANSWERED = new ExchangeAbort('the gateway answered the client itse
 const HEAD_BODY_DROPPED = new ExchangeAbort('the body of a GET serving a HEAD is not needed');
 
 export class Exchange implements Dispatcher.DispatchHandler, BodySource {
-  // Filled by the data plane before start(); read by its onRequestDone report.
-  method = '';
-  path = '';
-  routeTemplate: string | null = null;
-  routeId = -1;
-  upstream = '';
-  disabledListeners: readonly string[] = [];
-  /** The endpoint's hosts left after negotiation: where a retry may go. */
-  targets: readonly RouteTarget[] = [];
-  /** The client asked HEAD: send headers only. */
-  headersOnly = false;
-  /** The upstream gets GET for this HEAD and its body is dropped. */
-  headAsGet = false;
-  /** performance.now() when the request arrived. */
-  startedAt = 0;
-  peer = '';
-  forwardedFor: string | undefined = undefined;
   /** Still expecting request body bytes from the client. */
   receiving = false;
   /** performance.now() by which the whole request must have arrived. */
   receiveDeadline = 0;
 
-  status = 0;
-  bytesIn = 0;
-  bytesOut = 0;
+  /** The client asked HEAD: send headers only. */
+  private readonly headersOnly: boolean;
 
   private ended = false;
   private clientGone = false;
@@ -131,9 +113,12 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
   constructor(
     private readonly host: ExchangeHost,
     readonly res: UwsResponse,
+    readonly ctx: RequestContext,
     private pool: Pool,
     private readonly options: Dispatcher.DispatchOptions,
-  ) {}
+  ) {
+    this.headersOnly = ctx.method === 'HEAD';
+  }
 
   /** Forwards now when there is no body; otherwise when its first bytes arrive (see onClientData). */
   start(hasBody: boolean): void {
@@ -157,7 +142,7 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     this.ended = true;
     this.clientGone = true;
     this.receiving = false;
-    if (!this.headWritten) this.status = 499;
+    if (!this.headWritten) this.ctx.status = 499;
     this.stopUpstream(CLIENT_GONE);
     this.body?.destroy(CLIENT_GONE);
     this.report();
@@ -167,8 +152,8 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
   onClientData(chunk: ArrayBuffer, isLast: boolean): void {
     if (this.ended || !this.receiving) return;
     const length = chunk.byteLength;
-    this.bytesIn += length;
-    if (this.bytesIn > this.host.maxBodyBytes) {
+    this.ctx.bytesIn += length;
+    if (this.ctx.bytesIn > this.host.maxBodyBytes) {
       this.answerItself(413, `the request body is larger than ${this.host.maxBodyBytes} bytes`);
       return;
     }
@@ -214,10 +199,10 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
     if (statusCode < 200 || this.upstreamSettled) return true;
-    this.status = statusCode;
+    this.ctx.status = statusCode;
     this.resumeUpstream = resume;
     if (statusCode >= 500) this.breakerFailure();
-    else this.host.breakers.onSuccess(this.upstream, this.routeId);
+    else this.host.breakers.onSuccess(this.ctx.upstream!, this.ctx.routeId);
     if (this.ended) return true;
 
     this.scanUpstreamHeaders(rawHeaders);
@@ -226,7 +211,7 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
       this.mode = BodyMode.None;
       corkTarget = this;
       this.res.cork(corkedHeadOnly);
-      if (this.headAsGet) {
+      if (this.ctx.headAsGet) {
         // The GET's body is not wanted: drain a small one to keep the connection, abort a big one.
         const length = this.responseContentLength;
         if (length < 0 || length > HEAD_DRAIN_LIMIT) this.stopUpstream(HEAD_BODY_DROPPED);
@@ -246,7 +231,7 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
 
   onData(chunk: Buffer): boolean {
     if (this.ended || this.upstreamSettled || this.mode === BodyMode.None) return true;
-    this.bytesOut += chunk.length;
+    this.ctx.bytesOut += chunk.length;
     corkTarget = this;
     corkChunk = chunk;
     this.res.cork(corkedBodyChunk);
@@ -300,14 +285,14 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     const next = this.host.retryTarget(this, failure);
     if (next === null) return false;
     this.retried = true;
-    this.upstream = next;
+    this.ctx.upstream = next;
     this.pool = this.host.poolFor(next);
     this.upstreamSettled = false;
     this.upstreamComplete = false;
     this.upstreamAbort = null;
     this.resumeUpstream = null;
     this.breakerFailed = false;
-    this.status = 0;
+    this.ctx.status = 0;
     this.pool.dispatch(this.options, this);
     return true;
   }
@@ -320,10 +305,10 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     const raw = this.pendingHead!;
     this.pendingHead = null;
     this.headWritten = true;
-    res.writeStatus(statusLine(this.status));
+    res.writeStatus(statusLine(this.ctx.status));
     const named = this.upstreamConnection === null ? null : connectionNamedHeaders(this.upstreamConnection);
     // uWS frames Sized/Chunked bodies itself; headers-only answers carry the upstream's length.
-    const withLength = this.mode === BodyMode.None && this.status !== 204;
+    const withLength = this.mode === BodyMode.None && this.ctx.status !== 204;
     const pass = this.passHeaders;
     const lengths = withLength ? this.lengthHeaders : 0;
     // At most one Content-Length goes out, whatever the upstream repeated.
@@ -369,7 +354,7 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     if (this.mode === BodyMode.Sized) {
       // uWS's write offset before this chunk: every earlier chunk was taken whole (a partly taken one
       // pauses the upstream until onWritable has written the rest), so it is the body sent before it.
-      const offset = this.bytesOut - chunk.length;
+      const offset = this.ctx.bytesOut - chunk.length;
       const [ok, done] = res.tryEnd(chunk, this.totalSize);
       if (done) {
         this.onClientResponseEnded();
@@ -411,7 +396,7 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
   writeProblemCorked(): void {
     this.releaseClientBody();
     this.ended = true;
-    this.bytesOut = writeProblem(this.res, this.status, problemDetail, {
+    this.ctx.bytesOut = writeProblem(this.res, this.ctx.status, problemDetail, {
       via: this.host.via,
       headersOnly: this.headersOnly,
       // A body still arriving cannot be skipped cheaply; a closing gateway wants connections gone.
@@ -513,7 +498,7 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
   }
 
   private writeOwnProblem(status: number, detail: string): void {
-    this.status = status;
+    this.ctx.status = status;
     problemDetail = detail;
     corkTarget = this;
     this.res.cork(corkedProblem);
@@ -539,7 +524,7 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
   private breakerFailure(): void {
     if (this.breakerFailed) return;
     this.breakerFailed = true;
-    this.host.breakers.onFailure(this.upstream, this.routeId);
+    this.host.breakers.onFailure(this.ctx.upstream!, this.ctx.routeId);
   }
 
   private report(): void {
