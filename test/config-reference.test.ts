@@ -16,6 +16,8 @@ interface KeySchema {
   required?: readonly string[];
   properties?: Record<string, KeySchema>;
   items?: KeySchema;
+  /** Per-type keys of a list's items (middleware): `{ if: { properties: { type: { const } } }, then }`. */
+  allOf?: ReadonlyArray<{ if?: { properties?: { type?: { const?: string } } }; then?: KeySchema }>;
 }
 
 function typeOf(schema: KeySchema): string {
@@ -26,6 +28,7 @@ function typeOf(schema: KeySchema): string {
     return 'integer';
   }
   if (schema.type === 'array') return `${schema.minItems ? 'non-empty ' : ''}array of ${schema.items?.type ?? 'value'}s`;
+  if (Array.isArray(schema.type)) return schema.type.join(' or ');
   if (schema.type === 'string' && schema.minLength) return 'non-empty string';
   return schema.type ?? 'any';
 }
@@ -46,6 +49,14 @@ function expectedRows(): Map<string, string> {
       rows.set(path, `| \`${path}\` | ${typeOf(child)} | ${defaultOf(child, required.has(key))} | ${meaning} |`);
       walk(child, `${path}.`);
       if (child.items?.properties) walk(child.items, `${path}[].`);
+      // Keys of one type only: middleware[apiKeyAuth].header (the common ones are listed once, above).
+      for (const branch of child.items?.allOf ?? []) {
+        const type = branch.if?.properties?.type?.const;
+        if (type === undefined || branch.then === undefined) continue;
+        const common = new Set(Object.keys(child.items?.properties ?? {}));
+        const own = Object.fromEntries(Object.entries(branch.then.properties ?? {}).filter(([key]) => !common.has(key)));
+        walk({ ...branch.then, properties: own }, `${path}[${type}].`);
+      }
     }
   };
   walk(configSchema as unknown as KeySchema, '');

@@ -38,6 +38,7 @@ t.test('an empty object gets every default', async (t) => {
     circuitBreaker: { hostFailures: 50, endpointFailures: 25, resetMs: 10000 },
     discovery: { fetchTimeoutMs: 5000, retries: 5, backoffMs: 200, refreshIntervalMs: 30000 },
     accessLog: { enabled: true },
+    middleware: [],
     metrics: { enabled: true },
   });
 });
@@ -255,6 +256,7 @@ t.test('every key of the schema has a description (the README reference is built
       walk(child, `${where}${key}.`);
     }
     if (schema.items) walk(schema.items, `${where.replace(/\.$/, '')}[].`);
+    for (const branch of schema.allOf ?? []) if (branch.then) walk(branch.then, `${where}[${branch.if?.properties?.type?.const}].`);
   };
   walk(configSchema, '');
   t.same(missing, []);
@@ -272,6 +274,7 @@ t.test('the commented examples load and explain every key', async (t) => {
       walk(child);
     }
     if (schema.items) walk(schema.items);
+    for (const branch of schema.allOf ?? []) if (branch.then) walk(branch.then);
   };
   walk(configSchema);
   t.same([...keys].filter((key) => !text.includes(`"${key}"`)), [], 'every schema key appears in full.jsonc');

@@ -7,6 +7,8 @@
 const KIB = 1024;
 const MIB = 1024 * KIB;
 
+import { middlewareSchema } from '../middleware/registry.js';
+
 /** Media types and ids lists share this shape. */
 const stringList = (description: string) => ({
   type: 'array',
@@ -265,6 +267,7 @@ export const configSchema = {
         enabled: { type: 'boolean', default: true, description: 'Log one line per proxied request.' },
       },
     },
+    middleware: middlewareSchema(),
     metrics: {
       type: 'object',
       description: 'Request metrics.',

@@ -5,7 +5,24 @@ import { rangeProblem } from '../http/trusted-proxies.js';
 
 /** Rules beyond the schema; `config` has passed the schema and holds its defaults. */
 export function checkConfigRules(config: GatewayConfig, explicitPathKeys: ReadonlySet<string>): ConfigProblem[] {
-  return [...checkUpstreams(config), ...checkBuiltinPaths(config, explicitPathKeys), ...checkTrustedProxies(config), ...checkAdmin(config)];
+  return [
+    ...checkUpstreams(config),
+    ...checkBuiltinPaths(config, explicitPathKeys),
+    ...checkTrustedProxies(config),
+    ...checkAdmin(config),
+    ...checkMiddlewareIds(config),
+  ];
+}
+
+function checkMiddlewareIds(config: GatewayConfig): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const first = new Map<string, number>();
+  config.middleware.forEach((entry, index) => {
+    const seen = first.get(entry.id);
+    if (seen === undefined) first.set(entry.id, index);
+    else problems.push({ pointer: `/middleware/${index}/id`, reason: `"${entry.id}" is also the id of /middleware/${seen}; ids must be unique` });
+  });
+  return problems;
 }
 
 function checkTrustedProxies(config: GatewayConfig): ConfigProblem[] {

@@ -1,3 +1,5 @@
+import type { MiddlewareConfig } from '../middleware/registry.js';
+
 /** The gateway's configuration after schema validation and defaults (see src/config/schema.ts). */
 export interface GatewayConfig {
   /** Listening port (env GATEWAY_PORT). */
@@ -54,6 +56,8 @@ export interface GatewayConfig {
     refreshIntervalMs: number;
   };
   accessLog: { enabled: boolean };
+  /** Run in order for every routed request (contract 9). */
+  middleware: MiddlewareConfig[];
   metrics: { enabled: boolean };
 }
 

@@ -9,12 +9,15 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
 const TITLES: Readonly<Record<number, string>> = {
   400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
   406: 'Not Acceptable',
   408: 'Request Timeout',
   413: 'Content Too Large',
   415: 'Unsupported Media Type',
+  429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   502: 'Bad Gateway',
@@ -31,6 +34,8 @@ export interface ProblemOptions {
   headersOnly?: boolean;
   /** Close the connection after the response (the request's framing cannot be trusted, or its body was not read). */
   closeConnection?: boolean;
+  /** More headers, flat [name, value, ...] (a middleware's WWW-Authenticate, Retry-After, RateLimit...). */
+  headers?: readonly string[] | null;
 }
 
 export function problemTitle(status: number): string {
@@ -52,6 +57,8 @@ export function writeProblem(res: UwsResponse, status: number, detail: string, o
   res.writeHeader('cache-control', 'no-store');
   if (options?.allow) res.writeHeader('allow', options.allow);
   if (options?.via) res.writeHeader('via', options.via);
+  const headers = options?.headers;
+  if (headers) for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i], headers[i + 1]);
   if (options?.headersOnly) {
     res.writeHeader('content-length', String(Buffer.byteLength(body)));
     // uWS only closes for end(body, true); a HEAD answer asks the client to close instead.

@@ -4,6 +4,7 @@ import type { LoadedUws } from '../native/uws.js';
 import type { RoutingTable } from '../routing/table.js';
 import type { Counters } from '../metrics/counters.js';
 import type { CircuitReport } from './breaker.js';
+import type { Pipeline } from '../middleware/pipeline.js';
 
 export type { HeaderView } from '../http/request-head.js';
 
@@ -74,6 +75,8 @@ export interface DataPlane {
   readonly port: number;
   /** The native build serving. */
   readonly uws: LoadedUws;
+  /** Swaps the middleware; requests already past it finish as they were decided. */
+  setPipeline(pipeline: Pipeline): void;
   /** Swaps the routing table; requests already forwarded finish on the old one. */
   setTable(table: RoutingTable): void;
   /** Configured weights; hosts not listed drop to weight 0 at once and their pools close when idle. */

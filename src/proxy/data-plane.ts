@@ -28,6 +28,9 @@ import type {
 } from './data-plane-types.js';
 import { Exchange, type ExchangeHost } from './forward.js';
 import { RequestContext } from './request-context.js';
+import { HeldRequest, type HeldRequestHost } from './held-request.js';
+import { Pipeline } from '../middleware/pipeline.js';
+import type { Middleware, ProblemAnswer } from '../middleware/types.js';
 import type { ForwardFailure } from './forward-errors.js';
 import type { Counters } from '../metrics/counters.js';
 import { UpstreamPools } from './upstream-pool.js';
@@ -43,6 +46,7 @@ export type {
 } from './data-plane-types.js';
 
 const NO_LISTENERS: readonly string[] = Object.freeze([]);
+const EMPTY_PIPELINE = new Pipeline([], { add: () => {} });
 const DEFAULT_WEIGHT = 1;
 /** performance.timeOrigin is a getter; it never changes. */
 const TIME_ORIGIN = performance.timeOrigin;
@@ -53,7 +57,9 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   return server;
 }
 
-class DataPlaneServer implements DataPlane, ExchangeHost {
+const NO_HOST = 'no upstream can take this request now (circuit breakers open)';
+
+class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
   readonly uws: LoadedUws;
   readonly via: string;
   readonly maxBodyBytes: number;
@@ -72,6 +78,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
   private readonly configuredUpstreams = new Set<string>();
   private readonly pools: UpstreamPools;
   private table: RoutingTable | null = null;
+  private pipeline = EMPTY_PIPELINE;
   private balancers: RouteBalancer[] = [];
 
   private readonly head = new RequestHead();
@@ -159,6 +166,10 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
         }
       }
     }
+  }
+
+  setPipeline(pipeline: Pipeline): void {
+    this.pipeline = pipeline;
   }
 
   setUpstreams(upstreams: readonly UpstreamWeight[]): void {
@@ -307,38 +318,97 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
     ctx.route = route;
     ctx.targets = selection.targets;
     ctx.headAsGet = selection.headAsGet;
-    let balancer = this.balancers[route.id];
-    if (balancer === undefined) this.balancers[route.id] = balancer = new RouteBalancer();
-    this.pickingRouteId = route.id;
-    const target = balancer.pick(selection.targets, this.weights, this.isAvailable);
-    if (target === null) return this.answer(res, ctx, 503, 'no upstream can take this request now (circuit breakers open)');
-    ctx.upstream = target.upstream;
-    ctx.disabledListeners = target.disabledListeners;
+    this.addForwardingHeaders(head, ctx);
+    const middleware = this.pipeline.forRoute(route, table.routes());
+    if (middleware.length > 0) return this.hold(res, ctx, middleware);
 
-    const exchange = new Exchange(this, res, ctx, this.pools.get(target.upstream), {
-      path: ctx.query === '' ? path : `${path}?${ctx.query}`,
-      method: ctx.headAsGet ? 'GET' : method,
-      headers: this.upstreamHeaders(head, ctx),
-      body: null,
-      headersTimeout: this.config.timeouts.upstreamMs,
-      bodyTimeout: this.config.timeouts.upstreamMs,
-    });
+    const exchange = this.newExchange(res, ctx);
+    if (exchange === null) return this.answer(res, ctx, 503, NO_HOST);
     this.inFlightCount++;
     res.onAborted(() => exchange.onClientAborted());
     const hasBody = ctx.hasBody;
     if (hasBody) {
-      exchange.receiveDeadline = ctx.startedAt + this.config.timeouts.clientRequestMs;
-      this.receiving.add(exchange);
+      this.awaitBody(exchange);
       res.onData((chunk, isLast) => exchange.onClientData(chunk, isLast));
     }
     exchange.start(hasBody);
+  }
+
+  /** Picks the host (balancer, breakers) and prepares the exchange; null when no host may take it now. */
+  private newExchange(res: UwsResponse, ctx: RequestContext): Exchange | null {
+    const route = ctx.route!;
+    let balancer = this.balancers[route.id];
+    if (balancer === undefined) this.balancers[route.id] = balancer = new RouteBalancer();
+    this.pickingRouteId = route.id;
+    const target = balancer.pick(ctx.targets, this.weights, this.isAvailable);
+    if (target === null) return null;
+    ctx.upstream = target.upstream;
+    ctx.disabledListeners = target.disabledListeners;
+    return new Exchange(this, res, ctx, this.pools.get(target.upstream), {
+      path: ctx.query === '' ? ctx.path : `${ctx.path}?${ctx.query}`,
+      method: ctx.headAsGet ? 'GET' : ctx.method,
+      headers: ctx.headers,
+      body: null,
+      headersTimeout: this.config.timeouts.upstreamMs,
+      bodyTimeout: this.config.timeouts.upstreamMs,
+    });
+  }
+
+  private awaitBody(exchange: Exchange): void {
+    exchange.receiveDeadline = exchange.ctx.startedAt + this.config.timeouts.clientRequestMs;
+    this.receiving.add(exchange);
+  }
+
+  // ---- requests held while middleware decides (HeldRequestHost) --------------------------------
+
+  private hold(res: UwsResponse, ctx: RequestContext, middleware: readonly Middleware[]): void {
+    // Rate limits key on it: decided once, here.
+    ctx.clientAddress = this.trust.clientAddress(ctx.peer, ctx.forwardedFor);
+    const held = new HeldRequest(this, res, ctx);
+    this.inFlightCount++;
+    res.onAborted(() => held.onAborted());
+    if (ctx.hasBody) res.onData((chunk, isLast) => held.onData(chunk, isLast));
+    this.pipeline.run(ctx, middleware, 0, (answer) => held.decided(answer));
+  }
+
+  forwardHeld(held: HeldRequest): Exchange | null {
+    const exchange = this.newExchange(held.res, held.ctx);
+    if (exchange === null) {
+      this.answerHeld(held, { kind: 'problem', status: 503, detail: NO_HOST }, !held.complete);
+      this.heldDone(held);
+      return null;
+    }
+    if (held.ctx.hasBody && !held.complete) this.awaitBody(exchange);
+    exchange.startHeld(held.chunks, held.complete, held.paused);
+    return exchange;
+  }
+
+  answerHeld(held: HeldRequest, answer: ProblemAnswer, close: boolean): void {
+    const { res, ctx } = held;
+    const own = ctx.responseHeaders;
+    const headers = answer.headers === undefined ? own : own === null ? answer.headers : [...answer.headers, ...own];
+    res.cork(() => {
+      ctx.status = answer.status;
+      ctx.bytesOut = writeProblem(res, answer.status, answer.detail, {
+        via: this.via,
+        headersOnly: ctx.method === 'HEAD',
+        closeConnection: close || this.closing,
+        headers,
+      });
+    });
+  }
+
+  heldDone(held: HeldRequest): void {
+    this.inFlightCount--;
+    this.emitDone(held.ctx);
+    if (this.inFlightCount === 0) this.onDrained?.();
   }
 
   /**
    * End-to-end request headers plus X-Forwarded-*, Via and, from a trusted proxy only, the client's
    * Forwarded and X-Real-IP (contract 7). From any other peer the gateway speaks for the client itself.
    */
-  private upstreamHeaders(head: RequestHead, ctx: RequestContext): string[] {
+  private addForwardingHeaders(head: RequestHead, ctx: RequestContext): void {
     const headers = ctx.headers;
     const peer = ctx.peer;
     const host = head.view.host;
@@ -354,7 +424,6 @@ class DataPlaneServer implements DataPlane, ExchangeHost {
       if (host) headers.push('x-forwarded-host', host);
     }
     headers.push('via', head.via === undefined ? this.via : `${head.via}, ${this.via}`);
-    return headers;
   }
 
   private sweepSlowClients(): void {

@@ -129,6 +129,24 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     this.dispatch(null);
   }
 
+  /**
+   * Forwards a request whose body was held while middleware decided (see held-request.ts): `chunks`
+   * arrived so far, `complete` once the last one did, `paused` when the client socket was paused.
+   */
+  startHeld(chunks: readonly Buffer[], complete: boolean, paused: boolean): void {
+    if (!this.ctx.hasBody) return this.dispatch(null);
+    if (complete) {
+      const whole = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+      return this.dispatch(whole.length > 0 ? whole : null);
+    }
+    this.receiving = true;
+    const body = (this.body = new RequestBodyStream(this));
+    for (const chunk of chunks) body.push(chunk);
+    // The stream's first read resumes the socket (onBodyWanted).
+    this.clientPaused = paused;
+    this.dispatch(body);
+  }
+
   private dispatch(body: Buffer | RequestBodyStream | null): void {
     this.dispatched = true;
     this.options.body = body;
@@ -334,6 +352,8 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
       }
     }
     res.writeHeader('via', this.upstreamVia === null ? this.host.via : `${this.upstreamVia.toString('latin1')}, ${this.host.via}`);
+    const added = this.ctx.responseHeaders;
+    if (added !== null) for (let i = 0; i < added.length; i += 2) res.writeHeader(added[i], added[i + 1]);
     if (this.host.closing || this.receiving) res.writeHeader('connection', 'close');
   }
 
@@ -401,6 +421,7 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
       headersOnly: this.headersOnly,
       // A body still arriving cannot be skipped cheaply; a closing gateway wants connections gone.
       closeConnection: this.receiving || this.host.closing,
+      headers: this.ctx.responseHeaders,
     });
     this.report();
   }

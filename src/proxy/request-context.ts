@@ -14,8 +14,8 @@ export class RequestContext {
   readonly method: string;
   /** The normalized path once normalized (the raw URL path before that, or when it could not be). */
   path: string;
-  /** The raw query string, without "?". */
-  readonly query: string;
+  /** The raw query string, without "?", as forwarded (apiKeyAuth with hideCredentials may take its key out). */
+  query: string;
   /** The connection's peer address. */
   readonly peer: string;
   /** The client's X-Forwarded-For (combined), read only when the peer is a trusted proxy. */

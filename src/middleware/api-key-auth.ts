@@ -1,0 +1,158 @@
+/**
+ * apiKeyAuth (contract section 9): a key from a header (or a query parameter), checked against SHA-256
+ * digests from the config. An admitted request reaches the upstream with `X-Consumer: <consumer>` (a
+ * client-sent X-Consumer never does) and, with hideCredentials, without the key.
+ *
+ * Keys are compared by digest through a Map: the lookup's timing can only tell an attacker about
+ * digests, which say nothing usable about keys. Keys that matched are remembered (at most one entry per
+ * configured key, so no client can grow it), sparing a hash per request for the usual steady clients.
+ */
+import { createHash } from 'node:crypto';
+import type { RequestContext } from '../proxy/request-context.js';
+import { problem, type Decision, type Middleware, type MiddlewareContext, type ProblemAnswer } from './types.js';
+
+export interface ApiKeyAuthConfig {
+  id: string;
+  type: 'apiKeyAuth';
+  slaMs: number;
+  /** Request header carrying the key (lower-cased when loaded). */
+  header: string;
+  /** Query parameter carrying the key, or null. */
+  query: string | null;
+  keys: Array<{ consumer: string; sha256: string }>;
+  hideCredentials: boolean;
+}
+
+export const apiKeyAuthSchema = {
+  description: 'Admits requests that carry a known API key (contract 9, apiKeyAuth).',
+  required: ['keys'],
+  properties: {
+    header: {
+      type: 'string',
+      pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$",
+      default: 'x-api-key',
+      description: 'Request header that carries the key.',
+    },
+    query: {
+      type: ['string', 'null'],
+      minLength: 1,
+      default: null,
+      description: 'Query parameter that carries the key when the header is absent; null: the header only.',
+    },
+    keys: {
+      type: 'array',
+      description: 'The accepted keys, as SHA-256 digests (`gateway hash-key` prints one); reloaded on SIGHUP.',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['consumer', 'sha256'],
+        properties: {
+          consumer: { type: 'string', minLength: 1, description: 'Who the key belongs to: sent upstream as X-Consumer.' },
+          sha256: { type: 'string', pattern: '^[0-9a-fA-F]{64}$', description: 'Hex SHA-256 digest of the key.' },
+        },
+      },
+    },
+    hideCredentials: { type: 'boolean', default: true, description: 'Remove the key (header or query parameter) before forwarding.' },
+  },
+} as const;
+
+export function sha256Hex(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+const CONSUMER_HEADER = 'x-consumer';
+
+class ApiKeyAuth implements Middleware {
+  readonly type = 'apiKeyAuth';
+  readonly failClosed = true;
+  readonly id: string;
+  readonly slaMs: number;
+  private readonly header: string;
+  private readonly query: string | null;
+  private readonly hide: boolean;
+  private readonly consumerByDigest = new Map<string, string>();
+  /** Key -> consumer for keys that matched (bounded by the number of configured keys). */
+  private readonly known = new Map<string, string>();
+  private readonly unauthorized: ProblemAnswer;
+  private readonly missing: ProblemAnswer;
+
+  constructor(config: ApiKeyAuthConfig) {
+    this.id = config.id;
+    this.slaMs = config.slaMs;
+    this.header = config.header.toLowerCase();
+    this.query = config.query;
+    this.hide = config.hideCredentials;
+    for (const { consumer, sha256 } of config.keys) this.consumerByDigest.set(sha256.toLowerCase(), consumer);
+    const challenge = ['www-authenticate', `ApiKey header="${this.header}"`];
+    const where = this.query === null ? `the ${this.header} header` : `the ${this.header} header or the ${this.query} query parameter`;
+    this.missing = problem(401, `an API key is required in ${where}`, challenge);
+    this.unauthorized = problem(401, 'the API key is not valid', challenge);
+  }
+
+  decide(ctx: RequestContext): Decision {
+    let key = ctx.requestHeader(this.header);
+    let fromQuery = false;
+    if (key === undefined && this.query !== null) {
+      key = queryValue(ctx.query, this.query);
+      fromQuery = key !== undefined;
+    }
+    if (key === undefined || key === '') return this.missing;
+    let consumer = this.known.get(key);
+    if (consumer === undefined) {
+      consumer = this.consumerByDigest.get(sha256Hex(key));
+      if (consumer === undefined) return this.unauthorized;
+      if (this.known.size < this.consumerByDigest.size) this.known.set(key, consumer);
+    }
+    ctx.consumer = consumer;
+    ctx.removeRequestHeader(CONSUMER_HEADER);
+    ctx.headers.push(CONSUMER_HEADER, consumer);
+    if (this.hide) {
+      if (fromQuery) ctx.query = withoutQueryParameter(ctx.query, this.query!);
+      else ctx.removeRequestHeader(this.header);
+    }
+    return undefined;
+  }
+
+  ready(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+/** The first value of `name` in a raw query string, percent-decoded; undefined when absent or undecodable. */
+export function queryValue(query: string, name: string): string | undefined {
+  if (query === '') return undefined;
+  for (const pair of query.split('&')) {
+    const eq = pair.indexOf('=');
+    const key = eq === -1 ? pair : pair.slice(0, eq);
+    if (decodeComponent(key) !== name) continue;
+    return eq === -1 ? '' : decodeComponent(pair.slice(eq + 1));
+  }
+  return undefined;
+}
+
+/** The raw query without any `name=` pair; the other pairs stay byte for byte. */
+export function withoutQueryParameter(query: string, name: string): string {
+  return query
+    .split('&')
+    .filter((pair) => {
+      const eq = pair.indexOf('=');
+      return decodeComponent(eq === -1 ? pair : pair.slice(0, eq)) !== name;
+    })
+    .join('&');
+}
+
+function decodeComponent(text: string): string | undefined {
+  try {
+    return decodeURIComponent(text.replace(/\+/g, ' '));
+  } catch {
+    return undefined;
+  }
+}
+
+export function createApiKeyAuth(config: ApiKeyAuthConfig, _context: MiddlewareContext): Middleware {
+  return new ApiKeyAuth(config);
+}

@@ -1,0 +1,137 @@
+/**
+ * The one place a routed request passes the configured middleware (contract section 9): in array
+ * order, before forwarding; the first answer ends it. A decision that is synchronous costs a loop
+ * step; an asynchronous one (a store round trip) is bounded by the middleware's slaMs: past it the
+ * middleware is skipped and the miss counted, or, for one that fails closed, the request is answered 503.
+ *
+ * Counted per middleware id under `middleware.<id>.`: admitted, rejected.<status>, slaMisses, errors.
+ */
+import type { Route } from '../routing/table.js';
+import type { RequestContext } from '../proxy/request-context.js';
+import { problem, type Decision, type Middleware, type MiddlewareMetrics, type ProblemAnswer } from './types.js';
+
+/** Called once per run: the answer to send, or null to forward the request. */
+export type PipelineDone = (answer: ProblemAnswer | null) => void;
+
+/** Counter names of one middleware, built once (no string is built per request). */
+class CounterNames {
+  readonly admitted: string;
+  readonly slaMisses: string;
+  readonly errors: string;
+  private readonly rejected = new Map<number, string>();
+
+  constructor(private readonly id: string) {
+    this.admitted = `middleware.${id}.admitted`;
+    this.slaMisses = `middleware.${id}.slaMisses`;
+    this.errors = `middleware.${id}.errors`;
+  }
+
+  rejectedWith(status: number): string {
+    let name = this.rejected.get(status);
+    if (name === undefined) this.rejected.set(status, (name = `middleware.${this.id}.rejected.${status}`));
+    return name;
+  }
+}
+
+const NONE: readonly Middleware[] = Object.freeze([]);
+
+export class Pipeline {
+  private readonly names = new Map<Middleware, CounterNames>();
+  /** Per route id, the entries that run for it; reset when the table changes. */
+  private byRoute: Array<readonly Middleware[] | undefined> = [];
+  private routesOf: readonly Route[] | null = null;
+
+  constructor(
+    readonly entries: readonly Middleware[],
+    private readonly metrics: MiddlewareMetrics,
+  ) {
+    for (const entry of entries) this.names.set(entry, new CounterNames(entry.id));
+  }
+
+  get empty(): boolean {
+    return this.entries.length === 0;
+  }
+
+  /**
+   * The entries that run for `route`: all but those an endpoint's `x-disabled-middleware` names (if any
+   * upstream serving the endpoint disables one, it is off). `routes` is the table the route belongs to.
+   */
+  forRoute(route: Route, routes: readonly Route[]): readonly Middleware[] {
+    if (this.entries.length === 0) return NONE;
+    if (routes !== this.routesOf) {
+      this.routesOf = routes;
+      this.byRoute = [];
+    }
+    let list = this.byRoute[route.id];
+    if (list === undefined) {
+      const disabled = new Set(route.targets.flatMap((t) => t.disabledMiddleware));
+      list = disabled.size === 0 ? this.entries : this.entries.filter((m) => !disabled.has(m.id));
+      this.byRoute[route.id] = list;
+    }
+    return list;
+  }
+
+  /** Runs `list` from `from` for `ctx`; `done` is called exactly once, possibly synchronously. */
+  run(ctx: RequestContext, list: readonly Middleware[], from: number, done: PipelineDone): void {
+    for (let i = from; i < list.length; i++) {
+      const middleware = list[i];
+      let decision: Decision | Promise<Decision>;
+      try {
+        decision = middleware.decide(ctx);
+      } catch {
+        decision = this.failed(middleware);
+      }
+      if (decision instanceof Promise) {
+        this.await(ctx, list, i, decision, done);
+        return;
+      }
+      if (decision !== undefined) {
+        this.metrics.add(this.names.get(middleware)!.rejectedWith(decision.status));
+        done(decision);
+        return;
+      }
+      this.metrics.add(this.names.get(middleware)!.admitted);
+    }
+    done(null);
+  }
+
+  private await(ctx: RequestContext, list: readonly Middleware[], index: number, pending: Promise<Decision>, done: PipelineDone): void {
+    const middleware = list[index];
+    const names = this.names.get(middleware)!;
+    let settled = false;
+    const settle = (decision: Decision): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (decision !== undefined) {
+        this.metrics.add(names.rejectedWith(decision.status));
+        done(decision);
+        return;
+      }
+      this.metrics.add(names.admitted);
+      this.run(ctx, list, index + 1, done);
+    };
+    const timer = setTimeout(() => {
+      if (settled) return;
+      settled = true;
+      this.metrics.add(names.slaMisses);
+      if (middleware.failClosed) {
+        this.metrics.add(names.rejectedWith(503));
+        done(problem(503, `${middleware.id} did not decide within its SLA of ${middleware.slaMs} ms`));
+      } else {
+        this.run(ctx, list, index + 1, done);
+      }
+    }, middleware.slaMs);
+    pending.then(settle, () => settle(this.failed(middleware)));
+  }
+
+  /** A middleware that threw (a bug of its own): skipped, or 503 when it fails closed. */
+  private failed(middleware: Middleware): Decision {
+    this.metrics.add(this.names.get(middleware)!.errors);
+    return middleware.failClosed ? problem(503, `${middleware.id} failed to decide`) : undefined;
+  }
+
+  close(): Promise<void> {
+    return Promise.all(this.entries.map((m) => m.close().catch(() => {}))).then(() => undefined);
+  }
+}

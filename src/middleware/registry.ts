@@ -1,0 +1,75 @@
+/**
+ * The middleware types the gateway knows. A type is one file exporting its config schema (the keys
+ * beyond id, type and slaMs) and its factory; adding a type means adding that file and a line here.
+ */
+import { apiKeyAuthSchema, createApiKeyAuth, type ApiKeyAuthConfig } from './api-key-auth.js';
+import { Pipeline } from './pipeline.js';
+import type { Middleware, MiddlewareContext } from './types.js';
+
+/** One `middleware` entry of the config, after the schema filled its defaults. */
+export type MiddlewareConfig = ApiKeyAuthConfig;
+
+interface TypeSchema {
+  readonly description: string;
+  readonly required: readonly string[];
+  readonly properties: Readonly<Record<string, unknown>>;
+}
+
+interface MiddlewareType {
+  readonly schema: TypeSchema;
+  create(config: MiddlewareConfig, context: MiddlewareContext): Middleware;
+}
+
+export const MIDDLEWARE_TYPES: Readonly<Record<MiddlewareConfig['type'], MiddlewareType>> = {
+  apiKeyAuth: { schema: apiKeyAuthSchema, create: (config, context) => createApiKeyAuth(config as ApiKeyAuthConfig, context) },
+};
+
+export const DEFAULT_SLA_MS = 100;
+
+/** JSON Schema of the `middleware` array: common keys, then each type's own keys (and no others). */
+export function middlewareSchema(): Record<string, unknown> {
+  const common = {
+    id: {
+      type: 'string',
+      pattern: '^[A-Za-z0-9_.-]+$',
+      description: 'Unique name of the entry: in x-disabled-middleware lists, the health report and /metrics.',
+    },
+    type: { type: 'string', enum: Object.keys(MIDDLEWARE_TYPES), description: 'Which middleware.' },
+    slaMs: {
+      type: 'integer',
+      minimum: 1,
+      default: DEFAULT_SLA_MS,
+      description:
+        'Longest a decision may take; past it the middleware is skipped and the miss counted (apiKeyAuth answers 503 instead).',
+    },
+  };
+  return {
+    type: 'array',
+    default: [],
+    description:
+      'Run in this order for every routed request, before it is forwarded (the response passes back in reverse); ' +
+      "an endpoint's x-disabled-middleware skips the ids it lists. Ids must be unique.",
+    items: {
+      type: 'object',
+      required: ['id', 'type'],
+      properties: common,
+      allOf: Object.entries(MIDDLEWARE_TYPES).map(([type, { schema }]) => ({
+        if: { properties: { type: { const: type } }, required: ['type'] },
+        then: {
+          description: schema.description,
+          required: schema.required,
+          additionalProperties: false,
+          properties: { ...common, ...schema.properties },
+        },
+      })),
+    },
+  };
+}
+
+/** The pipeline of a config's middleware entries, each built by its type's factory. */
+export function buildPipeline(entries: readonly MiddlewareConfig[], context: MiddlewareContext): Pipeline {
+  return new Pipeline(
+    entries.map((entry) => MIDDLEWARE_TYPES[entry.type].create(entry, context)),
+    context.metrics,
+  );
+}

@@ -1,0 +1,51 @@
+/**
+ * What a middleware is to the pipeline (contract section 9). A type lives in a file of its own that
+ * exports a MiddlewareType (its config schema and its factory); registry.ts lists the types.
+ */
+import type { RequestContext } from '../proxy/request-context.js';
+
+/** A problem+json answer of the gateway's own (401, 429, 503, ...), with headers of the middleware's. */
+export interface ProblemAnswer {
+  readonly kind: 'problem';
+  readonly status: number;
+  readonly detail: string;
+  /** Extra response headers, flat [name, value, ...]. */
+  readonly headers?: readonly string[];
+}
+
+/** Answers the request itself instead of forwarding it; undefined lets it go on. */
+export type Decision = ProblemAnswer | undefined;
+
+export interface Middleware {
+  readonly id: string;
+  readonly type: string;
+  /** A decision that takes longer is skipped (or, failClosed, answered 503) and counted. */
+  readonly slaMs: number;
+  /** An SLA miss answers 503 instead of letting the request go on (apiKeyAuth). */
+  readonly failClosed: boolean;
+  /**
+   * Decides for one routed request, before it is forwarded: synchronously when it can, else a Promise.
+   * It may change `ctx.headers` (what the upstream gets), add `ctx.responseHeaders`, set `ctx.consumer`.
+   * It must not throw or reject for a store failure (it applies its own onStoreError rule).
+   */
+  decide(ctx: RequestContext): Decision | Promise<Decision>;
+  /** Resolves once the middleware can decide as configured (its store answered, or its attempts ran out). */
+  ready(): Promise<void>;
+  /** Frees what it holds (store connections); in-flight decisions may still settle. */
+  close(): Promise<void>;
+}
+
+/** Where middleware count what /metrics shows per middleware id (dotted counter names). */
+export interface MiddlewareMetrics {
+  add(name: string, n?: number): void;
+}
+
+export interface MiddlewareContext {
+  metrics: MiddlewareMetrics;
+  /** Writes a log line (warnings about stores, ...). */
+  warn(message: string, fields?: Record<string, unknown>): void;
+}
+
+export function problem(status: number, detail: string, headers?: readonly string[]): ProblemAnswer {
+  return headers === undefined ? { kind: 'problem', status, detail } : { kind: 'problem', status, detail, headers };
+}

@@ -1,0 +1,120 @@
+// apiKeyAuth through a real data plane and a real upstream (contract 9): 401 with a challenge for a
+// missing or unknown key, X-Consumer to the upstream (never the client's), the key hidden, a query key,
+// x-disabled-middleware, and a body held while the decision is made.
+import t from 'tap';
+import { Counters } from '../src/metrics/counters.js';
+import { sha256Hex } from '../src/middleware/api-key-auth.js';
+import { buildPipeline, type MiddlewareConfig } from '../src/middleware/registry.js';
+import { startDataPlane } from '../src/proxy/data-plane.js';
+import { RoutingTable } from '../src/routing/table.js';
+import { rawRequest } from './helpers/raw-http.js';
+import { entry, startUpstream, testConfig } from './helpers/upstream-server.js';
+
+const upstream = await startUpstream();
+t.teardown(() => upstream.close());
+const counters = new Counters();
+const plane = await startDataPlane({
+  config: testConfig({ upstreams: [{ serviceType: 'static', serviceLocation: upstream.url, weight: 1, specPath: '/spec' }] }),
+});
+t.teardown(() => plane.close());
+plane.setTable(
+  RoutingTable.compile([
+    entry('GET', '/items/{id}', upstream.url),
+    entry('POST', '/items', upstream.url),
+    entry('GET', '/public', upstream.url, { disabledMiddleware: ['auth'] }),
+  ]).table,
+);
+
+function auth(overrides: Partial<MiddlewareConfig> = {}): MiddlewareConfig {
+  return {
+    id: 'auth',
+    type: 'apiKeyAuth',
+    slaMs: 100,
+    header: 'x-api-key',
+    query: null,
+    keys: [
+      { consumer: 'alice', sha256: sha256Hex('alice-secret') },
+      { consumer: 'bob', sha256: sha256Hex('bob-secret').toUpperCase() },
+    ],
+    hideCredentials: true,
+    ...overrides,
+  } as MiddlewareConfig;
+}
+
+function use(config: MiddlewareConfig): void {
+  plane.setPipeline(buildPipeline([config], { metrics: counters, warn: () => {} }));
+}
+
+/** `untilClose`: wait for the server to close the connection rather than for the first response. */
+async function send(request: string, untilClose = false) {
+  const before = upstream.requests.length;
+  const res = await rawRequest(plane.port, request, untilClose ? { waitMs: 3000 } : { responses: 1, waitMs: 3000 });
+  const response = res.responses[0];
+  return { status: response?.status, headers: response?.headers ?? {}, body: response?.body.toString() ?? '', reached: upstream.requests.length > before, closed: res.closedByServer };
+}
+
+const get = (path: string, headers = '') => send(`GET ${path} HTTP/1.1\r\nHost: gw\r\n${headers}\r\n`);
+
+t.test('no key, an unknown key: 401 problem+json with the challenge; the upstream sees nothing', async (t) => {
+  use(auth());
+  for (const [name, res] of [['no key', await get('/items/1')], ['unknown key', await get('/items/1', 'X-Api-Key: mallory\r\n')]] as const) {
+    t.equal(res.status, 401, name);
+    t.same(res.headers['www-authenticate'], ['ApiKey header="x-api-key"'], `${name}: challenge`);
+    t.same(res.headers['content-type'], ['application/problem+json']);
+    t.match(JSON.parse(res.body), { status: 401, title: 'Unauthorized' });
+    t.notOk(res.reached, `${name}: not forwarded`);
+  }
+});
+
+t.test('a good key: X-Consumer to the upstream, the client\'s own removed, the key hidden', async (t) => {
+  use(auth());
+  const res = await get('/items/1', 'X-Api-Key: alice-secret\r\nX-Consumer: admin\r\nX-Consumer: root\r\n');
+  t.equal(res.status, 200);
+  const seen = upstream.requests[upstream.requests.length - 1];
+  t.equal(seen.headers['x-consumer'], 'alice', 'only the gateway\'s X-Consumer');
+  t.notOk('x-api-key' in seen.headers, 'hideCredentials: the key is not forwarded');
+  const upper = await get('/items/2', 'X-Api-Key: bob-secret\r\n');
+  t.equal(upper.status, 200, 'digests compare case-insensitively');
+  t.equal(upstream.requests[upstream.requests.length - 1].headers['x-consumer'], 'bob');
+  use(auth({ hideCredentials: false }));
+  await get('/items/3', 'X-Api-Key: alice-secret\r\n');
+  t.equal(upstream.requests[upstream.requests.length - 1].headers['x-api-key'], 'alice-secret', 'hideCredentials false: forwarded');
+});
+
+t.test('a query key, taken out of the forwarded query when hidden', async (t) => {
+  use(auth({ query: 'apikey' }));
+  const res = await get('/items/1?a=1&apikey=alice%2Dsecret&b=%20x');
+  t.equal(res.status, 200);
+  const seen = upstream.requests[upstream.requests.length - 1];
+  t.equal(seen.url, '/items/1?a=1&b=%20x', 'the other parameters stay byte for byte');
+  t.equal(seen.headers['x-consumer'], 'alice');
+  const missing = await get('/items/1?apikey=');
+  t.equal(missing.status, 401, 'an empty key is no key');
+});
+
+t.test('x-disabled-middleware: the endpoint is public', async (t) => {
+  use(auth());
+  const res = await get('/public', 'X-Consumer: spoofed\r\n');
+  t.equal(res.status, 200);
+  t.equal(upstream.requests[upstream.requests.length - 1].headers['x-consumer'], 'spoofed', 'auth did not run there, so it did not touch the header');
+});
+
+t.test('a request body arrives whole through the pipeline; a refused one is not read', async (t) => {
+  use(auth());
+  const body = 'x'.repeat(200_000);
+  const ok = await send(`POST /items HTTP/1.1\r\nHost: gw\r\nX-Api-Key: alice-secret\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+  t.equal(ok.status, 200);
+  const seen = upstream.requests[upstream.requests.length - 1];
+  t.equal(seen.bodyBytes, body.length, 'every byte forwarded');
+  t.equal(seen.body.toString(), body);
+  const refused = await send(`POST /items HTTP/1.1\r\nHost: gw\r\nContent-Length: ${body.length}\r\n\r\n${body}`, true);
+  t.equal(refused.status, 401);
+  t.notOk(refused.reached);
+  t.ok(refused.closed, 'the connection is closed: the unread body cannot be skipped');
+});
+
+t.test('counted per middleware id', async (t) => {
+  const counted = counters.take() ?? {};
+  t.ok(counted['middleware.auth.admitted'] >= 5, `admitted ${counted['middleware.auth.admitted']}`);
+  t.ok(counted['middleware.auth.rejected.401'] >= 4, `rejected.401 ${counted['middleware.auth.rejected.401']}`);
+});

@@ -1,0 +1,143 @@
+// The request pipeline (contract 9) against a real data plane: order, asynchronous decisions with the
+// body held (and the socket paused) meanwhile, slaMs (skip and count; fail closed with 503), a client
+// leaving while a decision is pending, response headers added by middleware on every answer.
+import net from 'node:net';
+import t from 'tap';
+import { Counters } from '../src/metrics/counters.js';
+import { Pipeline } from '../src/middleware/pipeline.js';
+import { problem, type Decision, type Middleware } from '../src/middleware/types.js';
+import { startDataPlane } from '../src/proxy/data-plane.js';
+import type { RequestContext } from '../src/proxy/request-context.js';
+import { RoutingTable } from '../src/routing/table.js';
+import { rawRequest } from './helpers/raw-http.js';
+import { entry, startUpstream, testConfig } from './helpers/upstream-server.js';
+
+const upstream = await startUpstream();
+t.teardown(() => upstream.close());
+const plane = await startDataPlane({
+  config: testConfig({ upstreams: [{ serviceType: 'static', serviceLocation: upstream.url, weight: 1, specPath: '/spec' }] }),
+});
+t.teardown(() => plane.close());
+plane.setTable(RoutingTable.compile([entry('GET', '/items/{id}', upstream.url), entry('POST', '/items', upstream.url)]).table);
+
+function middleware(id: string, decide: (ctx: RequestContext) => Decision | void | Promise<Decision>, options: { slaMs?: number; failClosed?: boolean } = {}): Middleware {
+  return {
+    id,
+    type: 'test',
+    slaMs: options.slaMs ?? 1000,
+    failClosed: options.failClosed ?? false,
+    decide: (ctx) => decide(ctx) ?? undefined,
+    ready: () => Promise.resolve(),
+    close: () => Promise.resolve(),
+  };
+}
+
+const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+function use(...entries: Middleware[]): Counters {
+  const counters = new Counters();
+  plane.setPipeline(new Pipeline(entries, counters));
+  return counters;
+}
+
+t.test('entries run in order; each sees what the previous one wrote; an answer stops the rest', async (t) => {
+  const order: string[] = [];
+  use(
+    middleware('first', (ctx) => {
+      order.push('first');
+      ctx.headers.push('x-first', '1');
+      ctx.addResponseHeader('x-added', 'by-first');
+    }),
+    middleware('second', async (ctx) => {
+      await delay(5);
+      order.push(`second saw ${ctx.requestHeader('x-first')}`);
+      return ctx.path === '/items/stop' ? problem(403, 'stopped by second', ['x-why', 'test']) : undefined;
+    }),
+    middleware('third', () => {
+      order.push('third');
+    }),
+  );
+  const ok = await rawRequest(plane.port, 'GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
+  t.equal(ok.responses[0].status, 200);
+  t.same(ok.responses[0].headers['x-added'], ['by-first'], 'a response header added by middleware reaches the client');
+  t.equal(upstream.requests[upstream.requests.length - 1].headers['x-first'], '1', 'a request header added by middleware reaches the upstream');
+  t.same(order, ['first', 'second saw 1', 'third']);
+  order.length = 0;
+  const before = upstream.requests.length;
+  const stopped = await rawRequest(plane.port, 'GET /items/stop HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
+  t.equal(stopped.responses[0].status, 403);
+  t.same(stopped.responses[0].headers['x-why'], ['test']);
+  t.same(stopped.responses[0].headers['x-added'], ['by-first'], 'and on the middleware\'s own answers');
+  t.same(order, ['first', 'second saw 1'], 'third did not run');
+  t.equal(upstream.requests.length, before, 'nothing forwarded');
+});
+
+t.test('a 1 MiB body arrives whole while an asynchronous decision is pending (held, the socket paused)', async (t) => {
+  use(middleware('slow', () => delay(150).then(() => undefined)));
+  const body = Buffer.alloc(1024 * 1024, 'b');
+  const res = await rawRequest(plane.port, [`POST /items HTTP/1.1\r\nHost: gw\r\nContent-Length: ${body.length}\r\n\r\n`, body.toString()], { responses: 1, waitMs: 5000 });
+  t.equal(res.responses[0]?.status, 200);
+  const seen = upstream.requests[upstream.requests.length - 1];
+  t.equal(seen.bodyBytes, body.length);
+  t.ok(seen.body.equals(body), 'byte for byte');
+  const chunked = await rawRequest(
+    plane.port,
+    ['POST /items HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n', '5\r\nhello\r\n', '6\r\n world\r\n0\r\n\r\n'],
+    { responses: 1, waitMs: 5000, partDelayMs: 60 },
+  );
+  t.equal(chunked.responses[0]?.status, 200, 'a chunked body arriving in parts while held');
+  t.equal(upstream.requests[upstream.requests.length - 1].body.toString(), 'hello world');
+});
+
+t.test('slaMs: a decision that takes longer is skipped and counted; one that fails closed is 503', async (t) => {
+  const counters = use(
+    middleware('hangs', () => new Promise<Decision>(() => {}), { slaMs: 50 }),
+    middleware('after', (ctx) => {
+      ctx.headers.push('x-after', 'ran');
+    }),
+  );
+  const started = Date.now();
+  const res = await rawRequest(plane.port, 'GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
+  t.equal(res.responses[0].status, 200, 'skipped: the request went on');
+  t.equal(upstream.requests[upstream.requests.length - 1].headers['x-after'], 'ran', 'the next middleware ran');
+  t.ok(Date.now() - started >= 50, 'after the SLA');
+  t.same(counters.take(), { 'middleware.hangs.slaMisses': 1, 'middleware.after.admitted': 1 });
+
+  const closed = use(middleware('auth-like', () => new Promise<Decision>(() => {}), { slaMs: 50, failClosed: true }));
+  const refused = await rawRequest(plane.port, 'GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
+  t.equal(refused.responses[0].status, 503);
+  t.match(JSON.parse(refused.responses[0].body.toString()), { detail: /auth-like did not decide within its SLA of 50 ms/ });
+  t.same(closed.take(), { 'middleware.auth-like.slaMisses': 1, 'middleware.auth-like.rejected.503': 1 });
+});
+
+t.test('a middleware that throws is skipped (or 503 when it fails closed), and the worker goes on', async (t) => {
+  const counters = use(middleware('buggy', () => {
+    throw new Error('boom');
+  }));
+  t.equal((await rawRequest(plane.port, 'GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 })).responses[0].status, 200);
+  use(middleware('buggy-closed', () => Promise.reject(new Error('boom')), { failClosed: true }));
+  t.equal((await rawRequest(plane.port, 'GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 })).responses[0].status, 503);
+  t.same(counters.take(), { 'middleware.buggy.errors': 1, 'middleware.buggy.admitted': 1 });
+});
+
+t.test('the client leaves while a decision is pending: nothing is forwarded, the data plane drains', async (t) => {
+  let release: () => void = () => {};
+  use(middleware('waits', () => new Promise<Decision>((resolve) => (release = () => resolve(undefined)))));
+  const before = upstream.requests.length;
+  const socket = net.connect(plane.port, '127.0.0.1');
+  await new Promise<void>((resolve) => socket.once('connect', resolve));
+  socket.write('GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n');
+  await delay(50);
+  t.equal(plane.inFlight(), 1, 'held: in flight');
+  socket.destroy();
+  await delay(50);
+  t.equal(plane.inFlight(), 0, 'counted out when the client left');
+  release();
+  await delay(50);
+  t.equal(upstream.requests.length, before, 'the late admission forwards nothing');
+});
+
+t.test('no middleware: requests take the direct path', async (t) => {
+  plane.setPipeline(new Pipeline([], new Counters()));
+  t.equal((await rawRequest(plane.port, 'GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 })).responses[0].status, 200);
+});
