@@ -7,6 +7,7 @@ Commands:
   start     run the gateway (primary + workers)
   routes    print the routing table compiled from a config
   explain   show which endpoint a request would be routed to, and why
+  hash-key  print the SHA-256 digest of an API key read on stdin (for apiKeyAuth)
 
 Run "gateway <command> --help" for a command's options.
 
@@ -22,6 +23,7 @@ const commands: Record<string, () => Promise<Command>> = {
   start: async () => runStart,
   routes: async () => (await import('./routes.js')).runRoutes,
   explain: async () => (await import('./explain.js')).runExplain,
+  'hash-key': async () => (await import('./hash-key.js')).runHashKey,
 };
 
 function isUsageError(err: unknown): boolean {
