@@ -10,7 +10,7 @@ import { startDataPlane } from '../src/proxy/data-plane.js';
 import type { RequestContext } from '../src/proxy/request-context.js';
 import { RoutingTable } from '../src/routing/table.js';
 import { rawRequest } from './helpers/raw-http.js';
-import { entry, startUpstream, testConfig } from './helpers/upstream-server.js';
+import { echoHandler, entry, startUpstream, testConfig } from './helpers/upstream-server.js';
 
 const upstream = await startUpstream();
 t.teardown(() => upstream.close());
@@ -140,4 +140,52 @@ t.test('the client leaves while a decision is pending: nothing is forwarded, the
 t.test('no middleware: requests take the direct path', async (t) => {
   plane.setPipeline(new Pipeline([], new Counters()));
   t.equal((await rawRequest(plane.port, 'GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 })).responses[0].status, 200);
+});
+
+t.test('a middleware may answer with content, and watch the answer: head, body, end; or substitute a failure', async (t) => {
+  const events: string[] = [];
+  let offer = false;
+  const content = { kind: 'content' as const, status: 200, headers: ['content-type', 'text/plain', 'x-from', 'cache'], body: Buffer.from('kept') };
+  use(
+    middleware('watcher', (ctx) => {
+      if (ctx.path === '/items/cached') return content;
+      ctx.observe({
+        onHead: (status, headers) => events.push(`head ${status} ${headers.filter((_, i) => i % 2 === 0).includes('content-type')}`),
+        onData: (chunk) => events.push(`data ${chunk.byteLength}`),
+        onEnd: () => events.push('end'),
+        onAbort: () => events.push('abort'),
+        substitute: (status) => (offer ? { ...content, headers: [...content.headers, 'x-instead-of', String(status)] } : null),
+      });
+    }),
+  );
+  const cached = await rawRequest(plane.port, 'GET /items/cached HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
+  t.equal(cached.responses[0].status, 200);
+  t.equal(cached.responses[0].body.toString(), 'kept', 'content answer, body as given');
+  t.same(cached.responses[0].headers['x-from'], ['cache']);
+  t.same(cached.responses[0].headers['content-length'], ['4'], 'framed by the writer');
+  const head = await rawRequest(plane.port, 'HEAD /items/cached HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1, head: true });
+  t.same(head.responses[0].headers['content-length'], ['4'], 'HEAD: the length only');
+
+  const watched = await rawRequest(plane.port, 'GET /items/9 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
+  t.equal(watched.responses[0].status, 200);
+  await delay(20);
+  t.same(events[0], 'head 200 true');
+  t.match(events[1], /^data \d+$/);
+  t.equal(events[events.length - 1], 'end', 'the answer completed');
+
+  upstream.setHandler((_req, res) => {
+    res.writeHead(503);
+    res.end('down');
+  });
+  t.teardown(() => upstream.setHandler(echoHandler));
+  events.length = 0;
+  offer = true;
+  const instead = await rawRequest(plane.port, 'GET /items/9 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
+  t.equal(instead.responses[0].status, 200, 'a 503 from the upstream replaced by the offered content');
+  t.same(instead.responses[0].headers['x-instead-of'], ['503']);
+  await delay(20);
+  t.same(events, ['abort'], 'the watched answer did not reach the client');
+  offer = false;
+  const passed = await rawRequest(plane.port, 'GET /items/9 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
+  t.equal(passed.responses[0].status, 503, 'nothing offered: the upstream\'s answer');
 });

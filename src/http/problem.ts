@@ -71,3 +71,32 @@ export function writeProblem(res: UwsResponse, status: number, detail: string, o
   res.end(body, options?.closeConnection === true);
   return Buffer.byteLength(body);
 }
+
+export interface ContentOptions {
+  via: string;
+  headersOnly: boolean;
+  closeConnection: boolean;
+  /** More headers after the answer's own, flat (a middleware's response headers). */
+  headers?: readonly string[] | null;
+}
+
+/**
+ * Writes and ends an answer with content of the gateway's own (a cached response): its status and
+ * headers, Via, the extra headers, and the body (only its length for HEAD). Corked, like writeProblem.
+ * Returns the body bytes sent.
+ */
+export function writeContent(res: UwsResponse, status: number, headers: readonly string[], body: Uint8Array, options: ContentOptions): number {
+  res.writeStatus(statusLine(status));
+  for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i], headers[i + 1]);
+  res.writeHeader('via', options.via);
+  const extra = options.headers;
+  if (extra) for (let i = 0; i < extra.length; i += 2) res.writeHeader(extra[i], extra[i + 1]);
+  if (options.headersOnly) {
+    res.writeHeader('content-length', String(body.byteLength));
+    if (options.closeConnection) res.writeHeader('connection', 'close');
+    res.endWithoutBody();
+    return 0;
+  }
+  res.end(body, options.closeConnection);
+  return body.byteLength;
+}

@@ -8,10 +8,10 @@
  */
 import type { Route } from '../routing/table.js';
 import type { RequestContext } from '../proxy/request-context.js';
-import { problem, type Decision, type Middleware, type MiddlewareMetrics, type ProblemAnswer } from './types.js';
+import { problem, type Answer, type Decision, type Middleware, type MiddlewareMetrics } from './types.js';
 
 /** Called once per run: the answer to send, or null to forward the request. */
-export type PipelineDone = (answer: ProblemAnswer | null) => void;
+export type PipelineDone = (answer: Answer | null) => void;
 
 /** Counter names of one middleware, built once (no string is built per request). */
 class CounterNames {

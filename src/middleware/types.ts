@@ -13,8 +13,19 @@ export interface ProblemAnswer {
   readonly headers?: readonly string[];
 }
 
+/** An answer with content of the middleware's (a cached response): status, headers and body as given. */
+export interface ContentAnswer {
+  readonly kind: 'content';
+  readonly status: number;
+  /** Flat [name, value, ...]; framing headers (Content-Length, Transfer-Encoding) are the writer's. */
+  readonly headers: readonly string[];
+  readonly body: Uint8Array;
+}
+
+export type Answer = ProblemAnswer | ContentAnswer;
+
 /** Answers the request itself instead of forwarding it; undefined lets it go on. */
-export type Decision = ProblemAnswer | undefined;
+export type Decision = Answer | undefined;
 
 export interface Middleware {
   readonly id: string;

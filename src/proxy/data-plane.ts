@@ -7,7 +7,7 @@
  */
 import type { GatewayConfig } from '../config/types.js';
 import { normalizePath } from '../http/normalize-path.js';
-import { writeProblem } from '../http/problem.js';
+import { writeContent, writeProblem } from '../http/problem.js';
 import { remoteAddressText } from '../http/remote-address.js';
 import { RequestHead } from '../http/request-head.js';
 import { hasEncodedSlash, isVisibleAscii } from '../http/request-target.js';
@@ -30,7 +30,7 @@ import { Exchange, type ExchangeHost } from './forward.js';
 import { RequestContext } from './request-context.js';
 import { HeldRequest, type HeldRequestHost } from './held-request.js';
 import { Pipeline } from '../middleware/pipeline.js';
-import type { Middleware, ProblemAnswer } from '../middleware/types.js';
+import { problem, type Answer, type Middleware } from '../middleware/types.js';
 import type { ForwardFailure } from './forward-errors.js';
 import type { Counters } from '../metrics/counters.js';
 import { UpstreamPools } from './upstream-pool.js';
@@ -374,7 +374,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
   forwardHeld(held: HeldRequest): Exchange | null {
     const exchange = this.newExchange(held.res, held.ctx);
     if (exchange === null) {
-      this.answerHeld(held, { kind: 'problem', status: 503, detail: NO_HOST }, !held.complete);
+      this.answerHeld(held, problem(503, NO_HOST), !held.complete);
       this.heldDone(held);
       return null;
     }
@@ -383,18 +383,19 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     return exchange;
   }
 
-  answerHeld(held: HeldRequest, answer: ProblemAnswer, close: boolean): void {
+  answerHeld(held: HeldRequest, answer: Answer, close: boolean): void {
     const { res, ctx } = held;
-    const own = ctx.responseHeaders;
-    const headers = answer.headers === undefined ? own : own === null ? answer.headers : [...answer.headers, ...own];
     res.cork(() => {
       ctx.status = answer.status;
-      ctx.bytesOut = writeProblem(res, answer.status, answer.detail, {
-        via: this.via,
-        headersOnly: ctx.method === 'HEAD',
-        closeConnection: close || this.closing,
-        headers,
-      });
+      const headersOnly = ctx.method === 'HEAD';
+      const closeConnection = close || this.closing;
+      if (answer.kind === 'content') {
+        ctx.bytesOut = writeContent(res, answer.status, answer.headers, answer.body, { via: this.via, headersOnly, closeConnection, headers: ctx.responseHeaders });
+        return;
+      }
+      const own = ctx.responseHeaders;
+      const headers = answer.headers === undefined ? own : own === null ? answer.headers : [...answer.headers, ...own];
+      ctx.bytesOut = writeProblem(res, answer.status, answer.detail, { via: this.via, headersOnly, closeConnection, headers });
     });
   }
 

@@ -13,7 +13,8 @@ import type { Dispatcher, Pool } from 'undici';
 import type { Breakers } from './breaker.js';
 import type { UwsResponse } from '../native/uws-types.js';
 import type { RequestContext } from './request-context.js';
-import { writeProblem } from '../http/problem.js';
+import { writeContent, writeProblem } from '../http/problem.js';
+import type { ContentAnswer } from '../middleware/types.js';
 import { statusLine } from '../http/status-line.js';
 import { RequestBodyStream, type BodySource } from './forward-body.js';
 import { classifyForwardError, isIdempotent, type ForwardFailure } from './forward-errors.js';
@@ -75,6 +76,8 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
   private readonly headersOnly: boolean;
 
   private ended = false;
+  /** The upstream's answer reached the client whole. */
+  private completed = false;
   private clientGone = false;
   private reported = false;
   private headWritten = false;
@@ -224,6 +227,12 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     if (this.ended) return true;
 
     this.scanUpstreamHeaders(rawHeaders);
+    const observers = this.ctx.observers;
+    if (observers !== null) {
+      if (statusCode >= 500 && this.substituted(statusCode)) return true;
+      const headers = this.endToEndHeaders(rawHeaders);
+      for (let i = observers.length - 1; i >= 0; i--) observers[i].onHead(statusCode, headers);
+    }
     this.pendingHead = rawHeaders;
     if (this.headersOnly || statusCode === 204 || statusCode === 304) {
       this.mode = BodyMode.None;
@@ -249,6 +258,8 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
 
   onData(chunk: Buffer): boolean {
     if (this.ended || this.upstreamSettled || this.mode === BodyMode.None) return true;
+    const observers = this.ctx.observers;
+    if (observers !== null) for (let i = observers.length - 1; i >= 0; i--) observers[i].onData(chunk);
     this.ctx.bytesOut += chunk.length;
     corkTarget = this;
     corkChunk = chunk;
@@ -284,7 +295,53 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
       return;
     }
     this.pendingHead = null;
+    if (this.ctx.observers !== null && this.substituted(failure.status)) return;
     this.writeOwnProblem(failure.status, failure.detail);
+  }
+
+  // ---- response observers (middleware watching the answer, src/proxy/request-context.ts) ---------
+
+  /** Asks the observers for content to send instead of a failed answer; writes it when one offers. */
+  private substituted(status: number): boolean {
+    const observers = this.ctx.observers!;
+    for (let i = observers.length - 1; i >= 0; i--) {
+      const answer = observers[i].substitute(status);
+      if (answer === null) continue;
+      this.stopUpstream(GATEWAY_ANSWERED);
+      this.pendingHead = null;
+      corkTarget = this;
+      corkContent = answer;
+      this.res.cork(corkedContent);
+      corkContent = null;
+      return true;
+    }
+    return false;
+  }
+
+  /** Corked: content an observer offered in place of the upstream's failure. */
+  writeContentCorked(answer: ContentAnswer): void {
+    this.releaseClientBody();
+    this.ended = true;
+    this.ctx.status = answer.status;
+    this.ctx.bytesOut = writeContent(this.res, answer.status, answer.headers, answer.body, {
+      via: this.host.via,
+      headersOnly: this.headersOnly,
+      closeConnection: this.receiving || this.host.closing,
+      headers: this.ctx.responseHeaders,
+    });
+    this.report();
+  }
+
+  /** The headers writeHead passes on, as strings (flat, names lower-case): built only for observers. */
+  private endToEndHeaders(raw: Buffer[]): string[] {
+    const named = this.upstreamConnection === null ? null : connectionNamedHeaders(this.upstreamConnection);
+    const out: string[] = [];
+    for (let i = 0; i < raw.length; i += 2) {
+      if (classifyResponseHeader(raw[i]) !== ResponseHeader.Pass) continue;
+      const name = raw[i].toString('latin1').toLowerCase();
+      if (named === null || !named.includes(name)) out.push(name, raw[i + 1].toString('latin1'));
+    }
+    return out;
   }
 
   // ---- retry on another host (issue 9: a dead host of two must not fail half the requests) -----
@@ -362,6 +419,7 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     this.writeHead();
     this.releaseClientBody();
     this.ended = true;
+    this.completed = true;
     // No argument: see native-notes.md on endWithoutBody in uWS 20.30.
     this.res.endWithoutBody();
     this.report();
@@ -408,6 +466,7 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
       return;
     }
     this.ended = true;
+    this.completed = true;
     res.end();
     this.report();
   }
@@ -484,6 +543,7 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
 
   private onClientResponseEnded(): void {
     this.ended = true;
+    this.completed = true;
     this.report();
   }
 
@@ -552,6 +612,13 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     if (this.reported) return;
     this.reported = true;
     this.receiving = false;
+    const observers = this.ctx.observers;
+    if (observers !== null) {
+      for (let i = observers.length - 1; i >= 0; i--) {
+        if (this.completed) observers[i].onEnd();
+        else observers[i].onAbort();
+      }
+    }
     this.host.exchangeDone(this);
   }
 
@@ -577,6 +644,10 @@ function corkedHeadOnly(): void {
 }
 function corkedProblem(): void {
   corkTarget.writeProblemCorked();
+}
+let corkContent: ContentAnswer | null = null;
+function corkedContent(): void {
+  corkTarget.writeContentCorked(corkContent!);
 }
 function corkedHead(): void {
   corkTarget.writeHead();

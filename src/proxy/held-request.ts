@@ -5,7 +5,7 @@
  * are held, and the socket paused once HOLD_BYTES are held, until the decision: an answer of the
  * middleware's own, or an Exchange that takes the held bytes and the rest of the stream.
  */
-import type { ProblemAnswer } from '../middleware/types.js';
+import { problem, type Answer } from '../middleware/types.js';
 import type { UwsResponse } from '../native/uws-types.js';
 import type { Exchange } from './forward.js';
 import type { RequestContext } from './request-context.js';
@@ -18,7 +18,7 @@ export interface HeldRequestHost {
   /** Forwards it: an Exchange that has taken the held body, or null when it was answered instead. */
   forwardHeld(held: HeldRequest): Exchange | null;
   /** Answers it with `answer` (corked); `close` when body bytes remain unread. */
-  answerHeld(held: HeldRequest, answer: ProblemAnswer, close: boolean): void;
+  answerHeld(held: HeldRequest, answer: Answer, close: boolean): void;
   /** It ended without an exchange (answered, or the client left): count it out and report it. */
   heldDone(held: HeldRequest): void;
 }
@@ -71,9 +71,9 @@ export class HeldRequest {
   }
 
   /** The pipeline's outcome: answer, or forward. */
-  decided(answer: ProblemAnswer | null): void {
+  decided(answer: Answer | null): void {
     if (this.over) return;
-    if (this.tooLarge) answer = { kind: 'problem', status: 413, detail: `the request body is larger than ${this.host.maxBodyBytes} bytes` };
+    if (this.tooLarge) answer = problem(413, `the request body is larger than ${this.host.maxBodyBytes} bytes`);
     if (answer !== null) {
       this.over = true;
       this.host.answerHeld(this, answer, !this.complete);

@@ -5,6 +5,27 @@
  * One object per request, created when the request arrives.
  */
 import type { Route, RouteTarget } from '../routing/table.js';
+import type { ContentAnswer } from '../middleware/types.js';
+
+/**
+ * Watches the upstream's answer on its way to the client (a middleware's response side, e.g. the
+ * response cache storing it). Observers are called in the reverse order of their registration.
+ */
+export interface ResponseObserver {
+  /** The upstream's status and end-to-end headers (flat, names lower-case), before the client gets them. */
+  onHead(status: number, headers: readonly string[]): void;
+  /** A body chunk, before the client gets it; valid only during the call unless copied. */
+  onData(chunk: Uint8Array): void;
+  /** The answer reached the client whole. */
+  onEnd(): void;
+  /** It did not: the upstream broke off, the client left, or the gateway answered instead. */
+  onAbort(): void;
+  /**
+   * The upstream failed (no answer, or a 5xx) and nothing has reached the client yet: content to send
+   * instead (stale-if-error), or null.
+   */
+  substitute(status: number): ContentAnswer | null;
+}
 
 const NONE: readonly RouteTarget[] = Object.freeze([]);
 const NO_IDS: readonly string[] = Object.freeze([]);
@@ -44,6 +65,8 @@ export class RequestContext {
   consumer: string | null = null;
   /** Headers middleware adds to whatever answer the client gets, flat [name, value, ...]; null when none. */
   responseHeaders: string[] | null = null;
+  /** Middleware watching the upstream's answer; null when none (the usual case). */
+  observers: ResponseObserver[] | null = null;
 
   /** Status sent to the client (499: the client left before any response). */
   status = 0;
@@ -86,6 +109,10 @@ export class RequestContext {
 
   addResponseHeader(name: string, value: string): void {
     (this.responseHeaders ??= []).push(name, value);
+  }
+
+  observe(observer: ResponseObserver): void {
+    (this.observers ??= []).push(observer);
   }
 
   /** The selected endpoint's template (as first declared), or null. */
