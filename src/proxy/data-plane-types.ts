@@ -5,6 +5,7 @@ import type { RoutingTable } from '../routing/table.js';
 import type { Counters } from '../metrics/counters.js';
 import type { CircuitReport } from './breaker.js';
 import type { Pipeline } from '../middleware/pipeline.js';
+import type { RequestListener } from '../listeners/capture.js';
 
 export type { HeaderView } from '../http/request-head.js';
 
@@ -77,6 +78,8 @@ export interface DataPlane {
   readonly uws: LoadedUws;
   /** Swaps the middleware; requests already past it finish as they were decided. */
   setPipeline(pipeline: Pipeline): void;
+  /** Listeners that sample requests for a capture of them and their answers (alternateUpstream). */
+  setListeners(listeners: readonly RequestListener[]): void;
   /** Swaps the routing table; requests already forwarded finish on the old one. */
   setTable(table: RoutingTable): void;
   /** Configured weights; hosts not listed drop to weight 0 at once and their pools close when idle. */

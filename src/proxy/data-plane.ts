@@ -29,6 +29,7 @@ import type {
 import { Exchange, type ExchangeHost } from './forward.js';
 import { RequestContext } from './request-context.js';
 import { HeldRequest, type HeldRequestHost } from './held-request.js';
+import { Capture, type RequestListener } from '../listeners/capture.js';
 import { Pipeline } from '../middleware/pipeline.js';
 import { problem, type Answer, type Middleware } from '../middleware/types.js';
 import type { ForwardFailure } from './forward-errors.js';
@@ -79,6 +80,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
   private readonly pools: UpstreamPools;
   private table: RoutingTable | null = null;
   private pipeline = EMPTY_PIPELINE;
+  private listeners: readonly RequestListener[] = [];
   private balancers: RouteBalancer[] = [];
 
   private readonly head = new RequestHead();
@@ -170,6 +172,10 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
 
   setPipeline(pipeline: Pipeline): void {
     this.pipeline = pipeline;
+  }
+
+  setListeners(listeners: readonly RequestListener[]): void {
+    this.listeners = listeners;
   }
 
   setUpstreams(upstreams: readonly UpstreamWeight[]): void {
@@ -319,6 +325,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     ctx.targets = selection.targets;
     ctx.headAsGet = selection.headAsGet;
     this.addForwardingHeaders(head, ctx);
+    if (this.listeners.length > 0) this.sampleListeners(ctx);
     const middleware = this.pipeline.forRoute(route, table.routes());
     if (middleware.length > 0) return this.hold(res, ctx, middleware);
 
@@ -352,6 +359,19 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
       headersTimeout: this.config.timeouts.upstreamMs,
       bodyTimeout: this.config.timeouts.upstreamMs,
     });
+  }
+
+  /** Listeners that sample this request get a capture of it and of its answer (see listeners/capture.ts). */
+  private sampleListeners(ctx: RequestContext): void {
+    let sampled: RequestListener[] | null = null;
+    const disabled = ctx.targets.length > 0 ? ctx.targets[0].disabledListeners : NO_LISTENERS;
+    for (const listener of this.listeners) {
+      if (disabled.length > 0 && disabled.includes(listener.id)) continue;
+      if (listener.sample(ctx)) (sampled ??= []).push(listener);
+    }
+    if (sampled === null) return;
+    ctx.capture = new Capture(sampled, this.config.limits.maxBodyBytes);
+    ctx.observe(ctx.capture);
   }
 
   private awaitBody(exchange: Exchange): void {
@@ -484,7 +504,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
 
   /** The request is over (answered, forwarded and answered, or the client left): tell the listeners. */
   private emitDone(ctx: RequestContext): void {
-    if (this.onRequestDone === null) return;
+    if (this.onRequestDone === null && ctx.capture === null) return;
     const info = this.info;
     const now = performance.now();
     info.method = ctx.method;
@@ -500,9 +520,19 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     info.latencyMs = now - ctx.startedAt;
     info.clientAddress = ctx.clientAddress === '' ? (ctx.clientAddress = this.trust.clientAddress(ctx.peer, ctx.forwardedFor)) : ctx.clientAddress;
     try {
-      this.onRequestDone(info);
+      this.onRequestDone?.(info);
     } catch (err) {
       process.emitWarning(err instanceof Error ? err : new Error(String(err)), 'DataPlaneError');
+    }
+    const capture = ctx.capture;
+    if (capture !== null) {
+      for (const listener of capture.listeners) {
+        try {
+          listener.done(ctx, capture);
+        } catch (err) {
+          process.emitWarning(err instanceof Error ? err : new Error(String(err)), 'DataPlaneError');
+        }
+      }
     }
   }
 }

@@ -179,20 +179,22 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
       return;
     }
     if (isLast) this.receiving = false;
+    const copy = length > 0 ? Buffer.from(new Uint8Array(chunk)) : null;
+    if (copy !== null) this.ctx.capture?.addRequestChunk(copy);
     if (!this.dispatched) {
       if (isLast) {
         // The whole body came with the head: forward it as one buffer, no stream needed.
-        this.dispatch(length > 0 ? Buffer.from(new Uint8Array(chunk)) : null);
+        this.dispatch(copy);
         return;
       }
       this.body = new RequestBodyStream(this);
-      if (length > 0) this.body.push(Buffer.from(new Uint8Array(chunk)));
+      if (copy !== null) this.body.push(copy);
       this.dispatch(this.body);
       return;
     }
     const body = this.body;
     if (body === null || body.destroyed) return;
-    if (length > 0 && !body.push(Buffer.from(new Uint8Array(chunk))) && !isLast) {
+    if (copy !== null && !body.push(copy) && !isLast) {
       this.clientPaused = true;
       this.res.pause();
     }

@@ -63,7 +63,9 @@ export class HeldRequest {
       return;
     }
     if (chunk.byteLength > 0) {
-      this.chunks.push(Buffer.from(new Uint8Array(chunk)));
+      const copy = Buffer.from(new Uint8Array(chunk));
+      this.chunks.push(copy);
+      ctx.capture?.addRequestChunk(copy);
       this.held += chunk.byteLength;
     }
     if (isLast) this.complete = true;

@@ -6,6 +6,7 @@
  */
 import type { Route, RouteTarget } from '../routing/table.js';
 import type { ContentAnswer } from '../middleware/types.js';
+import type { Capture } from '../listeners/capture.js';
 
 /**
  * Watches the upstream's answer on its way to the client (a middleware's response side, e.g. the
@@ -67,6 +68,8 @@ export class RequestContext {
   responseHeaders: string[] | null = null;
   /** Middleware watching the upstream's answer; null when none (the usual case). */
   observers: ResponseObserver[] | null = null;
+  /** Kept for listeners that sampled this request (shadow traffic); null when none did. */
+  capture: Capture | null = null;
 
   /** Status sent to the client (499: the client left before any response). */
   status = 0;

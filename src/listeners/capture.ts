@@ -1,0 +1,73 @@
+/**
+ * A copy of one request and of the answer its client got, kept for listeners that sampled it (the
+ * alternateUpstream listener replays and compares). Only sampled requests are captured; each side is
+ * kept up to `maxBytes` (past that it is marked truncated and no more is kept).
+ */
+import type { ContentAnswer } from '../middleware/types.js';
+import type { RequestContext, ResponseObserver } from '../proxy/request-context.js';
+
+/** A listener that runs after the client's answer completed (contract 10); it never delays or changes it. */
+export interface RequestListener {
+  readonly id: string;
+  /** At routing time: whether to capture this request for `done` (sampling, methods, in-flight bound). */
+  sample(ctx: RequestContext): boolean;
+  /** The client's answer is over; `capture` holds what was kept. Must not throw. */
+  done(ctx: RequestContext, capture: Capture): void;
+}
+
+export class Capture implements ResponseObserver {
+  readonly requestBody: Buffer[] = [];
+  requestBytes = 0;
+  requestTruncated = false;
+  status = 0;
+  /** The upstream answer's end-to-end headers (flat, names lower-case). */
+  headers: readonly string[] = [];
+  readonly responseBody: Buffer[] = [];
+  responseBytes = 0;
+  responseTruncated = false;
+  /** The answer reached the client whole (and came from the upstream, not the gateway). */
+  complete = false;
+
+  constructor(
+    readonly listeners: readonly RequestListener[],
+    readonly maxBytes: number,
+  ) {}
+
+  /** A request body chunk the data plane already owns (kept by reference). */
+  addRequestChunk(chunk: Buffer): void {
+    if (this.requestTruncated) return;
+    if (this.requestBytes + chunk.length > this.maxBytes) {
+      this.requestTruncated = true;
+      return;
+    }
+    this.requestBody.push(chunk);
+    this.requestBytes += chunk.length;
+  }
+
+  onHead(status: number, headers: readonly string[]): void {
+    this.status = status;
+    this.headers = headers;
+  }
+
+  onData(chunk: Uint8Array): void {
+    if (this.responseTruncated) return;
+    if (this.responseBytes + chunk.byteLength > this.maxBytes) {
+      this.responseTruncated = true;
+      return;
+    }
+    this.responseBody.push(Buffer.from(chunk));
+    this.responseBytes += chunk.byteLength;
+  }
+
+  onEnd(): void {
+    this.complete = true;
+  }
+
+  onAbort(): void {
+    this.complete = false;
+  }
+
+  substitute(): ContentAnswer | null {
+    return null;
+  }
+}

@@ -1,0 +1,46 @@
+// Listeners that sample a request get a capture of it and of the client's answer after the answer is
+// over (the hook alternateUpstream stands on); unsampled requests keep nothing.
+import t from 'tap';
+import type { Capture, RequestListener } from '../src/listeners/capture.js';
+import { startDataPlane } from '../src/proxy/data-plane.js';
+import type { RequestContext } from '../src/proxy/request-context.js';
+import { RoutingTable } from '../src/routing/table.js';
+import { rawRequest } from './helpers/raw-http.js';
+import { entry, startUpstream, testConfig } from './helpers/upstream-server.js';
+
+const upstream = await startUpstream();
+t.teardown(() => upstream.close());
+const plane = await startDataPlane({
+  config: testConfig({ upstreams: [{ serviceType: 'static', serviceLocation: upstream.url, weight: 1, specPath: '/spec' }], limits: { maxBodyBytes: 1024 * 1024 } }),
+});
+t.teardown(() => plane.close());
+plane.setTable(RoutingTable.compile([entry('GET', '/items/{id}', upstream.url), entry('POST', '/items', upstream.url), entry('GET', '/quiet', upstream.url, { disabledListeners: ['spy'] })]).table);
+
+const seen: Array<{ path: string; request: string; status: number; response: string; complete: boolean; sampled: boolean }> = [];
+const spy: RequestListener = {
+  id: 'spy',
+  sample: (ctx: RequestContext) => ctx.path !== '/items/skip',
+  done: (ctx: RequestContext, capture: Capture) =>
+    seen.push({
+      path: ctx.path,
+      request: Buffer.concat(capture.requestBody).toString(),
+      status: capture.status,
+      response: Buffer.concat(capture.responseBody).toString(),
+      complete: capture.complete,
+      sampled: true,
+    }),
+};
+plane.setListeners([spy]);
+
+t.test('a sampled request: its body and the answer it got, after the answer', async (t) => {
+  await rawRequest(plane.port, 'POST /items HTTP/1.1\r\nHost: gw\r\nContent-Length: 5\r\n\r\nhello', { responses: 1 });
+  await rawRequest(plane.port, 'GET /items/skip HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
+  await rawRequest(plane.port, 'GET /quiet HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  t.equal(seen.length, 1, 'unsampled and x-disabled-listeners requests are not captured');
+  t.equal(seen[0].path, '/items');
+  t.equal(seen[0].request, 'hello');
+  t.equal(seen[0].status, 200);
+  t.match(JSON.parse(seen[0].response), { method: 'POST', url: '/items', bodyBytes: 5 });
+  t.ok(seen[0].complete);
+});
