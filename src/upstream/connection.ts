@@ -330,13 +330,15 @@ export class UpstreamConnection implements ResponseSink {
         this.answerComplete(stop < data.length);
         return;
       }
-      if (stop >= data.length) return;
       if (this.readPaused) {
-        this.pausedData = data;
-        this.pausedOffset = stop;
+        if (stop < data.length) {
+          this.pausedData = data;
+          this.pausedOffset = stop;
+        }
         this.socket.pause();
         return;
       }
+      if (stop >= data.length) return;
       // Paused and resumed from inside a callback.
       offset = stop;
     }
