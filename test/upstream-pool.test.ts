@@ -48,7 +48,8 @@ function send(
       return options.hooks?.onHead?.(status, head) ?? true;
     },
     onData(chunk) {
-      chunks.push(chunk);
+      // A view of the connection's read buffer: copied, as a handler keeping it must.
+      chunks.push(Buffer.from(chunk));
       return options.hooks?.onData?.(chunk) ?? true;
     },
     onEnd() {
@@ -724,4 +725,34 @@ t.test('close(): waiting calls fail with CLOSED, running ones finish, then every
   t.equal(p.stats().connections, 0);
   const after = await send(p, 'GET', '/3').done;
   t.equal(after.error?.code, 'CLOSED');
+});
+
+t.test('a paused last chunk stays valid until resume(): onEnd waits, the socket reads nothing into it', async (t) => {
+  // The client reads into one buffer per connection; bytes that follow the answer must not be read
+  // over the view the handler still holds.
+  const server = await rawServer((socket) => {
+    socket.write('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nAAAAAAAAAA');
+    setTimeout(() => socket.write('ZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZ'), 20);
+  });
+  t.teardown(() => server.close());
+  const p = pool(server.origin);
+  let held: Buffer | null = null;
+  let ended = false;
+  const call = p.request('GET', '/x', [], null, {
+    onHead: () => true,
+    onData(chunk) {
+      held = chunk;
+      return false;
+    },
+    onEnd: () => (ended = true),
+    onError: (err) => t.fail(err.message),
+    onBodyDrain: () => {},
+  });
+  await sleep(100);
+  t.equal(held!.toString(), 'AAAAAAAAAA', 'the view still holds the body');
+  t.notOk(ended, 'onEnd waits for resume()');
+  call.resume();
+  t.ok(ended, 'onEnd on resume()');
+  await sleep(50);
+  t.equal(p.stats().connections, 0, 'the bytes after the answer were seen: socket closed');
 });

@@ -67,7 +67,7 @@ function get(origin: string, tls: UpstreamTlsOptions | undefined): Promise<{ sta
     let status = 0;
     pool.request('GET', '/', [], null, {
       onHead: (s) => ((status = s), true),
-      onData: (c) => (chunks.push(c), true),
+      onData: (c) => (chunks.push(Buffer.from(c)), true),
       onEnd: () => {
         pool.destroy();
         resolve({ status, body: Buffer.concat(chunks).toString(), error: null });

@@ -6,13 +6,21 @@ import { UpstreamError, type UpstreamErrorCode } from './errors.js';
 import type { ResponseHead } from './response-parser.js';
 import type { UpstreamConnection } from './connection.js';
 
-/** What the caller is told. Callbacks are never made from inside pool.request() or abort(). */
+/**
+ * What the caller is told. Callbacks are never made from inside pool.request() or abort().
+ *
+ * Lifetime of the bytes handed out: `head.headers` and the `onData` chunks are views of the
+ * connection's read buffer, valid until reading goes on: to the end of the current socket read
+ * (microtasks queued during it included) when the callback returned true, or until resume() when it
+ * returned false (then onEnd waits for resume() too, so a paused last chunk stays valid). Copy what
+ * must live longer.
+ */
 export interface UpstreamHandler {
   /** The final answer's head (1xx answers are consumed). False pauses reading until call.resume(). */
   onHead(status: number, head: ResponseHead): boolean;
-  /** A piece of the body: a view the caller may keep. False pauses reading until call.resume(). */
+  /** A piece of the body (see above for how long it stays valid). False pauses reading until call.resume(). */
   onData(chunk: Buffer): boolean;
-  /** The answer is complete (may follow an onData that returned false, when that chunk was the last). */
+  /** The answer is complete. */
   onEnd(): void;
   /** The call failed. Exactly one of onEnd/onError is called, once, and neither after abort(). */
   onError(err: UpstreamError): void;

@@ -4,8 +4,9 @@
  * It is the gateway's defence against an upstream that is broken or compromised and tries to make
  * one answer look like two (response smuggling), so it accepts only what RFC 9112 allows and
  * rejects the ambiguous rest (see README.md for the list and the reasons). The head is parsed in
- * one pass over the bytes, straight from the socket's chunk when it arrived whole: names and values
- * are handed out as Buffer views of that chunk, every header classified once (framing, hop-by-hop,
+ * one pass over the bytes, straight from the read buffer when it arrived whole: names and values
+ * are handed out as Buffer views of those bytes (cheaper to hand to uWS writeHeader than latin1
+ * strings, which it re-encodes as UTF-8), every header classified once (framing, hop-by-hop,
  * Via/Date), for any number of headers in any order. Bodies are handed out as views too; chunked
  * framing is decoded by a byte-level state machine, so any TCP split works.
  */
@@ -182,18 +183,17 @@ export class ResponseParser {
   }
 
   /**
-   * Parses data[offset, data.length). Returns where it stopped: data.length when every byte was
-   * used; less when the sink returned false (continue from there later) or the answer completed
-   * (bytes from there on are not part of it); PARSE_FAILED on a violation.
+   * Parses data[offset, end). Returns where it stopped: `end` when every byte was used; less when
+   * the sink returned false (continue from there later) or the answer completed (bytes from there
+   * on are not part of it); PARSE_FAILED on a violation.
    */
-  execute(data: Buffer, offset: number): number {
-    if (offset < data.length) this.started = true;
-    const end = data.length;
+  execute(data: Buffer, offset: number, end: number): number {
+    if (offset < end) this.started = true;
     let p = offset;
     while (p < end) {
       switch (this.state) {
         case State.Head: {
-          const after = this.readHead(data, p);
+          const after = this.readHead(data, p, end);
           if (after === INCOMPLETE) return end;
           if (after < 0) return PARSE_FAILED;
           p = after;
@@ -220,24 +220,24 @@ export class ResponseParser {
           const available = end - p;
           if (available < remaining) {
             this.remaining = remaining - available;
-            this.sink.onResponseBody(p === 0 ? data : data.subarray(p));
+            this.sink.onResponseBody(view(data, p, end));
             return end;
           }
           this.remaining = 0;
           this.state = State.Done;
-          this.sink.onResponseBody(p === 0 && remaining === end ? data : data.subarray(p, p + remaining));
+          this.sink.onResponseBody(view(data, p, p + remaining));
           this.sink.onResponseEnd();
           return p + remaining;
         }
         case State.UntilClose:
-          this.sink.onResponseBody(p === 0 ? data : data.subarray(p));
+          this.sink.onResponseBody(view(data, p, end));
           return end;
         case State.ChunkData: {
           const remaining = this.remaining;
           const take = end - p < remaining ? end - p : remaining;
           this.remaining = remaining - take;
           if (this.remaining === 0) this.state = State.ChunkDataCr;
-          const go = this.sink.onResponseBody(p === 0 && take === end ? data : data.subarray(p, p + take));
+          const go = this.sink.onResponseBody(view(data, p, p + take));
           p += take;
           if (!go) return p;
           continue;
@@ -279,24 +279,24 @@ export class ResponseParser {
   // ---- head -------------------------------------------------------------------------------------
 
   /** Position after the head, INCOMPLETE (every byte was kept), or PARSE_FAILED. */
-  private readHead(data: Buffer, p: number): number {
+  private readHead(data: Buffer, p: number, end: number): number {
     if (this.partialLength === 0) {
-      const after = this.parseHead(data, p, data.length);
+      const after = this.parseHead(data, p, end);
       if (after !== INCOMPLETE) {
         if (after > 0 && after - p > this.maxHeadBytes) return this.fail(HEAD_TOO_LARGE);
         return after;
       }
-      const have = data.length - p;
+      const have = end - p;
       if (have >= this.maxHeadBytes) return this.fail(HEAD_TOO_LARGE);
       this.partial ??= Buffer.allocUnsafe(this.maxHeadBytes);
-      data.copy(this.partial, 0, p);
+      data.copy(this.partial, 0, p, end);
       this.partialLength = have;
       return INCOMPLETE;
     }
     // Slow path, a head split over reads: search only the new bytes for its end, parse it once whole.
     const partial = this.partial!;
     const before = this.partialLength;
-    const take = Math.min(this.maxHeadBytes - before, data.length - p);
+    const take = Math.min(this.maxHeadBytes - before, end - p);
     data.copy(partial, before, p, p + take);
     this.partialLength = before + take;
     const collected = partial.subarray(0, this.partialLength);
@@ -392,15 +392,15 @@ export class ResponseParser {
 
       switch (classify(data, nameStart, nameEnd - nameStart)) {
         case Header.Pass:
-          headers.push(data.subarray(nameStart, nameEnd), data.subarray(valueStart, valueEnd));
+          headers.push(view(data, nameStart, nameEnd), view(data, valueStart, valueEnd));
           break;
         case Header.Via:
           this.viaIndex = headers.length;
-          headers.push(data.subarray(nameStart, nameEnd), data.subarray(valueStart, valueEnd));
+          headers.push(view(data, nameStart, nameEnd), view(data, valueStart, valueEnd));
           break;
         case Header.Date:
           this.dateIndex = headers.length;
-          headers.push(data.subarray(nameStart, nameEnd), data.subarray(valueStart, valueEnd));
+          headers.push(view(data, nameStart, nameEnd), view(data, valueStart, valueEnd));
           break;
         case Header.ContentLength: {
           // Even a repeated identical value is refused, as llhttp (Node's parser) does.
@@ -639,6 +639,11 @@ function afterExtension(c: number): State {
   if (c === 0x3b) return State.ExtNameStart;
   if (c === CR) return State.ChunkSizeLf;
   return State.Failed;
+}
+
+/** data[start, end) as a Buffer sharing its memory (Buffer.from on the ArrayBuffer: cheaper than subarray). */
+function view(data: Buffer, start: number, end: number): Buffer {
+  return Buffer.from(data.buffer, data.byteOffset + start, end - start);
 }
 
 /** Digits only, at most 2^53 - 1; -1 otherwise. */
