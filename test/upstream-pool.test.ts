@@ -760,3 +760,13 @@ t.test('a paused last chunk stays valid until resume(): onEnd waits, the socket 
   await sleep(50);
   t.equal(p.stats().connections, 0, 'the bytes after the answer were seen: socket closed');
 });
+
+t.test("the caller's Host, framing and hop-by-hop headers are dropped: the pool writes its own", async (t) => {
+  const server = await rawServer((socket) => socket.write(OK));
+  t.teardown(() => server.close());
+  const p = pool(server.origin);
+  const headers = ['Host', 'evil.example', 'content-length', '999', 'Transfer-Encoding', 'chunked', 'connection', 'close', 'Keep-Alive', '1', 'x-kept', 'yes'];
+  t.equal((await send(p, 'POST', '/x', { headers, body: Buffer.from('abc') }).done).status, 200);
+  const lines = server.requests[0].split('\r\n');
+  t.same(lines.slice(1), [`host: 127.0.0.1:${server.port}`, 'x-kept: yes', 'content-length: 3']);
+});

@@ -30,6 +30,7 @@ export function serializeHead(method: string, path: string, hostLine: string, he
     const name = headers[i];
     const value = headers[i + 1];
     if (LINE_BREAKER.test(value) || LINE_BREAKER.test(name)) return null;
+    if (isPoolOwned(name)) continue;
     head += name + ': ' + value + '\r\n';
   }
   if (bodyLength >= 0) head += 'content-length: ' + bodyLength + '\r\n\r\n';
@@ -39,9 +40,37 @@ export function serializeHead(method: string, path: string, hostLine: string, he
   return head;
 }
 
-/** The length of the body for serializeHead. */
-export function framingLength(body: RequestBody): number {
-  if (body === null) return -2;
-  return body.length < 0 ? -1 : body.length;
+/**
+ * Headers the pool writes itself (Host, the framing) or that govern its connection (hop-by-hop):
+ * a caller's copy is dropped, so it can never contradict the pool's (two Content-Lengths, or a
+ * Content-Length beside chunked framing, is how requests are smuggled). Checked by length first.
+ */
+function isPoolOwned(name: string): boolean {
+  switch (name.length) {
+    case 2:
+      return equalsIgnoreCase(name, 'te');
+    case 4:
+      return equalsIgnoreCase(name, 'host');
+    case 7:
+      return equalsIgnoreCase(name, 'upgrade') || equalsIgnoreCase(name, 'trailer');
+    case 10:
+      return equalsIgnoreCase(name, 'connection') || equalsIgnoreCase(name, 'keep-alive');
+    case 14:
+      return equalsIgnoreCase(name, 'content-length');
+    case 16:
+      return equalsIgnoreCase(name, 'proxy-connection');
+    case 17:
+      return equalsIgnoreCase(name, 'transfer-encoding');
+    default:
+      return false;
+  }
 }
 
+/** `lower` is lower-case letters and '-'. */
+function equalsIgnoreCase(name: string, lower: string): boolean {
+  if (name === lower) return true;
+  for (let i = 0; i < lower.length; i++) {
+    if ((name.charCodeAt(i) | 0x20) !== lower.charCodeAt(i)) return false;
+  }
+  return true;
+}
