@@ -359,7 +359,18 @@ export class UpstreamConnection implements ResponseSink {
   private feed(data: Buffer, offset: number, end: number): void {
     for (;;) {
       this.executing = true;
-      const stop = this.parser.execute(data, offset, end);
+      let stop: number;
+      try {
+        stop = this.parser.execute(data, offset, end);
+      } catch (err) {
+        // A handler threw: the pool stays consistent (its call is dropped with the socket), the error goes on up.
+        this.executing = false;
+        const call = this.call;
+        this.call = null;
+        if (call !== null) call.conn = null;
+        this.destroy();
+        throw err;
+      }
       this.executing = false;
       if (this.phase === Phase.Closed) return;
       if (stop === PARSE_FAILED) {
