@@ -770,3 +770,44 @@ t.test("the caller's Host, framing and hop-by-hop headers are dropped: the pool 
   const lines = server.requests[0].split('\r\n');
   t.same(lines.slice(1), [`host: 127.0.0.1:${server.port}`, 'x-kept: yes', 'content-length: 3']);
 });
+
+t.test('1 GiB answer through the client with bounded memory', async (t) => {
+  const total = 1024 * 1024 * 1024;
+  const block = Buffer.alloc(1024 * 1024, 0x61);
+  const server = await rawServer((socket) => {
+    socket.write(`HTTP/1.1 200 OK\r\nContent-Length: ${total}\r\n\r\n`);
+    let sent = 0;
+    const more = (): void => {
+      while (sent < total) {
+        sent += block.length;
+        if (!socket.write(block)) {
+          socket.once('drain', more);
+          return;
+        }
+      }
+    };
+    more();
+  });
+  t.teardown(() => server.close());
+  const p = pool(server.origin);
+  const rssBefore = process.memoryUsage().rss;
+  let peak = rssBefore;
+  let received = 0;
+  let chunks = 0;
+  await new Promise<void>((resolve, reject) => {
+    p.request('GET', '/big', [], null, {
+      onHead: () => true,
+      onData(chunk) {
+        received += chunk.length;
+        if (++chunks % 1024 === 0) peak = Math.max(peak, process.memoryUsage().rss);
+        return true;
+      },
+      onEnd: resolve,
+      onError: reject,
+      onBodyDrain: () => {},
+    });
+  });
+  t.equal(received, total);
+  const grewMiB = (peak - rssBefore) / 1024 / 1024;
+  t.ok(grewMiB < 200, `RSS grew by ${grewMiB.toFixed(0)} MiB while 1 GiB went through`);
+});
