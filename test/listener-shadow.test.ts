@@ -395,6 +395,15 @@ t.test('an alternate body over maxBodyBytes is a mismatch (tooLarge), read no fu
   await until('the log line', () => logLines(log).length === 1);
   t.equal(counts.get('mismatched'), 1);
   t.match(logLines(log)[0].body, { kind: 'tooLarge', limit: 1000 });
+
+  // The client's answer over maxBodyBytes: nothing to compare it with, so nothing is sent.
+  primary.setHandler(json(200, { big: 'x'.repeat(10_000) }));
+  const before = alternate.requests.length;
+  const answer = await call('/items/2');
+  t.equal(answer.body.toString(), JSON.stringify({ big: 'x'.repeat(10_000) }), 'the client gets all of it');
+  await until('the drop', () => counts.get('dropped') === 1);
+  t.equal(counts.get('sent'), 1);
+  t.equal(alternate.requests.length, before);
 });
 
 t.test('close: no more sampling; in-flight comparisons end first', async (t) => {

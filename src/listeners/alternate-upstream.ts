@@ -167,6 +167,8 @@ interface AlternateAnswer {
 class AlternateUpstream implements Listener {
   readonly type = 'alternateUpstream';
   readonly id: string;
+  /** The capture keeps no more of either body than this (a larger one is marked truncated, and dropped here). */
+  readonly maxCaptureBytes: number;
   private readonly origin: string;
   private readonly methods: ReadonlySet<string>;
   private readonly ignore: ReadonlySet<string>;
@@ -199,6 +201,7 @@ class AlternateUpstream implements Listener {
     this.ignore = new Set(config.ignoreHeaders.map((name) => name.toLowerCase()));
     this.sampler = new Sampler(config.sample, context.seed);
     this.maxBodyBytes = config.maxBodyBytes;
+    this.maxCaptureBytes = config.maxBodyBytes;
     this.timeoutMs = config.timeoutMs;
     this.maxInFlight = config.maxInFlight;
     this.metrics = context.metrics;
