@@ -186,14 +186,13 @@ t.test('a slow alternate does not delay the client', async (t) => {
 
   const first = await call('/items/1');
   t.equal(first.status, 200);
-  await alternate.waitForRequests(before + 1);
-  t.equal(held.length, 1, 'the alternate holds the shadow request, unanswered');
+  await until('the shadow request', () => held.length === 1);
+  t.equal(alternate.requests.length, before + 1, 'the alternate holds the shadow request, unanswered');
   // The client's connection is free and the worker serves on while the alternate still holds it.
   const second = await call('/items/2');
   t.equal(second.status, 200);
   t.same(JSON.parse(second.body.toString()), { fast: true });
-  await alternate.waitForRequests(before + 2);
-  t.equal(held.length, 2);
+  await until('the second shadow request', () => held.length === 2);
   t.equal(counts.settled, 0, 'both comparisons are still waiting for the alternate');
 
   for (const res of held) {
@@ -226,7 +225,8 @@ t.test('over maxInFlight is dropped and counted; a slot is free again once a com
   alternate.setHandler((req, res, recorded) => afterBody(req, recorded, () => held.push(res)));
   const before = alternate.requests.length;
   for (let i = 0; i < 5; i++) t.equal((await call(`/items/${i}`)).status, 200, 'every client is answered');
-  await alternate.waitForRequests(before + 2);
+  await until('the shadow requests', () => held.length === 2);
+  t.equal(alternate.requests.length, before + 2);
   t.equal(counts.get('dropped'), 3);
   t.equal(counts.get('sent'), 2);
   for (const res of held.splice(0)) res.end(JSON.stringify({ ok: true }));

@@ -178,7 +178,6 @@ class AlternateUpstream implements Listener {
   private readonly maxInFlight: number;
   private readonly pool: Pool;
   private readonly log: AppendLog | null;
-  private readonly logPath: string | null;
   private readonly metrics: ListenerMetrics;
   private readonly warn: ListenerContext['warn'];
   private readonly names: CounterNames;
@@ -223,11 +222,9 @@ class AlternateUpstream implements Listener {
     });
     if (config.mismatchLog === null) {
       this.log = null;
-      this.logPath = null;
       this.readiness = Promise.resolve();
     } else {
       const path = resolvePath(context.cwd ?? process.cwd(), config.mismatchLog);
-      this.logPath = path;
       this.log = openAppendLog(path, (err) =>
         this.warn(`listener "${this.id}": writing the mismatch log failed (${err.code ?? err.message}); mismatches are only counted from now on`, {
           listener: this.id,
@@ -427,15 +424,6 @@ class AlternateUpstream implements Listener {
       alternate: this.origin,
       errors,
     });
-  }
-
-  /** For tests and diagnostics: sampled requests held now. */
-  get held(): number {
-    return this.inFlight;
-  }
-
-  get mismatchLogPath(): string | null {
-    return this.logPath;
   }
 }
 
