@@ -9,6 +9,11 @@ import type { RequestContext, ResponseObserver } from '../proxy/request-context.
 /** A listener that runs after the client's answer completed (contract 10); it never delays or changes it. */
 export interface RequestListener {
   readonly id: string;
+  /**
+   * Most body bytes of each side (request, answer) this listener can use; the capture keeps no more
+   * than the largest need among the listeners that sampled the request. Unset: all the gateway accepts.
+   */
+  readonly maxCaptureBytes?: number;
   /** At routing time: whether to capture this request for `done` (sampling, methods, in-flight bound). */
   sample(ctx: RequestContext): boolean;
   /** The client's answer is over; `capture` holds what was kept. Must not throw. */
@@ -28,10 +33,17 @@ export class Capture implements ResponseObserver {
   /** The answer reached the client whole (and came from the upstream, not the gateway). */
   complete = false;
 
+  /** Kept of each side at most: `maxBytes`, or less when no sampled listener needs that much. */
+  readonly maxBytes: number;
+
   constructor(
     readonly listeners: readonly RequestListener[],
-    readonly maxBytes: number,
-  ) {}
+    maxBytes: number,
+  ) {
+    let needed = 0;
+    for (const listener of listeners) needed = Math.max(needed, listener.maxCaptureBytes ?? maxBytes);
+    this.maxBytes = Math.min(maxBytes, needed);
+  }
 
   /** A request body chunk the data plane already owns (kept by reference). */
   addRequestChunk(chunk: Buffer): void {

@@ -1,0 +1,104 @@
+/**
+ * The listener types of the `listeners` config array (contract 10). A type is one file exporting its
+ * config schema (the keys beyond id and type) and its factory; adding a type means adding that file and
+ * a line here. The built-in access log is configured apart (`accessLog.enabled`); its id, "accessLog",
+ * is reserved.
+ */
+import { normalizeServiceLocation } from '../config/service-location.js';
+import type { ConfigProblem } from '../config/problem.js';
+import { ACCESS_LOG_LISTENER } from './access-log.js';
+import { alternateUpstreamSchema, createAlternateUpstream, type AlternateUpstreamConfig } from './alternate-upstream.js';
+import type { Listener, ListenerContext } from './types.js';
+
+export type { AlternateUpstreamConfig } from './alternate-upstream.js';
+export type { Listener, ListenerContext, ListenerMetrics } from './types.js';
+
+/** One `listeners` entry of the config, after the schema filled its defaults. */
+export type ListenerConfig = AlternateUpstreamConfig;
+
+interface TypeSchema {
+  readonly description: string;
+  readonly required: readonly string[];
+  readonly properties: Readonly<Record<string, unknown>>;
+}
+
+interface ListenerType {
+  readonly schema: TypeSchema;
+  create(config: ListenerConfig, context: ListenerContext): Listener;
+}
+
+export const LISTENER_TYPES: Readonly<Record<ListenerConfig['type'], ListenerType>> = {
+  alternateUpstream: { schema: alternateUpstreamSchema, create: (config, context) => createAlternateUpstream(config, context) },
+};
+
+/** JSON Schema of the `listeners` array: common keys, then each type's own keys (and no others). */
+export function listenersSchema(): Record<string, unknown> {
+  const common = {
+    id: {
+      type: 'string',
+      pattern: '^[A-Za-z0-9_.-]+$',
+      maxLength: 64,
+      description:
+        'Unique name of the entry: in x-disabled-listeners lists, the health report, /metrics (listeners.<id>.*) and ' +
+        'its log lines. "accessLog" is reserved for the built-in access log.',
+    },
+    type: { type: 'string', enum: Object.keys(LISTENER_TYPES), description: 'Which listener.' },
+  };
+  return {
+    type: 'array',
+    default: [],
+    description:
+      "Run for routed requests after the client's answer is over; they never delay or change it. An endpoint's " +
+      'x-disabled-listeners skips the ids it lists. Ids must be unique.',
+    items: {
+      type: 'object',
+      required: ['id', 'type'],
+      properties: common,
+      allOf: Object.entries(LISTENER_TYPES).map(([type, { schema }]) => ({
+        if: { properties: { type: { const: type } }, required: ['type'] },
+        then: {
+          description: schema.description,
+          required: schema.required,
+          additionalProperties: false,
+          properties: { ...common, ...schema.properties },
+        },
+      })),
+    },
+  };
+}
+
+/**
+ * Rules the schema cannot say, for the config's semantic checks: unique ids, the reserved "accessLog"
+ * id, and serviceLocation as upstreams have it. Pointers are under `/listeners`.
+ */
+export function checkListeners(entries: readonly ListenerConfig[]): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const first = new Map<string, number>();
+  entries.forEach((entry, index) => {
+    if (entry.id === ACCESS_LOG_LISTENER) {
+      problems.push({ pointer: `/listeners/${index}/id`, reason: `"${ACCESS_LOG_LISTENER}" is the built-in access log's id; pick another` });
+    }
+    const seen = first.get(entry.id);
+    if (seen === undefined) first.set(entry.id, index);
+    else problems.push({ pointer: `/listeners/${index}/id`, reason: `"${entry.id}" is also the id of /listeners/${seen}; ids must be unique` });
+    if (entry.type === 'alternateUpstream') {
+      const checked = normalizeServiceLocation(entry.serviceLocation);
+      if ('reason' in checked) problems.push({ pointer: `/listeners/${index}/serviceLocation`, reason: checked.reason });
+    }
+  });
+  return problems;
+}
+
+/** The config's listener entries, each built by its type's factory (throws on an entry checkListeners refuses). */
+export function buildListeners(entries: readonly ListenerConfig[], context: ListenerContext): Listener[] {
+  const problems = checkListeners(entries);
+  if (problems.length > 0) throw new Error(problems.map((p) => `${p.pointer}: ${p.reason}`).join('; '));
+  const built: Listener[] = [];
+  try {
+    for (const entry of entries) built.push(LISTENER_TYPES[entry.type].create(entry, context));
+  } catch (err) {
+    for (const listener of built) void listener.close();
+    throw err;
+  }
+  return built;
+}
