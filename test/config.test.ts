@@ -39,6 +39,7 @@ t.test('an empty object gets every default', async (t) => {
     discovery: { fetchTimeoutMs: 5000, retries: 5, backoffMs: 200, refreshIntervalMs: 30000 },
     accessLog: { enabled: true },
     middleware: [],
+    listeners: [],
     metrics: { enabled: true },
   });
 });

@@ -8,6 +8,7 @@ const KIB = 1024;
 const MIB = 1024 * KIB;
 
 import { middlewareSchema } from '../middleware/registry.js';
+import { listenersSchema } from '../listeners/registry.js';
 
 /** Media types and ids lists share this shape. */
 const stringList = (description: string) => ({
@@ -268,6 +269,7 @@ export const configSchema = {
       },
     },
     middleware: middlewareSchema(),
+    listeners: listenersSchema(),
     metrics: {
       type: 'object',
       description: 'Request metrics.',

@@ -2,6 +2,7 @@ import type { GatewayConfig } from './types.js';
 import { normalizeServiceLocation } from './service-location.js';
 import type { ConfigProblem } from './problem.js';
 import { rangeProblem } from '../http/trusted-proxies.js';
+import { checkListeners } from '../listeners/registry.js';
 
 /** Rules beyond the schema; `config` has passed the schema and holds its defaults. */
 export function checkConfigRules(config: GatewayConfig, explicitPathKeys: ReadonlySet<string>): ConfigProblem[] {
@@ -11,6 +12,7 @@ export function checkConfigRules(config: GatewayConfig, explicitPathKeys: Readon
     ...checkTrustedProxies(config),
     ...checkAdmin(config),
     ...checkMiddlewareIds(config),
+    ...checkListeners(config.listeners),
   ];
 }
 

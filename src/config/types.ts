@@ -1,4 +1,5 @@
 import type { MiddlewareConfig } from '../middleware/registry.js';
+import type { ListenerConfig } from '../listeners/registry.js';
 
 /** The gateway's configuration after schema validation and defaults (see src/config/schema.ts). */
 export interface GatewayConfig {
@@ -58,6 +59,8 @@ export interface GatewayConfig {
   accessLog: { enabled: boolean };
   /** Run in order for every routed request (contract 9). */
   middleware: MiddlewareConfig[];
+  /** Run after each routed request's answer (contract 10); the access log is configured apart. */
+  listeners: ListenerConfig[];
   metrics: { enabled: boolean };
 }
 

@@ -159,6 +159,7 @@ export function testConfig(overrides: ConfigOverrides = {}): GatewayConfig {
     discovery: { fetchTimeoutMs: 5000, retries: 0, backoffMs: 0, refreshIntervalMs: 0 },
     accessLog: { enabled: false },
     middleware: [],
+    listeners: [],
     metrics: { enabled: true },
   };
   const merged = { ...base } as Record<string, unknown>;
