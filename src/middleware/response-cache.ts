@@ -259,6 +259,7 @@ class Invalidation implements ResponseObserver {
 
 const enum Label {
   None,
+  Hit,
   Miss,
   Bypass,
   Stale,
@@ -325,8 +326,10 @@ class CacheRequest implements ResponseObserver {
   }
 
   resume(found: CacheRecord | undefined | Promise<CacheRecord | undefined>): Decision | Promise<Decision> {
-    if (found instanceof Promise) return found.then((record) => this.resolved(record));
-    return this.resolved(found);
+    if (!(found instanceof Promise)) return this.resolved(found);
+    // Watching from now on: if the pipeline gives up on the lookup at slaMs, the answer is still labelled.
+    this.forward();
+    return found.then((record) => this.resolved(record));
   }
 
   private resolved(record: CacheRecord | undefined): Decision | Promise<Decision> {
@@ -337,8 +340,9 @@ class CacheRequest implements ResponseObserver {
       return this.resume(this.cache.get(this.lookupKey));
     }
     if (record !== undefined) {
-      if (this.usable(record)) {
-        this.cache.metrics.add(this.cache.names.hits);
+      // Past the deadline the pipeline has moved on: the request is forwarded whatever is answered here.
+      if (this.usable(record) && performance.now() < this.deadline) {
+        this.setLabel(Label.Hit);
         return record.answer('HIT', Date.now());
       }
       if (!record.mustRevalidate && (!this.authorization || record.sharedWithAuth)) this.candidate = record;
@@ -363,6 +367,7 @@ class CacheRequest implements ResponseObserver {
     }
     const flight = this.cache.flights.get(this.lookupKey);
     if (flight !== undefined && !this.noCache) {
+      this.forward();
       return flight.wait(this.deadline - performance.now()).then((outcome) => this.afterWait(outcome));
     }
     // A HEAD's answer has no body to store: it never leads.
@@ -399,6 +404,10 @@ class CacheRequest implements ResponseObserver {
     this.label = label;
     const { metrics, names } = this.cache;
     switch (label) {
+      case Label.Hit:
+        // The stored answer carries its own X-Cache.
+        metrics.add(names.hits);
+        break;
       case Label.Miss:
         this.ctx.addResponseHeader('x-cache', 'MISS');
         metrics.add(names.misses);
