@@ -1,7 +1,8 @@
 // Response observers of a request that never reaches an Exchange (contract 9; src/proxy/data-plane.ts):
 // a later middleware answers, or the client leaves while a decision is pending: the observer still
 // learns that the answer is over (onAbort), so what it holds for the request (a cache's in-flight
-// miss) is released. With every host's breaker open, observers may answer in place of the 503.
+// miss) is released. With every host's breaker open, observers may answer in place of the 503. An
+// answer with content (a cache hit) is counted as answered, not as a rejection.
 import net from 'node:net';
 import t from 'tap';
 import { Counters } from '../src/metrics/counters.js';
@@ -80,4 +81,25 @@ t.test('every host behind an open breaker: an observer may answer instead of the
   const refused = await rawRequest(plane.port, 'GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
   t.equal(refused.responses[0].status, 503, 'nothing offered: the 503 of the open breaker');
   t.same(events, ['substitute 503', 'abort']);
+});
+
+t.test('an answer with content is counted as answered.<status>, a problem as rejected.<status>', async (t) => {
+  const counters = new Counters();
+  const content: ContentAnswer = { kind: 'content', status: 200, headers: [], body: Buffer.from('hit') };
+  plane.setPipeline(
+    new Pipeline(
+      [
+        middleware('sync', (ctx) => (ctx.path === '/items/sync' ? content : undefined)),
+        middleware('async', (ctx) => Promise.resolve(ctx.path === '/items/async' ? content : ctx.path === '/items/no' ? problem(403, 'no') : undefined)),
+      ],
+      counters,
+    ),
+  );
+  for (const path of ['/items/sync', '/items/async', '/items/no']) await rawRequest(plane.port, `GET ${path} HTTP/1.1\r\nHost: gw\r\n\r\n`, { responses: 1 });
+  t.same(counters.take(), {
+    'middleware.sync.answered.200': 1,
+    'middleware.sync.admitted': 2,
+    'middleware.async.answered.200': 1,
+    'middleware.async.rejected.403': 1,
+  });
 });
