@@ -366,7 +366,8 @@ class CacheRequest implements ResponseObserver {
       return problem(504, 'the request asks for a stored answer only (only-if-cached) and none is stored');
     }
     const flight = this.cache.flights.get(this.lookupKey);
-    if (flight !== undefined && !this.noCache) {
+    // Past the deadline (a slow store) the pipeline has forwarded the request already: no waiting.
+    if (flight !== undefined && !this.noCache && performance.now() < this.deadline) {
       this.forward();
       return flight.wait(this.deadline - performance.now()).then((outcome) => this.afterWait(outcome));
     }
