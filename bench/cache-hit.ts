@@ -2,6 +2,7 @@
 // proxied request: one data plane process (one worker), one uWS upstream process, autocannon in a third
 // process (bench/proxy-load.ts), 127.0.0.1. Modes, interleaved over BENCH_ROUNDS rounds (medians):
 //   plain        no middleware: every request proxied
+//   noop         one middleware that lets every request through (what any middleware costs)
 //   hit          responseCache, every request a HIT (local store, synchronous get)
 //   hit-async    the same entries behind a store whose get answers with a Promise (the price of a
 //                microtask and of the pipeline's SLA timer per request)
@@ -19,7 +20,7 @@ const CONNECTIONS = Number(env.BENCH_CONNECTIONS ?? 50);
 const ROUNDS = Number(env.BENCH_ROUNDS ?? 3);
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
-const MODES = ['plain', 'hit', 'hit-async', 'uncacheable'] as const;
+const MODES = ['plain', 'noop', 'hit', 'hit-async', 'uncacheable'] as const;
 type Mode = (typeof MODES)[number];
 
 const BODY = JSON.stringify({ id: 1347, number: 42, state: 'open', title: 'Found a bug', user: { login: 'octocat', id: 1 } });
@@ -65,7 +66,11 @@ async function gatewayRole(mode: Mode, upstreamUrl: string): Promise<void> {
     process.stdout.write(JSON.stringify({ cpuUs: used.user + used.system, requests }) + '\n', () => process.exit(0));
   });
   plane.setTable(RoutingTable.compile([entry('GET', '/cached/{id}', upstreamUrl), entry('GET', '/private/{id}', upstreamUrl)]).table);
-  if (mode !== 'plain') {
+  if (mode === 'noop') {
+    const { Pipeline } = await import('../src/middleware/pipeline.js');
+    const noop = { id: 'noop', type: 'noop', slaMs: 100, failClosed: false, decide: () => undefined, ready: () => Promise.resolve(), close: () => Promise.resolve() };
+    plane.setPipeline(new Pipeline([noop], new Counters()));
+  } else if (mode !== 'plain') {
     const counters = new Counters();
     setInterval(() => counters.take(), 1000).unref();
     const local = new LocalCacheStore(64 * 1024 * 1024, { added: () => {}, removed: () => {} });
