@@ -7,6 +7,8 @@
 //   hit-async    the same entries behind a store whose get answers with a Promise (the price of a
 //                microtask and of the pipeline's SLA timer per request)
 //   uncacheable  responseCache, every answer `private` (a lookup, a miss, the answer judged: BYPASS)
+// First, in this process: what one HIT decision costs in the pipeline (ns, CPU), with the local
+// store answering synchronously and with the same store behind a Promise.
 // Environment: BENCH_DURATION_S (5), BENCH_WARMUP_S (1), BENCH_CONNECTIONS (50), BENCH_ROUNDS (3).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
@@ -96,6 +98,55 @@ async function gatewayRole(mode: Mode, upstreamUrl: string): Promise<void> {
   console.log(JSON.stringify({ port: plane.port }));
 }
 
+// ---- the decision alone ------------------------------------------------------------------------------
+
+async function decisionCost(): Promise<void> {
+  const { buildPipeline } = await import('../src/middleware/registry.js');
+  const { RequestContext } = await import('../src/proxy/request-context.js');
+  const { LocalCacheStore } = await import('../src/cache/local-store.js');
+  const { judge } = await import('../src/cache/rules.js');
+  const { StoredResponse } = await import('../src/cache/record.js');
+  const { primaryKey } = await import('../src/cache/key.js');
+  type Route = NonNullable<InstanceType<typeof RequestContext>['route']>;
+  const route = { id: 0, method: 'GET', template: '/items/{id}', canonical: '/items/{}', targets: [], paramNames: ['id'] } as unknown as Route;
+  const local = new LocalCacheStore(1 << 26, { added: () => {}, removed: () => {} });
+  const behindPromise = {
+    get: (key: string) => Promise.resolve(local.get(key)),
+    set: local.set.bind(local),
+    delete: local.delete.bind(local),
+    ready: () => Promise.resolve(),
+    close: () => Promise.resolve(),
+  };
+  const key = primaryKey('/items/{}', '/items/1', '');
+  const headers = ['content-type', 'application/json', 'cache-control', 'public, max-age=3600'];
+  const policy = judge(key, [], 200, headers, 0).policy!;
+  local.set(key, new StoredResponse(200, headers, Buffer.from(BODY), policy, key, Date.now()), 3_600_000);
+  const request = ['accept', '*/*', 'user-agent', 'bench', 'x-forwarded-for', '127.0.0.1', 'x-forwarded-proto', 'http', 'via', '1.1 gw'];
+  for (const store of ['sync', 'async', 'sync', 'async']) {
+    const config = { id: 'c', type: 'responseCache' as const, slaMs: 1000, store, maxEntryBytes: 131072, maxBytes: 1 << 26, defaultTtlMs: 0, staleIfErrorMs: 0 };
+    const pipeline = buildPipeline([config], { metrics: { add: () => {} }, warn: () => {}, cacheStores: (name) => (name === 'sync' ? local : behindPromise) });
+    const batch = (n: number) =>
+      new Promise<void>((resolve) => {
+        let left = n;
+        const done = (answer: unknown) => {
+          if (answer === null) throw new Error('a miss where a hit was expected');
+          if (--left === 0) resolve();
+        };
+        for (let i = 0; i < n; i++) {
+          const ctx = new RequestContext('GET', '/items/1', '', '127.0.0.1', undefined, 0, false, request.slice());
+          ctx.route = route;
+          pipeline.run(ctx, pipeline.entries, 0, done);
+        }
+      });
+    for (let i = 0; i < 200; i++) await batch(100);
+    const decisions = 200_000;
+    const cpu = process.cpuUsage();
+    for (let i = 0; i < decisions / 100; i++) await batch(100);
+    const used = process.cpuUsage(cpu);
+    process.stderr.write(`[cache-hit] one HIT decision, ${store} store: ${(((used.user + used.system) * 1000) / decisions).toFixed(0)} ns CPU (with its RequestContext)\n`);
+  }
+}
+
 // ---- the parent ----------------------------------------------------------------------------------------
 
 const children = new Set<ChildProcess>();
@@ -165,6 +216,7 @@ function median(values: number[]): number {
 }
 
 async function main(): Promise<void> {
+  await decisionCost();
   const upstream = await start([SELF, 'upstream']);
   const upstreamUrl = `http://127.0.0.1:${upstream.port}`;
   const results = new Map<Mode, LoadResult[]>(MODES.map((mode) => [mode, []]));
