@@ -4,7 +4,8 @@
  * step; an asynchronous one (a store round trip) is bounded by the middleware's slaMs: past it the
  * middleware is skipped and the miss counted, or, for one that fails closed, the request is answered 503.
  *
- * Counted per middleware id under `middleware.<id>.`: admitted, rejected.<status>, slaMisses, errors.
+ * Counted per middleware id under `middleware.<id>.`: admitted, rejected.<status> (a problem answer),
+ * answered.<status> (an answer with content: a cache hit), slaMisses, errors.
  */
 import type { Route } from '../routing/table.js';
 import type { RequestContext } from '../proxy/request-context.js';
@@ -19,6 +20,7 @@ class CounterNames {
   readonly slaMisses: string;
   readonly errors: string;
   private readonly rejected = new Map<number, string>();
+  private readonly answered = new Map<number, string>();
 
   constructor(private readonly id: string) {
     this.admitted = `middleware.${id}.admitted`;
@@ -29,6 +31,14 @@ class CounterNames {
   rejectedWith(status: number): string {
     let name = this.rejected.get(status);
     if (name === undefined) this.rejected.set(status, (name = `middleware.${this.id}.rejected.${status}`));
+    return name;
+  }
+
+  /** The counter of an answer: rejected.<status> for a problem, answered.<status> for content. */
+  of(answer: Answer): string {
+    if (answer.kind === 'problem') return this.rejectedWith(answer.status);
+    let name = this.answered.get(answer.status);
+    if (name === undefined) this.answered.set(answer.status, (name = `middleware.${this.id}.answered.${answer.status}`));
     return name;
   }
 }
@@ -86,7 +96,7 @@ export class Pipeline {
         return;
       }
       if (decision !== undefined) {
-        this.metrics.add(this.names.get(middleware)!.rejectedWith(decision.status));
+        this.metrics.add(this.names.get(middleware)!.of(decision));
         done(decision);
         return;
       }
@@ -104,7 +114,7 @@ export class Pipeline {
       settled = true;
       clearTimeout(timer);
       if (decision !== undefined) {
-        this.metrics.add(names.rejectedWith(decision.status));
+        this.metrics.add(names.of(decision));
         done(decision);
         return;
       }

@@ -4,10 +4,11 @@
  */
 import { apiKeyAuthSchema, createApiKeyAuth, type ApiKeyAuthConfig } from './api-key-auth.js';
 import { Pipeline } from './pipeline.js';
+import { createResponseCache, responseCacheSchema, type ResponseCacheConfig } from './response-cache.js';
 import type { Middleware, MiddlewareContext } from './types.js';
 
 /** One `middleware` entry of the config, after the schema filled its defaults. */
-export type MiddlewareConfig = ApiKeyAuthConfig;
+export type MiddlewareConfig = ApiKeyAuthConfig | ResponseCacheConfig;
 
 interface TypeSchema {
   readonly description: string;
@@ -22,6 +23,7 @@ interface MiddlewareType {
 
 export const MIDDLEWARE_TYPES: Readonly<Record<MiddlewareConfig['type'], MiddlewareType>> = {
   apiKeyAuth: { schema: apiKeyAuthSchema, create: (config, context) => createApiKeyAuth(config as ApiKeyAuthConfig, context) },
+  responseCache: { schema: responseCacheSchema, create: (config, context) => createResponseCache(config as ResponseCacheConfig, context) },
 };
 
 export const DEFAULT_SLA_MS = 100;

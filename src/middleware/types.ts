@@ -2,6 +2,7 @@
  * What a middleware is to the pipeline (contract section 9). A type lives in a file of its own that
  * exports a MiddlewareType (its config schema and its factory); registry.ts lists the types.
  */
+import type { CacheStoreLookup } from '../cache/store.js';
 import type { RequestContext } from '../proxy/request-context.js';
 
 /** A problem+json answer of the gateway's own (401, 429, 503, ...), with headers of the middleware's. */
@@ -55,6 +56,8 @@ export interface MiddlewareContext {
   metrics: MiddlewareMetrics;
   /** Writes a log line (warnings about stores, ...). */
   warn(message: string, fields?: Record<string, unknown>): void;
+  /** The kvStores a responseCache may name as its `store` (absent: only "local"). */
+  cacheStores?: CacheStoreLookup;
 }
 
 export function problem(status: number, detail: string, headers?: readonly string[]): ProblemAnswer {

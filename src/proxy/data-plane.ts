@@ -27,11 +27,11 @@ import type {
   UpstreamWeight,
 } from './data-plane-types.js';
 import { Exchange, type ExchangeHost } from './forward.js';
-import { RequestContext } from './request-context.js';
+import { RequestContext, type ResponseObserver } from './request-context.js';
 import { HeldRequest, type HeldRequestHost } from './held-request.js';
 import { Capture, type RequestListener } from '../listeners/capture.js';
 import { Pipeline } from '../middleware/pipeline.js';
-import { problem, type Answer, type Middleware } from '../middleware/types.js';
+import { problem, type Answer, type ContentAnswer, type Middleware } from '../middleware/types.js';
 import type { ForwardFailure } from './forward-errors.js';
 import type { Counters } from '../metrics/counters.js';
 import { UpstreamPools } from './upstream-pool.js';
@@ -394,7 +394,9 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
   forwardHeld(held: HeldRequest): Exchange | null {
     const exchange = this.newExchange(held.res, held.ctx);
     if (exchange === null) {
-      this.answerHeld(held, problem(503, NO_HOST), !held.complete);
+      // No host may take it (breakers open): an upstream failure, which observers may answer for (stale-if-error).
+      const instead = held.ctx.observers === null ? null : substituteFor(held.ctx.observers, 503);
+      this.answerHeld(held, instead ?? problem(503, NO_HOST), !held.complete);
       this.heldDone(held);
       return null;
     }
@@ -420,6 +422,9 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
   }
 
   heldDone(held: HeldRequest): void {
+    // No upstream answer reached the client: observers a middleware registered learn it is over.
+    const observers = held.ctx.observers;
+    if (observers !== null) for (let i = observers.length - 1; i >= 0; i--) observers[i].onAbort();
     this.inFlightCount--;
     this.emitDone(held.ctx);
     if (this.inFlightCount === 0) this.onDrained?.();
@@ -535,6 +540,15 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
       }
     }
   }
+}
+
+/** The first content an observer offers in place of a failed answer (in reverse registration order), or null. */
+function substituteFor(observers: readonly ResponseObserver[], status: number): ContentAnswer | null {
+  for (let i = observers.length - 1; i >= 0; i--) {
+    const answer = observers[i].substitute(status);
+    if (answer !== null) return answer;
+  }
+  return null;
 }
 
 /** A Forwarded `for=` node (RFC 7239 6): IPv6 is quoted and bracketed. */

@@ -1,0 +1,52 @@
+/**
+ * Cache keys (contract 9, responseCache): the endpoint, the normalized path and the raw query. The
+ * endpoint is its canonical template (identifiers erased), so GET /items/{id} and DELETE
+ * /items/{itemId} address the same entries. Keys are printable: a remote store shows them as they are.
+ *
+ * A URL whose answer varies (Vary) keeps a VaryIndex under its primary key and each variant under
+ * `<primary>\n<name>=<value>\n...`, the values of the named request headers ("<name>" alone when the
+ * request has none). Credentials never appear in a key or a stored record: the values of
+ * Authorization and Cookie are replaced by their SHA-256 digest.
+ */
+import { createHash } from 'node:crypto';
+import { headerValue } from './record.js';
+
+/** Primary key of a request for `canonical` (the route's canonical template). */
+export function primaryKey(canonical: string, path: string, query: string): string {
+  // The path holds no space (visible ASCII only), so the last space splits the key unambiguously.
+  return query === '' ? `${canonical} ${path}` : `${canonical} ${path}?${query}`;
+}
+
+/** The header names a Vary value lists (lower-case, in order, each once); '*' when it holds "*". */
+export function varyNames(vary: string): string[] | '*' {
+  const names: string[] = [];
+  for (const part of vary.split(',')) {
+    const name = part.trim().toLowerCase();
+    if (name === '') continue;
+    if (name === '*') return '*';
+    if (!names.includes(name)) names.push(name);
+  }
+  return names;
+}
+
+const SENSITIVE = new Set(['authorization', 'cookie', 'proxy-authorization']);
+
+/**
+ * A request header's value as the cache compares and keeps it: all values joined, and the digest of
+ * a credential instead of the credential. Undefined when the request has none.
+ */
+export function comparedValue(headers: readonly string[], name: string): string | undefined {
+  const value = headerValue(headers, name);
+  if (value === undefined || !SENSITIVE.has(name)) return value;
+  return `sha256:${createHash('sha256').update(value, 'latin1').digest('base64url')}`;
+}
+
+/** The key of the variant of `primary` that a request with `headers` selects. */
+export function variantKey(primary: string, names: readonly string[], headers: readonly string[]): string {
+  let key = primary;
+  for (const name of names) {
+    const value = comparedValue(headers, name);
+    key += value === undefined ? `\n${name}` : `\n${name}=${value}`;
+  }
+  return key;
+}

@@ -1,0 +1,121 @@
+/**
+ * What a cache store holds under a key: a stored response, or, under the key of a URL whose answers
+ * vary, the names of the request headers they vary on (the variants have keys of their own, see key.ts).
+ *
+ * A StoredResponse is built once (when stored, or when a remote store's bytes are decoded) and then
+ * only read: its freshness deadline, its Age origin and the flags the lookup needs are computed here
+ * from the http-cache-semantics policy, and the answer it is served as is built at most once per
+ * second of age, so a hit allocates nothing beyond its key.
+ */
+import CachePolicy from 'http-cache-semantics';
+import type { ContentAnswer } from '../middleware/types.js';
+
+export type CacheStatus = 'HIT' | 'STALE';
+
+/** Per-entry bookkeeping beyond the bytes themselves (policy object, strings, the record). */
+const RECORD_OVERHEAD_BYTES = 512;
+
+export class StoredResponse {
+  readonly kind = 'response';
+  /** Epoch ms until which it is fresh (the policy's lifetime less the age it arrived with). */
+  readonly freshUntil: number;
+  /** must-revalidate / proxy-revalidate: never served stale, not even when the upstream fails. */
+  readonly mustRevalidate: boolean;
+  /** `public` or `s-maxage`: may answer a request that carries Authorization. */
+  readonly sharedWithAuth: boolean;
+  /** Bytes it stands for in a store bounded in bytes. */
+  readonly size: number;
+  /** Epoch ms at which its age was 0 (Age = now - ageOrigin, like the policy's age()). */
+  private readonly ageOrigin: number;
+  private hit: ContentAnswer | null = null;
+  private hitAge = -1;
+  private stale: ContentAnswer | null = null;
+  private staleAge = -1;
+
+  /**
+   * `headers`: the end-to-end headers served with it (flat, lower-case names; no Age, no X-Cache).
+   * `policy`: its http-cache-semantics policy (see rules.ts for the view of the headers it was made from).
+   * `url`: the key it was stored under for the policy's request matching (the primary key).
+   */
+  constructor(
+    readonly status: number,
+    readonly headers: readonly string[],
+    readonly body: Buffer,
+    readonly policy: CachePolicy,
+    readonly url: string,
+    readonly storedAt: number,
+  ) {
+    const now = Date.now();
+    const age = policy.age();
+    this.ageOrigin = now - age * 1000;
+    this.freshUntil = now + (policy.maxAge() - age) * 1000;
+    const cacheControl = headerValue(headers, 'cache-control')?.toLowerCase() ?? '';
+    this.mustRevalidate = hasDirective(cacheControl, 'must-revalidate') || hasDirective(cacheControl, 'proxy-revalidate');
+    this.sharedWithAuth = hasDirective(cacheControl, 'public') || hasDirective(cacheControl, 's-maxage');
+    let size = RECORD_OVERHEAD_BYTES + body.length + url.length;
+    for (const text of headers) size += text.length;
+    this.size = size;
+  }
+
+  /** Age in whole seconds at `now` (rounded, as http-cache-semantics rounds it). */
+  ageAt(now: number): number {
+    return Math.max(0, Math.round((now - this.ageOrigin) / 1000));
+  }
+
+  /** The answer it is served as at `now`: built again only when its Age changed. */
+  answer(status: CacheStatus, now: number): ContentAnswer {
+    const age = this.ageAt(now);
+    if (status === 'HIT') {
+      if (this.hitAge !== age || this.hit === null) {
+        this.hit = this.build(age, status);
+        this.hitAge = age;
+      }
+      return this.hit;
+    }
+    if (this.staleAge !== age || this.stale === null) {
+      this.stale = this.build(age, status);
+      this.staleAge = age;
+    }
+    return this.stale;
+  }
+
+  private build(age: number, status: CacheStatus): ContentAnswer {
+    const headers = this.headers.slice();
+    headers.push('age', String(age), 'x-cache', status);
+    return { kind: 'content', status: this.status, headers, body: this.body };
+  }
+}
+
+/** Under a URL whose answers vary: the request header names (lower-case) that pick a variant. */
+export class VaryIndex {
+  readonly kind = 'vary';
+  readonly size: number;
+
+  constructor(
+    readonly names: readonly string[],
+    readonly storedAt: number,
+  ) {
+    this.size = RECORD_OVERHEAD_BYTES / 4 + names.join(',').length;
+  }
+}
+
+export type CacheRecord = StoredResponse | VaryIndex;
+
+/** All values of a header in a flat list joined with ", " (RFC 9110 5.3); undefined when absent. */
+export function headerValue(headers: readonly string[], name: string): string | undefined {
+  let value: string | undefined;
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i] === name) value = value === undefined ? headers[i + 1] : `${value}, ${headers[i + 1]}`;
+  }
+  return value;
+}
+
+/** A Cache-Control directive (lower-case `list`), with or without a value. */
+export function hasDirective(list: string, directive: string): boolean {
+  if (list === '') return false;
+  for (const part of list.split(',')) {
+    const token = part.trim();
+    if (token === directive || (token.startsWith(directive) && token.charCodeAt(directive.length) === 0x3d /* = */)) return true;
+  }
+  return false;
+}

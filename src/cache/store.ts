@@ -1,0 +1,28 @@
+/**
+ * Where a responseCache keeps its records. `local` (local-store.ts) is the worker's own memory; other
+ * stores (a Redis one, so instances share entries) come from the `cacheStores` lookup the pipeline's
+ * builder is given, and keep records as bytes (codec.ts encodes a record into one Buffer and back).
+ *
+ * Any method may answer synchronously or with a Promise; the cache takes a synchronous answer at once
+ * (a local hit then costs no microtask and no SLA timer in the pipeline). A store that fails rejects
+ * (or throws): the cache counts it and goes on as if nothing were stored.
+ */
+import type { CacheRecord } from './record.js';
+
+export interface CacheStore {
+  /** The record under `key`, or undefined (absent or expired). */
+  get(key: string): CacheRecord | undefined | Promise<CacheRecord | undefined>;
+  /** Keeps `record` under `key` for `ttlMs` (then it is gone), replacing what was there. */
+  set(key: string, record: CacheRecord, ttlMs: number): void | Promise<void>;
+  delete(key: string): void | Promise<void>;
+  /** Resolves once the store can answer (or has given up trying to connect). */
+  ready(): Promise<void>;
+  /** The cache that uses it is closed: free what is held for it. */
+  close(): Promise<void>;
+}
+
+/**
+ * Finds the store a responseCache entry names (a kvStores name): undefined when there is none.
+ * `owner` is the middleware id, for a store that keeps several caches apart by key prefix.
+ */
+export type CacheStoreLookup = (name: string, owner: string) => CacheStore | undefined;

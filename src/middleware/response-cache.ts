@@ -1,0 +1,509 @@
+/**
+ * responseCache (contract 9): an RFC 9111 shared cache of GET answers, with HEAD served from the GET
+ * entry. The rules are http-cache-semantics' plus the contract's (src/cache/rules.ts); keys and Vary
+ * in src/cache/key.ts; stores in src/cache/store.ts.
+ *
+ * X-Cache on every answer of an endpoint it runs on:
+ * - HIT: served from a fresh entry (with Age);
+ * - STALE: the upstream failed (connection error, 5xx, timeout, every host's breaker open) and an entry
+ *   stale by less than staleIfErrorMs was served instead (with Age);
+ * - MISS: looked up, went upstream; the answer is stored when it has a lifetime, fits maxEntryBytes
+ *   and arrives whole (upstream failures with nothing to serve instead are MISS too);
+ * - BYPASS: the cache took no part: a method other than GET/HEAD (an unsafe one's 2xx/3xx answer drops
+ *   the entry, RFC 9111 4.4), a GET with a body, a request `Cache-Control: no-store`; or the answer is
+ *   one the rules forbid storing (private, no-store, Set-Cookie, Vary: *, a status a cache must not
+ *   keep, an answer to a request with Authorization that is neither public nor s-maxage).
+ *
+ * The hit path: one pass over the request headers, the key, a synchronous get from the local store
+ * (two when the answers vary), a clock read, and an answer object built at most once per second per
+ * entry. Everything else (a request with Cache-Control or Pragma, an asynchronous store, a miss) goes
+ * through a CacheRequest.
+ *
+ * Coalescing: the first miss of a key leads (goes upstream); later misses of that key follow: they
+ * wait for the leader's answer and look again once it is stored (HIT), serve the leader's STALE entry
+ * when the upstream failed, or go upstream themselves when its answer was not stored. A follower
+ * waits at most slaMs (counted in `waitTimeouts`), then goes upstream itself without leading: the
+ * pipeline would skip the cache at slaMs anyway, and going on here keeps its answer labelled and
+ * storable. So coalescing holds a stampede back for upstreams that answer within slaMs; raise the
+ * cache's slaMs for endpoints slower than that (nginx's proxy_cache_lock_timeout is 5 s).
+ *
+ * Counted under `middleware.<id>.`: hits, misses, stale, bypass (one of them per request),
+ * bytesStored (+ on store, - on eviction, replacement, expiry or close: the sum over the workers is
+ * what the instance holds), evictions, waitTimeouts, storeErrors.
+ */
+import type CachePolicy from 'http-cache-semantics';
+import { Flights, type Flight, type FlightOutcome } from '../cache/flights.js';
+import { primaryKey, variantKey } from '../cache/key.js';
+import { LocalCacheStore } from '../cache/local-store.js';
+import { hasDirective, headerValue, StoredResponse, VaryIndex, type CacheRecord } from '../cache/record.js';
+import { judge, policyRequest } from '../cache/rules.js';
+import type { CacheStore } from '../cache/store.js';
+import type { RequestContext, ResponseObserver } from '../proxy/request-context.js';
+import { problem, type ContentAnswer, type Decision, type Middleware, type MiddlewareContext, type MiddlewareMetrics } from './types.js';
+
+export interface ResponseCacheConfig {
+  id: string;
+  type: 'responseCache';
+  slaMs: number;
+  /** "local" or a kvStores name. */
+  store: string;
+  maxEntryBytes: number;
+  maxBytes: number;
+  defaultTtlMs: number;
+  staleIfErrorMs: number;
+}
+
+export const responseCacheSchema = {
+  description: 'A shared cache of GET answers by RFC 9111 rules (contract 9, responseCache).',
+  required: [],
+  properties: {
+    store: {
+      type: 'string',
+      minLength: 1,
+      default: 'local',
+      description:
+        'Where entries are kept: "local" (each worker\'s memory, bounded by maxBytes) or the name of a kvStores entry (a redis store shares entries between instances; they expire there too).',
+    },
+    maxEntryBytes: {
+      type: 'integer',
+      minimum: 0,
+      default: 131072,
+      description: 'Largest body stored; a larger answer is streamed to the client and not stored.',
+    },
+    maxBytes: {
+      type: 'integer',
+      minimum: 1,
+      default: 67108864,
+      description:
+        'Bytes the local store keeps per worker (bodies, headers and about 512 bytes of bookkeeping per entry); past it the least recently used entries are evicted. Not smaller than maxEntryBytes.',
+    },
+    defaultTtlMs: {
+      type: 'integer',
+      minimum: 0,
+      default: 0,
+      description:
+        'Lifetime given to a 200 that has no max-age, s-maxage or Expires (rounded up to whole seconds); 0: such answers are not stored.',
+    },
+    staleIfErrorMs: {
+      type: 'integer',
+      minimum: 0,
+      default: 60000,
+      description:
+        'When the upstream fails (connection error, 5xx, timeout), an entry stale by less than this is served instead (X-Cache: STALE); never one marked must-revalidate. 0: never.',
+    },
+  },
+} as const;
+
+/** Counter names, built once. */
+class Names {
+  readonly hits: string;
+  readonly misses: string;
+  readonly stale: string;
+  readonly bypass: string;
+  readonly bytesStored: string;
+  readonly evictions: string;
+  readonly waitTimeouts: string;
+  readonly storeErrors: string;
+
+  constructor(id: string) {
+    const prefix = `middleware.${id}.`;
+    this.hits = `${prefix}hits`;
+    this.misses = `${prefix}misses`;
+    this.stale = `${prefix}stale`;
+    this.bypass = `${prefix}bypass`;
+    this.bytesStored = `${prefix}bytesStored`;
+    this.evictions = `${prefix}evictions`;
+    this.waitTimeouts = `${prefix}waitTimeouts`;
+    this.storeErrors = `${prefix}storeErrors`;
+  }
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE']);
+
+export class ResponseCache implements Middleware {
+  readonly type = 'responseCache';
+  readonly failClosed = false;
+  readonly id: string;
+  readonly slaMs: number;
+  readonly maxEntryBytes: number;
+  readonly defaultTtlMs: number;
+  readonly staleIfErrorMs: number;
+  readonly flights = new Flights();
+  readonly names: Names;
+  readonly metrics: MiddlewareMetrics;
+  readonly store: CacheStore;
+
+  constructor(config: ResponseCacheConfig, context: MiddlewareContext) {
+    this.id = config.id;
+    this.slaMs = config.slaMs;
+    this.maxEntryBytes = config.maxEntryBytes;
+    this.defaultTtlMs = config.defaultTtlMs;
+    this.staleIfErrorMs = config.staleIfErrorMs;
+    this.names = new Names(config.id);
+    this.metrics = context.metrics;
+    this.store = this.openStore(config, context);
+  }
+
+  private openStore(config: ResponseCacheConfig, context: MiddlewareContext): CacheStore {
+    const where = `middleware "${config.id}" (responseCache)`;
+    if (config.store === 'local') {
+      if (config.maxEntryBytes > config.maxBytes) {
+        throw new Error(`${where}: maxEntryBytes (${config.maxEntryBytes}) is larger than maxBytes (${config.maxBytes}); no entry that large could be kept`);
+      }
+      const { metrics, names } = this;
+      return new LocalCacheStore(config.maxBytes, {
+        added: (bytes) => metrics.add(names.bytesStored, bytes),
+        removed: (bytes, evicted) => {
+          metrics.add(names.bytesStored, -bytes);
+          if (evicted) metrics.add(names.evictions);
+        },
+      });
+    }
+    const store = context.cacheStores?.(config.store, config.id);
+    if (store === undefined) {
+      throw new Error(`${where}: store "${config.store}" is neither "local" nor the name of a kvStores entry`);
+    }
+    return store;
+  }
+
+  decide(ctx: RequestContext): Decision | Promise<Decision> {
+    const method = ctx.method;
+    if ((method !== 'GET' && method !== 'HEAD') || ctx.hasBody) return this.bypass(ctx);
+    const headers = ctx.headers;
+    let directives = false;
+    let authorization = false;
+    for (let i = 0; i < headers.length; i += 2) {
+      const name = headers[i];
+      if (name === 'cache-control' || name === 'pragma') directives = true;
+      else if (name === 'authorization') authorization = true;
+    }
+    const key = primaryKey(ctx.route!.canonical, ctx.path, ctx.query);
+    if (directives) return new CacheRequest(this, ctx, key, authorization).start();
+    const found = this.get(key);
+    if (found !== undefined && !(found instanceof Promise)) {
+      const entry = found.kind === 'response' ? found : this.get(variantKey(key, found.names, headers));
+      if (entry instanceof StoredResponse && (!authorization || entry.sharedWithAuth)) {
+        const now = Date.now();
+        if (now < entry.freshUntil) {
+          this.metrics.add(this.names.hits);
+          return entry.answer('HIT', now);
+        }
+      }
+    }
+    return new CacheRequest(this, ctx, key, authorization).resume(found);
+  }
+
+  private bypass(ctx: RequestContext): Decision {
+    ctx.addResponseHeader('x-cache', 'BYPASS');
+    this.metrics.add(this.names.bypass);
+    if (!SAFE_METHODS.has(ctx.method)) ctx.observe(new Invalidation(this, primaryKey(ctx.route!.canonical, ctx.path, ctx.query)));
+    return undefined;
+  }
+
+  /** A store read that never throws or rejects (a failure reads as absent, and is counted). */
+  get(key: string): CacheRecord | undefined | Promise<CacheRecord | undefined> {
+    let found: CacheRecord | undefined | Promise<CacheRecord | undefined>;
+    try {
+      found = this.store.get(key);
+    } catch {
+      this.metrics.add(this.names.storeErrors);
+      return undefined;
+    }
+    if (found instanceof Promise) {
+      return found.catch(() => {
+        this.metrics.add(this.names.storeErrors);
+        return undefined;
+      });
+    }
+    return found;
+  }
+
+  /** A store write or delete that never throws or rejects; a Promise when the store answers later. */
+  write(action: () => void | Promise<void>): void | Promise<void> {
+    let done: void | Promise<void>;
+    try {
+      done = action();
+    } catch {
+      this.metrics.add(this.names.storeErrors);
+      return;
+    }
+    if (done instanceof Promise) return done.catch(() => this.metrics.add(this.names.storeErrors));
+  }
+
+  ready(): Promise<void> {
+    return this.store.ready();
+  }
+
+  close(): Promise<void> {
+    return this.store.close();
+  }
+}
+
+/** An unsafe method's success invalidates the entries of its URL (RFC 9111 4.4). */
+class Invalidation implements ResponseObserver {
+  constructor(
+    private readonly cache: ResponseCache,
+    private readonly key: string,
+  ) {}
+
+  onHead(status: number): void {
+    if (status < 400) void this.cache.write(() => this.cache.store.delete(this.key));
+  }
+  onData(): void {}
+  onEnd(): void {}
+  onAbort(): void {}
+  substitute(): ContentAnswer | null {
+    return null;
+  }
+}
+
+const enum Label {
+  None,
+  Hit,
+  Miss,
+  Bypass,
+  Stale,
+}
+
+/**
+ * One GET or HEAD that did not hit on the fast path: its lookup (Vary, request directives), its part
+ * in coalescing, and, when forwarded, the observer that labels, copies and stores the upstream's answer.
+ */
+class CacheRequest implements ResponseObserver {
+  /** The request headers as the cache saw them (later middleware may change ctx.headers). */
+  private readonly requestHeaders: string[];
+  private readonly deadline: number;
+  private readonly isGet: boolean;
+  private hasDirectives = false;
+  private noCache = false;
+  private onlyIfCached = false;
+  /** Where the lookup is: the primary key, or a variant's once a VaryIndex named the headers. */
+  private lookupKey: string;
+  private vary: readonly string[] = [];
+  /** An entry that may stand in if the upstream fails (stale-if-error). */
+  private candidate: StoredResponse | null = null;
+  private flight: Flight | null = null;
+  private observing = false;
+  private label = Label.None;
+  private served: ContentAnswer | null = null;
+  // The answer being copied for storing.
+  private status = 0;
+  private headers: readonly string[] = [];
+  private policy: CachePolicy | null = null;
+  private storedVary: readonly string[] = [];
+  private chunks: Buffer[] | null = null;
+  private bytes = 0;
+
+  constructor(
+    private readonly cache: ResponseCache,
+    private readonly ctx: RequestContext,
+    private readonly primary: string,
+    private readonly authorization: boolean,
+  ) {
+    this.requestHeaders = ctx.headers.slice();
+    this.deadline = performance.now() + cache.slaMs;
+    this.isGet = ctx.method === 'GET';
+    this.lookupKey = primary;
+  }
+
+  /** A request with Cache-Control or Pragma: its directives first. */
+  start(): Decision | Promise<Decision> {
+    this.hasDirectives = true;
+    const cacheControl = headerValue(this.requestHeaders, 'cache-control')?.toLowerCase();
+    if (cacheControl !== undefined) {
+      if (hasDirective(cacheControl, 'no-store')) {
+        this.ctx.addResponseHeader('x-cache', 'BYPASS');
+        this.cache.metrics.add(this.cache.names.bypass);
+        return undefined;
+      }
+      this.noCache = hasDirective(cacheControl, 'no-cache');
+      this.onlyIfCached = hasDirective(cacheControl, 'only-if-cached');
+    } else {
+      // Pragma: no-cache counts only without Cache-Control (RFC 9111 5.4).
+      this.noCache = hasDirective(headerValue(this.requestHeaders, 'pragma')?.toLowerCase() ?? '', 'no-cache');
+    }
+    return this.resume(this.cache.get(this.primary));
+  }
+
+  resume(found: CacheRecord | undefined | Promise<CacheRecord | undefined>): Decision | Promise<Decision> {
+    if (!(found instanceof Promise)) return this.resolved(found);
+    // Watching from now on: if the pipeline gives up on the lookup at slaMs, the answer is still labelled.
+    this.forward();
+    return found.then((record) => this.resolved(record));
+  }
+
+  private resolved(record: CacheRecord | undefined): Decision | Promise<Decision> {
+    if (record instanceof VaryIndex) {
+      if (this.lookupKey !== this.primary) return this.missed();
+      this.vary = record.names;
+      this.lookupKey = variantKey(this.primary, record.names, this.requestHeaders);
+      return this.resume(this.cache.get(this.lookupKey));
+    }
+    if (record !== undefined) {
+      // Past the deadline the pipeline has moved on: the request is forwarded whatever is answered here.
+      if (this.usable(record) && performance.now() < this.deadline) {
+        this.setLabel(Label.Hit);
+        return record.answer('HIT', Date.now());
+      }
+      if (!record.mustRevalidate && (!this.authorization || record.sharedWithAuth)) this.candidate = record;
+    }
+    return this.missed();
+  }
+
+  private usable(record: StoredResponse): boolean {
+    if (this.noCache || (this.authorization && !record.sharedWithAuth)) return false;
+    const now = Date.now();
+    if (!this.hasDirectives) return now < record.freshUntil;
+    // Request directives (max-age, min-fresh, max-stale): the policy decides.
+    const result = record.policy.evaluateRequest(policyRequest(record.url, this.requestHeaders, this.vary));
+    if (result.response === undefined || result.revalidation !== undefined) return false;
+    return now < record.freshUntil || !record.mustRevalidate;
+  }
+
+  private missed(): Decision | Promise<Decision> {
+    if (this.onlyIfCached) {
+      this.setLabel(Label.Miss);
+      return problem(504, 'the request asks for a stored answer only (only-if-cached) and none is stored');
+    }
+    const flight = this.cache.flights.get(this.lookupKey);
+    // Past the deadline (a slow store) the pipeline has forwarded the request already: no waiting.
+    if (flight !== undefined && !this.noCache && performance.now() < this.deadline) {
+      this.forward();
+      return flight.wait(this.deadline - performance.now()).then((outcome) => this.afterWait(outcome));
+    }
+    // A HEAD's answer has no body to store: it never leads.
+    if (flight === undefined && this.isGet) this.flight = this.cache.flights.start(this.lookupKey);
+    return this.forward();
+  }
+
+  private afterWait(outcome: FlightOutcome | null): Decision | Promise<Decision> {
+    if (outcome === null) {
+      this.cache.metrics.add(this.cache.names.waitTimeouts);
+      return this.forward();
+    }
+    if (outcome.stale !== null) {
+      this.setLabel(Label.Stale);
+      return outcome.stale;
+    }
+    if (!outcome.stored) return this.forward();
+    // Look again from the top: the leader may have stored a VaryIndex and another variant.
+    this.lookupKey = this.primary;
+    this.vary = [];
+    return this.resume(this.cache.get(this.primary));
+  }
+
+  private forward(): undefined {
+    if (!this.observing) {
+      this.observing = true;
+      this.ctx.observe(this);
+    }
+    return undefined;
+  }
+
+  private setLabel(label: Label): void {
+    if (this.label !== Label.None) return;
+    this.label = label;
+    const { metrics, names } = this.cache;
+    switch (label) {
+      case Label.Hit:
+        // The stored answer carries its own X-Cache.
+        metrics.add(names.hits);
+        break;
+      case Label.Miss:
+        this.ctx.addResponseHeader('x-cache', 'MISS');
+        metrics.add(names.misses);
+        break;
+      case Label.Bypass:
+        this.ctx.addResponseHeader('x-cache', 'BYPASS');
+        metrics.add(names.bypass);
+        break;
+      case Label.Stale:
+        // The stale answer carries its own X-Cache.
+        metrics.add(names.stale);
+        break;
+    }
+  }
+
+  // ---- the upstream's answer (ResponseObserver) ----------------------------------------------
+
+  onHead(status: number, headers: readonly string[]): void {
+    const verdict = judge(this.primary, this.requestHeaders, status, headers, this.cache.defaultTtlMs);
+    this.setLabel(verdict.storable ? Label.Miss : Label.Bypass);
+    if (!this.isGet || verdict.policy === null) return;
+    this.status = status;
+    this.headers = headers;
+    this.policy = verdict.policy;
+    this.storedVary = verdict.vary;
+    this.chunks = [];
+  }
+
+  onData(chunk: Uint8Array): void {
+    const chunks = this.chunks;
+    if (chunks === null) return;
+    this.bytes += chunk.byteLength;
+    if (this.bytes > this.cache.maxEntryBytes) {
+      this.chunks = null;
+      return;
+    }
+    chunks.push(Buffer.from(chunk));
+  }
+
+  onEnd(): void {
+    if (this.chunks === null) return this.land(false);
+    const stored = this.store(Buffer.concat(this.chunks, this.bytes));
+    this.chunks = null;
+    if (stored instanceof Promise) void stored.then(() => this.land(true));
+    else this.land(true);
+  }
+
+  onAbort(): void {
+    this.chunks = null;
+    // Forwarded and over before any answer (the client left, a later middleware answered).
+    this.setLabel(Label.Miss);
+    this.land(false);
+  }
+
+  substitute(): ContentAnswer | null {
+    const candidate = this.candidate;
+    const now = Date.now();
+    if (candidate !== null && now - candidate.freshUntil < this.cache.staleIfErrorMs) {
+      this.setLabel(Label.Stale);
+      this.served = candidate.answer('STALE', now);
+      return this.served;
+    }
+    this.setLabel(Label.Miss);
+    return null;
+  }
+
+  private land(stored: boolean): void {
+    const flight = this.flight;
+    if (flight === null) return;
+    this.flight = null;
+    const outcome: FlightOutcome = { stored, stale: this.served };
+    flight.land(outcome);
+  }
+
+  /** Keeps the answer (a Promise when the store answers later). */
+  private store(body: Buffer): void | Promise<void> {
+    const now = Date.now();
+    const served: string[] = [];
+    const headers = this.headers;
+    for (let i = 0; i < headers.length; i += 2) {
+      // Age is the cache's to say; X-Cache is this gateway's.
+      if (headers[i] !== 'age' && headers[i] !== 'x-cache') served.push(headers[i], headers[i + 1]);
+    }
+    const record = new StoredResponse(this.status, served, body, this.policy!, this.primary, now);
+    const ttl = Math.max(0, record.freshUntil - now) + (record.mustRevalidate ? 0 : this.cache.staleIfErrorMs);
+    const { cache, primary } = this;
+    const vary = this.storedVary;
+    if (vary.length === 0) return cache.write(() => cache.store.set(primary, record, ttl));
+    const key = variantKey(primary, vary, this.requestHeaders);
+    const index = cache.write(() => cache.store.set(primary, new VaryIndex(vary, now), ttl));
+    const variant = cache.write(() => cache.store.set(key, record, ttl));
+    if (index instanceof Promise || variant instanceof Promise) return Promise.all([index, variant]).then(() => undefined);
+  }
+}
+
+export function createResponseCache(config: ResponseCacheConfig, context: MiddlewareContext): Middleware {
+  return new ResponseCache(config, context);
+}

@@ -1,0 +1,216 @@
+// The response cache's parts on their own: keys and Vary (RFC 9111 4.1), the storing rules (RFC 9111 3
+// and 4.2 through http-cache-semantics, plus the contract's), the record and its Age, the one-Buffer
+// encoding shared stores keep, and the flights that coalesce misses.
+import t from 'tap';
+import { CacheRecordError, decodeRecord, encodeRecord } from '../src/cache/codec.js';
+import { Flights } from '../src/cache/flights.js';
+import { comparedValue, primaryKey, variantKey, varyNames } from '../src/cache/key.js';
+import { LocalCacheStore } from '../src/cache/local-store.js';
+import { hasDirective, StoredResponse, VaryIndex } from '../src/cache/record.js';
+import { judge } from '../src/cache/rules.js';
+
+t.test('keys: the endpoint, the normalized path, the raw query', async (t) => {
+  t.equal(primaryKey('/items/{}', '/items/1', ''), '/items/{} /items/1');
+  t.equal(primaryKey('/items/{}', '/items/1', 'b=2&a=1'), '/items/{} /items/1?b=2&a=1');
+  t.not(primaryKey('/items/{}', '/items/1', 'a=1&b=2'), primaryKey('/items/{}', '/items/1', 'b=2&a=1'), 'the raw query: order counts');
+});
+
+t.test('Vary names (RFC 9110 12.5.5): case-insensitive, each once, "*" anywhere is "*"', async (t) => {
+  t.same(varyNames('Accept-Language, accept-encoding'), ['accept-language', 'accept-encoding']);
+  t.same(varyNames(' Accept ,, accept '), ['accept']);
+  t.equal(varyNames('*'), '*');
+  t.equal(varyNames('Accept, *'), '*');
+  t.same(varyNames(''), []);
+});
+
+t.test('variants (RFC 9111 4.1): same values match; absent matches absent only; all values of a header count', async (t) => {
+  const names = ['accept-language', 'accept-encoding'];
+  const key = (headers: string[]) => variantKey('/x /x', names, headers);
+  t.equal(key(['accept-language', 'en', 'accept-encoding', 'gzip']), key(['accept-encoding', 'gzip', 'x-other', '1', 'accept-language', 'en']), 'other headers and order do not matter');
+  t.not(key(['accept-language', 'en']), key(['accept-language', 'de']));
+  t.not(key([]), key(['accept-language', '']), 'absent is not empty');
+  t.equal(key([]), key(['x-other', 'y']), 'absent matches absent');
+  t.equal(key(['accept-language', 'en', 'accept-language', 'de']), key(['accept-language', 'en, de']), 'repeated headers are one list (RFC 9110 5.3)');
+  t.not(key(['accept-language', 'en, de']), key(['accept-language', 'de, en']));
+  t.not(variantKey('/x /x', ['a', 'b'], ['a', 'b=1']), variantKey('/x /x', ['a', 'b'], ['a', 'b', 'b', '1']), 'no value can forge another name');
+});
+
+t.test('credentials are kept as digests only', async (t) => {
+  const value = comparedValue(['authorization', 'Bearer secret'], 'authorization')!;
+  t.match(value, /^sha256:[A-Za-z0-9_-]{43}$/);
+  t.notOk(value.includes('secret'));
+  t.equal(comparedValue(['cookie', 'a=1'], 'cookie'), comparedValue(['cookie', 'a=1'], 'cookie'));
+  t.not(comparedValue(['cookie', 'a=1'], 'cookie'), comparedValue(['cookie', 'a=2'], 'cookie'));
+  t.equal(comparedValue(['accept', 'text/html'], 'accept'), 'text/html');
+});
+
+t.test('Cache-Control directives', async (t) => {
+  t.ok(hasDirective('public, max-age=60', 'max-age'));
+  t.ok(hasDirective('no-cache="set-cookie"', 'no-cache'));
+  t.notOk(hasDirective('s-maxage=60', 'max-age'));
+  t.notOk(hasDirective('max-agent', 'max-age'));
+  t.notOk(hasDirective('', 'public'));
+});
+
+type Case = [name: string, request: string[], status: number, headers: string[], defaultTtlMs: number, expected: 'fresh' | 'no lifetime' | 'forbidden'];
+const future = new Date(Date.now() + 3600_000).toUTCString();
+const past = new Date(Date.now() - 3600_000).toUTCString();
+const cases: Case[] = [
+  ['max-age', [], 200, ['cache-control', 'max-age=60'], 0, 'fresh'],
+  ['s-maxage (shared)', [], 200, ['cache-control', 's-maxage=60'], 0, 'fresh'],
+  ['Expires in the future', [], 200, ['expires', future], 0, 'fresh'],
+  ['Expires in the past', [], 200, ['expires', past], 0, 'no lifetime'],
+  ['Expires "0" (RFC 9111 5.3: already expired)', [], 200, ['expires', '0'], 0, 'no lifetime'],
+  ['max-age wins over Expires', [], 200, ['cache-control', 'max-age=60', 'expires', past], 0, 'fresh'],
+  ['no freshness information', [], 200, [], 0, 'no lifetime'],
+  ['no heuristic from Last-Modified', [], 200, ['last-modified', past], 0, 'no lifetime'],
+  ['no implicit lifetime for immutable', [], 200, ['cache-control', 'immutable'], 0, 'no lifetime'],
+  ['defaultTtlMs for a 200 without one', [], 200, [], 1500, 'fresh'],
+  ['defaultTtlMs not for a 404', [], 404, [], 1500, 'no lifetime'],
+  ['defaultTtlMs not over no-cache', [], 200, ['cache-control', 'no-cache'], 1500, 'no lifetime'],
+  ['404 with max-age', [], 404, ['cache-control', 'max-age=60'], 0, 'fresh'],
+  ['private', [], 200, ['cache-control', 'private, max-age=60'], 0, 'forbidden'],
+  ['no-store', [], 200, ['cache-control', 'max-age=60, no-store'], 0, 'forbidden'],
+  ['Set-Cookie even when public (contract)', [], 200, ['cache-control', 'public, max-age=60', 'set-cookie', 'a=1'], 0, 'forbidden'],
+  ['Vary: *', [], 200, ['cache-control', 'max-age=60', 'vary', '*'], 0, 'forbidden'],
+  ['Vary with * in the list', [], 200, ['cache-control', 'max-age=60', 'vary', 'accept, *'], 0, 'forbidden'],
+  ['206 (not understood)', [], 206, ['cache-control', 'max-age=60'], 0, 'forbidden'],
+  ['500', [], 500, ['cache-control', 'max-age=60'], 0, 'forbidden'],
+  ['304', [], 304, ['cache-control', 'max-age=60'], 0, 'forbidden'],
+  ['request no-store', ['cache-control', 'no-store'], 200, ['cache-control', 'max-age=60'], 0, 'forbidden'],
+  ['Authorization, max-age only', ['authorization', 'Bearer x'], 200, ['cache-control', 'max-age=60'], 0, 'forbidden'],
+  ['Authorization, public', ['authorization', 'Bearer x'], 200, ['cache-control', 'public, max-age=60'], 0, 'fresh'],
+  ['Authorization, s-maxage', ['authorization', 'Bearer x'], 200, ['cache-control', 's-maxage=60'], 0, 'fresh'],
+  ['Authorization, must-revalidate (contract: not enough)', ['authorization', 'Bearer x'], 200, ['cache-control', 'max-age=60, must-revalidate'], 0, 'forbidden'],
+  ['Authorization, no lifetime, defaultTtlMs', ['authorization', 'Bearer x'], 200, [], 1500, 'forbidden'],
+  ['must-revalidate: stored while fresh', [], 200, ['cache-control', 'max-age=60, must-revalidate'], 0, 'fresh'],
+  ['arrived older than its max-age', [], 200, ['cache-control', 'max-age=60', 'age', '61'], 0, 'no lifetime'],
+];
+
+t.test('what may be stored (RFC 9111 3 and 4.2, and the contract)', async (t) => {
+  for (const [name, request, status, headers, defaultTtlMs, expected] of cases) {
+    const verdict = judge('/x /x', request, status, headers, defaultTtlMs);
+    const got = !verdict.storable ? 'forbidden' : verdict.policy === null ? 'no lifetime' : 'fresh';
+    t.equal(got, expected, name);
+  }
+  const rounded = judge('/x /x', [], 200, [], 1500, );
+  t.equal(rounded.policy!.maxAge(), 2, 'defaultTtlMs rounded up to whole seconds');
+  t.same(judge('/x /x', [], 200, ['cache-control', 'max-age=60', 'vary', 'Accept-Language', 'vary', 'Accept-Encoding'], 0).vary, ['accept-language', 'accept-encoding']);
+});
+
+function stored(headers: string[], body = 'body', status = 200, request: string[] = []): StoredResponse {
+  const verdict = judge('/x /x', request, status, headers, 0);
+  return new StoredResponse(status, headers, Buffer.from(body), verdict.policy!, '/x /x', Date.now());
+}
+
+t.test('a stored response: freshness, flags, Age, and its answer built once per second', async (t) => {
+  const record = stored(['cache-control', 'public, max-age=60, must-revalidate', 'age', '10', 'etag', '"a"']);
+  const now = Date.now();
+  t.ok(Math.abs(record.freshUntil - (now + 50_000)) < 100, 'fresh for max-age less the Age it arrived with');
+  t.ok(record.mustRevalidate);
+  t.ok(record.sharedWithAuth);
+  t.equal(record.ageAt(now), 10);
+  t.equal(record.ageAt(now + 2600), 13, 'rounded, as http-cache-semantics rounds it');
+  const hit = record.answer('HIT', now);
+  t.equal(record.answer('HIT', now + 100), hit, 'the same object within the second');
+  t.same(hit.headers.slice(-4), ['age', '10', 'x-cache', 'HIT']);
+  t.not(record.answer('HIT', now + 1600), hit, 'a new one once Age changed');
+  t.same(record.answer('STALE', now).headers.slice(-2), ['x-cache', 'STALE']);
+  t.notOk(stored(['cache-control', 'max-age=60']).sharedWithAuth);
+});
+
+t.test('a record as one Buffer and back: what another instance needs to serve it', async (t) => {
+  const record = stored(['cache-control', 'max-age=60', 'vary', 'accept', 'link', '<a>', 'link', '<b>'], 'bytes \u00e9\u0000!', 203, ['accept', 'text/html']);
+  const bytes = encodeRecord(record);
+  t.ok(Buffer.isBuffer(bytes));
+  const back = decodeRecord(bytes);
+  if (!(back instanceof StoredResponse)) throw new Error('not a response');
+  t.equal(back.status, 203);
+  t.same(back.headers, record.headers);
+  t.ok(back.body.equals(record.body), 'body byte for byte');
+  t.equal(back.url, record.url);
+  t.equal(back.storedAt, record.storedAt);
+  t.ok(Math.abs(back.freshUntil - record.freshUntil) < 5, 'the same freshness (the policy keeps the response time)');
+  t.equal(back.ageAt(Date.now() + 5000), record.ageAt(Date.now() + 5000));
+  t.equal(back.size, record.size);
+  t.ok(back.policy.satisfiesWithoutRevalidation({ method: 'GET', url: '/x /x', headers: { accept: 'text/html' } }), 'the policy still matches its variant');
+  t.notOk(back.policy.satisfiesWithoutRevalidation({ method: 'GET', url: '/x /x', headers: { accept: 'image/png' } }));
+  const index = decodeRecord(encodeRecord(new VaryIndex(['accept', 'accept-language'], 42)));
+  t.same(index instanceof VaryIndex ? [index.names, index.storedAt] : null, [['accept', 'accept-language'], 42]);
+});
+
+t.test('bytes that are not a record of this format are refused, saying why', async (t) => {
+  const good = encodeRecord(stored(['cache-control', 'max-age=60']));
+  const refused = (bytes: Buffer, message: RegExp) => t.throws(() => decodeRecord(bytes), { name: 'CacheRecordError', message }, message.source);
+  refused(Buffer.from('hello'), /not a cache record of this format/);
+  refused(Buffer.concat([Buffer.from('SGC\u0002', 'latin1'), good.subarray(4)]), /not a cache record of this format/);
+  refused(good.subarray(0, 20), /truncated/);
+  const badJson = Buffer.from(good);
+  badJson[9] = 0x7b;
+  badJson[10] = 0x7b;
+  refused(badJson, /not valid JSON/);
+  const badKind = Buffer.from(good);
+  badKind[4] = 9;
+  refused(badKind, /unknown cache record kind 9/);
+  const meta = (object: unknown, kind = 1) => {
+    const json = Buffer.from(JSON.stringify(object));
+    const head = Buffer.alloc(9);
+    head.write('SGC\u0001', 'latin1');
+    head[4] = kind;
+    head.writeUInt32BE(json.length, 5);
+    return Buffer.concat([head, json]);
+  };
+  refused(meta({ s: 200, h: [], p: {}, u: '/x' }), /stored-at/);
+  refused(meta({ s: 99, h: [], p: {}, u: '/x', t: 1 }), /invalid status 99/);
+  refused(meta({ s: 200, h: ['a'], p: {}, u: '/x', t: 1 }), /flat name\/value list/);
+  refused(meta({ s: 200, h: [], p: { v: 7 }, u: '/x', t: 1 }), /policy unreadable/);
+  refused(meta({ t: 1, v: [1] }, 2), /Vary index/);
+  t.ok(new CacheRecordError('x') instanceof Error);
+});
+
+t.test('the local store: bounded in bytes, least recently used out first, events for the metrics', async (t) => {
+  let bytes = 0;
+  let evictions = 0;
+  const store = new LocalCacheStore(3000, {
+    added: (n) => (bytes += n),
+    removed: (n, evicted) => {
+      bytes -= n;
+      if (evicted) evictions++;
+    },
+  });
+  const record = () => stored(['cache-control', 'max-age=60'], 'x'.repeat(500));
+  const size = record().size;
+  t.ok(size > 1000 && size < 1500, `about 500 + 512 bytes (${size})`);
+  store.set('a', record(), 60_000);
+  store.set('b', record(), 60_000);
+  t.equal(bytes, 2 * size);
+  store.get('a');
+  store.set('c', record(), 60_000);
+  t.equal(evictions, 1);
+  t.equal(store.get('b'), undefined, 'b was the least recently used');
+  t.ok(store.get('a') && store.get('c'));
+  t.equal(bytes, store.bytes);
+  store.set('a', record(), 60_000);
+  t.equal(bytes, store.bytes, 'a replacement gives back the old size');
+  store.set('short', record(), 20);
+  await new Promise((resolve) => setTimeout(resolve, 40));
+  t.equal(store.get('short'), undefined, 'expired');
+  t.equal(bytes, store.bytes);
+  await store.close();
+  t.equal(bytes, 0, 'closed: nothing held');
+});
+
+t.test('flights: followers wake with the outcome, or alone at their deadline', async (t) => {
+  const flights = new Flights();
+  const flight = flights.start('k');
+  t.equal(flights.get('k'), flight);
+  const early = flight.wait(1000);
+  const late = flight.wait(20);
+  t.equal(await late, null, 'its own deadline passed');
+  t.equal(flight.waiting, 1);
+  flight.land({ stored: true, stale: null });
+  t.same(await early, { stored: true, stale: null });
+  t.equal(flights.get('k'), undefined, 'landed: gone');
+  t.equal(await flight.wait(1000), null, 'waiting on a landed flight: at once');
+  t.equal(await flights.start('k2').wait(0), null, 'no time left: at once');
+});

@@ -1,0 +1,469 @@
+// responseCache (contract 9) through a real data plane, real upstream servers and raw client sockets:
+// what is stored and what never is, X-Cache and Age, Vary, Authorization, coalescing of concurrent
+// misses, stale-if-error (503, connection refused, timeout, open breaker), request no-cache, the byte
+// bound, HEAD from the GET entry, bodies too large or cut off, and an unsafe method's invalidation.
+import type http from 'node:http';
+import t from 'tap';
+import { Counters } from '../src/metrics/counters.js';
+import type { Pipeline } from '../src/middleware/pipeline.js';
+import { buildPipeline, type MiddlewareConfig } from '../src/middleware/registry.js';
+import type { ResponseCacheConfig } from '../src/middleware/response-cache.js';
+import { startDataPlane } from '../src/proxy/data-plane.js';
+import { RoutingTable } from '../src/routing/table.js';
+import { rawRequest } from './helpers/raw-http.js';
+import { entry, startUpstream, testConfig, type UpstreamHandler } from './helpers/upstream-server.js';
+
+const upstream = await startUpstream();
+t.teardown(() => upstream.close());
+const plane = await startDataPlane({
+  config: testConfig({
+    upstreams: [{ serviceType: 'static', serviceLocation: upstream.url, weight: 1, specPath: '/spec' }],
+    timeouts: { upstreamMs: 400 },
+  }),
+});
+t.teardown(() => plane.close());
+
+function routes(downUrl: string) {
+  return RoutingTable.compile([
+    entry('GET', '/items/{id}', upstream.url),
+    entry('DELETE', '/items/{itemId}', upstream.url),
+    entry('POST', '/items', upstream.url),
+    entry('GET', '/down/{id}', downUrl),
+  ]).table;
+}
+plane.setTable(routes(upstream.url));
+
+/** Every counter so far (Counters.take empties it). */
+const counters = new Counters();
+const totals: Record<string, number> = {};
+function counted(name: string): number {
+  for (const [key, n] of Object.entries(counters.take() ?? {})) totals[key] = (totals[key] ?? 0) + n;
+  return totals[`middleware.cache.${name}`] ?? 0;
+}
+
+function cacheConfig(overrides: Partial<ResponseCacheConfig> = {}): MiddlewareConfig {
+  return {
+    id: 'cache',
+    type: 'responseCache',
+    slaMs: 1000,
+    store: 'local',
+    maxEntryBytes: 131072,
+    maxBytes: 67108864,
+    defaultTtlMs: 0,
+    staleIfErrorMs: 60000,
+    ...overrides,
+  };
+}
+
+let current: Pipeline | null = null;
+/** A fresh cache (the previous one closed, as a reload does). */
+function use(overrides: Partial<ResponseCacheConfig> = {}): void {
+  void current?.close();
+  current = buildPipeline([cacheConfig(overrides)], { metrics: counters, warn: () => {} });
+  plane.setPipeline(current);
+}
+
+/** Answers every request with these headers and body (a function of the request when given one). */
+function answering(headers: http.OutgoingHttpHeaders, body: string | ((req: http.IncomingMessage) => string) = 'stored body', status = 200, delayMs = 0): UpstreamHandler {
+  return (req, res) => {
+    const text = typeof body === 'string' ? body : body(req);
+    const send = () => {
+      res.writeHead(status, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(text), ...headers });
+      res.end(text);
+    };
+    if (delayMs > 0) setTimeout(send, delayMs);
+    else send();
+  };
+}
+
+function seen(path: string): number {
+  return upstream.requests.filter((r) => r.url === path).length;
+}
+
+async function get(path: string, headers = '', method = 'GET') {
+  const res = await rawRequest(plane.port, `${method} ${path} HTTP/1.1\r\nHost: gw\r\n${headers}\r\n`, { responses: 1, waitMs: 5000, head: method === 'HEAD' });
+  const response = res.responses[0];
+  return {
+    status: response?.status,
+    xCache: response?.headers['x-cache']?.join(','),
+    age: response?.headers.age?.[0],
+    headers: response?.headers ?? {},
+    body: response?.body.toString() ?? '',
+    complete: response?.complete ?? false,
+  };
+}
+
+const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+t.test('hit after miss: the upstream sees one request; Age on the hit; HEAD from the GET entry', async (t) => {
+  use();
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60', etag: '"v1"', link: ['<a>; rel=x', '<b>; rel=y'] }));
+  const first = await get('/items/hit');
+  t.equal(first.status, 200);
+  t.equal(first.xCache, 'MISS');
+  t.equal(first.body, 'stored body');
+  t.equal(first.age, undefined, 'no Age on a miss');
+  const second = await get('/items/hit');
+  t.equal(second.status, 200);
+  t.equal(second.xCache, 'HIT');
+  t.equal(second.body, 'stored body');
+  t.equal(second.age, '0');
+  t.same(second.headers.etag, ['"v1"'], 'the upstream headers are served');
+  t.same(second.headers.link, ['<a>; rel=x', '<b>; rel=y'], 'repeated headers kept');
+  t.same(second.headers['cache-control'], ['max-age=60']);
+  t.same(second.headers['content-length'], ['11']);
+  const head = await get('/items/hit', '', 'HEAD');
+  t.equal(head.status, 200);
+  t.equal(head.xCache, 'HIT', 'HEAD served from the GET entry');
+  t.same(head.headers['content-length'], ['11']);
+  t.equal(seen('/items/hit'), 1, 'one upstream request in all');
+  await delay(1100);
+  const older = await get('/items/hit');
+  t.equal(older.xCache, 'HIT');
+  t.equal(older.age, '1', 'Age grows with the time it was held');
+});
+
+t.test('an upstream Age counts: the entry is fresh for max-age less that age', async (t) => {
+  use();
+  upstream.setHandler(answering({ 'cache-control': 'max-age=100', age: '40' }));
+  await get('/items/aged');
+  const hit = await get('/items/aged');
+  t.equal(hit.xCache, 'HIT');
+  t.equal(hit.age, '40');
+  upstream.setHandler(answering({ 'cache-control': 'max-age=100', age: '100' }));
+  t.equal((await get('/items/too-old')).xCache, 'MISS');
+  t.equal((await get('/items/too-old')).xCache, 'MISS', 'arrived already stale: not stored');
+});
+
+t.test('never stored: no-store, private, Set-Cookie (even public), Vary: *, no lifetime', async (t) => {
+  use();
+  const cases: Array<[string, http.OutgoingHttpHeaders, string]> = [
+    ['no-store', { 'cache-control': 'no-store, max-age=60' }, 'BYPASS'],
+    ['private', { 'cache-control': 'private, max-age=60' }, 'BYPASS'],
+    ['set-cookie', { 'cache-control': 'public, max-age=60', 'set-cookie': 'session=abc' }, 'BYPASS'],
+    ['vary-star', { 'cache-control': 'max-age=60', vary: 'Accept, *' }, 'BYPASS'],
+    ['no-lifetime', { 'last-modified': 'Mon, 01 Jan 2024 00:00:00 GMT' }, 'MISS'],
+    ['response-no-cache', { 'cache-control': 'no-cache, max-age=60' }, 'MISS'],
+  ];
+  for (const [name, headers, label] of cases) {
+    upstream.setHandler(answering(headers));
+    const a = await get(`/items/${name}`);
+    const b = await get(`/items/${name}`);
+    t.equal(a.status, 200, name);
+    t.equal(a.xCache, label, `${name}: ${label}`);
+    t.equal(b.xCache, label, `${name}: still ${label}`);
+    t.equal(seen(`/items/${name}`), 2, `${name}: both requests reached the upstream`);
+  }
+  upstream.setHandler(answering({ 'cache-control': 'public, max-age=60', 'set-cookie': 'session=abc' }));
+  t.same((await get('/items/set-cookie')).headers['set-cookie'], ['session=abc'], 'the cookie still reaches its client');
+});
+
+t.test('defaultTtlMs: a 200 without freshness information gets that lifetime; other statuses do not', async (t) => {
+  use({ defaultTtlMs: 1000 });
+  upstream.setHandler(answering({}));
+  t.equal((await get('/items/default-ttl')).xCache, 'MISS');
+  t.equal((await get('/items/default-ttl')).xCache, 'HIT');
+  upstream.setHandler(answering({}, 'gone', 404));
+  t.equal((await get('/items/default-404')).xCache, 'MISS');
+  t.equal((await get('/items/default-404')).xCache, 'MISS', 'a 404 without max-age is not given the default');
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'gone', 404));
+  t.equal((await get('/items/explicit-404')).xCache, 'MISS');
+  t.equal((await get('/items/explicit-404')).status, 404);
+  t.equal((await get('/items/explicit-404')).xCache, 'HIT', 'a 404 with max-age is stored');
+  await delay(1100);
+  upstream.setHandler(answering({}));
+  t.equal((await get('/items/default-ttl')).xCache, 'MISS', 'expired after defaultTtlMs');
+});
+
+t.test('Authorization: stored and served only with public or s-maxage', async (t) => {
+  use();
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60' }));
+  const auth = 'Authorization: Bearer alice\r\n';
+  t.equal((await get('/items/auth-plain', auth)).xCache, 'BYPASS');
+  t.equal((await get('/items/auth-plain', auth)).xCache, 'BYPASS');
+  t.equal(seen('/items/auth-plain'), 2, 'not stored');
+
+  upstream.setHandler(answering({ 'cache-control': 'public, max-age=60' }));
+  t.equal((await get('/items/auth-public', auth)).xCache, 'MISS');
+  t.equal((await get('/items/auth-public', 'Authorization: Bearer bob\r\n')).xCache, 'HIT', 'public: shared with any caller');
+  upstream.setHandler(answering({ 'cache-control': 's-maxage=60' }));
+  t.equal((await get('/items/auth-smaxage', auth)).xCache, 'MISS');
+  t.equal((await get('/items/auth-smaxage', auth)).xCache, 'HIT', 's-maxage counts as public');
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60, must-revalidate' }));
+  t.equal((await get('/items/auth-revalidate', auth)).xCache, 'BYPASS', 'must-revalidate does not make it shareable (contract)');
+
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'anonymous view'));
+  t.equal((await get('/items/auth-anon')).xCache, 'MISS');
+  t.equal((await get('/items/auth-anon')).xCache, 'HIT');
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'alice view'));
+  const authed = await get('/items/auth-anon', auth);
+  t.equal(authed.body, 'alice view', 'an anonymous entry is not served to an authenticated request');
+  t.equal(authed.xCache, 'BYPASS');
+  t.equal((await get('/items/auth-anon')).body, 'anonymous view', 'nor replaced by its answer');
+});
+
+t.test('Vary: Accept-Language keeps variants apart (and a request without it is a variant too)', async (t) => {
+  use();
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60', vary: 'Accept-Language' }, (req) => `lang=${req.headers['accept-language'] ?? 'none'}`));
+  const en = 'Accept-Language: en\r\n';
+  const de = 'Accept-Language: de\r\n';
+  t.same([(await get('/items/vary', en)).xCache, (await get('/items/vary', de)).xCache], ['MISS', 'MISS']);
+  const enHit = await get('/items/vary', en);
+  const deHit = await get('/items/vary', de);
+  t.same([enHit.xCache, enHit.body], ['HIT', 'lang=en']);
+  t.same([deHit.xCache, deHit.body], ['HIT', 'lang=de']);
+  const none = await get('/items/vary');
+  t.same([none.xCache, none.body], ['MISS', 'lang=none']);
+  t.same([(await get('/items/vary')).xCache, (await get('/items/vary', 'Accept-Language: en, de\r\n')).body], ['HIT', 'lang=en, de']);
+  t.equal(seen('/items/vary'), 4);
+  // Variants also through the slow path (a request directive).
+  const slow = await get('/items/vary', `${de}Cache-Control: max-age=3600\r\n`);
+  t.same([slow.xCache, slow.body], ['HIT', 'lang=de']);
+});
+
+t.test('the query is part of the key, byte for byte', async (t) => {
+  use();
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, (req) => `url=${req.url}`));
+  t.equal((await get('/items/q?a=1&b=2')).xCache, 'MISS');
+  t.equal((await get('/items/q?b=2&a=1')).xCache, 'MISS');
+  t.same([(await get('/items/q?a=1&b=2')).body, (await get('/items/q?b=2&a=1')).body], ['url=/items/q?a=1&b=2', 'url=/items/q?b=2&a=1']);
+  t.equal((await get('/items/q')).xCache, 'MISS');
+});
+
+t.test('30 concurrent misses send one request upstream; the others are served from its entry', async (t) => {
+  use({ slaMs: 2000 });
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'coalesced', 200, 200));
+  const results = await Promise.all(Array.from({ length: 30 }, () => get('/items/stampede')));
+  t.equal(seen('/items/stampede'), 1, 'one upstream request');
+  t.ok(results.every((r) => r.status === 200 && r.body === 'coalesced'), 'every client got the answer');
+  const labels = results.map((r) => r.xCache).sort();
+  t.same(labels, [...Array(29).fill('HIT'), 'MISS'], 'the leader MISS, the followers HIT');
+
+  // The leader's answer cannot be stored: the followers go upstream themselves (each their own answer).
+  upstream.setHandler(answering({ 'cache-control': 'private, max-age=60' }, 'mine', 200, 100));
+  const privates = await Promise.all(Array.from({ length: 5 }, () => get('/items/stampede-private')));
+  t.equal(seen('/items/stampede-private'), 5);
+  t.ok(privates.every((r) => r.xCache === 'BYPASS' && r.body === 'mine'));
+});
+
+t.test('a follower waits at most slaMs, then goes upstream itself (counted in waitTimeouts)', async (t) => {
+  use({ slaMs: 100 });
+  const before = counted('waitTimeouts');
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'slow', 200, 300));
+  const started = Date.now();
+  const results = await Promise.all(Array.from({ length: 3 }, () => get('/items/slow-leader')));
+  t.ok(results.every((r) => r.status === 200 && r.body === 'slow' && r.xCache === 'MISS'));
+  t.equal(seen('/items/slow-leader'), 3, 'followers went upstream after their wait');
+  t.equal(counted('waitTimeouts') - before, 2);
+  t.ok(Date.now() - started < 1000);
+  t.equal((await get('/items/slow-leader')).xCache, 'HIT', 'stored all the same');
+});
+
+t.test('stale-if-error: served on a 503, on a timeout and on connection refused; not past staleIfErrorMs', async (t) => {
+  const down = await startUpstream(answering({ 'cache-control': 'max-age=1' }, 'from down'));
+  plane.setTable(routes(down.url));
+  t.teardown(() => plane.setTable(routes(upstream.url)));
+  use();
+  upstream.setHandler(answering({ 'cache-control': 'max-age=1' }, 'old but gold'));
+  for (const path of ['/items/stale-503', '/items/stale-timeout', '/items/stale-zero']) t.equal((await get(path)).xCache, 'MISS');
+  t.equal((await get('/down/1')).xCache, 'MISS');
+  await delay(1100);
+
+  upstream.setHandler(answering({}, 'upstream trouble', 503));
+  const stale = await get('/items/stale-503');
+  t.equal(stale.status, 200);
+  t.equal(stale.xCache, 'STALE');
+  t.equal(stale.body, 'old but gold');
+  t.equal(stale.age, '1');
+  const before = counted('stale');
+
+  upstream.setHandler(() => {}); // never answers: the data plane's upstreamMs (400 ms) runs out
+  const timedOut = await get('/items/stale-timeout');
+  t.same([timedOut.status, timedOut.xCache, timedOut.body], [200, 'STALE', 'old but gold'], 'a timeout (504) too');
+
+  await down.close();
+  const refused = await get('/down/1');
+  t.same([refused.status, refused.xCache, refused.body], [200, 'STALE', 'from down'], 'connection refused (502) too');
+  t.equal(counted('stale') - before, 2);
+
+  use({ staleIfErrorMs: 0 });
+  upstream.setHandler(answering({}, 'upstream trouble', 503));
+  const passed = await get('/items/stale-503');
+  t.same([passed.status, passed.xCache, passed.body], [503, 'MISS', 'upstream trouble'], 'staleIfErrorMs 0: the failure passes');
+  const problem = await get('/down/1');
+  t.equal(problem.status, 502);
+  t.equal(problem.xCache, 'MISS', "the gateway's own 502 is labelled too");
+});
+
+t.test('must-revalidate: served while fresh, never stale', async (t) => {
+  use();
+  upstream.setHandler(answering({ 'cache-control': 'max-age=1, must-revalidate' }, 'strict'));
+  t.equal((await get('/items/strict')).xCache, 'MISS');
+  t.equal((await get('/items/strict')).xCache, 'HIT', 'fresh: served (RFC 9111 5.2.2.2)');
+  await delay(1100);
+  upstream.setHandler(answering({}, 'down', 503));
+  const failed = await get('/items/strict');
+  t.same([failed.status, failed.xCache], [503, 'MISS']);
+});
+
+t.test('concurrent followers of a leader whose upstream failed get its stale entry', async (t) => {
+  use();
+  upstream.setHandler(answering({ 'cache-control': 'max-age=1' }, 'old'));
+  await get('/items/stale-stampede');
+  await delay(1100);
+  upstream.setHandler(answering({}, 'down', 503, 100));
+  const before = seen('/items/stale-stampede');
+  const results = await Promise.all(Array.from({ length: 10 }, () => get('/items/stale-stampede')));
+  t.equal(seen('/items/stale-stampede') - before, 1, 'one request to the failing upstream');
+  t.ok(results.every((r) => r.status === 200 && r.xCache === 'STALE' && r.body === 'old'));
+});
+
+t.test('request Cache-Control: no-cache (and Pragma: no-cache) refreshes the entry; max-age=0 goes upstream', async (t) => {
+  use();
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'v1'));
+  await get('/items/refresh');
+  t.equal((await get('/items/refresh')).body, 'v1');
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'v2'));
+  const refreshed = await get('/items/refresh', 'Cache-Control: no-cache\r\n');
+  t.same([refreshed.xCache, refreshed.body], ['MISS', 'v2']);
+  const after = await get('/items/refresh');
+  t.same([after.xCache, after.body], ['HIT', 'v2'], 'the new answer replaced the entry');
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'v3'));
+  t.same((await get('/items/refresh', 'Pragma: no-cache\r\n')).body, 'v3');
+  t.same((await get('/items/refresh')).body, 'v3');
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'v4'));
+  await delay(1000);
+  const maxAge0 = await get('/items/refresh', 'Cache-Control: max-age=0\r\n');
+  t.same([maxAge0.xCache, maxAge0.body], ['MISS', 'v4'], 'max-age=0: older than the client accepts');
+  const noStore = await get('/items/refresh', 'Cache-Control: no-store\r\n');
+  t.equal(noStore.xCache, 'BYPASS', 'request no-store: the cache takes no part');
+  const onlyIfCached = await get('/items/absent', 'Cache-Control: only-if-cached\r\n');
+  t.same([onlyIfCached.status, onlyIfCached.xCache], [504, 'MISS']);
+  t.equal(seen('/items/absent'), 0);
+});
+
+t.test('the byte bound evicts the least recently used entries (counted)', async (t) => {
+  // Each entry: ~1.5 KB body + 512 bytes of bookkeeping: two fit in 5000 bytes, three do not.
+  use({ maxBytes: 5000, maxEntryBytes: 4000 });
+  const body = 'b'.repeat(1500);
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, body));
+  const evictionsBefore = counted('evictions');
+  await get('/items/lru-1');
+  await get('/items/lru-2');
+  t.equal((await get('/items/lru-1')).xCache, 'HIT', 'lru-1 used again: lru-2 is now the oldest');
+  await get('/items/lru-3');
+  t.equal(counted('evictions') - evictionsBefore, 1, 'one eviction');
+  t.equal((await get('/items/lru-1')).xCache, 'HIT');
+  t.equal((await get('/items/lru-3')).xCache, 'HIT');
+  t.equal((await get('/items/lru-2')).xCache, 'MISS', 'the least recently used was evicted');
+  const bytes = counted('bytesStored');
+  t.ok(bytes > 2 * 1500 && bytes <= 5000, `bytesStored within the bound (${bytes})`);
+});
+
+t.test('bytesStored goes up on store and back to 0 when the cache closes', async (t) => {
+  const local = new Counters();
+  const pipeline = buildPipeline([cacheConfig()], { metrics: local, warn: () => {} });
+  plane.setPipeline(pipeline);
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'x'.repeat(1000)));
+  await get('/items/bytes-1');
+  await get('/items/bytes-2');
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'y'.repeat(2000)));
+  await get('/items/bytes-2', 'Cache-Control: no-cache\r\n');
+  const stored = local.take() ?? {};
+  const bytes = stored['middleware.cache.bytesStored'];
+  t.ok(bytes > 3000 && bytes < 3000 + 3 * 1024, `about the two bodies (${bytes}); the replaced one no longer counts`);
+  await pipeline.close();
+  t.equal(bytes + ((local.take() ?? {})['middleware.cache.bytesStored'] ?? 0), 0, 'closing gives it all back');
+});
+
+t.test('a body over maxEntryBytes streams to the client whole and is not stored', async (t) => {
+  use({ maxEntryBytes: 64 * 1024 });
+  const big = Buffer.alloc(200 * 1024, 'z');
+  upstream.setHandler((_req, res) => {
+    res.writeHead(200, { 'cache-control': 'max-age=60', 'content-type': 'application/octet-stream' });
+    // Chunked, in pieces: the size is only known as it arrives.
+    let sent = 0;
+    const next = () => {
+      if (sent >= big.length) return res.end();
+      res.write(big.subarray(sent, sent + 16 * 1024));
+      sent += 16 * 1024;
+      setImmediate(next);
+    };
+    next();
+  });
+  const first = await get('/items/big');
+  t.equal(first.status, 200);
+  t.ok(first.complete, 'complete');
+  t.equal(first.body.length, big.length, 'every byte');
+  t.equal(first.xCache, 'MISS');
+  const second = await get('/items/big');
+  t.equal(second.xCache, 'MISS', 'not stored');
+  t.equal(second.body.length, big.length);
+  t.equal(seen('/items/big'), 2);
+});
+
+t.test('an answer cut off mid-body is not stored', async (t) => {
+  use();
+  upstream.setHandler((_req, res) => {
+    res.writeHead(200, { 'cache-control': 'max-age=60', 'content-length': '1000' });
+    res.write('x'.repeat(400));
+    setTimeout(() => res.socket?.destroy(), 30);
+  });
+  const cut = await get('/items/cut');
+  t.notOk(cut.complete, 'the client sees a broken answer');
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'whole'));
+  const next = await get('/items/cut');
+  t.same([next.xCache, next.body], ['MISS', 'whole'], 'nothing was stored');
+  t.equal((await get('/items/cut')).xCache, 'HIT');
+});
+
+t.test('other methods are BYPASS; a successful DELETE drops the entry of its URL', async (t) => {
+  use();
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'item'));
+  await get('/items/gone');
+  t.equal((await get('/items/gone')).xCache, 'HIT');
+  upstream.setHandler(answering({}, '', 204));
+  const deleted = await get('/items/gone', '', 'DELETE');
+  t.same([deleted.status, deleted.xCache], [204, 'BYPASS']);
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'item again'));
+  t.same([(await get('/items/gone')).xCache, (await get('/items/gone')).body], ['MISS', 'item again']);
+  const body = 'x=1';
+  const post = await rawRequest(plane.port, `POST /items HTTP/1.1\r\nHost: gw\r\nContent-Length: ${body.length}\r\n\r\n${body}`, { responses: 1 });
+  t.same(post.responses[0].headers['x-cache'], ['BYPASS']);
+});
+
+t.test('every request is counted once: hits, misses, stale, bypass', async (t) => {
+  const local = new Counters();
+  plane.setPipeline(buildPipeline([cacheConfig()], { metrics: local, warn: () => {} }));
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60' }));
+  await get('/items/count');
+  await get('/items/count');
+  await get('/items/count');
+  await get('/items/count', 'Cache-Control: no-store\r\n');
+  const taken = local.take() ?? {};
+  t.equal(taken['middleware.cache.misses'], 1);
+  t.equal(taken['middleware.cache.hits'], 2);
+  t.equal(taken['middleware.cache.bypass'], 1);
+});
+
+t.test('config: an unknown store name, and maxEntryBytes over maxBytes, are refused clearly', async (t) => {
+  t.throws(() => buildPipeline([cacheConfig({ store: 'shared' })], { metrics: counters, warn: () => {} }), {
+    message: 'middleware "cache" (responseCache): store "shared" is neither "local" nor the name of a kvStores entry',
+  });
+  t.throws(() => buildPipeline([cacheConfig({ maxBytes: 1000, maxEntryBytes: 2000 })], { metrics: counters, warn: () => {} }), {
+    message: /maxEntryBytes \(2000\) is larger than maxBytes \(1000\)/,
+  });
+});
+
+// Last: the breaker stays open for the rest of the file.
+t.test('stale-if-error while every host is behind an open breaker', async (t) => {
+  use();
+  upstream.setHandler(answering({ 'cache-control': 'max-age=1' }, 'kept'));
+  await get('/items/stale-breaker');
+  await delay(1100);
+  plane.tripBreaker(upstream.url, null);
+  const res = await get('/items/stale-breaker');
+  t.same([res.status, res.xCache, res.body], [200, 'STALE', 'kept']);
+  const none = await get('/items/never-stored');
+  t.same([none.status, none.xCache], [503, 'MISS']);
+});
