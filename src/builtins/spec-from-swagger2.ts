@@ -12,7 +12,7 @@ export function partFromSwagger2(doc: Json, namespace: string, basePath: string)
   const mapRef = (ref: string, depth: number): unknown => {
     for (const section of SECTIONS) {
       const renamed = namespacedRef(ref, `#/${section}/`, section, namespace);
-      if (renamed) return { $ref: renamed };
+      if (renamed) return resolveLocalRef(doc, ref) === undefined ? unresolved(ref) : { $ref: renamed };
     }
     const target = resolveLocalRef(doc, ref);
     if (target === undefined || depth >= MAX_INLINE_DEPTH) return unresolved(ref);
@@ -22,6 +22,7 @@ export function partFromSwagger2(doc: Json, namespace: string, basePath: string)
   for (const section of SECTIONS) {
     for (const [name, value] of Object.entries<unknown>(doc[section] ?? {})) part[section][`${namespace}.${name}`] = copy(value);
   }
+  describeUnresolvedResponses(part.responses);
   for (const [name, scheme] of Object.entries<unknown>(doc.securityDefinitions ?? {})) {
     part.securityDefinitions[`${namespace}.${name}`] = copy(scheme);
   }
@@ -35,6 +36,7 @@ export function partFromSwagger2(doc: Json, namespace: string, basePath: string)
       const source: Json | undefined = pathItem[method];
       if (!source) continue;
       const operation = copy(source) as Json;
+      describeUnresolvedResponses(operation.responses);
       operation.parameters = mergedParameters(doc, pathItem.parameters, source.parameters).map((p) =>
         // Path parameters may be renamed later, so they are inlined rather than shared through a $ref.
         p.resolved.in === 'path' ? copy(p.resolved) : copy(p.raw),
@@ -65,4 +67,13 @@ function mergedParameters(doc: Json, pathLevel: unknown, operationLevel: unknown
     (p) => !own.some((o) => o.resolved.name === p.resolved.name && o.resolved.in === p.resolved.in),
   );
   return [...own, ...inherited].filter((p) => p.resolved.name !== undefined);
+}
+
+/** A response that was a `$ref` to nothing still needs the description Swagger 2.0 requires of a response. */
+function describeUnresolvedResponses(responses: unknown): void {
+  if (typeof responses !== 'object' || responses === null) return;
+  for (const response of Object.values<Json>(responses as Json)) {
+    const ref = response?.['x-unresolved-ref'];
+    if (ref !== undefined && response.description === undefined) response.description = `Response of the upstream (its $ref "${ref}" does not resolve)`;
+  }
 }

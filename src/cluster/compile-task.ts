@@ -1,5 +1,6 @@
 // Piscina task: compiles the routing table and renders /spec off the primary's event loop.
 import { buildCombinedSpec } from '../builtins/spec.js';
+import { guardSpec } from '../builtins/spec-guard.js';
 import { toOpenApi3 } from '../builtins/spec-to-openapi3.js';
 import type { GatewayConfig } from '../config/types.js';
 import type { DiscoveredUpstream } from '../discovery/index.js';
@@ -27,15 +28,26 @@ export interface CompileOutput {
   /** The combined spec as JSON text; null when it could not be built (see specError). */
   spec: RenderedSpec | null;
   specError?: string;
+  /** Parts of the combined spec replaced so that it validates (JSON pointers), and what still does not. */
+  specRepairs?: { repaired: string[]; remaining: string[] };
 }
 
-export default function compile({ upstreams, builtinPaths, name, version }: CompileInput): CompileOutput {
+export default async function compile({ upstreams, builtinPaths, name, version }: CompileInput): Promise<CompileOutput> {
   const { table, problems } = RoutingTable.compile(upstreams.flatMap((u) => u.entries));
   // A spec that cannot be built must not keep a good table from being served.
   try {
     const swagger2 = buildCombinedSpec({ upstreams, builtinPaths, info: { title: name, version } });
+    // Docs without objections combine into a valid doc as they are; only docs with problems need the
+    // check (the slow path: it dereferences and validates the whole combined doc).
+    let specRepairs: CompileOutput['specRepairs'];
+    if (upstreams.some((u) => (u.problems?.length ?? 0) > 0)) {
+      const { repaired, remaining } = await guardSpec(swagger2);
+      if (repaired.length > 0 || remaining.length > 0) {
+        specRepairs = { repaired, remaining: remaining.map((o) => `#/${o.pointer.join('/')}: ${o.message}`) };
+      }
+    }
     const spec = { swagger2: JSON.stringify(swagger2), openapi3: JSON.stringify(toOpenApi3(swagger2)) };
-    return { table: table.toTransferable(), problems, spec };
+    return { table: table.toTransferable(), problems, spec, ...(specRepairs ? { specRepairs } : {}) };
   } catch (err) {
     return { table: table.toTransferable(), problems, spec: null, specError: err instanceof Error ? err.message : String(err) };
   }
