@@ -1,5 +1,5 @@
 import { findObjections } from '../discovery/doc-objections.js';
-import type { Objection } from '../discovery/objection.js';
+import { pointerText, type Objection } from '../discovery/objection.js';
 import { SWAGGER2_METHODS, UPSTREAM_RESPONSE, swaggerPlaceholders, type Json } from './spec-types.js';
 
 /** Rounds of check-and-repair: one repairs what the upstreams said wrong, a second what a repair exposed. */
@@ -12,7 +12,7 @@ const KEPT_EXTENSIONS = ['x-template', 'x-upstreams', 'x-collapsed-templates', '
 
 export interface GuardedSpec {
   doc: Json;
-  /** JSON pointers of what was replaced (empty when the doc validated as built). */
+  /** JSON pointers of what was left out or replaced (empty when the doc validated as built). */
   repaired: string[];
   /** What swagger-parser still objects to after the last round (empty when the doc is valid). */
   remaining: Objection[];
@@ -20,8 +20,8 @@ export interface GuardedSpec {
 
 /**
  * /spec must validate as Swagger 2.0 whatever the upstreams publish. The combined doc is checked with
- * swagger-parser (the same checks discovery reports per endpoint); an operation it objects to is
- * replaced by a stand-in that says only what the gateway knows (its path parameters, the upstreams, the
+ * swagger-parser (the same checks discovery reports per endpoint). An unknown field is left out; an
+ * operation it objects to otherwise is replaced by a stand-in that says only what the gateway knows (its path parameters, the upstreams, the
  * template) and a shared definition, parameter or response by a neutral one, each carrying a note.
  * The doc is modified in place.
  */
@@ -32,23 +32,40 @@ export async function guardSpec(doc: Json): Promise<GuardedSpec> {
     remaining = (await findObjections(doc, 'swagger2')).objections;
     if (remaining.length === 0) break;
     let changed = false;
-    for (const { pointer } of remaining) {
-      const where = repair(doc, pointer);
-      if (where !== null && !repaired.includes(where)) {
-        repaired.push(where);
-        changed = true;
-      }
+    const replacedThisRound = new Set<string>();
+    for (const { pointer, message } of remaining) {
+      const dropped = dropUnknownField(doc, pointer, message);
+      // An operation (or definition) objected to twice is replaced once: the second objection is
+      // about the original, not the stand-in.
+      const target = pointerText(pointer.slice(0, pointer[0] === 'paths' ? 3 : 2));
+      if (dropped === null && replacedThisRound.has(target)) continue;
+      const where = dropped ?? repair(doc, pointer);
+      if (where === null) continue;
+      if (dropped === null) replacedThisRound.add(target);
+      if (!repaired.includes(where)) repaired.push(where);
+      changed = true;
     }
     if (!changed) break;
   }
   return { doc, repaired, remaining };
 }
 
+/** An unknown field (a typo, an invention) is simply left out; returns its pointer, or null. */
+function dropUnknownField(doc: Json, pointer: readonly string[], message: string): string | null {
+  const field = /^unknown field "(.*)"$/.exec(message)?.[1];
+  if (field === undefined) return null;
+  let node: unknown = doc;
+  for (const token of pointer) node = typeof node === 'object' && node !== null ? (node as Json)[token] : undefined;
+  if (typeof node !== 'object' || node === null || !(field in node)) return null;
+  delete (node as Json)[field];
+  return pointerText([...pointer, field]);
+}
+
 /** Replaces what `pointer` lies in; returns the pointer of what was replaced, or null. */
 function repair(doc: Json, pointer: readonly string[]): string | null {
   const [section, name, method] = pointer;
   if (name === undefined) return null;
-  const where = `#/${section}/${name}`;
+  const where = pointerText([section!, name]);
   switch (section) {
     case 'paths': {
       const pathItem = doc.paths?.[name];
@@ -59,7 +76,7 @@ function repair(doc: Json, pointer: readonly string[]): string | null {
       } else {
         pathItem[method] = standIn(name, pathItem[method]);
       }
-      return `${where}/${method}`;
+      return pointerText([section!, name, method]);
     }
     case 'definitions':
       if (!doc.definitions?.[name]) return null;

@@ -1,6 +1,7 @@
 // Piscina task: compiles the routing table and renders /spec off the primary's event loop.
 import { buildCombinedSpec } from '../builtins/spec.js';
 import { guardSpec } from '../builtins/spec-guard.js';
+import { pointerText } from '../discovery/objection.js';
 import { toOpenApi3 } from '../builtins/spec-to-openapi3.js';
 import type { GatewayConfig } from '../config/types.js';
 import type { DiscoveredUpstream } from '../discovery/index.js';
@@ -43,7 +44,7 @@ export default async function compile({ upstreams, builtinPaths, name, version }
     if (upstreams.some((u) => (u.problems?.length ?? 0) > 0)) {
       const { repaired, remaining } = await guardSpec(swagger2);
       if (repaired.length > 0 || remaining.length > 0) {
-        specRepairs = { repaired, remaining: remaining.map((o) => `#/${o.pointer.join('/')}: ${o.message}`) };
+        specRepairs = { repaired, remaining: remaining.map((o) => `${pointerText(o.pointer)}: ${o.message}`) };
       }
     }
     const spec = { swagger2: JSON.stringify(swagger2), openapi3: JSON.stringify(toOpenApi3(swagger2)) };

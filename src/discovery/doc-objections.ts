@@ -1,4 +1,4 @@
-import SwaggerParser from '@apidevtools/swagger-parser';
+import { $RefParser } from '@apidevtools/json-schema-ref-parser';
 import { isObject, type DocKind, type Objection } from './objection.js';
 import { schemaObjections } from './schema-objections.js';
 import { specObjections } from './spec-objections.js';
@@ -30,7 +30,9 @@ export interface CheckedDoc {
 export async function findObjections(doc: Json, kind: DocKind): Promise<CheckedDoc> {
   const objections: Objection[] = [];
   const written = structuredClone(doc);
-  const $refs = (await new SwaggerParser().resolve(written as never, INTERNAL_ONLY as never)) as unknown as { exists(ref: string): boolean };
+  // swagger-parser's resolver, without swagger-parser's own parse step: that one refuses a doc for a
+  // version number written as a number, which is an objection here, not a failure.
+  const $refs = (await new $RefParser().resolve(written as never, INTERNAL_ONLY as never)) as unknown as { exists(ref: string): boolean };
   const resolves = (ref: string): boolean => {
     try {
       return $refs.exists(ref);
@@ -41,9 +43,8 @@ export async function findObjections(doc: Json, kind: DocKind): Promise<CheckedD
   markUnusableRefs(written, [], resolves, objections);
 
   const dereferenced = structuredClone(written);
-  const parser = new SwaggerParser();
   try {
-    await parser.dereference(dereferenced as never, { ...INTERNAL_ONLY, dereference: { circular: 'ignore' } } as never);
+    await new $RefParser().dereference(dereferenced as never, { ...INTERNAL_ONLY, dereference: { circular: 'ignore' } } as never);
   } catch (error) {
     // Every $ref left is marked above; anything else the resolver trips on is one more objection.
     objections.push({ pointer: [], message: `$ref resolution: ${(error as Error).message}` });

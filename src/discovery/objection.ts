@@ -16,3 +16,8 @@ export function methodsOf(kind: DocKind): readonly string[] {
 export function isObject(value: unknown): value is Record<string, any> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+/** Tokens as a JSON pointer fragment: `#/paths/~1users~1{id}/get`. */
+export function pointerText(tokens: readonly string[]): string {
+  return `#${tokens.map((token) => `/${token.replace(/~/g, '~0').replace(/\//g, '~1')}`).join('')}`;
+}

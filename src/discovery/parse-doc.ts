@@ -26,7 +26,7 @@ export function parseDocText(text: string): ParsedText {
   let value: unknown;
   try {
     // Duplicate keys keep the last one, as JSON.parse does; `<<` merge keys are read, as YAML 1.1 did.
-    value = parseYaml(body, { uniqueKeys: false, merge: true, logLevel: 'silent' });
+    value = parseYaml(body, { uniqueKeys: false, merge: true, logLevel: 'error' });
   } catch (error) {
     const yamlError = firstLine((error as Error).message);
     return { ok: false, reason: jsonError === undefined ? `YAML: ${yamlError}` : `JSON: ${jsonError}; YAML: ${yamlError}` };
