@@ -7,7 +7,7 @@ import type { UpstreamConfig } from '../src/config/types.js';
 import { discoverFromDoc, parseDocText, type DiscoveredUpstream, type EndpointProblem } from '../src/discovery/index.js';
 import { swaggerPath } from '../src/discovery/swagger-path.js';
 import { validateDoc } from '../src/discovery/validate-doc.js';
-import { buildCombinedSpec } from '../src/builtins/spec.js';
+import { buildCombinedSpec, buildCombinedSpecWithNamespaces } from '../src/builtins/spec.js';
 import { guardSpec } from '../src/builtins/spec-guard.js';
 import { UpstreamRegistry, type DiscoverFn } from '../src/cluster/upstreams.js';
 import type { Logger } from '../src/log.js';
@@ -162,9 +162,10 @@ t.test('/spec guard: what Swagger 2.0 cannot carry is left out or replaced, and 
       post: { operationId: 'noResponses' },
     },
   }, { definitions: { Thing: { type: 'object', required: 'yes' } } });
-  const doc = buildCombinedSpec({ upstreams: [ready('http://messy:1', messy)], builtinPaths }) as Json;
+  const { doc, namespaces } = buildCombinedSpecWithNamespaces({ upstreams: [ready('http://clean:1', formsDoc('/clean')), ready('http://messy:1', messy)], builtinPaths });
   await t.rejects(validate(doc), 'as combined, it does not validate');
-  const { repaired, remaining } = await guardSpec(doc);
+  // Only what the upstream with problems contributes is checked (the clean doc's part is valid as built).
+  const { repaired, remaining } = await guardSpec(doc, { upstreams: new Set(['http://messy:1']), namespaces: new Set([namespaces.get('http://messy:1')!]) });
   await t.resolves(validate(doc), 'guarded, it does');
   t.same(remaining, []);
   t.same(repaired.sort(), ['#/definitions/messy_1.Thing', '#/paths/~1m~1{id}/get/summery', '#/paths/~1m~1{id}/post', '#/paths/~1m~1{id}/put'].sort());
@@ -177,6 +178,7 @@ t.test('/spec guard: what Swagger 2.0 cannot carry is left out or replaced, and 
     'x-disabled-listeners': ['accessLog'],
     'x-spec-note': /Swagger 2.0 cannot carry/,
   });
+  t.equal(doc.paths['/clean/files/{path}'].get.operationId, 'readFile', 'the clean part is untouched');
   t.same((await guardSpec(doc)).repaired, [], 'a valid doc is left as it is');
 });
 

@@ -10,6 +10,18 @@ const NOTE = "Swagger 2.0 cannot carry the upstream's description of this as it 
 /** The operation fields a stand-in keeps: the gateway's own extensions and plain descriptive strings. */
 const KEPT_EXTENSIONS = ['x-template', 'x-upstreams', 'x-collapsed-templates', 'x-disabled-middleware', 'x-disabled-listeners'] as const;
 
+/**
+ * What needs checking: the operations these upstreams describe and the names in these namespaces. The
+ * rest comes from docs with nothing to object to, which combine into valid Swagger 2.0 as they are, and
+ * checking a large doc whole takes seconds.
+ */
+export interface GuardScope {
+  /** serviceLocations of the upstreams whose docs have problems. */
+  upstreams: ReadonlySet<string>;
+  /** Their namespaces in the combined doc (`svc_8080` for `svc_8080.User`). */
+  namespaces: ReadonlySet<string>;
+}
+
 export interface GuardedSpec {
   doc: Json;
   /** JSON pointers of what was left out or replaced (empty when the doc validated as built). */
@@ -23,13 +35,13 @@ export interface GuardedSpec {
  * swagger-parser (the same checks discovery reports per endpoint). An unknown field is left out; an
  * operation it objects to otherwise is replaced by a stand-in that says only what the gateway knows (its path parameters, the upstreams, the
  * template) and a shared definition, parameter or response by a neutral one, each carrying a note.
- * The doc is modified in place.
+ * The doc is modified in place. With a scope, only that part is checked (pointers are the same).
  */
-export async function guardSpec(doc: Json): Promise<GuardedSpec> {
+export async function guardSpec(doc: Json, scope?: GuardScope): Promise<GuardedSpec> {
   const repaired: string[] = [];
   let remaining: Objection[] = [];
   for (let round = 0; round < MAX_ROUNDS; round++) {
-    remaining = (await findObjections(doc, 'swagger2')).objections;
+    remaining = (await findObjections(scope ? scoped(doc, scope) : doc, 'swagger2')).objections;
     if (remaining.length === 0) break;
     let changed = false;
     const replacedThisRound = new Set<string>();
@@ -48,6 +60,25 @@ export async function guardSpec(doc: Json): Promise<GuardedSpec> {
     if (!changed) break;
   }
   return { doc, repaired, remaining };
+}
+
+/** The part of the doc in scope, as a doc of its own: the same pointers reach the same objects. */
+function scoped(doc: Json, scope: GuardScope): Json {
+  const paths: Json = {};
+  for (const [key, pathItem] of Object.entries<Json>(doc.paths ?? {})) {
+    for (const [method, operation] of Object.entries<Json>(pathItem)) {
+      // The first upstream listed describes the operation (the others serve it too).
+      if (scope.upstreams.has(operation?.['x-upstreams']?.[0])) (paths[key] ??= {})[method] = operation;
+    }
+  }
+  const inScope = (section: Json | undefined): Json =>
+    Object.fromEntries(Object.entries(section ?? {}).filter(([name]) => scope.namespaces.has(name.slice(0, name.indexOf('.')))));
+  const part: Json = { swagger: '2.0', info: doc.info, paths, definitions: inScope(doc.definitions) };
+  for (const section of ['parameters', 'responses', 'securityDefinitions'] as const) {
+    const names = inScope(doc[section]);
+    if (Object.keys(names).length > 0) part[section] = names;
+  }
+  return part;
 }
 
 /** An unknown field (a typo, an invention) is simply left out; returns its pointer, or null. */

@@ -41,18 +41,26 @@ export interface CombinedSpecInput {
  * - operationIds are made unique by prefixing a clashing one with the upstream's namespace.
  */
 export function buildCombinedSpec(input: CombinedSpecInput): object {
+  return buildCombinedSpecWithNamespaces(input).doc;
+}
+
+/** The combined doc, and the namespace each upstream's names got in it (by serviceLocation). */
+export function buildCombinedSpecWithNamespaces(input: CombinedSpecInput): { doc: Json; namespaces: Map<string, string> } {
   const combined = new CombinedSpec();
   combined.add(builtinPart(input.builtinPaths), null);
-  const namespaces = new NamespaceAllocator([BUILTIN_NAMESPACE]);
+  const allocator = new NamespaceAllocator([BUILTIN_NAMESPACE]);
+  const namespaces = new Map<string, string>();
   for (const discovered of input.upstreams) {
-    const namespace = namespaces.allocate(discovered.upstream.serviceLocation);
+    const namespace = allocator.allocate(discovered.upstream.serviceLocation);
+    namespaces.set(discovered.upstream.serviceLocation, namespace);
     combined.add(partOf(discovered, namespace), { location: discovered.upstream.serviceLocation, namespace });
   }
-  return combined.document({
+  const doc = combined.document({
     title: input.info?.title ?? 'specgate',
     version: input.info?.version ?? '1.0.0',
     description: 'Every endpoint of every ready upstream behind this gateway, and the gateway\'s own endpoints.',
   });
+  return { doc, namespaces };
 }
 
 function partOf(discovered: DiscoveredUpstream, namespace: string): SpecPart {

@@ -1,5 +1,5 @@
 // Piscina task: compiles the routing table and renders /spec off the primary's event loop.
-import { buildCombinedSpec } from '../builtins/spec.js';
+import { buildCombinedSpecWithNamespaces } from '../builtins/spec.js';
 import { guardSpec } from '../builtins/spec-guard.js';
 import { pointerText } from '../discovery/objection.js';
 import { toOpenApi3 } from '../builtins/spec-to-openapi3.js';
@@ -37,12 +37,14 @@ export default async function compile({ upstreams, builtinPaths, name, version }
   const { table, problems } = RoutingTable.compile(upstreams.flatMap((u) => u.entries));
   // A spec that cannot be built must not keep a good table from being served.
   try {
-    const swagger2 = buildCombinedSpec({ upstreams, builtinPaths, info: { title: name, version } });
-    // Docs without objections combine into a valid doc as they are; only docs with problems need the
-    // check (the slow path: it dereferences and validates the whole combined doc).
+    const { doc: swagger2, namespaces } = buildCombinedSpecWithNamespaces({ upstreams, builtinPaths, info: { title: name, version } });
+    // Docs without objections combine into a valid doc as they are; only what docs with problems
+    // contribute needs the check (the slow path: it dereferences and validates that part).
     let specRepairs: CompileOutput['specRepairs'];
-    if (upstreams.some((u) => (u.problems?.length ?? 0) > 0)) {
-      const { repaired, remaining } = await guardSpec(swagger2);
+    const sloppy = upstreams.filter((u) => (u.problems?.length ?? 0) > 0).map((u) => u.upstream.serviceLocation);
+    if (sloppy.length > 0) {
+      const scope = { upstreams: new Set(sloppy), namespaces: new Set(sloppy.map((location) => namespaces.get(location)!)) };
+      const { repaired, remaining } = await guardSpec(swagger2, scope);
       if (repaired.length > 0 || remaining.length > 0) {
         specRepairs = { repaired, remaining: remaining.map((o) => `${pointerText(o.pointer)}: ${o.message}`) };
       }
