@@ -12,6 +12,7 @@ import { guardSpec } from '../src/builtins/spec-guard.js';
 import { UpstreamRegistry, type DiscoverFn } from '../src/cluster/upstreams.js';
 import type { Logger } from '../src/log.js';
 import { Rank } from '../src/routing/template.js';
+import { catalogDoc, filesDoc, usersDoc } from '../examples/upstream-docs.js';
 import { asYaml, formsDoc, htmlPage, openapi3RestYaml, sloppyDoc, sloppyProblems } from './fixtures/lenient-docs.js';
 
 type Json = Record<string, any>;
@@ -80,6 +81,12 @@ t.test('every form, declared by identifier, as written, or not at all', async (t
   t.same(yaml.ok && (await problemsOf(yaml.value, 'openapi3')), [], 'OpenAPI 3 {+rest} declared as rest');
   const restUndeclared = { openapi: '3.0.3', info: { title: 't', version: '1' }, paths: { '/r/{+rest}': { get: { responses: ok } } } };
   t.same(await problemsOf(restUndeclared, 'openapi3'), [{ method: 'GET', path: '/r/{+rest}', reason: 'path parameter {rest} is not declared' }]);
+});
+
+t.test('the bundled examples publish docs with nothing to object to', async (t) => {
+  t.same(await problemsOf(usersDoc), [], 'users: {.format} and {id: [0-9]+} declared by identifier');
+  t.same(await problemsOf(filesDoc, 'openapi3'), []);
+  t.same(await problemsOf(catalogDoc), []);
 });
 
 t.test('objections are said of the endpoint they concern', async (t) => {
