@@ -1,4 +1,5 @@
 import { joinTemplate } from '../discovery/base-path.js';
+import { isObject } from '../discovery/objection.js';
 import { MAX_INLINE_DEPTH, mapRefs, namespacedRef, resolveLocalRef, unresolved } from './spec-refs.js';
 import { namespacedSecurity } from './spec-security.js';
 import { SWAGGER2_METHODS, emptyPart, type Json, type SpecPart } from './spec-types.js';
@@ -31,10 +32,10 @@ export function partFromSwagger2(doc: Json, namespace: string, basePath: string)
   for (const [pathKey, rawItem] of Object.entries<Json>(doc.paths ?? {})) {
     if (!pathKey.startsWith('/')) continue;
     const pathItem = (rawItem?.$ref ? resolveLocalRef(doc, rawItem.$ref) : rawItem) as Json | undefined;
-    if (!pathItem) continue;
+    if (!isObject(pathItem)) continue;
     for (const method of SWAGGER2_METHODS) {
-      const source: Json | undefined = pathItem[method];
-      if (!source) continue;
+      const source: unknown = pathItem[method];
+      if (!isObject(source)) continue;
       const operation = copy(source) as Json;
       describeUnresolvedResponses(operation.responses);
       operation.parameters = mergedParameters(doc, pathItem.parameters, source.parameters).map((p) =>
@@ -43,8 +44,10 @@ export function partFromSwagger2(doc: Json, namespace: string, basePath: string)
       );
       const consumes = source.consumes ?? doc.consumes;
       const produces = source.produces ?? doc.produces;
-      if (consumes) operation.consumes = [...consumes];
-      if (produces) operation.produces = [...produces];
+      if (Array.isArray(consumes)) operation.consumes = [...consumes];
+      else delete operation.consumes;
+      if (Array.isArray(produces)) operation.produces = [...produces];
+      else delete operation.produces;
       const security = namespacedSecurity(source.security ?? doc.security, namespace, part.securityDefinitions);
       if (security) operation.security = security;
       else delete operation.security;
@@ -58,7 +61,7 @@ export function partFromSwagger2(doc: Json, namespace: string, basePath: string)
 /** Operation parameters, plus path-item ones the operation does not override (same name and place). */
 function mergedParameters(doc: Json, pathLevel: unknown, operationLevel: unknown): Array<{ raw: Json; resolved: Json }> {
   const withTargets = (list: unknown) =>
-    (Array.isArray(list) ? list : []).map((raw: Json) => ({
+    (Array.isArray(list) ? list.filter(isObject) : []).map((raw: Json) => ({
       raw,
       resolved: ((raw.$ref ? resolveLocalRef(doc, raw.$ref) : raw) ?? {}) as Json,
     }));

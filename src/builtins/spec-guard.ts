@@ -100,8 +100,8 @@ function repair(doc: Json, pointer: readonly string[]): string | null {
   switch (section) {
     case 'paths': {
       const pathItem = doc.paths?.[name];
-      if (!pathItem || method === undefined || !(SWAGGER2_METHODS as readonly string[]).includes(method) || !pathItem[method]) return null;
-      if (pathItem[method]['x-spec-note'] !== undefined) {
+      if (!pathItem || method === undefined || !(SWAGGER2_METHODS as readonly string[]).includes(method) || !has(pathItem, method)) return null;
+      if (pathItem[method]?.['x-spec-note'] !== undefined) {
         delete pathItem[method]; // even the stand-in is refused: leave the operation out
         if (Object.keys(pathItem).length === 0) delete doc.paths[name];
       } else {
@@ -110,25 +110,25 @@ function repair(doc: Json, pointer: readonly string[]): string | null {
       return pointerText([section!, name, method]);
     }
     case 'definitions':
-      if (!doc.definitions?.[name]) return null;
+      if (!has(doc.definitions, name)) return null;
       doc.definitions[name] = { description: NOTE };
       return where;
     case 'responses':
-      if (!doc.responses?.[name]) return null;
+      if (!has(doc.responses, name)) return null;
       doc.responses[name] = { description: NOTE };
       return where;
     case 'parameters': {
-      const parameter = doc.parameters?.[name];
-      if (!parameter) return null;
-      const parameterName = typeof parameter.name === 'string' ? parameter.name : name;
+      if (!has(doc.parameters, name)) return null;
+      const parameter = doc.parameters[name];
+      const parameterName = typeof parameter?.name === 'string' ? parameter.name : name;
       doc.parameters[name] =
-        parameter.in === 'body'
+        parameter?.in === 'body'
           ? { name: parameterName, in: 'body', schema: {}, description: NOTE }
           : { name: parameterName, in: 'query', type: 'string', description: NOTE };
       return where;
     }
     case 'securityDefinitions':
-      if (!doc.securityDefinitions?.[name]) return null;
+      if (!has(doc.securityDefinitions, name)) return null;
       delete doc.securityDefinitions[name];
       return where;
     default:
@@ -136,7 +136,12 @@ function repair(doc: Json, pointer: readonly string[]): string | null {
   }
 }
 
-function standIn(path: string, operation: Json): Json {
+function has(section: unknown, name: string): boolean {
+  return typeof section === 'object' && section !== null && Object.prototype.hasOwnProperty.call(section, name);
+}
+
+function standIn(path: string, operation: Json | null): Json {
+  operation ??= {};
   const described: Json = {
     parameters: swaggerPlaceholders(path).map((placeholder) => ({ name: placeholder, in: 'path', required: true, type: 'string' })),
     responses: { ...UPSTREAM_RESPONSE },

@@ -1,5 +1,6 @@
 import { docBasePath } from '../discovery/base-path.js';
 import { specUrl } from '../discovery/discover.js';
+import { isObject } from '../discovery/objection.js';
 import { swaggerPath, type SwaggerPath } from '../discovery/swagger-path.js';
 import type { DiscoveredUpstream } from '../discovery/types.js';
 import { compareSpecificity } from '../routing/specificity.js';
@@ -44,23 +45,46 @@ export function buildCombinedSpec(input: CombinedSpecInput): object {
   return buildCombinedSpecWithNamespaces(input).doc;
 }
 
-/** The combined doc, and the namespace each upstream's names got in it (by serviceLocation). */
-export function buildCombinedSpecWithNamespaces(input: CombinedSpecInput): { doc: Json; namespaces: Map<string, string> } {
+export interface CombinedSpecOutput {
+  doc: Json;
+  /** The namespace each upstream's names got in the doc, by serviceLocation. */
+  namespaces: Map<string, string>;
+  /** Upstreams whose doc could not be converted at all: described from their route entries instead. */
+  fromEntries: Array<{ upstream: string; reason: string }>;
+}
+
+export function buildCombinedSpecWithNamespaces(input: CombinedSpecInput): CombinedSpecOutput {
   const combined = new CombinedSpec();
   combined.add(builtinPart(input.builtinPaths), null);
   const allocator = new NamespaceAllocator([BUILTIN_NAMESPACE]);
   const namespaces = new Map<string, string>();
+  const fromEntries: CombinedSpecOutput['fromEntries'] = [];
   for (const discovered of input.upstreams) {
-    const namespace = allocator.allocate(discovered.upstream.serviceLocation);
-    namespaces.set(discovered.upstream.serviceLocation, namespace);
-    combined.add(partOf(discovered, namespace), { location: discovered.upstream.serviceLocation, namespace });
+    const location = discovered.upstream.serviceLocation;
+    const namespace = allocator.allocate(location);
+    namespaces.set(location, namespace);
+    let part: SpecPart;
+    try {
+      part = partOf(discovered, namespace);
+    } catch (err) {
+      // One doc shaped like nothing the converters expect must not take /spec down for every upstream.
+      fromEntries.push({ upstream: location, reason: err instanceof Error ? err.message : String(err) });
+      part = partFromEntries(discovered);
+    }
+    combined.add(part, { location, namespace });
   }
   const doc = combined.document({
     title: input.info?.title ?? 'specgate',
     version: input.info?.version ?? '1.0.0',
     description: 'Every endpoint of every ready upstream behind this gateway, and the gateway\'s own endpoints.',
   });
-  return { doc, namespaces };
+  return { doc, namespaces, fromEntries };
+}
+
+/** What the router knows of an upstream's endpoints, as a static upstream's minimal operations. */
+function partFromEntries({ upstream, entries }: DiscoveredUpstream): SpecPart {
+  const endpoints = entries.map((e) => ({ method: e.method, path: e.template, consumes: [...e.consumes], produces: [...e.produces] }));
+  return partFromStatic({ ...upstream, serviceType: 'static', endpoints });
 }
 
 function partOf(discovered: DiscoveredUpstream, namespace: string): SpecPart {
@@ -121,7 +145,7 @@ class CombinedSpec {
       return;
     }
     const spelling = this.spellingByCanonical.get(canonical) ?? { ...own, template: path };
-    const aligned = alignPathParameters(own, operation.parameters ?? []);
+    const aligned = alignPathParameters(own, Array.isArray(operation.parameters) ? operation.parameters.filter(isObject) : []);
     if (!aligned) return;
     const described: Json = { ...operation, parameters: spelling.template === path ? aligned : renamePathParameters(own, spelling, aligned) };
     if (spelling.key !== `/${spelling.template.replace(/^\/+|\/+$/g, '')}`) described['x-template'] = spelling.template;

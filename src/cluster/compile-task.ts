@@ -30,14 +30,14 @@ export interface CompileOutput {
   spec: RenderedSpec | null;
   specError?: string;
   /** Parts of the combined spec replaced so that it validates (JSON pointers), and what still does not. */
-  specRepairs?: { repaired: string[]; remaining: string[] };
+  specRepairs?: { repaired: string[]; remaining: string[]; fromEntries: Array<{ upstream: string; reason: string }> };
 }
 
 export default async function compile({ upstreams, builtinPaths, name, version }: CompileInput): Promise<CompileOutput> {
   const { table, problems } = RoutingTable.compile(upstreams.flatMap((u) => u.entries));
   // A spec that cannot be built must not keep a good table from being served.
   try {
-    const { doc: swagger2, namespaces } = buildCombinedSpecWithNamespaces({ upstreams, builtinPaths, info: { title: name, version } });
+    const { doc: swagger2, namespaces, fromEntries } = buildCombinedSpecWithNamespaces({ upstreams, builtinPaths, info: { title: name, version } });
     // Docs without objections combine into a valid doc as they are; only what docs with problems
     // contribute needs the check (the slow path: it dereferences and validates that part).
     let specRepairs: CompileOutput['specRepairs'];
@@ -46,9 +46,10 @@ export default async function compile({ upstreams, builtinPaths, name, version }
       const scope = { upstreams: new Set(sloppy), namespaces: new Set(sloppy.map((location) => namespaces.get(location)!)) };
       const { repaired, remaining } = await guardSpec(swagger2, scope);
       if (repaired.length > 0 || remaining.length > 0) {
-        specRepairs = { repaired, remaining: remaining.map((o) => `${pointerText(o.pointer)}: ${o.message}`) };
+        specRepairs = { repaired, remaining: remaining.map((o) => `${pointerText(o.pointer)}: ${o.message}`), fromEntries };
       }
     }
+    if (fromEntries.length > 0) specRepairs ??= { repaired: [], remaining: [], fromEntries };
     const spec = { swagger2: JSON.stringify(swagger2), openapi3: JSON.stringify(toOpenApi3(swagger2)) };
     return { table: table.toTransferable(), problems, spec, ...(specRepairs ? { specRepairs } : {}) };
   } catch (err) {

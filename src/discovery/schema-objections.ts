@@ -42,9 +42,13 @@ export function schemaObjections(doc: Json): Objection[] {
 
 function explain(errors: readonly AjvError[], doc: Json, known: Vocabulary): Objection[] {
   const byLocation = new Map<string, AjvError[]>();
+  const summarized = new Set<string>();
   let referenceAlternative: string | null = null;
   for (const error of errors) {
-    if (SUMMARY_KEYWORDS.has(error.keyword)) continue;
+    if (SUMMARY_KEYWORDS.has(error.keyword)) {
+      summarized.add(error.instancePath);
+      continue;
+    }
     // The "or be a $ref" alternative: it misses "$ref", then flags every field the object has. ajv
     // reports an alternative's errors together, in its schema's order (required, then the fields).
     if (error.keyword === 'required' && error.params.missingProperty === '$ref') {
@@ -74,7 +78,20 @@ function explain(errors: readonly AjvError[], doc: Json, known: Vocabulary): Obj
     }
     for (const message of said) objections.push({ pointer, message });
   }
+  // A "some alternative / not this" failure with nothing said at or inside its location (a `not`, or
+  // alternatives whose own errors were all beside the point) must still be said.
+  for (const location of summarized) {
+    const explained = objections.some((o) => {
+      const at = o.pointer.length === 0 ? '' : `/${o.pointer.map(escapeToken).join('/')}`;
+      return at === location || at.startsWith(`${location}/`);
+    });
+    if (!explained) objections.push({ pointer: location === '' ? [] : location.slice(1).split('/').map(unescapeToken), message: 'does not match the schema' });
+  }
   return objections;
+}
+
+function escapeToken(token: string): string {
+  return token.replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
 function explainLocation(errors: readonly AjvError[], location: string, value: unknown, known: Vocabulary): string[] {
