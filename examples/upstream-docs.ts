@@ -3,8 +3,8 @@
  * visible: `/api/users/me` (literal) beats `/api/users/{id}`, `/files/{id}/meta` beats the catch-all
  * `/files/{+path}`, and the two catalog instances declare the same endpoints, so they are load balanced.
  *
- * Swagger 2.0 wants a path parameter named exactly as written between the braces, so the users doc
- * names them ".format" and "id: [0-9]+".
+ * Path parameters are declared by their bare identifier (`format` for `{.format}`, `id` for
+ * `{id: [0-9]+}`), as services publish them; discovery and /spec take that form (see README, Discovery).
  */
 
 const pathParam = (name: string, description: string) => ({ name, in: 'path', required: true, type: 'string', description });
@@ -55,7 +55,7 @@ export const usersDoc = {
       get: {
         operationId: 'getAvatar',
         summary: 'Avatar; the optional extension ({.format}) matches /avatar, /avatar.png, /avatar.jpg',
-        parameters: [{ $ref: '#/parameters/UserId' }, pathParam('.format', 'Optional extension, with its dot')],
+        parameters: [{ $ref: '#/parameters/UserId' }, pathParam('format', 'Optional extension, with its dot')],
         produces: ['application/json', 'image/png'],
         responses: { 200: { description: 'The avatar (the example answers JSON)' } },
       },
@@ -64,7 +64,7 @@ export const usersDoc = {
       get: {
         operationId: 'getOrder',
         summary: 'An order; the regex segment only matches digits',
-        parameters: [pathParam('id: [0-9]+', 'Order number (digits)')],
+        parameters: [pathParam('id', 'Order number (digits)')],
         responses: { 200: { description: 'The order', schema: { $ref: '#/definitions/Order' } } },
       },
     },

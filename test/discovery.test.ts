@@ -70,26 +70,28 @@ t.test('OpenAPI 3: a relative server URL is relative to where the doc was fetche
   t.equal((await discoverUpstream(upstream('openapi3', bare), FAST)).entries[0].template, '/files/{+path}');
 });
 
-t.test('an invalid doc fails with the validator\'s reason', async (t) => {
+t.test('a doc a validator objects to is routed, its objections listed per endpoint', async (t) => {
   const invalid = { swagger: '2.0', info: { title: 'x', version: '1' }, paths: { '/a/{id}': { get: { responses: { 200: { description: 'ok' } } } } } };
   const location = await upstreamServing(t, json(invalid));
-  await t.rejects(discoverUpstream(upstream('swagger2', location), FAST), {
-    message: `${location}/spec: invalid Swagger 2.0 doc: Validation failed. /paths/a/{id}/get is missing path parameter(s) for {id}`,
-  });
+  const discovered = await discoverUpstream(upstream('swagger2', location), FAST);
+  t.same(summary(discovered.entries).map((e) => e.route), ['GET /a/{id}']);
+  t.same(discovered.problems, [{ method: 'GET', path: '/a/{id}', reason: 'path parameter {id} is not declared' }]);
   const schemaInvalid = { swagger: '2.0', info: { title: 'x' }, paths: {} };
   const other = await upstreamServing(t, json(schemaInvalid));
-  await t.rejects(discoverUpstream(upstream('swagger2', other), FAST), { message: /invalid Swagger 2\.0 doc: Swagger schema validation failed\.[^]*version/ });
+  const empty = await discoverUpstream(upstream('swagger2', other), FAST);
+  t.same(empty.entries, []);
+  t.same(empty.problems, [{ method: null, path: null, reason: 'info: missing required field "version"' }]);
 });
 
-t.test('the doc must match serviceType', async (t) => {
+t.test('a doc of the other kind than serviceType says is read as what it is, with an objection', async (t) => {
   const openapi = await upstreamServing(t, json(openapi3WithServer));
-  await t.rejects(discoverUpstream(upstream('swagger2', openapi), FAST), {
-    message: `${openapi}/spec: serviceType is "swagger2" (Swagger 2.0) but the doc is OpenAPI 3.0.3`,
-  });
+  const asSwagger = await discoverUpstream(upstream('swagger2', openapi), FAST);
+  t.same(summary(asSwagger.entries).map((e) => e.route), ['GET /store/files/{+path}', 'PUT /store/files/{+path}']);
+  t.same(asSwagger.problems, [{ method: null, path: null, reason: 'serviceType is "swagger2" but the doc is OpenAPI 3.0.3; it is read as OpenAPI 3.0.3' }]);
   const swagger = await upstreamServing(t, json(swagger2WithRefs));
-  await t.rejects(discoverUpstream(upstream('openapi3', swagger), FAST), {
-    message: `${swagger}/spec: serviceType is "openapi3" (OpenAPI 3.x) but the doc is Swagger 2.0`,
-  });
+  const asOpenapi = await discoverUpstream(upstream('openapi3', swagger), FAST);
+  t.equal(asOpenapi.entries.length, 3);
+  t.same(asOpenapi.problems, [{ method: null, path: null, reason: 'serviceType is "openapi3" but the doc is Swagger 2.0; it is read as Swagger 2.0' }]);
   const neither = await upstreamServing(t, json({ hello: 'world' }));
   await t.rejects(discoverUpstream(upstream('openapi3', neither), FAST), { message: /the doc is neither Swagger nor OpenAPI/ });
 });
@@ -130,7 +132,7 @@ t.test('a hanging upstream times out within the bound', async (t) => {
   t.ok(elapsed >= 340 && elapsed < 1500, `2 x 150 ms + 50 ms back-off (took ${elapsed} ms)`);
 });
 
-t.test('a refused connection and a non-JSON answer', async (t) => {
+t.test('a refused connection and an answer that is neither JSON nor YAML', async (t) => {
   await t.rejects(discoverUpstream(upstream('swagger2', 'http://127.0.0.1:1'), FAST), {
     message: /^GET http:\/\/127\.0\.0\.1:1\/spec failed \(1 attempt\): .*ECONNREFUSED/,
   });
@@ -140,9 +142,9 @@ t.test('a refused connection and a non-JSON answer', async (t) => {
     response.writeHead(200, { 'content-type': 'text/html' }).end('<html></html>');
   });
   await t.rejects(discoverUpstream(upstream('swagger2', html), { ...FAST, retries: 3 }), {
-    message: new RegExp(`^GET ${html}/spec: the answer is not JSON \\(content-type text/html\\)`),
+    message: new RegExp(`^GET ${html}/spec: the answer is neither JSON nor YAML \\(content-type text/html\\)`),
   });
-  t.equal(requests, 1, 'not retried: it will not become JSON');
+  t.equal(requests, 1, 'not retried: it will not become a doc');
 });
 
 t.test('a redirect is not followed and says so', async (t) => {

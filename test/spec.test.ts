@@ -40,7 +40,7 @@ t.test('Swagger 2.0 + OpenAPI 3 + static: valid Swagger 2.0, every path, Users k
   t.equal(doc.basePath, '/');
 
   t.same(Object.keys(doc.paths).sort(), [
-    '/health/{+rest}',
+    '/health/{rest}',
     '/healthcheck',
     '/legacy/submit',
     '/metrics',
@@ -123,10 +123,11 @@ t.test('OpenAPI 3 upstream: converted as far as Swagger 2.0 can say it', async (
 t.test('static upstream: minimal operations; templates the router refuses and 2.0-less methods are left out', async (t) => {
   const doc = combined([staticUpstream]);
   await t.resolves(validate(doc));
-  t.same(doc.paths['/health/{+rest}'].get, {
-    parameters: [{ name: '+rest', in: 'path', required: true, type: 'string' }],
+  t.same(doc.paths['/health/{rest}'].get, {
+    parameters: [{ name: 'rest', in: 'path', required: true, type: 'string' }],
     responses: { default: { description: 'Response of the upstream' } },
     produces: ['text/plain'],
+    'x-template': '/health/{+rest}',
     'x-upstreams': ['http://10.0.0.7:8080'],
   });
   t.same(doc.paths['/legacy/submit'].post.consumes, ['application/x-www-form-urlencoded']);

@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import type { ServiceType } from '../config/types.js';
+import type { EndpointProblem } from '../discovery/types.js';
 import { buildInfo, type BuildInfo } from './build-info.js';
 
 export type UpstreamState = 'pending' | 'ready' | 'failed';
@@ -12,6 +13,10 @@ export interface UpstreamHealth {
   /** Endpoints this upstream contributes to the routing table. */
   endpoints: number;
   lastError?: string;
+  /** Endpoints the router left out, then what a validator objects to in the doc: the first ones (see problemsOmitted). */
+  problems?: EndpointProblem[];
+  /** How many problems there are beyond those `problems` lists. */
+  problemsOmitted?: number;
 }
 
 /** The outcome of the last config reload (SIGHUP). */
@@ -66,6 +71,8 @@ export function healthReport(input: HealthInput): HealthReport {
         endpoints: u.endpoints,
       };
       if (u.lastError !== undefined) entry.lastError = u.lastError;
+      if (u.problems !== undefined) entry.problems = u.problems.map((p) => ({ ...p }));
+      if (u.problemsOmitted !== undefined) entry.problemsOmitted = u.problemsOmitted;
       return entry;
     }),
     buildInfo: buildInfo(),

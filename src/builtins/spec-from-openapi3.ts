@@ -1,4 +1,5 @@
 import { joinTemplate } from '../discovery/base-path.js';
+import { isObject } from '../discovery/objection.js';
 import { Openapi3SchemaConverter } from './spec-openapi3-schema.js';
 import { resolveLocalRef } from './spec-refs.js';
 import { namespacedSecurity } from './spec-security.js';
@@ -49,8 +50,8 @@ class Openapi3Conversion {
       if (!pathKey.startsWith('/')) continue;
       const pathItem = this.deref(rawItem);
       for (const method of SWAGGER2_METHODS) {
-        const source = pathItem[method] as Json | undefined;
-        if (!source) continue;
+        const source: unknown = pathItem[method];
+        if (!isObject(source)) continue;
         const operation = this.convertOperation(source, pathItem.parameters, part.securityDefinitions);
         part.operations.push({ path: joinTemplate(basePath, pathKey), method, operation });
       }
@@ -83,7 +84,7 @@ class Openapi3Conversion {
   }
 
   private parameters(pathLevel: unknown, operationLevel: unknown): Json[] {
-    const list = (value: unknown) => (Array.isArray(value) ? value.map((p) => this.deref(p)) : []);
+    const list = (value: unknown) => (Array.isArray(value) ? value.map((p) => this.deref(p)).filter(isObject) : []);
     const own = list(operationLevel);
     const inherited = list(pathLevel).filter((p) => !own.some((o) => o.name === p.name && o.in === p.in));
     return [...own, ...inherited];

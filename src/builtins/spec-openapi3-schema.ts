@@ -50,9 +50,9 @@ export class Openapi3SchemaConverter {
 
   /** Component schemas stay references (now into `definitions`); any other local target is inlined. */
   private convertRef(ref: string, depth: number): Json {
-    const renamed = namespacedRef(ref, '#/components/schemas/', 'definitions', this.namespace);
-    if (renamed) return { $ref: renamed };
     const target = resolveLocalRef(this.doc, ref);
+    const renamed = namespacedRef(ref, '#/components/schemas/', 'definitions', this.namespace);
+    if (renamed && target !== undefined) return { $ref: renamed };
     if (target === undefined || depth >= MAX_INLINE_DEPTH) return unresolved(ref);
     return this.convert(target, depth + 1);
   }

@@ -1,8 +1,8 @@
 import type { Json } from './spec-types.js';
 
-/** The value a local `#/…` JSON pointer names in `doc`, or undefined. */
-export function resolveLocalRef(doc: Json, ref: string): unknown {
-  if (!ref.startsWith('#')) return undefined;
+/** The value a local `#/…` JSON pointer names in `doc`, or undefined (a `$ref` that is no string included). */
+export function resolveLocalRef(doc: Json, ref: unknown): unknown {
+  if (typeof ref !== 'string' || !ref.startsWith('#')) return undefined;
   const tokens = ref.slice(1).split('/').slice(1);
   let node: unknown = doc;
   for (const raw of tokens) {

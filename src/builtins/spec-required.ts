@@ -6,7 +6,7 @@ import type { Json } from './spec-types.js';
  * that. Drops such names from a top-level schema, unless some part of it could not be followed.
  */
 export function dropUndeclaredRequired(schema: Json, doc: Json): void {
-  if (!Array.isArray(schema.required)) return;
+  if (typeof schema !== 'object' || schema === null || !Array.isArray(schema.required)) return;
   const declared = declaredProperties(schema, doc, new Set());
   if (!declared) return;
   const kept = schema.required.filter((name: string) => declared.has(name));
@@ -15,7 +15,7 @@ export function dropUndeclaredRequired(schema: Json, doc: Json): void {
 }
 
 function declaredProperties(schema: Json | undefined, doc: Json, visiting: Set<Json>): Set<string> | undefined {
-  if (!schema || visiting.has(schema)) return new Set();
+  if (typeof schema !== 'object' || schema === null || visiting.has(schema)) return new Set();
   if (typeof schema.$ref === 'string') {
     return declaredProperties(resolveLocalRef(doc, schema.$ref) as Json | undefined, doc, visiting);
   }

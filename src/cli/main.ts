@@ -5,7 +5,7 @@ const USAGE = `Usage: gateway <command> [options]
 
 Commands:
   start     run the gateway (primary + workers)
-  routes    print the routing table compiled from a config
+  routes    print the routing table compiled from a config and/or doc files
   explain   show which endpoint a request would be routed to, and why
   hash-key  print the SHA-256 digest of an API key read on stdin (for apiKeyAuth)
 

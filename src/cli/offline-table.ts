@@ -1,33 +1,48 @@
+import { readFile } from 'node:fs/promises';
 import { ConfigError, loadConfig } from '../config/load.js';
 import type { GatewayConfig } from '../config/types.js';
-import { discoverUpstream } from '../discovery/index.js';
+import { discoverFromDoc, discoverUpstream, parseDocText, type EndpointProblem } from '../discovery/index.js';
 import { RoutingTable } from '../routing/table.js';
 import type { RouteEntry, TemplateProblem } from '../routing/types.js';
 
 /**
- * What `routes` and `explain` work on: the table compiled from the config's `static` upstreams, with no
- * network. Upstreams that publish a doc are listed as skipped, so the operator knows the table is partial.
+ * What `routes` and `explain` work on, with no network: the table compiled from the config's `static`
+ * upstreams and from doc files given with `--doc` (JSON or YAML, Swagger 2.0 or OpenAPI 3.x). Upstreams
+ * of the config that publish a doc are listed as skipped, so the operator knows the table is partial.
  */
 export interface OfflineTable {
-  config: GatewayConfig;
+  config: GatewayConfig | null;
   table: RoutingTable;
   problems: TemplateProblem[];
+  /** What a validator objects to in each doc file (the file's endpoints are in the table all the same). */
+  docProblems: Array<{ file: string; problems: EndpointProblem[] }>;
   skipped: string[];
+}
+
+export interface OfflineSources {
+  configFile?: string;
+  /** Each file is an upstream of its own, keyed by the file name as given. */
+  docFiles?: readonly string[];
 }
 
 export class OfflineTableError extends Error {}
 
-export async function offlineTable(configFile: string): Promise<OfflineTable> {
-  let config: GatewayConfig;
-  try {
-    config = loadConfig(configFile);
-  } catch (err) {
-    if (err instanceof ConfigError) throw new OfflineTableError(err.message);
-    throw err;
+/** Relative OpenAPI 3 server URLs of a doc file are taken relative to "/": where it is served is not known offline. */
+const DOC_FILE_URL = 'http://localhost/';
+
+export async function offlineTable({ configFile, docFiles = [] }: OfflineSources): Promise<OfflineTable> {
+  let config: GatewayConfig | null = null;
+  if (configFile !== undefined) {
+    try {
+      config = loadConfig(configFile);
+    } catch (err) {
+      if (err instanceof ConfigError) throw new OfflineTableError(err.message);
+      throw err;
+    }
   }
   const entries: RouteEntry[] = [];
   const skipped: string[] = [];
-  for (const upstream of config.upstreams) {
+  for (const upstream of config?.upstreams ?? []) {
     if (upstream.serviceType !== 'static') {
       skipped.push(upstream.serviceLocation);
       continue;
@@ -35,13 +50,43 @@ export async function offlineTable(configFile: string): Promise<OfflineTable> {
     const discovered = await discoverUpstream(upstream, { fetchTimeoutMs: 0, retries: 0, backoffMs: 0 });
     entries.push(...discovered.entries);
   }
+  const docProblems: OfflineTable['docProblems'] = [];
+  for (const file of docFiles) {
+    const discovered = await readDocFile(file);
+    entries.push(...discovered.entries);
+    if (discovered.problems && discovered.problems.length > 0) docProblems.push({ file, problems: discovered.problems });
+  }
   const { table, problems } = RoutingTable.compile(entries);
-  return { config, table, problems, skipped };
+  return { config, table, problems, docProblems, skipped };
 }
 
-/** Template problems and skipped upstreams go to stderr: stdout stays machine-readable. */
-export function reportOnStderr({ problems, skipped }: OfflineTable): void {
+async function readDocFile(file: string) {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new OfflineTableError(`${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  const parsed = parseDocText(text);
+  if (!parsed.ok) throw new OfflineTableError(`${file}: the file is neither JSON nor YAML: ${parsed.reason}`);
+  try {
+    // The serviceType is only what the doc says it is: nothing else does, offline.
+    const upstream = { serviceType: 'swagger2' as const, serviceLocation: file, weight: 1, specPath: file };
+    return await discoverFromDoc(upstream, parsed.value, { docUrl: DOC_FILE_URL, where: file, serviceType: null });
+  } catch (err) {
+    throw new OfflineTableError((err as Error).message);
+  }
+}
+
+/** Template problems, doc objections and skipped upstreams go to stderr: stdout stays machine-readable. */
+export function reportOnStderr({ problems, docProblems, skipped }: OfflineTable): void {
   for (const p of problems) console.error(`warning: ${p.message}`);
+  for (const { file, problems: list } of docProblems) {
+    for (const p of list) {
+      const where = p.path === null ? '' : `${p.method ?? '(path item)'} ${p.path}: `;
+      console.error(`warning: doc ${file}: ${where}${p.reason}`);
+    }
+  }
   if (skipped.length > 0) {
     console.error(`note: ${skipped.length} upstream(s) publish a doc and are not in this offline table: ${skipped.join(', ')}`);
   }

@@ -1,5 +1,7 @@
 // Piscina task: compiles the routing table and renders /spec off the primary's event loop.
-import { buildCombinedSpec } from '../builtins/spec.js';
+import { buildCombinedSpecWithNamespaces } from '../builtins/spec.js';
+import { guardSpec } from '../builtins/spec-guard.js';
+import { pointerText } from '../discovery/objection.js';
 import { toOpenApi3 } from '../builtins/spec-to-openapi3.js';
 import type { GatewayConfig } from '../config/types.js';
 import type { DiscoveredUpstream } from '../discovery/index.js';
@@ -27,15 +29,29 @@ export interface CompileOutput {
   /** The combined spec as JSON text; null when it could not be built (see specError). */
   spec: RenderedSpec | null;
   specError?: string;
+  /** Parts of the combined spec replaced so that it validates (JSON pointers), and what still does not. */
+  specRepairs?: { repaired: string[]; remaining: string[]; fromEntries: Array<{ upstream: string; reason: string }> };
 }
 
-export default function compile({ upstreams, builtinPaths, name, version }: CompileInput): CompileOutput {
+export default async function compile({ upstreams, builtinPaths, name, version }: CompileInput): Promise<CompileOutput> {
   const { table, problems } = RoutingTable.compile(upstreams.flatMap((u) => u.entries));
   // A spec that cannot be built must not keep a good table from being served.
   try {
-    const swagger2 = buildCombinedSpec({ upstreams, builtinPaths, info: { title: name, version } });
+    const { doc: swagger2, namespaces, fromEntries } = buildCombinedSpecWithNamespaces({ upstreams, builtinPaths, info: { title: name, version } });
+    // Docs without objections combine into a valid doc as they are; only what docs with problems
+    // contribute needs the check (the slow path: it dereferences and validates that part).
+    let specRepairs: CompileOutput['specRepairs'];
+    const sloppy = upstreams.filter((u) => (u.problems?.length ?? 0) > 0).map((u) => u.upstream.serviceLocation);
+    if (sloppy.length > 0) {
+      const scope = { upstreams: new Set(sloppy), namespaces: new Set(sloppy.map((location) => namespaces.get(location)!)) };
+      const { repaired, remaining } = await guardSpec(swagger2, scope);
+      if (repaired.length > 0 || remaining.length > 0) {
+        specRepairs = { repaired, remaining: remaining.map((o) => `${pointerText(o.pointer)}: ${o.message}`), fromEntries };
+      }
+    }
+    if (fromEntries.length > 0) specRepairs ??= { repaired: [], remaining: [], fromEntries };
     const spec = { swagger2: JSON.stringify(swagger2), openapi3: JSON.stringify(toOpenApi3(swagger2)) };
-    return { table: table.toTransferable(), problems, spec };
+    return { table: table.toTransferable(), problems, spec, ...(specRepairs ? { specRepairs } : {}) };
   } catch (err) {
     return { table: table.toTransferable(), problems, spec: null, specError: err instanceof Error ? err.message : String(err) };
   }

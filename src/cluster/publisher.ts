@@ -100,6 +100,9 @@ export class Publisher {
       this.log.warn({ upstream: problem.upstream, method: problem.method, template: problem.template, reason: problem.reason }, problem.message);
     }
     if (output.spec === null) this.log.error({ reason: output.specError }, 'combined spec could not be built; /spec keeps the previous one');
+    if (output.specRepairs) {
+      this.log.info(output.specRepairs, '/spec: what upstreams describe in a way Swagger 2.0 cannot carry is replaced by a plain description');
+    }
     upstreams.countEndpoints(output.problems);
 
     const entries = ready.reduce((n, u) => n + u.entries.length, 0);

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { GatewayConfig, UpstreamConfig } from '../config/types.js';
 import type { UpstreamHealth, UpstreamState } from '../builtins/healthcheck.js';
 import type { TemplateProblem } from '../routing/types.js';
-import { docsEqual, entriesEqual, type DiscoveredUpstream, type DiscoveryOptions } from '../discovery/index.js';
+import { docsEqual, entriesEqual, type DiscoveredUpstream, type DiscoveryOptions, type EndpointProblem } from '../discovery/index.js';
 import type { Logger } from '../log.js';
 import type { UpstreamWeight } from '../proxy/data-plane-types.js';
 
@@ -15,6 +15,29 @@ export interface UpstreamRecord {
   lastError?: string;
   /** Endpoints that made it into the published table (entries minus template problems). */
   endpoints: number;
+  /** Its endpoints the last compiled table left out (templates the router refused). */
+  leftOut?: readonly TemplateProblem[];
+}
+
+/** The health report and the log list this many problems per upstream, and count the rest. */
+export const MAX_SHOWN_PROBLEMS = 50;
+
+/** Problems, bounded for the health report and the log: `problemsOmitted` counts the rest. */
+export function shownProblems(problems: readonly EndpointProblem[]): { problems?: EndpointProblem[]; problemsOmitted?: number } {
+  if (problems.length === 0) return {};
+  const shown = problems.slice(0, MAX_SHOWN_PROBLEMS);
+  return problems.length > shown.length ? { problems: shown, problemsOmitted: problems.length - shown.length } : { problems: shown };
+}
+
+function problemsKey(discovered: DiscoveredUpstream | null): string {
+  return JSON.stringify(discovered?.problems ?? []);
+}
+
+/** Once per discovery that found them (not at every re-discovery sweep that finds the same). */
+function logDocProblems(log: Logger, upstream: string, problems: readonly EndpointProblem[]): void {
+  if (problems.length === 0) return;
+  const noun = problems.length === 1 ? 'problem' : 'problems';
+  log.warn({ upstream, ...shownProblems(problems) }, `upstream doc has ${problems.length} ${noun}; its endpoints are routed all the same`);
 }
 
 export interface UpstreamRegistryEvents {
@@ -76,6 +99,7 @@ export class UpstreamRegistry extends EventEmitter<UpstreamRegistryEvents> {
           record.state = 'ready';
           delete record.lastError;
           log.info({ upstream: serviceLocation, serviceType, entries: record.discovered.entries.length }, 'upstream discovered');
+          logDocProblems(log, serviceLocation, record.discovered.problems ?? []);
         } catch (err) {
           if (signal.aborted) return;
           record.state = 'failed';
@@ -113,6 +137,10 @@ export class UpstreamRegistry extends EventEmitter<UpstreamRegistryEvents> {
     record.state = 'ready';
     record.discovered = fresh;
     delete record.lastError;
+    if (problemsKey(previous) !== problemsKey(fresh)) {
+      if ((fresh.problems ?? []).length > 0) logDocProblems(log, serviceLocation, fresh.problems ?? []);
+      else log.info({ upstream: serviceLocation }, 'upstream doc has no problems any more');
+    }
     if (!wasReady || !previous) {
       log.info({ upstream: serviceLocation, entries: fresh.entries.length }, 'upstream discovered on re-discovery');
       return true;
@@ -139,19 +167,24 @@ export class UpstreamRegistry extends EventEmitter<UpstreamRegistryEvents> {
   countEndpoints(problems: readonly TemplateProblem[]): void {
     for (const record of this.records) {
       const entries = record.state === 'ready' && record.discovered ? record.discovered.entries.length : 0;
-      const rejected = problems.filter((p) => p.upstream === record.config.serviceLocation).length;
-      record.endpoints = Math.max(0, entries - rejected);
+      const rejected = problems.filter((p) => p.upstream === record.config.serviceLocation);
+      record.endpoints = Math.max(0, entries - rejected.length);
+      record.leftOut = record.state === 'ready' ? rejected : [];
     }
   }
 
   health(): UpstreamHealth[] {
-    return this.records.map(({ config, state, endpoints, lastError }) => ({
+    return this.records.map(({ config, state, endpoints, lastError, leftOut, discovered }) => ({
       serviceType: config.serviceType,
       serviceLocation: config.serviceLocation,
       weight: config.weight,
       state,
       endpoints,
       ...(lastError === undefined ? {} : { lastError }),
+      ...shownProblems([
+        ...(leftOut ?? []).map((p) => ({ method: p.method, path: p.template, reason: `left out: ${p.reason}` })),
+        ...(discovered?.problems ?? []),
+      ]),
     }));
   }
 

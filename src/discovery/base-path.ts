@@ -4,7 +4,7 @@
  * fetched, as OpenAPI 3 says). Returned without a trailing slash: "" for the root.
  */
 export function docBasePath(doc: Record<string, any>, docUrl: string): string {
-  if (typeof doc.swagger === 'string') return trimTrailingSlash(typeof doc.basePath === 'string' ? doc.basePath : '');
+  if (doc.swagger !== undefined) return trimTrailingSlash(typeof doc.basePath === 'string' ? doc.basePath : '');
   const server = Array.isArray(doc.servers) ? doc.servers[0] : undefined;
   if (!server || typeof server.url !== 'string') return '';
   const url = server.url.replace(/\{([^}]*)\}/g, (_match: string, name: string) => {

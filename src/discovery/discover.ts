@@ -1,29 +1,44 @@
-import type { UpstreamConfig } from '../config/types.js';
+import type { ServiceType, UpstreamConfig } from '../config/types.js';
 import { docBasePath } from './base-path.js';
+import { endpointProblems } from './endpoint-problems.js';
 import { entriesFromDoc, entriesFromStatic } from './extract-entries.js';
-import { fetchJsonDoc } from './fetch-doc.js';
+import { fetchDoc } from './fetch-doc.js';
 import { validateDoc } from './validate-doc.js';
 import type { DiscoveredUpstream, DiscoveryOptions } from './types.js';
 
 /**
  * Learns an upstream's endpoints: inline for `static`, else from its doc at serviceLocation + specPath.
- * Rejects with an Error saying why (HTTP status, timeout, invalid doc, wrong version). Templates are
- * not checked here: the routing compiler reports bad ones, naming the upstream.
+ * Rejects with an Error saying why only when the doc cannot be fetched (HTTP status, timeout...), is
+ * neither JSON nor YAML, or is not a Swagger 2.0 / OpenAPI 3.x document at all. What a validator objects
+ * to is in `problems`; the endpoints are routed all the same. Templates are not checked here: the
+ * routing compiler reports bad ones, naming the upstream.
  */
 export async function discoverUpstream(upstream: UpstreamConfig, options: DiscoveryOptions): Promise<DiscoveredUpstream> {
   if (upstream.serviceType === 'static') {
-    return { upstream, entries: entriesFromStatic(upstream), doc: null };
+    return { upstream, entries: entriesFromStatic(upstream), doc: null, problems: [] };
   }
   const docUrl = specUrl(upstream);
-  const doc = await fetchJsonDoc(docUrl, options);
-  const dereferenced = await validateDoc(doc, upstream.serviceType, docUrl);
-  let entries;
-  try {
-    entries = entriesFromDoc(dereferenced, upstream.serviceLocation, docBasePath(dereferenced, docUrl));
-  } catch (error) {
-    throw new Error(`${docUrl}: ${(error as Error).message}`);
-  }
-  return { upstream, entries, doc: doc as object };
+  const doc = await fetchDoc(docUrl, options);
+  return discoverFromDoc(upstream, doc, { docUrl, where: docUrl, serviceType: upstream.serviceType });
+}
+
+export interface DocSource {
+  /** Where the doc was read: a relative OpenAPI 3 server URL is relative to it. */
+  docUrl: string;
+  /** How errors name the doc (its URL, or a file name). */
+  where: string;
+  /** What the config says the doc is; null when nothing does (a doc file read offline). */
+  serviceType: ServiceType | null;
+}
+
+/** The endpoints and problems of a parsed doc (fetched, or read from a file). */
+export async function discoverFromDoc(upstream: UpstreamConfig, doc: unknown, source: DocSource): Promise<DiscoveredUpstream> {
+  const validated = await validateDoc(doc, source.serviceType, source.where);
+  const basePath = docBasePath(validated.dereferenced, source.docUrl);
+  const objections = [...validated.objections];
+  const entries = entriesFromDoc(validated.dereferenced, upstream.serviceLocation, basePath, objections);
+  const problems = endpointProblems(objections, validated.dereferenced, validated.kind, basePath);
+  return { upstream, entries, doc: doc as object, problems };
 }
 
 /** Where an upstream's doc is fetched. */

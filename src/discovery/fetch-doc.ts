@@ -1,19 +1,24 @@
 import { STATUS_CODES } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
+import { parseDocText } from './parse-doc.js';
 import type { DiscoveryOptions } from './types.js';
 
 /** A doc larger than this is refused rather than buffered: no real API doc comes near it. */
 export const MAX_DOC_BYTES = 32 * 1024 * 1024;
 
+/** JSON first, but a service that only has YAML may answer with it. */
+const ACCEPT = 'application/json, application/yaml;q=0.9, application/x-yaml;q=0.9, text/yaml;q=0.9, */*;q=0.5';
+
 /** A failure worth retrying: the upstream may still be starting. */
 class TransientFetchError extends Error {}
 
 /**
- * GETs a doc and parses it as JSON. Network errors, timeouts and non-2xx answers are retried with
- * exponential back-off; an answer that is not JSON is not (it will not become JSON by asking again).
+ * GETs a doc and parses it as JSON or YAML (decided by the content: see parseDocText). Network errors,
+ * timeouts and non-2xx answers are retried with exponential back-off; an answer that is neither JSON nor
+ * YAML is not (it will not become a doc by asking again).
  */
-export async function fetchJsonDoc(url: string, options: DiscoveryOptions): Promise<unknown> {
+export async function fetchDoc(url: string, options: DiscoveryOptions): Promise<unknown> {
   const attempts = 1 + options.retries;
   let lastReason = '';
   for (let attempt = 1; attempt <= attempts; attempt++) {
@@ -45,7 +50,7 @@ async function fetchOnce(url: string, options: DiscoveryOptions): Promise<unknow
   let text: string;
   let contentType: string;
   try {
-    const response = await request(url, { method: 'GET', headers: { accept: 'application/json' }, signal: controller.signal });
+    const response = await request(url, { method: 'GET', headers: { accept: ACCEPT }, signal: controller.signal });
     contentType = String(response.headers['content-type'] ?? 'none');
     if (response.statusCode < 200 || response.statusCode > 299) {
       response.body.resume();
@@ -60,11 +65,9 @@ async function fetchOnce(url: string, options: DiscoveryOptions): Promise<unknow
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', forwardAbort);
   }
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    throw new Error(`GET ${url}: the answer is not JSON (content-type ${contentType}): ${(error as Error).message}`);
-  }
+  const parsed = parseDocText(text);
+  if (!parsed.ok) throw new Error(`GET ${url}: the answer is neither JSON nor YAML (content-type ${contentType}): ${parsed.reason}`);
+  return parsed.value;
 }
 
 class DocTooLargeError extends Error {}

@@ -1,4 +1,5 @@
-export { discoverUpstream, specUrl } from './discover.js';
+export { discoverFromDoc, discoverUpstream, specUrl, type DocSource } from './discover.js';
 export { entriesEqual, entriesFingerprint, docsEqual } from './fingerprint.js';
 export { docBasePath, joinTemplate } from './base-path.js';
-export type { DiscoveredUpstream, DiscoveryOptions } from './types.js';
+export { parseDocText } from './parse-doc.js';
+export type { DiscoveredUpstream, DiscoveryOptions, EndpointProblem } from './types.js';

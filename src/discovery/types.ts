@@ -11,9 +11,22 @@ export interface DiscoveryOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * One objection to an upstream's doc, or one endpoint the router left out, said of the endpoint it
+ * concerns. `path` is the template as routed (base path folded in); `method` is null for a path item as
+ * a whole (one with no operation to name), and both are null for the doc as a whole.
+ */
+export interface EndpointProblem {
+  method: string | null;
+  path: string | null;
+  reason: string;
+}
+
 export interface DiscoveredUpstream {
   upstream: UpstreamConfig;
   entries: RouteEntry[];
-  /** The validated, original (non-dereferenced) doc, for /spec; null for `static` upstreams. */
+  /** The doc as fetched (parsed, not dereferenced), for /spec; null for `static` upstreams. */
   doc: object | null;
+  /** What the validator objects to in the doc, per endpoint; the endpoints are routed all the same. */
+  problems?: EndpointProblem[];
 }

@@ -1,0 +1,88 @@
+// gateway routes / explain --doc FILE: an operator checks a service's doc offline (issue 8).
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import t from 'tap';
+import { asYaml, formsDoc, htmlPage, openapi3RestYaml, sloppyDoc } from './fixtures/lenient-docs.js';
+
+const run = promisify(execFile);
+const CLI = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../src/cli/main.js');
+const dir = mkdtempSync(join(tmpdir(), 'specgate-cli-doc-'));
+
+function file(name: string, body: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, body);
+  return path;
+}
+
+async function gateway(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args]);
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+const formsYaml = file('forms.yaml', asYaml(formsDoc('/v1')));
+const restYaml = file('rest.yml', openapi3RestYaml);
+const sloppyJson = file('sloppy.json', JSON.stringify(sloppyDoc));
+
+t.test('routes --doc: a YAML doc\'s endpoints, the file name as their upstream', async (t) => {
+  const { code, stdout, stderr } = await gateway('routes', '--json', '--doc', formsYaml, '--doc', restYaml);
+  t.equal(code, 0);
+  t.equal(stderr, '', 'clean docs: nothing to warn about');
+  t.same(
+    stdout.trim().split('\n').map((line) => {
+      const { method, template, upstream } = JSON.parse(line) as Record<string, string>;
+      return [method, template, upstream];
+    }),
+    [
+      ['GET', '/v1/img/{name}{.ext}', formsYaml],
+      ['GET', '/v1/items/{name}', formsYaml],
+      ['DELETE', '/v1/user/{id: [0-9]+}', formsYaml],
+      ['GET', '/v1/user/{id: [0-9]+}', formsYaml],
+      ['GET', '/oas/rest/{+rest}', restYaml],
+      ['GET', '/v1/files/{+path}', formsYaml],
+      ['GET', '/v1/doc{.ext}', formsYaml],
+    ],
+    'most specific first (contract section 3)',
+  );
+});
+
+t.test('explain --doc: which form a request takes', async (t) => {
+  const { code, stdout } = await gateway('explain', '--doc', formsYaml, 'GET', '/v1/img/cat.png', 'GET', '/v1/user/abc', 'GET', '/v1/files/a/b');
+  t.equal(code, 0);
+  const lines = stdout.trim().split('\n').map((l) => JSON.parse(l));
+  t.same(lines[0].endpoint, { method: 'GET', template: '/v1/img/{name}{.ext}' });
+  t.same(lines[0].upstreams, [formsYaml]);
+  t.equal(lines[1].status, 404, 'the regex segment refuses "abc"');
+  t.same(lines[2].params, { path: 'a/b' });
+});
+
+t.test('a sloppy doc: routed, its objections on stderr', async (t) => {
+  const { code, stdout, stderr } = await gateway('routes', '--json', '--doc', sloppyJson);
+  t.equal(code, 0);
+  t.equal(stdout.trim().split('\n').length, 3, 'all three endpoints are in the table');
+  t.match(stderr, `warning: doc ${sloppyJson}: GET /sloppy/orders/{orderId}: path parameter {orderId} is not declared`);
+  t.match(stderr, `warning: doc ${sloppyJson}: GET /sloppy/customers: unknown field "summery"`);
+  t.match(stderr, `warning: doc ${sloppyJson}: POST /sloppy/customers: responses/201: $ref "#/responses/Created" does not resolve`);
+});
+
+t.test('a file that is no doc, or none at all: exit 1 saying why', async (t) => {
+  const html = file('login.html', htmlPage);
+  const r1 = await gateway('routes', '--doc', html);
+  t.equal(r1.code, 1);
+  t.match(r1.stderr, `gateway routes: ${html}: the file is neither JSON nor YAML: it looks like HTML or XML`);
+  const r2 = await gateway('explain', '--doc', file('health.json', '{"status":"UP"}'), 'GET', '/');
+  t.equal(r2.code, 1);
+  t.match(r2.stderr, /the doc is neither Swagger nor OpenAPI/);
+  const r3 = await gateway('routes', '--doc', join(dir, 'missing.yaml'));
+  t.equal(r3.code, 1);
+  t.match(r3.stderr, 'missing.yaml: cannot be read (ENOENT)');
+  const r4 = await gateway('routes', '--doc', formsYaml, '--doc', formsYaml);
+  t.equal(r4.code, 2, 'the same file twice is a usage error');
+});
