@@ -9,10 +9,10 @@ import { createLogger, levelFromEnv, type Logger } from '../log.js';
 import { ACCESS_LOG_LISTENER } from '../listeners/access-log.js';
 import { startExamplesChild, type ExampleUpstreams } from './examples.js';
 import { findFreePort } from './free-port.js';
-import type { HealthMessage } from './messages.js';
+import { HealthPush } from './health-push.js';
 import { MetricsHub } from './metrics-hub.js';
 import { Publisher, type Published } from './publisher.js';
-import { isOperational, listenerStates } from './readiness.js';
+import { isOperational, listenerStates, workerStates } from './readiness.js';
 import { Rediscovery } from './rediscovery.js';
 import { Reloader, type ReloadResult, type WorkerReplacement } from './reloader.js';
 import { Supervisor, type SupervisorEvents } from './supervisor.js';
@@ -74,7 +74,7 @@ class Primary {
   private lastReload: ReloadStatus | null = null;
   private announcedPort = false;
   private operational = false;
-  private health: HealthMessage | null = null;
+  private readonly health: HealthPush;
   private shuttingDown = false;
   private restarts = 0;
   private exitWith: (code: number) => void = () => {};
@@ -90,6 +90,7 @@ class Primary {
     this.publisher = new Publisher(log, (published) => this.onPublished(published));
     this.metrics = new MetricsHub({ log, broadcast: (message) => this.supervisor.broadcast(message) });
     this.metrics.setWorkerCount(0);
+    this.health = new HealthPush((message) => this.supervisor.broadcast(message));
     this.reloader = new Reloader({
       log,
       file: options.configFile,
@@ -195,7 +196,7 @@ class Primary {
     this.metrics.setWorkerCount(this.supervisor.liveWorkers().length);
     const published = this.publisher.current;
     if (published) this.supervisor.send(worker, published.message);
-    if (this.health) this.supervisor.send(worker, this.health);
+    if (this.health.current) this.supervisor.send(worker, this.health.current);
     this.supervisor.send(worker, this.metrics.latest());
     this.refreshHealth();
   }
@@ -246,12 +247,10 @@ class Primary {
         middleware: NO_MIDDLEWARE,
         upstreams: this.reloader.upstreams.health(),
         reload: this.lastReload,
+        workers: workerStates(slots, tableVersion),
       }),
     );
-    const status = this.operational ? 200 : 503;
-    if (this.health && this.health.body === body && this.health.status === status) return;
-    this.health = { type: 'health', status, body };
-    this.supervisor.broadcast(this.health);
+    this.health.update(this.operational ? 200 : 503, body);
   }
 
   private async shutdown(signal: NodeJS.Signals): Promise<void> {
@@ -263,6 +262,7 @@ class Primary {
     this.rediscovery?.stop();
     await this.supervisor.stop(graceMs);
     this.metrics.stop();
+    this.health.stop();
     await Promise.allSettled([this.publisher.close(), this.examples?.stop()]);
     this.log.info('gateway stopped');
     this.exitWith(0);
