@@ -187,3 +187,28 @@ t.test('a reload whose workers start is applied: new workers in every slot, on t
   t.equal(answer.status, 200);
   t.equal(answer.headers.via, '1.1 renamed', 'the new workers use the new name');
 });
+
+t.test('SIGTERM while a successor is starting: the gateway exits 0 within the grace, leaving no process behind', async (t) => {
+  const startedBefore = gateway.lines.filter((l) => l.msg === 'worker started').length;
+  gateway.writeConfig(config('stuck', ['/old/{id}']));
+  gateway.signal('SIGHUP');
+  const successor = await gateway.waitForLog(
+    (l) => l.msg === 'worker started' && gateway.lines.filter((x) => x.msg === 'worker started').indexOf(l) >= startedBefore,
+    10_000,
+    'the successor started',
+  );
+  // Stuck in its start: it has said hello and been handed the table (a message now would wait its turn).
+  await gateway.waitForLog((l) => Number(l.pid) === Number(successor.workerPid) && /GATEWAY_TEST_WORKER_START_FAULT/.test(String(l.msg)), 10_000, 'the successor stuck');
+  const pids = [...(await servingPids())].map(Number);
+  const linesBefore = gateway.lines.length;
+  gateway.signal('SIGTERM');
+  const exit = await gateway.exited;
+  t.same(exit, { code: 0, signal: null });
+  const after = gateway.lines.slice(linesBefore);
+  t.notOk(
+    after.some((l) => l.msg === 'worker outlived the shutdown grace; killing it'),
+    'not held by the stuck successor: it was stopped at once, not killed when the grace ran out',
+  );
+  t.notOk(after.some((l) => l.msg === 'config reloaded' || /config reload failed/.test(String(l.msg))), 'the interrupted reload recorded nothing');
+  for (const pid of [...pids, Number(successor.workerPid)]) t.notOk(alive(pid), `process ${pid} is gone`);
+});

@@ -191,10 +191,11 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       if (slot.respawnTimer) clearTimeout(slot.respawnTimer);
       slot.respawnTimer = null;
     }
+    // A successor serves nothing yet, and may be stuck in its start (where a message would wait its turn).
     for (const [slot, succession] of this.successions) {
       this.endSuccession(slot, succession);
       this.retiring.add(succession.worker);
-      if (!succession.greeted) succession.worker.process.kill('SIGTERM');
+      succession.worker.process.kill('SIGTERM');
       succession.settle({ ok: false, reason: 'the gateway is shutting down' });
     }
     const running = [...this.retiring, ...this.slots.flatMap((slot) => (slot.worker ? [slot.worker] : []))];
