@@ -41,7 +41,10 @@ const gateway = await startGateway(t, { config: configs[0]!.config, waitFor: (li
 const url = `http://127.0.0.1:${gateway.port}/shared`;
 
 t.test(`${RELOADS} SIGHUPs under steady load`, async (t) => {
-  const workerPids = new Set(gateway.lines.filter((l) => l.msg === 'worker listening').map((l) => String(l.pid)));
+  // From the health report, not the workers' log lines: those may reach this process after the
+  // primary's 'gateway operational' when the machine is busy.
+  const startHealth = JSON.parse((await httpRequest(gateway.port, '/healthcheck')).body) as { workers: WorkersHealth };
+  const workerPids = new Set(startHealth.workers.slots.map((slot) => String(slot.pid)));
   t.equal(workerPids.size, 2);
 
   const peak = await autocannon({ url, connections: 16, duration: 2 });
