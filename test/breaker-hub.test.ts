@@ -13,7 +13,7 @@ function circuit(failures: number, endpoint: string | null = null, state: Circui
 
 t.test('the sum over workers trips the breaker once, and re-arms when the count drops', async (t) => {
   const trips: BreakerTrip[] = [];
-  const hub = new BreakerHub(settings, (trip) => trips.push(trip));
+  const hub = new BreakerHub(() => settings, (trip) => trips.push(trip));
   hub.report(1, [circuit(5)]);
   hub.report(2, [circuit(4)]);
   t.same(trips, [], '9 of 10');
@@ -33,7 +33,7 @@ t.test('the sum over workers trips the breaker once, and re-arms when the count 
 
 t.test('summary: worst state, summed failures, open past resetMs shows half-open, closed endpoints left out', async (t) => {
   let now = 10_000;
-  const hub = new BreakerHub(settings, () => {}, () => now);
+  const hub = new BreakerHub(() => settings, () => {}, () => now);
   hub.report(1, [circuit(2), circuit(1, 'GET /a'), circuit(5, 'GET /b', 'open', 9_500)]);
   hub.report(2, [circuit(3, null, 'open', 9_900), circuit(0, 'GET /a')]);
   t.same(hub.summary(), { [H]: { state: 'open', failures: 5, endpoints: { 'GET /b': { state: 'open', failures: 5 } } } });

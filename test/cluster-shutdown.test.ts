@@ -109,7 +109,9 @@ t.test('SIGINT: a request outliving shutdownGraceMs does not hold the exit; stil
   const tookMs = Date.now() - signalledAt;
   t.same(exit, { code: 0, signal: null }, 'the primary exits 0');
   t.ok(tookMs >= GRACE_MS - 100, `it waited for the grace (${tookMs} ms)`);
-  t.ok(tookMs < GRACE_MS + 2500, `and not much longer (${tookMs} ms)`);
+  // Not held by the stuck request (it would hold the exit for upstreamMs, 60 s): a bound that generous
+  // cannot be flipped by a busy machine, while the grace not being enforced still fails it.
+  t.ok(tookMs < GRACE_MS + 10_000, `and not held by the stuck request (${tookMs} ms, upstreamMs 60000)`);
   t.not(await outcome, 'status 200', `the stuck request was cut (${await outcome})`);
   t.ok(gateway.lines.some((l) => l.msg === 'gateway stopped'));
 });

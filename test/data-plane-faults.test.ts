@@ -8,6 +8,12 @@ import { afterBody, entry, startUpstream, testConfig } from './helpers/upstream-
 const UPSTREAM_MS = 300;
 const RESET_MS = 600;
 const CLIENT_REQUEST_MS = 500;
+/**
+ * The upper bound on a timeout that must fire: far beyond the timeouts themselves, so a busy machine
+ * cannot reach it, while a timer that does not fire (the request would wait on the silent upstream
+ * or client for good) still fails the test. The lower bounds stay exact: a timer never fires early.
+ */
+const FIRED_WITHIN_MS = 10_000;
 
 const refusedUrl = `http://127.0.0.1:${await closedPort()}`;
 const hanging = await startUpstream(() => {
@@ -86,7 +92,7 @@ t.test('an upstream not answering within timeouts.upstreamMs: 504 problem', asyn
   t.equal(res.status, 504);
   t.match(problemOf(res.text), { title: 'Gateway Timeout', status: 504 });
   t.ok(res.elapsed >= UPSTREAM_MS - 20, `answered after ${res.elapsed} ms (timeout ${UPSTREAM_MS})`);
-  t.ok(res.elapsed < UPSTREAM_MS + 2000, 'not much later than the timeout');
+  t.ok(res.elapsed < FIRED_WITHIN_MS, `the gateway's timer fired: answered well before ${FIRED_WITHIN_MS} ms`);
   t.equal(hanging.requests.length, before + 1, 'the request did reach the upstream');
 });
 
@@ -129,7 +135,7 @@ t.test('connection failures (502) and timeouts (504) count as breaker failures',
   const before = hanging.requests.length;
   const res = await get('/hang');
   t.equal(res.status, 503, 'three timeouts opened the breaker');
-  t.ok(res.elapsed < UPSTREAM_MS, 'answered at once');
+  t.match(problemOf(res.text), { detail: /circuit breakers open/ }, 'answered at once: by the open breaker, without waiting on the upstream');
   t.equal(hanging.requests.length, before, 'not sent');
 });
 
@@ -172,13 +178,13 @@ t.test('an upstream dying mid-body: the client sees the connection close, not a 
 
 t.test('a client sending its body too slowly is cut off after timeouts.clientRequestMs', async (t) => {
   const result = await rawRequest(plane.port, 'POST /slow-body HTTP/1.1\r\nHost: gw\r\nContent-Length: 10\r\n\r\nabc', {
-    waitMs: CLIENT_REQUEST_MS + 3000,
+    waitMs: FIRED_WITHIN_MS,
   });
   t.ok(result.closedByServer, 'closed by the gateway');
   t.equal(result.responses[0]?.status, 408);
   t.match(problemOf(result.responses[0].body.toString()), { status: 408, title: 'Request Timeout' });
   t.ok(result.elapsedMs >= CLIENT_REQUEST_MS - 20, `after ${result.elapsedMs} ms`);
-  t.ok(result.elapsedMs < CLIENT_REQUEST_MS + 2000);
+  t.notOk(result.timedOut, `the gateway cut it off before the client gave up at ${FIRED_WITHIN_MS} ms`);
   await new Promise((r) => setTimeout(r, 50));
   const seen = slowBody.requests[0];
   if (seen) t.notOk(seen.bodyComplete, 'the upstream never got a complete body');

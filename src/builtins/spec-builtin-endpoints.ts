@@ -43,6 +43,25 @@ export function builtinPart(paths: { healthcheck: string; metrics: string; spec:
         ),
       },
       host: { type: 'string' },
+      workers: {
+        type: 'object',
+        properties: {
+          expected: { type: 'integer' },
+          serving: { type: 'integer' },
+          tableVersion: { type: 'integer', 'x-nullable': true },
+          slots: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: {
+                slot: { type: 'integer' },
+                pid: { type: 'integer', 'x-nullable': true },
+                tableVersion: { type: 'integer', 'x-nullable': true },
+              },
+            },
+          },
+        },
+      },
     },
   };
   const operation = (operationId: string, summary: string, responses: object) => ({

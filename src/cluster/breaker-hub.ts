@@ -32,15 +32,12 @@ export class BreakerHub {
   /** Circuits the hub tripped whose summed failures have not dropped below the threshold since. */
   private readonly tripped = new Set<string>();
 
+  /** @param settings the serving config's (a reload may change them) */
   constructor(
-    private settings: BreakerSettings,
+    private readonly settings: () => BreakerSettings,
     private readonly trip: (trip: BreakerTrip) => void,
     private readonly now: () => number = Date.now,
   ) {}
-
-  setSettings(settings: BreakerSettings): void {
-    this.settings = settings;
-  }
 
   /** A worker's circuits, replacing what it reported before. */
   report(workerId: number, circuits: CircuitReport[]): void {
@@ -75,17 +72,19 @@ export class BreakerHub {
   }
 
   private threshold(endpoint: string | null): number {
-    return endpoint === null ? this.settings.hostFailures : this.settings.endpointFailures;
+    const settings = this.settings();
+    return endpoint === null ? settings.hostFailures : settings.endpointFailures;
   }
 
   /** Merged over workers: the worst state, the summed failures; an open one past resetMs shows half-open. */
   summary(): BreakersReport {
     const out: BreakersReport = {};
     const now = this.now();
+    const resetMs = this.settings().resetMs;
     const hostOf = (upstream: string) => (out[upstream] ??= { state: 'closed', failures: 0, endpoints: {} });
     for (const circuits of this.byWorker.values()) {
       for (const c of circuits) {
-        const state: BreakerStateName = c.state === 'open' && now - c.since >= this.settings.resetMs ? 'half-open' : c.state;
+        const state: BreakerStateName = c.state === 'open' && now - c.since >= resetMs ? 'half-open' : c.state;
         const host = hostOf(c.upstream);
         const target = c.endpoint === null ? host : (host.endpoints[c.endpoint] ??= { state: 'closed', failures: 0 });
         target.failures += c.failures;

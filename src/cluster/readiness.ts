@@ -1,4 +1,4 @@
-import type { ComponentStates } from '../builtins/healthcheck.js';
+import type { ComponentStates, WorkersHealth } from '../builtins/healthcheck.js';
 import type { WorkerSlot } from './supervisor.js';
 
 /** A listener is ready once every worker slot's current process has initialized it. */
@@ -36,4 +36,15 @@ export function isOperational({ slots, tableVersion, tableComplete, listeners, m
     listeners.pending.length === 0 &&
     middleware.pending.length === 0
   );
+}
+
+/** The health report's view of the worker slots: which process serves each, with which table. */
+export function workerStates(slots: readonly WorkerSlot[], tableVersion: number | null): WorkersHealth {
+  let serving = 0;
+  const states = slots.map((slot) => {
+    const ready = slot.worker !== null && slot.tableVersion !== null;
+    if (ready) serving++;
+    return { slot: slot.index, pid: slot.worker?.process.pid ?? null, tableVersion: ready ? slot.tableVersion : null };
+  });
+  return { expected: slots.length, serving, tableVersion, slots: states };
 }

@@ -7,6 +7,7 @@ import {
   type HelloMessage,
   type MetricsDeltaMessage,
   type PrimaryToWorker,
+  type ReadyMessage,
   type WorkerToPrimary,
 } from './messages.js';
 
@@ -33,22 +34,50 @@ export interface SupervisorOptions {
   stableAfterMs?: number;
   firstBackoffMs?: number;
   maxBackoffMs?: number;
+  /** How long a successor (replace()) may take to report ready; default SUCCESSOR_READY_TIMEOUT_MS. */
+  successorReadyMs?: number;
 }
 
+/**
+ * How long a successor started by replace() may take to report ready before it is killed and its
+ * predecessor keeps serving. Independent of the config: a worker's start (fork, load uWS, receive and
+ * index the table, bind the port) depends on none of its timeouts, and takes well under a second
+ * unloaded; the rest is margin for a busy machine and a large table.
+ */
+export const SUCCESSOR_READY_TIMEOUT_MS = 10_000;
+
+export type ReplaceResult = { ok: true } | { ok: false; reason: string };
+
 export interface SupervisorEvents {
-  /** The slot's new worker is up and listening for messages. */
-  hello: [slot: WorkerSlot];
-  message: [slot: WorkerSlot, message: Exclude<WorkerToPrimary, HelloMessage | MetricsDeltaMessage>];
+  /** A new worker (a slot's own, or a successor) is up and listening for messages. */
+  hello: [slot: WorkerSlot, worker: Worker];
+  /** From a slot's worker or a successor; a `ready` has already been recorded in the slot when it is the slot's. */
+  message: [slot: WorkerSlot, worker: Worker, message: Exclude<WorkerToPrimary, HelloMessage | MetricsDeltaMessage>];
   delta: [workerId: number, delta: MetricsDelta];
+  /** The slot's worker died (it is replaced as usual). */
   exit: [slot: WorkerSlot, workerId: number];
-  /** A worker that was replaced on purpose (see replace()) has exited. */
+  /** A worker that no longer held a slot has exited: a predecessor replaced on purpose, or a successor that failed. */
   retired: [workerId: number];
+}
+
+/** A worker started by replace() beside the slot's worker; it takes the slot once it reports ready. */
+interface Succession {
+  readonly worker: Worker;
+  readonly startedAt: number;
+  readonly graceMs: number;
+  greeted: boolean;
+  timer: NodeJS.Timeout;
+  settle: (result: ReplaceResult) => void;
 }
 
 /** Back-off before respawning: none after one exit, then doubling while the exits come quickly. */
 export function respawnDelay(quickExits: number, firstBackoffMs: number, maxBackoffMs: number): number {
   if (quickExits <= 1) return 0;
   return Math.min(firstBackoffMs * 2 ** (quickExits - 2), maxBackoffMs);
+}
+
+function exitReason(code: number | null, signal: string | null): string {
+  return signal ? `was killed by ${signal}` : `exited with code ${code}`;
 }
 
 /**
@@ -58,12 +87,14 @@ export function respawnDelay(quickExits: number, firstBackoffMs: number, maxBack
 export class Supervisor extends EventEmitter<SupervisorEvents> {
   readonly slots: WorkerSlot[];
   private stopping = false;
-  /** Replaced workers still draining; they are not respawned. */
+  /** Workers that no longer hold a slot, on their way out (draining, or killed); they are not respawned. */
   private readonly retiring = new Set<Worker>();
+  private readonly successions = new Map<WorkerSlot, Succession>();
   private readonly log: Logger;
   private readonly stableAfterMs: number;
   private readonly firstBackoffMs: number;
   private readonly maxBackoffMs: number;
+  private readonly successorReadyMs: number;
 
   constructor(options: SupervisorOptions) {
     super();
@@ -71,6 +102,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     this.stableAfterMs = options.stableAfterMs ?? 5000;
     this.firstBackoffMs = options.firstBackoffMs ?? 250;
     this.maxBackoffMs = options.maxBackoffMs ?? 30_000;
+    this.successorReadyMs = options.successorReadyMs ?? SUCCESSOR_READY_TIMEOUT_MS;
     this.slots = Array.from({ length: options.count }, (_, index) => ({
       index,
       worker: null,
@@ -88,35 +120,19 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     slot.respawnTimer = null;
     this.resetSlot(slot);
     slot.startedAt = Date.now();
-    let worker: Worker;
-    try {
-      worker = cluster.fork({ GATEWAY_WORKER_SLOT: String(slot.index) });
-    } catch (err) {
+    const worker = this.fork(slot);
+    if (worker instanceof Error) {
       slot.quickExits++;
       const delayMs = Math.max(this.firstBackoffMs, respawnDelay(slot.quickExits, this.firstBackoffMs, this.maxBackoffMs));
-      this.log.error({ err, slot: slot.index, retryInMs: delayMs }, 'could not start a worker');
+      this.log.error({ err: worker, slot: slot.index, retryInMs: delayMs }, 'could not start a worker');
       slot.respawnTimer = setTimeout(() => this.spawn(slot), delayMs);
       return;
     }
     slot.worker = worker;
     this.log.info({ workerPid: worker.process.pid, worker: worker.id, slot: slot.index }, 'worker started');
-    worker.on('message', (message: unknown) => {
-      if (!isWorkerMessage(message)) return;
-      // A retiring worker's last requests still count.
-      if (message.type === 'metrics-delta') return void this.emit('delta', worker.id, message.delta);
-      if (slot.worker !== worker) return;
-      if (message.type === 'hello') {
-        slot.greeted = true;
-        this.emit('hello', slot);
-      } else this.emit('message', slot, message);
-    });
-    worker.on('error', (err: Error) => {
-      this.log.warn({ err, worker: worker.id, slot: slot.index }, 'worker channel error');
-    });
-    worker.on('exit', (code: number | null, signal: string | null) => this.onExit(slot, worker, code, signal));
   }
 
-  /** Workers that said hello and are still connected. */
+  /** Workers that hold a slot, said hello and are still connected. */
   liveWorkers(): Worker[] {
     const workers: Worker[] = [];
     for (const slot of this.slots) if (slot.worker && slot.greeted && slot.worker.isConnected()) workers.push(slot.worker);
@@ -134,39 +150,37 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     }
   }
 
+  /** To every slot's worker, and to successors still starting (they must not miss a table). */
   broadcast(message: PrimaryToWorker): void {
     for (const worker of this.liveWorkers()) this.send(worker, message);
+    for (const succession of this.successions.values()) if (succession.greeted) this.send(succession.worker, message);
   }
 
   /**
-   * Starts a successor in the slot; once it reports ready, the predecessor stops accepting and
-   * drains. Both listen on the same port meanwhile, so no connection is refused. Resolves true when
-   * the successor took over, false when it exited first (it is respawned as usual, and the
-   * predecessor is retired anyway so the slot never runs two workers for long).
+   * Starts a successor beside the slot's worker. Once the successor reports ready it takes the slot,
+   * and its predecessor stops accepting and drains; both listen on the same port meanwhile, so no
+   * connection is refused. A successor that exits first, or does not report ready within
+   * `successorReadyMs`, has failed: it is killed if still alive, the predecessor keeps serving the slot,
+   * and the result says why. An empty slot (its worker died and is being respawned) needs nothing:
+   * its next worker starts with the current state.
    */
-  replace(slot: WorkerSlot, graceMs: number): Promise<boolean> {
-    const predecessor = slot.worker;
-    if (this.stopping) return Promise.resolve(false);
-    if (predecessor) {
-      this.retiring.add(predecessor);
-      this.resetSlot(slot);
-    }
-    this.spawn(slot);
+  replace(slot: WorkerSlot, graceMs: number): Promise<ReplaceResult> {
+    if (this.stopping) return Promise.resolve({ ok: false, reason: 'the gateway is shutting down' });
+    if (this.successions.has(slot)) return Promise.resolve({ ok: false, reason: 'a successor is already starting' });
+    if (!slot.worker) return Promise.resolve({ ok: true });
+    const worker = this.fork(slot);
+    if (worker instanceof Error) return Promise.resolve({ ok: false, reason: `could not be started (${worker.message})` });
+    this.log.info({ workerPid: worker.process.pid, worker: worker.id, slot: slot.index }, 'worker started');
     return new Promise((resolve) => {
-      const settle = (tookOver: boolean): void => {
-        this.off('message', onMessage);
-        this.off('exit', onExit);
-        if (predecessor) this.send(predecessor, { type: 'shutdown', graceMs });
-        resolve(tookOver);
+      const succession: Succession = {
+        worker,
+        startedAt: Date.now(),
+        graceMs,
+        greeted: false,
+        timer: setTimeout(() => this.abandon(slot, succession), this.successorReadyMs),
+        settle: resolve,
       };
-      const onMessage = (from: WorkerSlot, message: { type: string }): void => {
-        if (from === slot && message.type === 'ready') settle(true);
-      };
-      const onExit = (from: WorkerSlot): void => {
-        if (from === slot) settle(false);
-      };
-      this.on('message', onMessage);
-      this.on('exit', onExit);
+      this.successions.set(slot, succession);
     });
   }
 
@@ -176,6 +190,13 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     for (const slot of this.slots) {
       if (slot.respawnTimer) clearTimeout(slot.respawnTimer);
       slot.respawnTimer = null;
+    }
+    // A successor serves nothing yet, and may be stuck in its start (where a message would wait its turn).
+    for (const [slot, succession] of this.successions) {
+      this.endSuccession(slot, succession);
+      this.retiring.add(succession.worker);
+      succession.worker.process.kill('SIGTERM');
+      succession.settle({ ok: false, reason: 'the gateway is shutting down' });
     }
     const running = [...this.retiring, ...this.slots.flatMap((slot) => (slot.worker ? [slot.worker] : []))];
     const exited = running.map(
@@ -200,6 +221,87 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     clearTimeout(deadline);
   }
 
+  private fork(slot: WorkerSlot): Worker | Error {
+    let worker: Worker;
+    try {
+      worker = cluster.fork({ GATEWAY_WORKER_SLOT: String(slot.index) });
+    } catch (err) {
+      return err instanceof Error ? err : new Error(String(err));
+    }
+    worker.on('message', (message: unknown) => this.onMessage(slot, worker, message));
+    worker.on('error', (err: Error) => {
+      this.log.warn({ err, worker: worker.id, slot: slot.index }, 'worker channel error');
+    });
+    worker.on('exit', (code: number | null, signal: string | null) => this.onExit(slot, worker, code, signal));
+    return worker;
+  }
+
+  private onMessage(slot: WorkerSlot, worker: Worker, message: unknown): void {
+    if (!isWorkerMessage(message)) return;
+    // A retiring worker's last requests still count.
+    if (message.type === 'metrics-delta') return void this.emit('delta', worker.id, message.delta);
+    const succession = this.successions.get(slot);
+    if (slot.worker === worker) {
+      if (message.type === 'hello') {
+        slot.greeted = true;
+        return void this.emit('hello', slot, worker);
+      }
+      if (message.type === 'ready') {
+        slot.tableVersion = message.tableVersion;
+        slot.listeners = message.listeners;
+      }
+      this.emit('message', slot, worker, message);
+    } else if (succession?.worker === worker) {
+      if (message.type === 'hello') {
+        succession.greeted = true;
+        this.emit('hello', slot, worker);
+      } else if (message.type === 'ready') this.takeOver(slot, succession, message);
+      else this.emit('message', slot, worker, message);
+    }
+  }
+
+  /** The successor serves: it takes the slot, and the predecessor (if still alive) drains and exits. */
+  private takeOver(slot: WorkerSlot, succession: Succession, ready: ReadyMessage): void {
+    this.endSuccession(slot, succession);
+    const predecessor = slot.worker;
+    if (predecessor) {
+      this.retiring.add(predecessor);
+      if (slot.greeted) this.send(predecessor, { type: 'shutdown', graceMs: succession.graceMs });
+      else predecessor.process.kill('SIGTERM');
+    }
+    if (slot.respawnTimer) clearTimeout(slot.respawnTimer);
+    slot.respawnTimer = null;
+    slot.worker = succession.worker;
+    slot.greeted = true;
+    slot.startedAt = succession.startedAt;
+    slot.tableVersion = ready.tableVersion;
+    slot.listeners = ready.listeners;
+    this.emit('message', slot, succession.worker, ready);
+    succession.settle({ ok: true });
+  }
+
+  /** The successor did not report ready in time: killed; the slot keeps its worker. */
+  private abandon(slot: WorkerSlot, succession: Succession): void {
+    this.endSuccession(slot, succession);
+    this.retiring.add(succession.worker);
+    succession.worker.process.kill('SIGKILL');
+    const reason = `did not report ready within ${this.successorReadyMs} ms`;
+    this.log.warn({ worker: succession.worker.id, workerPid: succession.worker.process.pid, slot: slot.index }, `the successor ${reason}; killed it`);
+    this.respawnIfEmpty(slot);
+    succession.settle({ ok: false, reason });
+  }
+
+  private endSuccession(slot: WorkerSlot, succession: Succession): void {
+    clearTimeout(succession.timer);
+    this.successions.delete(slot);
+  }
+
+  /** A successor failed while its slot had lost its own worker too: the slot gets a worker as usual. */
+  private respawnIfEmpty(slot: WorkerSlot): void {
+    if (this.stopping || slot.worker || slot.respawnTimer) return;
+    slot.respawnTimer = setTimeout(() => this.spawn(slot), respawnDelay(slot.quickExits, this.firstBackoffMs, this.maxBackoffMs));
+  }
+
   private resetSlot(slot: WorkerSlot): void {
     slot.worker = null;
     slot.greeted = false;
@@ -208,23 +310,39 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   }
 
   private onExit(slot: WorkerSlot, worker: Worker, code: number | null, signal: string | null): void {
+    const ids = { worker: worker.id, workerPid: worker.process.pid, slot: slot.index, code, signal };
     if (this.retiring.delete(worker)) {
-      this.log.info({ worker: worker.id, workerPid: worker.process.pid, slot: slot.index, code, signal }, 'replaced worker retired');
+      this.log.info(ids, 'replaced worker retired');
       this.emit('retired', worker.id);
+      return;
+    }
+    const succession = this.successions.get(slot);
+    if (succession?.worker === worker) {
+      this.endSuccession(slot, succession);
+      const reason = `${exitReason(code, signal)} before it was ready`;
+      this.log.warn(ids, `the successor ${reason}; its predecessor keeps serving`);
+      this.emit('retired', worker.id);
+      this.respawnIfEmpty(slot);
+      succession.settle({ ok: false, reason });
       return;
     }
     if (slot.worker !== worker) return;
     this.resetSlot(slot);
     this.emit('exit', slot, worker.id);
     if (this.stopping) {
-      this.log.info({ worker: worker.id, workerPid: worker.process.pid, code, signal }, 'worker stopped');
+      this.log.info(ids, 'worker stopped');
       return;
     }
     const livedMs = Date.now() - slot.startedAt;
     slot.quickExits = livedMs < this.stableAfterMs ? slot.quickExits + 1 : 1;
+    if (succession) {
+      // The successor already starting takes the slot when ready (or the slot is respawned if it fails).
+      this.log.warn({ ...ids, livedMs }, `worker ${exitReason(code, signal)}; the successor starting in its slot takes over`);
+      return;
+    }
     const delayMs = respawnDelay(slot.quickExits, this.firstBackoffMs, this.maxBackoffMs);
     this.log.warn(
-      { worker: worker.id, workerPid: worker.process.pid, slot: slot.index, code, signal, livedMs, respawnInMs: delayMs },
+      { ...ids, livedMs, respawnInMs: delayMs },
       signal ? `worker killed by ${signal}; replacing it` : `worker exited with code ${code}; replacing it`,
     );
     slot.respawnTimer = setTimeout(() => this.spawn(slot), delayMs);

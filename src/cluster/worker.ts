@@ -15,6 +15,19 @@ const METRICS_SHIP_INTERVAL_MS = 200;
 /** Opt-in debug header naming the worker pid on built-in responses (tests use it to see both workers answer). */
 const workerHeaderEnabled = process.env.GATEWAY_WORKER_HEADER === '1';
 
+/**
+ * Test-only fault injection, inert unless the variable is set (nothing in production sets it): a
+ * comma-separated list of `exit:<name>` and `hang:<name>`. A worker whose first published config has
+ * that `name` exits with code 1, or never reports ready, as a worker that cannot start with a reload's
+ * new settings would. `name` is read at worker start, so a reload that changes it replaces the workers.
+ */
+const startFaults = new Map(
+  (process.env.GATEWAY_TEST_WORKER_START_FAULT ?? '')
+    .split(',')
+    .map((item) => /^(exit|hang):(.+)$/.exec(item.trim()))
+    .flatMap((match) => (match ? [[match[2]!, match[1]!] as const] : [])),
+);
+
 const workerId = cluster.worker?.id ?? 0;
 const log = createLogger({ role: 'worker', workerId, level: levelFromEnv() });
 const builtins = new Builtins(
@@ -75,6 +88,12 @@ function shipMetrics(): void {
 }
 
 async function startServing(message: PublishMessage): Promise<DataPlane> {
+  const fault = startFaults.get(message.config.name);
+  if (fault) {
+    log.warn({ fault, name: message.config.name }, 'GATEWAY_TEST_WORKER_START_FAULT names this config: failing the start on purpose');
+    if (fault === 'exit') process.exit(1);
+    await new Promise<never>(() => {});
+  }
   if (message.config.accessLog.enabled) {
     accessLog = createAccessLog({ workerId });
     await accessLog.ready;

@@ -1,0 +1,314 @@
+import type { GatewayConfig } from '../config/types.js';
+import type { Logger } from '../log.js';
+import type { Published, PublishOutcome, PublishState } from './publisher.js';
+import { describeReloadProblems, newFailures, newTemplateProblems } from './reload-problems.js';
+import { UpstreamRegistry, type DiscoverFn } from './upstreams.js';
+
+/** Settings a running gateway cannot change: the listening socket and the number of workers. */
+export const RESTART_ONLY = ['port', 'host', 'workers', 'admin'] as const;
+
+/** Settings a worker reads once, when it starts: a reload that changes them replaces the workers. */
+export const WORKER_START = ['name', 'trustedProxies', 'encodedSlashes', 'timeouts', 'limits', 'circuitBreaker', 'upstreamWeighting', 'accessLog'] as const;
+
+function changed<K extends keyof GatewayConfig>(keys: readonly K[], before: GatewayConfig, after: GatewayConfig): K[] {
+  return keys.filter((key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]));
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** What a reload became; see ReloadStatus in the health module. */
+export interface ReloadResult {
+  ok: boolean;
+  applied: boolean;
+  error?: string;
+  warnings?: string[];
+}
+
+/** What became of replacing workers: `replaced` are the slots whose new worker took over. */
+export type WorkerReplacement = { ok: true; replaced: number[] } | { ok: false; error: string; replaced: number[] };
+
+/** The part of the Publisher a reload needs. */
+export interface PublishTarget {
+  readonly current: Published | null;
+  publish(state: PublishState): Promise<PublishOutcome>;
+}
+
+export interface ReloaderOptions {
+  log: Logger;
+  /** The config file, named in the reload log lines. */
+  file: string;
+  /** The config loaded at start. */
+  config: GatewayConfig;
+  /** Reads the config file again (command-line overrides applied); throws a ConfigError when it does not load. */
+  load: () => GatewayConfig;
+  discover: DiscoverFn;
+  publisher: PublishTarget;
+  /**
+   * Starts new workers, one slot at a time, so they read the settings a worker reads only at start
+   * (all slots, or only `slots`). Stops at the first slot whose new worker does not take over.
+   */
+  replaceWorkers: (settings: readonly string[], slots: readonly number[] | null) => Promise<WorkerReplacement>;
+  /** Something the health report shows changed: an upstream settled, or the serving state was swapped. */
+  onChanged: () => void;
+  /** A reload's config and upstreams now serve for good: re-discovery must follow them. */
+  onApplied: () => void;
+  /** A reload reached an outcome (a reload superseded by a newer SIGHUP reaches none). */
+  onOutcome: (result: ReloadResult) => void;
+  /** First delay before a failed publish is tried again (doubling up to PUBLISH_RETRY_MAX_MS); default 1000. */
+  publishRetryMs?: number;
+}
+
+/** A failed publish is tried again at most this far apart. */
+const PUBLISH_RETRY_MAX_MS = 30_000;
+
+/** A config with its upstreams, and the discovery that settles them. */
+interface State {
+  config: GatewayConfig;
+  upstreams: UpstreamRegistry;
+  discovery: AbortController;
+}
+
+/**
+ * Owns the config and upstreams that serve, and changes them on SIGHUP.
+ *
+ * The discovery of the registry that serves is never aborted by a reload (only by stop(), or once a
+ * reload has replaced that registry for good): a reload that is refused, superseded or rolled back
+ * leaves the serving upstreams exactly as they were, their discovery still running, so none stays
+ * `pending` for good. A reload discovers its new and changed upstreams in a registry of its own (the
+ * candidate); a newer SIGHUP aborts only that. Reloads run one at a time; SIGHUPs that arrive during
+ * one collapse into one more run.
+ */
+export class Reloader {
+  private serving: State;
+  /** The candidate discovery of the reload in progress, aborted by a newer SIGHUP. */
+  private candidateDiscovery: AbortController | null = null;
+  private running: Promise<void> | null = null;
+  /** A SIGHUP came while a reload ran: the file may have changed again, so read it once more after. */
+  private again = false;
+  private stopped = false;
+  /** The last publish failed: the workers may hold a table older than the serving state. */
+  private publishFailed = false;
+  private publishRetry: NodeJS.Timeout | null = null;
+  private publishRetryMs: number;
+
+  constructor(private readonly options: ReloaderOptions) {
+    this.publishRetryMs = options.publishRetryMs ?? 1000;
+    this.serving = this.watch({ config: options.config, upstreams: new UpstreamRegistry(options.config.upstreams), discovery: new AbortController() });
+  }
+
+  get config(): GatewayConfig {
+    return this.serving.config;
+  }
+
+  get upstreams(): UpstreamRegistry {
+    return this.serving.upstreams;
+  }
+
+  /** Whether a reload is in progress. */
+  get reloading(): boolean {
+    return this.running !== null;
+  }
+
+  /** Starts the first discovery of every upstream; each one that settles is published at once. */
+  start(): void {
+    this.discover(this.serving);
+    void this.publish();
+  }
+
+  /**
+   * Compiles the serving state and hands it to the workers. A publish that fails is tried again later
+   * (1 s, doubling up to 30 s, until one succeeds): an upstream that settled must not stay out of the
+   * table, and out of readiness, because one compile failed.
+   */
+  publish(): Promise<PublishOutcome> {
+    const outcome = this.options.publisher.publish({ config: this.serving.config, upstreams: this.serving.upstreams });
+    void outcome.then((result) => {
+      this.publishFailed = !result.ok;
+      if (result.ok) this.publishRetryMs = this.options.publishRetryMs ?? 1000;
+      else this.retryPublish();
+    });
+    return outcome;
+  }
+
+  private retryPublish(): void {
+    if (this.publishRetry || this.stopped) return;
+    const delayMs = this.publishRetryMs;
+    this.publishRetryMs = Math.min(delayMs * 2, PUBLISH_RETRY_MAX_MS);
+    this.options.log.warn({ retryInMs: delayMs }, 'the serving state will be published again');
+    this.publishRetry = setTimeout(() => {
+      this.publishRetry = null;
+      if (this.publishFailed && !this.stopped) void this.publish();
+    }, delayMs);
+    this.publishRetry.unref();
+  }
+
+  /** SIGHUP. */
+  sighup(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      // Waiting on the running reload's discovery is pointless: its file is already outdated.
+      this.candidateDiscovery?.abort();
+      return;
+    }
+    this.running = this.reloadWhileAsked().finally(() => {
+      this.running = null;
+    });
+  }
+
+  /** Resolves once no reload runs (at once if none does). */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  /** Shutdown: every discovery stops, a reload in progress records nothing. */
+  stop(): void {
+    this.stopped = true;
+    if (this.publishRetry) clearTimeout(this.publishRetry);
+    this.serving.discovery.abort();
+    this.candidateDiscovery?.abort();
+  }
+
+  private async reloadWhileAsked(): Promise<void> {
+    try {
+      do {
+        this.again = false;
+        await this.reload();
+      } while (this.again && !this.stopped);
+    } catch (err) {
+      this.options.log.error({ err }, 'config reload failed unexpectedly; the current config keeps serving');
+    }
+  }
+
+  /** Publishes the serving state each time one of its upstreams settles. */
+  private watch(state: State): State {
+    state.upstreams.on('settled', () => {
+      if (state.upstreams !== this.serving.upstreams || this.stopped) return;
+      this.options.onChanged();
+      void this.publish();
+    });
+    return state;
+  }
+
+  private discover(state: State): Promise<void> {
+    return state.upstreams.discoverAll(this.options.discover, state.config.discovery, this.options.log, state.discovery.signal);
+  }
+
+  /**
+   * A config that does not load is refused and the current one keeps serving. A good one has its new
+   * and changed upstreams discovered off to the side (unchanged ready ones are taken over as they
+   * are), is compiled on the compile thread, then swapped in through publish(); workers swap tables
+   * between requests, so none is dropped.
+   */
+  private async reload(): Promise<void> {
+    const { log } = this.options;
+    let next: GatewayConfig;
+    try {
+      next = this.options.load();
+    } catch (err) {
+      const error = describe(err);
+      log.error({ file: this.options.file }, `config reload refused, the current config keeps serving: ${error}`);
+      this.options.onOutcome({ ok: false, applied: false, error });
+      return;
+    }
+    const current = this.serving.config;
+    const unchangeable = changed(RESTART_ONLY, current, next);
+    if (unchangeable.length > 0) log.warn({ settings: unchangeable }, 'these settings change on restart only; their current values stay');
+    for (const key of RESTART_ONLY) next = { ...next, [key]: current[key] };
+
+    const candidate = this.watch({ config: next, upstreams: new UpstreamRegistry(next.upstreams), discovery: new AbortController() });
+    const adopted = candidate.upstreams.adoptUnchanged(this.serving.upstreams);
+    log.info(
+      { file: this.options.file, upstreams: next.upstreams.length, fetching: next.upstreams.length - adopted },
+      'config reload: discovering new and changed upstreams',
+    );
+    this.candidateDiscovery = candidate.discovery;
+    try {
+      await this.discover(candidate);
+    } finally {
+      this.candidateDiscovery = null;
+    }
+    // Superseded by a newer SIGHUP (which records its own outcome), or shutting down.
+    if (candidate.discovery.signal.aborted || this.stopped) return;
+    await this.apply(candidate, unchangeable);
+  }
+
+  private async apply(candidate: State, unchangeable: readonly string[]): Promise<void> {
+    const { log } = this.options;
+    const previous = this.serving;
+    const problemsBefore = this.options.publisher.current?.problems ?? [];
+    const workerSettings = changed(WORKER_START, previous.config, candidate.config);
+    this.swapTo(candidate);
+    const outcome = await this.publish();
+    if (this.stopped) return;
+    if (!outcome.ok) {
+      const restored = await this.restore(previous);
+      const error = restored.ok ? outcome.error : `${outcome.error}; ${restored.error}`;
+      log.error(`config reload failed, the current config keeps serving: ${error}`);
+      this.options.onOutcome({ ok: false, applied: false, error });
+      return;
+    }
+    if (workerSettings.length > 0) {
+      log.info({ settings: workerSettings }, 'replacing workers to apply settings read at worker start');
+      const replaced = await this.options.replaceWorkers(workerSettings, null);
+      if (this.stopped) return;
+      if (!replaced.ok) return this.rollBack(previous, workerSettings, replaced);
+    }
+
+    // Applied for good: the previous registry's discovery (if it had not finished) serves nobody now.
+    previous.discovery.abort();
+    this.options.onApplied();
+    const error = describeReloadProblems(
+      newTemplateProblems(problemsBefore, outcome.published.problems),
+      newFailures(previous.upstreams, candidate.upstreams),
+    );
+    const warnings = unchangeable.map((key) => `"${key}" changes on restart only; the running value stays`);
+    this.options.onOutcome({ ok: error === undefined, applied: true, error, warnings });
+    const tableVersion = outcome.published.message.tableVersion;
+    log.info({ tableVersion, ok: error === undefined }, 'config reloaded');
+    if (error !== undefined) log.warn({ tableVersion }, `config reloaded with problems: ${error}`);
+  }
+
+  /**
+   * A new worker did not take over: the whole reload is undone, so that `applied: false` always means
+   * the previous config serves on every worker (and a worker that dies later is not replaced by one
+   * that starts with settings that may not start at all). The previous state is published again (the
+   * workers had been handed the new table), and slots that already run a new worker get one more.
+   */
+  private async rollBack(previous: State, settings: readonly string[], failure: { error: string; replaced: number[] }): Promise<void> {
+    const { log } = this.options;
+    const problems = [failure.error];
+    const restored = await this.restore(previous);
+    if (!restored.ok) {
+      // Successors would be handed the new table again: the workers keep what they have until the retry.
+      problems.push(restored.error);
+      if (failure.replaced.length > 0) problems.push(`the workers of slots ${failure.replaced.join(', ')} keep the new settings until they restart`);
+    } else if (failure.replaced.length > 0 && !this.stopped) {
+      log.info({ slots: failure.replaced }, 'replacing the workers that had started with the new settings');
+      const back = await this.options.replaceWorkers(settings, failure.replaced);
+      if (!back.ok) problems.push(`the workers of slots ${failure.replaced.join(', ')} could not be started again with the previous settings (${back.error})`);
+    }
+    if (this.stopped) return;
+    const error = `workers could not be replaced: ${problems.join('; ')}`;
+    log.error(`config reload failed, the current config keeps serving: ${error}`);
+    this.options.onOutcome({ ok: false, applied: false, error });
+  }
+
+  private swapTo(state: State): void {
+    this.serving = state;
+    this.options.log.level = state.config.logLevel;
+    this.options.onChanged();
+  }
+
+  /**
+   * Back to the config and upstreams that served before. Their discovery was never aborted; what it
+   * settled while the reload's state was being published was not published, so publish them again.
+   */
+  private async restore(previous: State): Promise<{ ok: true } | { ok: false; error: string }> {
+    this.swapTo(previous);
+    const outcome = await this.publish();
+    return outcome.ok ? { ok: true } : { ok: false, error: `the previous config could not be published again (${outcome.error})` };
+  }
+}
