@@ -1,7 +1,7 @@
 // The process model's pure pieces: crash-loop back-off and the readiness rule.
 import t from 'tap';
 import { respawnDelay, type WorkerSlot } from '../src/cluster/supervisor.js';
-import { isOperational, listenerStates } from '../src/cluster/readiness.js';
+import { componentStates, isOperational } from '../src/cluster/readiness.js';
 
 t.test('respawn back-off: none after one exit, then doubling up to the cap', async (t) => {
   t.same([1, 2, 3, 4, 5].map((n) => respawnDelay(n, 250, 30_000)), [0, 250, 500, 1000, 2000]);
@@ -9,7 +9,7 @@ t.test('respawn back-off: none after one exit, then doubling up to the cap', asy
   t.equal(respawnDelay(0, 250, 30_000), 0);
 });
 
-function slot(index: number, tableVersion: number | null, listeners: string[] = ['accessLog'], alive = true): WorkerSlot {
+function slot(index: number, tableVersion: number | null, listeners: string[] = ['accessLog'], alive = true, middleware: string[] = []): WorkerSlot {
   return {
     index,
     worker: alive ? ({} as WorkerSlot['worker']) : null,
@@ -19,16 +19,22 @@ function slot(index: number, tableVersion: number | null, listeners: string[] = 
     respawnTimer: null,
     tableVersion,
     listeners,
+    middleware,
   };
 }
 
 const none = { pending: [], ready: [] };
 
 t.test('listeners are ready only when every worker slot has initialized them', async (t) => {
-  t.same(listenerStates(['accessLog'], [slot(0, 1), slot(1, 1)]), { pending: [], ready: ['accessLog'] });
-  t.same(listenerStates(['accessLog'], [slot(0, 1), slot(1, 1, [])]), { pending: ['accessLog'], ready: [] });
-  t.same(listenerStates(['accessLog'], [slot(0, 1), slot(1, null, ['accessLog'], false)]), { pending: ['accessLog'], ready: [] });
-  t.same(listenerStates([], [slot(0, 1)]), none);
+  t.same(componentStates(['accessLog'], [slot(0, 1), slot(1, 1)], 'listeners'), { pending: [], ready: ['accessLog'] });
+  t.same(componentStates(['accessLog'], [slot(0, 1), slot(1, 1, [])], 'listeners'), { pending: ['accessLog'], ready: [] });
+  t.same(componentStates(['accessLog'], [slot(0, 1), slot(1, null, ['accessLog'], false)], 'listeners'), { pending: ['accessLog'], ready: [] });
+  t.same(componentStates([], [slot(0, 1)], 'listeners'), none);
+});
+
+t.test('middleware likewise, by the ids each worker reported ready', async (t) => {
+  const both = [slot(0, 1, [], true, ['auth', 'limit']), slot(1, 1, [], true, ['auth'])];
+  t.same(componentStates(['auth', 'limit'], both, 'middleware'), { pending: ['limit'], ready: ['auth'] });
 });
 
 t.test('operational once every slot listens with the complete current table', async (t) => {

@@ -65,11 +65,14 @@ export interface ListeningMessage {
   port: number;
 }
 
-/** The worker listens with this table version; `listeners` are the ones it has initialized. */
+/** The worker listens with this table version; sent again when a listener or middleware gets ready. */
 export interface ReadyMessage {
   type: 'ready';
   tableVersion: number;
+  /** Listeners it has initialized (the access log, and the configured ones that are ready). */
   listeners: string[];
+  /** Middleware ids that are ready (built, their store answered or gave up). */
+  middleware: string[];
 }
 
 export interface MetricsDeltaMessage {

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../config/load.js';
 import { discoverUpstream } from '../discovery/index.js';
 import type { GatewayConfig } from '../config/types.js';
-import { healthReport, type ComponentStates, type ReloadStatus } from '../builtins/healthcheck.js';
+import { healthReport, type ReloadStatus } from '../builtins/healthcheck.js';
 import { createLogger, levelFromEnv, type Logger } from '../log.js';
 import { ACCESS_LOG_LISTENER } from '../listeners/access-log.js';
 import { startExamplesChild, type ExampleUpstreams } from './examples.js';
@@ -13,7 +13,7 @@ import { HealthPush } from './health-push.js';
 import { MetricsHub } from './metrics-hub.js';
 import { BreakerHub } from './breaker-hub.js';
 import { Publisher, type Published } from './publisher.js';
-import { isOperational, listenerStates, workerStates } from './readiness.js';
+import { componentStates, isOperational, workerStates } from './readiness.js';
 import { Rediscovery } from './rediscovery.js';
 import { Reloader, type ReloadResult, type WorkerReplacement } from './reloader.js';
 import { Supervisor, type SupervisorEvents } from './supervisor.js';
@@ -26,8 +26,6 @@ export interface PrimaryOptions {
   port?: number;
   withExamples?: boolean;
 }
-
-const NO_MIDDLEWARE: ComponentStates = { pending: [], ready: [] };
 
 function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -242,7 +240,9 @@ class Primary {
   /** Re-renders the health report, latches readiness, and pushes the report when it changed. */
   private refreshHealth(): void {
     const slots = this.supervisor.slots;
-    const listeners = listenerStates(this.config.accessLog.enabled ? [ACCESS_LOG_LISTENER] : [], slots);
+    const config = this.config;
+    const listeners = componentStates([...(config.accessLog.enabled ? [ACCESS_LOG_LISTENER] : []), ...config.listeners.map((l) => l.id)], slots, 'listeners');
+    const middleware = componentStates(config.middleware.map((m) => m.id), slots, 'middleware');
     const published = this.publisher.current;
     const tableVersion = published?.message.tableVersion ?? null;
     if (
@@ -252,7 +252,7 @@ class Primary {
         tableVersion,
         tableComplete: published?.complete ?? false,
         listeners,
-        middleware: NO_MIDDLEWARE,
+        middleware,
       })
     ) {
       this.operational = true;
@@ -261,7 +261,7 @@ class Primary {
     const body = JSON.stringify(
       healthReport({
         listeners,
-        middleware: NO_MIDDLEWARE,
+        middleware,
         upstreams: this.reloader.upstreams.health(),
         reload: this.lastReload,
         workers: workerStates(slots, tableVersion),

@@ -1,12 +1,12 @@
 import type { ComponentStates, WorkersHealth } from '../builtins/healthcheck.js';
 import type { WorkerSlot } from './supervisor.js';
 
-/** A listener is ready once every worker slot's current process has initialized it. */
-export function listenerStates(expected: readonly string[], slots: readonly WorkerSlot[]): ComponentStates {
+/** A listener (middleware) is ready once every worker slot's current process reported it ready. */
+export function componentStates(expected: readonly string[], slots: readonly WorkerSlot[], kind: 'listeners' | 'middleware'): ComponentStates {
   const pending: string[] = [];
   const ready: string[] = [];
   for (const name of expected) {
-    const everywhere = slots.every((slot) => slot.worker !== null && slot.listeners.includes(name));
+    const everywhere = slots.every((slot) => slot.worker !== null && slot[kind].includes(name));
     (everywhere ? ready : pending).push(name);
   }
   return { pending, ready };

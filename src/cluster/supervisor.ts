@@ -25,6 +25,8 @@ export interface WorkerSlot {
   tableVersion: number | null;
   /** Listeners the slot's worker has initialized. */
   listeners: string[];
+  /** Middleware ids ready in the slot's worker. */
+  middleware: string[];
 }
 
 export interface SupervisorOptions {
@@ -112,6 +114,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       respawnTimer: null,
       tableVersion: null,
       listeners: [],
+      middleware: [],
     }));
   }
 
@@ -249,6 +252,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       if (message.type === 'ready') {
         slot.tableVersion = message.tableVersion;
         slot.listeners = message.listeners;
+        slot.middleware = message.middleware;
       }
       this.emit('message', slot, worker, message);
     } else if (succession?.worker === worker) {
@@ -276,6 +280,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     slot.startedAt = succession.startedAt;
     slot.tableVersion = ready.tableVersion;
     slot.listeners = ready.listeners;
+    slot.middleware = ready.middleware;
     this.emit('message', slot, succession.worker, ready);
     succession.settle({ ok: true });
   }
@@ -307,6 +312,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     slot.greeted = false;
     slot.tableVersion = null;
     slot.listeners = [];
+    slot.middleware = [];
   }
 
   private onExit(slot: WorkerSlot, worker: Worker, code: number | null, signal: string | null): void {

@@ -9,6 +9,7 @@ import { Builtins } from '../builtins/index.js';
 import { ACCESS_LOG_LISTENER, createAccessLog, type AccessLog } from '../listeners/access-log.js';
 import { createLogger, levelFromEnv } from '../log.js';
 import { startAdminListener, type AdminListener } from '../builtins/admin-listener.js';
+import { WorkerComponents } from './worker-components.js';
 import { isPrimaryMessage, type PrimaryToWorker, type PublishMessage, type WorkerToPrimary } from './messages.js';
 
 const METRICS_SHIP_INTERVAL_MS = 200;
@@ -39,6 +40,10 @@ const counters = new Counters();
 let dataPlane: DataPlane | null = null;
 let accessLog: AccessLog | null = null;
 let adminListener: AdminListener | null = null;
+/** The table version this worker serves; null until the first is applied. */
+let servingVersion: number | null = null;
+let applying = false;
+const components = new WorkerComponents({ counters, log, onReadiness: () => sendReady() });
 let graceMs = 10_000;
 let metricsEnabled = true;
 let stopping = false;
@@ -119,9 +124,28 @@ async function apply(message: PublishMessage): Promise<void> {
   metricsEnabled = message.config.metrics.enabled;
   log.level = message.config.logLevel;
   dataPlane ??= await startServing(message);
-  dataPlane.setUpstreams(message.upstreams);
-  dataPlane.setTable(table);
-  send({ type: 'ready', tableVersion: message.tableVersion, listeners: accessLog ? [ACCESS_LOG_LISTENER] : [] });
+  // One synchronous step: no request sees the new table without the middleware that go with it.
+  applying = true;
+  try {
+    dataPlane.setUpstreams(message.upstreams);
+    dataPlane.setTable(table);
+    components.apply(message.config, dataPlane);
+    servingVersion = message.tableVersion;
+  } finally {
+    applying = false;
+  }
+  sendReady();
+}
+
+/** Tells the primary which table this worker serves and which listeners and middleware are ready. */
+function sendReady(): void {
+  if (applying || servingVersion === null) return;
+  send({
+    type: 'ready',
+    tableVersion: servingVersion,
+    listeners: [...(accessLog ? [ACCESS_LOG_LISTENER] : []), ...components.readyListeners()],
+    middleware: components.readyMiddleware(),
+  });
 }
 
 async function shutdown(reason: string): Promise<void> {
@@ -139,6 +163,7 @@ async function shutdown(reason: string): Promise<void> {
   } catch (err) {
     log.error({ err }, 'data plane did not close cleanly');
   }
+  await components.close();
   shipMetrics();
   await accessLog?.flush();
   log.info('worker stopped');
