@@ -74,7 +74,10 @@ export class RedisStore {
   private readonly breaker: StoreBreaker;
   private readonly clock: (() => number) | undefined;
   private lastError: string | null = null;
-  private everReady = false;
+  private readonly connectAttempts: number;
+  /** Until the first answer: connection attempts that failed, and first commands that got no answer. */
+  private failedAttempts = 0;
+  private answered = false;
   private attemptsSpent = false;
   private closed = false;
   private settle!: () => void;
@@ -88,18 +91,18 @@ export class RedisStore {
     this.keyPrefix = options.keyPrefix;
     this.commandTimeoutMs = options.commandTimeoutMs;
     this.clock = options.clock;
+    this.connectAttempts = options.connectAttempts;
     this.breaker = new StoreBreaker(options.breakerFailures, options.breakerResetMs);
     this.client = createClient({
       url: options.url,
       disableOfflineQueue: true,
+      // One less round trip in the handshake, which has no timeout of its own.
+      disableClientInfo: true,
       socket: {
         connectTimeout: options.connectTimeoutMs,
         reconnectStrategy: (retries: number, cause: Error) => {
           this.lastError = `connection: ${cause.message}`;
-          if (retries + 1 >= options.connectAttempts && !this.everReady && !this.attemptsSpent) {
-            this.attemptsSpent = true;
-            this.settle();
-          }
+          this.attemptFailed();
           return reconnectDelay(retries);
         },
       },
@@ -108,27 +111,37 @@ export class RedisStore {
     this.client.on('error', (error: Error) => {
       this.lastError = `connection: ${error.message}`;
     });
-    this.client.on('ready', () => {
-      this.everReady = true;
-      this.loadScript();
-    });
+    this.client.on('ready', () => this.loadScript());
     this.client.connect().catch((error: Error) => {
       this.lastError = `connection: ${error.message}`;
     });
+    // A server that accepts connections but never answers stalls node-redis's handshake, which neither
+    // fails nor times out: readiness must not wait on it for ever.
+    const settleWithinMs = this.connectAttempts * (options.connectTimeoutMs + options.commandTimeoutMs) + 1000;
+    setTimeout(() => {
+      if (this.answered || this.attemptsSpent) return;
+      this.attemptsSpent = true;
+      this.lastError ??= `no answer within ${settleWithinMs} ms`;
+      this.settle();
+    }, settleWithinMs).unref();
   }
 
-  /** Resolves once Redis answered a command, or once `connectAttempts` connection attempts failed. */
+  /**
+   * Resolves once Redis answered a command, or once `connectAttempts` attempts failed (a connection
+   * refused or timed out, or a first command unanswered), or at the latest after
+   * connectAttempts × (connectTimeoutMs + commandTimeoutMs) + 1 s (a server that accepts but never answers).
+   */
   settled(): Promise<void> {
     return this.settledPromise;
   }
 
+  /** `connecting` until the first answer (or its attempts are spent: `down`); then `ready` while connected with the breaker closed, else `down`. */
   state(): RedisStoreState {
     const breaker = this.breaker.state;
     let state: RedisStoreStateName;
     if (this.closed) state = 'down';
-    else if (this.client.isReady && breaker === 'closed') state = 'ready';
-    else if (!this.everReady && !this.attemptsSpent) state = 'connecting';
-    else state = 'down';
+    else if (!this.answered) state = this.attemptsSpent ? 'down' : 'connecting';
+    else state = this.client.isReady && breaker === 'closed' ? 'ready' : 'down';
     return { state, breaker, lastError: this.lastError };
   }
 
@@ -192,13 +205,32 @@ export class RedisStore {
     return `${this.keyPrefix}kv:${boundKey(key)}`;
   }
 
+  /**
+   * Loads the script on every (re)connection, so EVALSHA rarely needs its fallback. The first answer
+   * settles the store; until then a load that gets no answer counts as a failed attempt and is retried.
+   */
   private loadScript(): void {
     this.run(['SCRIPT', 'LOAD', GCRA_TAKE_LUA], Date.now() + this.commandTimeoutMs).then(
-      () => this.settle(),
       () => {
-        // Counted and recorded by run(); EVALSHA falls back to EVAL anyway.
+        this.answered = true;
+        this.settle();
+      },
+      () => {
+        if (this.answered || this.closed) return;
+        this.attemptFailed();
+        setTimeout(() => {
+          if (!this.answered && !this.closed && this.client.isReady) this.loadScript();
+        }, reconnectDelay(this.failedAttempts)).unref();
       },
     );
+  }
+
+  private attemptFailed(): void {
+    if (this.answered || this.attemptsSpent) return;
+    if (++this.failedAttempts >= this.connectAttempts) {
+      this.attemptsSpent = true;
+      this.settle();
+    }
   }
 
   /**
