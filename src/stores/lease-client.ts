@@ -8,6 +8,7 @@ import type { GcraPolicy, RateDecision } from './gcra.js';
 import { type ClockEntry, MAX_KEY_LENGTH, boundKey, evictOne } from './keys.js';
 import type { LeaseBankMessage, LeaseGrantMessage, LeaseReport, LeaseWorkerMessage } from './lease-messages.js';
 import { recordSpend, spendSlotMs } from './spend-log.js';
+import type { RateLimitStore } from './types.js';
 
 export interface LeaseClientOptions {
   /** Delivers a message to the bank (the worker wires it to process.send). */
@@ -98,7 +99,7 @@ export interface LeaseClientStats {
   evictions: number;
 }
 
-export class LeaseClient {
+export class LeaseClient implements RateLimitStore {
   readonly name = 'local';
   private readonly leases = new Map<string, KeyLease>();
   /** Keys holding tokens (or unreported spends): checked for expiry and idleness at each sweep. */
@@ -140,7 +141,8 @@ export class LeaseClient {
   /**
    * Takes one token of `key` under `policy` (make it once with gcraPolicy, not per request). `key` is
    * whatever identifies the bucket (e.g. `<middleware id>|<endpoint>|<client address>`); long keys are
-   * hashed (keys.ts).
+   * hashed (keys.ts). A round trip to the bank is bounded by acquireTimeoutMs, not by a per-call
+   * budget: the caller races its SLA (see README).
    */
   take(key: string, policy: GcraPolicy): TakeResult {
     this.counters.takes++;

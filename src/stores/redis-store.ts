@@ -16,6 +16,7 @@ import { StoreError } from './errors.js';
 import type { GcraPolicy, RateDecision } from './gcra.js';
 import { boundKey } from './keys.js';
 import { GCRA_TAKE_LUA, GCRA_TAKE_SHA1 } from './redis-gcra.js';
+import type { KeyValueStore, RateLimitStore } from './types.js';
 
 export interface RedisStoreOptions {
   /** The store's name in `kvStores`. */
@@ -66,7 +67,7 @@ function reconnectDelay(retries: number): number {
 
 const BUFFER_REPLIES = { [RESP_TYPES.BLOB_STRING]: Buffer } as const;
 
-export class RedisStore {
+export class RedisStore implements RateLimitStore, KeyValueStore {
   readonly name: string;
   private readonly client: ReturnType<typeof createClient>;
   private readonly keyPrefix: string;
@@ -151,10 +152,10 @@ export class RedisStore {
 
   /**
    * Takes `n` tokens (default 1, at most policy.limit) of `key`'s bucket, atomically for every gateway
-   * on this Redis. Rejects with a StoreError (never waits longer than min(commandTimeoutMs, maxWaitMs)
-   * in all, however many round trips).
+   * on this Redis. Rejects with a StoreError; never waits longer than min(commandTimeoutMs, maxWaitMs)
+   * in all, however many round trips.
    */
-  async take(key: string, policy: GcraPolicy, n = 1, maxWaitMs = Infinity): Promise<RateDecision> {
+  async take(key: string, policy: GcraPolicy, maxWaitMs = Infinity, n = 1): Promise<RateDecision> {
     if (!Number.isInteger(n) || n < 1 || n > policy.limit) throw new RangeError(`take: n must be an integer 1..${policy.limit}, got ${n}`);
     const deadline = Date.now() + Math.min(this.commandTimeoutMs, maxWaitMs);
     const bucket = `${this.keyPrefix}rl:${boundKey(key)}`;
