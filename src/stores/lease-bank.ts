@@ -57,14 +57,16 @@ const MAX_REPORT_SLOTS = 100_000;
 /** A holder is [workerId, held, since] in `Bucket.holders`: `since` is when its unreported spends can date from. */
 const HOLDER = 3;
 
+/** The TAT of a bucket's spends, recomputed (refresh) before each use; one for all buckets. */
+const current: GcraState = { tatMs: 0, tatFrac: 0 };
+const NO_HOLDERS: number[] = [];
+
 class Bucket implements ClockEntry {
   referenced = true;
   readonly spent = new SpendBook();
-  /** The TAT of `spent`, recomputed before each use. */
-  readonly state: GcraState = { tatMs: 0, tatFrac: 0 };
   /** Tokens held by workers, in total and per worker (HOLDER triples). */
   held = 0;
-  holders: number[] = [];
+  holders: number[] = NO_HOLDERS;
   /** Acquires waiting for a recall to finish. */
   queue: PendingAsk[] | null = null;
   recall: Recall | null = null;
@@ -80,7 +82,7 @@ class Bucket implements ClockEntry {
     const h = this.holders;
     for (let i = 0; i < h.length; i += HOLDER) if (h[i + 2] < before) before = h[i + 2];
     this.spent.fold(this.policy, before);
-    return this.spent.tat(this.policy, this.state);
+    return this.spent.tat(this.policy, current);
   }
 
   heldBy(workerId: number): number {
@@ -108,12 +110,16 @@ class Bucket implements ClockEntry {
       const applied = Math.max(delta, -h[i + 1]);
       h[i + 1] += applied;
       this.held += applied;
-      if (h[i + 1] === 0) h.splice(i, HOLDER);
+      if (h[i + 1] === 0) {
+        h.splice(i, HOLDER);
+        if (h.length === 0) this.holders = NO_HOLDERS;
+      }
       else if (reportedAt > h[i + 2]) h[i + 2] = Math.min(reportedAt, now);
       return;
     }
     if (delta <= 0) return;
-    h.push(workerId, delta, now);
+    if (this.holders === NO_HOLDERS) this.holders = [workerId, delta, now];
+    else this.holders.push(workerId, delta, now);
     this.held += delta;
   }
 }
@@ -295,7 +301,8 @@ export class LeaseBank {
 
   private decide(key: string, bucket: Bucket, ask: PendingAsk, mayRecall: boolean): void {
     const now = this.now();
-    const free = Math.max(0, gcraAvailable(bucket.refresh(now), bucket.policy, now) - bucket.held);
+    const state = bucket.refresh(now);
+    const free = Math.max(0, gcraAvailable(state, bucket.policy, now) - bucket.held);
     if (free >= 1) {
       const sharers = 1 + bucket.otherHolders(ask.workerId).length;
       const granted = Math.min(ask.want, Math.max(1, Math.floor(free / sharers)));
@@ -308,7 +315,7 @@ export class LeaseBank {
         key,
         granted,
         free: free - granted,
-        fullAt: this.fullAt(bucket, now),
+        fullAt: this.fullAt(bucket, state, now),
         retryAt: 0,
       });
       return;
@@ -321,8 +328,8 @@ export class LeaseBank {
       key,
       granted: 0,
       free: 0,
-      fullAt: this.fullAt(bucket, now),
-      retryAt: this.retryAt(bucket, now),
+      fullAt: this.fullAt(bucket, state, now),
+      retryAt: this.retryAt(bucket, state, now),
     });
   }
 
@@ -362,8 +369,8 @@ export class LeaseBank {
   }
 
   /** When the bucket is full again if every held token is spent now (whole ms, rounded up). */
-  private fullAt(bucket: Bucket, now: number): number {
-    const at = { tatMs: bucket.state.tatMs, tatFrac: bucket.state.tatFrac };
+  private fullAt(bucket: Bucket, state: GcraState, now: number): number {
+    const at = { tatMs: state.tatMs, tatFrac: state.tatFrac };
     gcraConsume(at, bucket.policy, now, bucket.held);
     return at.tatMs + (at.tatFrac > 0 ? 1 : 0);
   }
@@ -372,8 +379,8 @@ export class LeaseBank {
    * When one token is free (available - held >= 1) if the held tokens are spent now and none comes
    * back: max(TAT, now) + (held + 1) * T - windowMs, at least 1 ms ahead.
    */
-  private retryAt(bucket: Bucket, now: number): number {
-    const at = { tatMs: bucket.state.tatMs, tatFrac: bucket.state.tatFrac };
+  private retryAt(bucket: Bucket, state: GcraState, now: number): number {
+    const at = { tatMs: state.tatMs, tatFrac: state.tatFrac };
     gcraConsume(at, bucket.policy, now, bucket.held + 1);
     const when = at.tatMs - bucket.policy.windowMs + (at.tatFrac > 0 ? 1 : 0);
     return Math.max(when, now + 1);

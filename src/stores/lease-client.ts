@@ -55,6 +55,9 @@ interface Waiter {
   reject(error: Error): void;
 }
 
+/** Shared, frozen: a key allocates its own list at its first spend. */
+const NO_SPENDS = Object.freeze([]) as unknown as number[];
+
 class KeyLease implements ClockEntry {
   referenced = true;
   /** Unused leased tokens. */
@@ -63,7 +66,7 @@ class KeyLease implements ClockEntry {
   held = 0;
   /** Spent since the last report, and when (flat `[slotEndMs, count, ltMs, ltFrac, ...]`, see spend-log.ts). */
   used = 0;
-  spends: number[] = [];
+  spends: number[] = NO_SPENDS;
   slotMs: number;
   /** From the last grant: free in the bank then, and when the bucket is full if all held is spent. */
   free = 0;
@@ -274,6 +277,7 @@ export class LeaseClient implements RateLimitStore {
   private spend(lease: KeyLease, now: number): void {
     lease.used++;
     lease.usedSinceGrant++;
+    if (lease.spends === NO_SPENDS) lease.spends = [];
     recordSpend(lease.spends, lease.slotMs, lease.policy, now);
   }
 
@@ -284,7 +288,7 @@ export class LeaseClient implements RateLimitStore {
     lease.held -= lease.used + returned;
     lease.tokens -= returned;
     lease.used = 0;
-    if (lease.spends.length > 0) lease.spends = [];
+    lease.spends = NO_SPENDS;
     if (lease.held <= 0) {
       lease.held = 0;
       this.holding.delete(lease);

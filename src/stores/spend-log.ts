@@ -92,14 +92,18 @@ function maxInto(out: GcraState, policy: GcraPolicy, ms: number, frac: number, n
 }
 
 /** Bank side: the spends of one key. */
+/** Shared by every book: each use is synchronous and complete before the next. */
+const scratch: GcraState = { tatMs: 0, tatFrac: 0 };
+const NO_SLOTS: number[] = [];
+
 export class SpendBook {
   /** TAT of the folded spends. */
-  private readonly base: GcraState = { tatMs: 0, tatFrac: 0 };
+  private baseMs = 0;
+  private baseFrac = 0;
   /** End of the newest folded slot; a spend reported later that is older counts at it. */
   private foldedTo = 0;
   /** `[slotEndMs, count, ltMs, ltFrac, ...]`, ascending by slot end, one entry per slot. */
-  private slots: number[] = [];
-  private readonly scratch: GcraState = { tatMs: 0, tatFrac: 0 };
+  private slots: number[] = NO_SLOTS;
 
   /** Adds a worker's report, flat `[slotEndMs, count, ltMs, ltFrac, ...]` made under `policy`. */
   addAll(spends: readonly number[], policy: GcraPolicy): void {
@@ -128,12 +132,17 @@ export class SpendBook {
       ltMs = lt.tatMs;
       ltFrac = lt.tatFrac;
     }
+    if (this.slots === NO_SLOTS) {
+      // Most keys have one slot at a time: an exact-size array, not push's growth slack.
+      this.slots = [endMs, count, ltMs, ltFrac];
+      return;
+    }
     const slots = this.slots;
     let i = slots.length - WIDTH;
     while (i >= 0 && slots[i] > endMs) i -= WIDTH;
     if (i >= 0 && slots[i] === endMs) {
       // Same slot, another report: these spends after those (never below the truth, see above).
-      const merged = this.scratch;
+      const merged = scratch;
       merged.tatMs = ltMs;
       merged.tatFrac = ltFrac;
       maxInto(merged, policy, slots[i + 2], slots[i + 3], count);
@@ -151,21 +160,24 @@ export class SpendBook {
     let i = 0;
     while (i < slots.length && (slots[i] <= before || slots.length - i > WIDTH * MAX_SLOTS)) {
       // base = max(base + c*T, lt): the slot's spends after everything folded before.
-      const folded = this.scratch;
+      const folded = scratch;
       folded.tatMs = slots[i + 2];
       folded.tatFrac = slots[i + 3];
-      maxInto(folded, policy, this.base.tatMs, this.base.tatFrac, slots[i + 1]);
-      this.base.tatMs = folded.tatMs;
-      this.base.tatFrac = folded.tatFrac;
+      maxInto(folded, policy, this.baseMs, this.baseFrac, slots[i + 1]);
+      this.baseMs = folded.tatMs;
+      this.baseFrac = folded.tatFrac;
       this.foldedTo = slots[i];
       i += WIDTH;
     }
-    if (i > 0) this.slots = slots.slice(i);
+    if (i > 0) this.slots = i === slots.length ? NO_SLOTS : slots.slice(i);
   }
 
   /** Re-expresses the state under a new limit (a reload changed the policy); rounds up. */
   rescale(fromLimit: number, toLimit: number): void {
-    gcraRescale(this.base, fromLimit, toLimit);
+    const base = { tatMs: this.baseMs, tatFrac: this.baseFrac };
+    gcraRescale(base, fromLimit, toLimit);
+    this.baseMs = base.tatMs;
+    this.baseFrac = base.tatFrac;
     const slots = this.slots;
     for (let i = 0; i < slots.length; i += WIDTH) {
       const lt = { tatMs: slots[i + 2], tatFrac: slots[i + 3] };
@@ -185,7 +197,7 @@ export class SpendBook {
       maxInto(out, policy, slots[i + 2], slots[i + 3], after);
       after += slots[i + 1];
     }
-    maxInto(out, policy, this.base.tatMs, this.base.tatFrac, after);
+    maxInto(out, policy, this.baseMs, this.baseFrac, after);
     return out;
   }
 
