@@ -58,6 +58,29 @@ t.test('a limit of 20 admits 20 of 40 concurrent requests over 2..4 workers, wha
   t.pass('20 admitted in 90 runs');
 });
 
+t.test('with real timers and asynchronous delivery: 20 of 40 concurrent, then the sweep timer returns the unused tokens', async (t) => {
+  const bank: LeaseBank = new LeaseBank({
+    send: (w, message) => setImmediate(() => workers[w].receive(JSON.parse(JSON.stringify(message)))),
+  });
+  const workers = [0, 1].map(
+    (w) => new LeaseClient({ send: (message) => setImmediate(() => bank.receive(w, JSON.parse(JSON.stringify(message)))) }),
+  );
+  t.teardown(() => {
+    for (const worker of workers) worker.close();
+    bank.close();
+  });
+  const decisions = await Promise.all(Array.from({ length: 40 }, (_, i) => workers[i % 2].take('ip:203.0.113.9', LIMIT_20)));
+  t.equal(decisions.filter((d) => d.admitted).length, 20);
+  // Grow a lease on a roomy key, then leave it: the idle sweep (every 25 ms, idle after 100 ms) gives it back.
+  const roomy = gcraPolicy(1000, 2_000_000_000); // nothing refills while the test runs
+  for (let i = 0; i < 30; i++) await workers[0].take('roomy', roomy);
+  t.ok(workers[0].heldTokens('roomy') > 0, `worker 0 holds ${workers[0].heldTokens('roomy')} unused tokens`);
+  const started = Date.now();
+  while (bank.inspect('roomy')!.held > 0 && Date.now() - started < 3000) await new Promise((resolve) => setTimeout(resolve, 10));
+  t.equal(bank.inspect('roomy')!.held, 0, `returned after ${Date.now() - started} ms`);
+  t.equal(bank.inspect('roomy')!.available, 1000 - 30, 'the 30 spent stay spent');
+});
+
 t.test('one worker (of 4) gets the full limit, with exact remaining, reset and retry-after', async (t) => {
   const sim = new LeaseSim({ workers: 4 });
   const remaining: number[] = [];
@@ -132,6 +155,16 @@ t.test('a recall that a worker does not answer is given up after recallTimeoutMs
   t.match(sent.pop(), [8, { type: 'lease-grant', granted: 0, retryAt: 1_000_000 + 30_000 }], 'denied without worker 7\'s answer (retry when a token would be free had worker 7 spent both)');
   t.ok(Date.now() - started >= 25, 'after the recall timeout');
   t.equal(bank.stats().recallTimeouts, 1);
+  bank.close();
+});
+
+t.test('a message from a worker already declared gone is ignored', async (t) => {
+  const sent: LeaseBankMessage[] = [];
+  const bank = new LeaseBank({ now: () => 1_000_000, sweepIntervalMs: 0, send: (_w, m) => sent.push(m) });
+  bank.workerGone(3);
+  bank.receive(3, { type: 'lease-acquire', seq: 1, key: 'k', limit: 5, windowMs: 1000, want: 5, at: 1_000_000, used: 0, spends: [], returned: 0 });
+  t.equal(sent.length, 0);
+  t.equal(bank.inspect('k'), undefined, 'no tokens held for it');
   bank.close();
 });
 

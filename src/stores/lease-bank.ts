@@ -139,6 +139,8 @@ export interface LeaseBankStats {
 
 export class LeaseBank {
   private readonly buckets = new Map<string, Bucket>();
+  /** Workers declared gone: a message of theirs still in flight must not make them hold tokens again. */
+  private readonly gone = new Set<number>();
   private readonly sendTo: LeaseBankOptions['send'];
   private readonly now: () => number;
   private readonly maxKeys: number;
@@ -170,6 +172,7 @@ export class LeaseBank {
   /** A message from worker `workerId`. Malformed messages are counted and ignored. */
   receive(workerId: number, message: LeaseWorkerMessage): void {
     this.counters.messagesIn++;
+    if (this.gone.has(workerId)) return;
     switch (message.type) {
       case 'lease-acquire':
         this.onAcquire(workerId, message);
@@ -189,9 +192,11 @@ export class LeaseBank {
 
   /**
    * A worker is gone (exited, killed). What it held counts as spent now: it may have admitted requests
-   * with those tokens and never said so (never over-admit).
+   * with those tokens and never said so (never over-admit). Its id is never served again (node:cluster
+   * does not reuse worker ids).
    */
   workerGone(workerId: number): void {
+    this.gone.add(workerId);
     const now = this.now();
     for (const [key, bucket] of this.buckets) {
       const held = bucket.heldBy(workerId);
