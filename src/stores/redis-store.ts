@@ -1,0 +1,291 @@
+/*
+ * A `redis` store (contract section 11): rate-limit buckets shared by every gateway on the Redis, and
+ * Buffer values with a TTL for the response cache. node-redis 5, one connection per worker.
+ *
+ * A dead or slow Redis costs a caller at most its budget: every command has a timeout
+ * (min(commandTimeoutMs, the caller's maxWaitMs)) enforced here, because node-redis's own `timeout`
+ * command option stops applying once a command is written to the socket (node-redis PR #3008), which
+ * is exactly when a hung server matters. The offline queue is off, so a command while disconnected
+ * fails at once. A breaker (./breaker.ts) stops calling Redis after repeated failures. A reply that
+ * arrives after its timeout is dropped; the commands a hung server holds are bounded by the breaker
+ * (at most `breakerFailures` plus one probe per breakerResetMs). Details: ./README.md.
+ */
+import { ErrorReply, RESP_TYPES, createClient } from 'redis';
+import { StoreBreaker, type StoreBreakerState } from './breaker.js';
+import { StoreError } from './errors.js';
+import type { GcraPolicy, RateDecision } from './gcra.js';
+import { boundKey } from './keys.js';
+import { GCRA_TAKE_LUA, GCRA_TAKE_SHA1 } from './redis-gcra.js';
+import type { KeyValueStore, RateLimitStore } from './types.js';
+
+export interface RedisStoreOptions {
+  /** The store's name in `kvStores`. */
+  name: string;
+  /** `redis://[user:password@]host:port[/db]` or `rediss://...` (TLS). */
+  url: string;
+  /** Prepended to every key; lets several gateways (or other users) share one Redis database. */
+  keyPrefix: string;
+  /** One TCP (and TLS) connection attempt. */
+  connectTimeoutMs: number;
+  /** One command, from the call to the reply. */
+  commandTimeoutMs: number;
+  /** Failed connection attempts after which the store counts as settled (down) for readiness; it keeps retrying. */
+  connectAttempts: number;
+  /** Consecutive failed commands that open the breaker. */
+  breakerFailures: number;
+  /** How long the open breaker fails fast before one probe command. */
+  breakerResetMs: number;
+  /** Tests only: the caller's clock for rate limits instead of Redis TIME (see README: time source). */
+  clock?: () => number;
+}
+
+export type RedisStoreStateName = 'connecting' | 'ready' | 'down';
+
+export interface RedisStoreState {
+  state: RedisStoreStateName;
+  breaker: StoreBreakerState;
+  /** The last failure, or null. */
+  lastError: string | null;
+}
+
+export interface RedisStoreStats {
+  /** Commands sent to Redis. */
+  commands: number;
+  /** Commands that failed: connection lost, server error reply. */
+  errors: number;
+  /** Commands without an answer within their timeout. */
+  timeouts: number;
+  /** Calls refused without touching the network: breaker open, or not connected. */
+  failedFast: number;
+  breakerOpens: number;
+}
+
+/** Reconnect delay: 50 ms doubling to at most 1 s, forever (the breaker keeps callers from waiting on it). */
+function reconnectDelay(retries: number): number {
+  return Math.min(50 * 2 ** Math.min(retries, 10), 1000);
+}
+
+const BUFFER_REPLIES = { [RESP_TYPES.BLOB_STRING]: Buffer } as const;
+
+export class RedisStore implements RateLimitStore, KeyValueStore {
+  readonly name: string;
+  private readonly client: ReturnType<typeof createClient>;
+  private readonly keyPrefix: string;
+  private readonly commandTimeoutMs: number;
+  private readonly breaker: StoreBreaker;
+  private readonly clock: (() => number) | undefined;
+  private lastError: string | null = null;
+  private readonly connectAttempts: number;
+  /** Until the first answer: connection attempts that failed, and first commands that got no answer. */
+  private failedAttempts = 0;
+  private answered = false;
+  private attemptsSpent = false;
+  private closed = false;
+  private settle!: () => void;
+  private readonly settledPromise = new Promise<void>((resolve) => {
+    this.settle = resolve;
+  });
+  private readonly counters = { commands: 0, errors: 0, timeouts: 0, failedFast: 0 };
+
+  constructor(options: RedisStoreOptions) {
+    this.name = options.name;
+    this.keyPrefix = options.keyPrefix;
+    this.commandTimeoutMs = options.commandTimeoutMs;
+    this.clock = options.clock;
+    this.connectAttempts = options.connectAttempts;
+    this.breaker = new StoreBreaker(options.breakerFailures, options.breakerResetMs);
+    this.client = createClient({
+      url: options.url,
+      disableOfflineQueue: true,
+      // One less round trip in the handshake, which has no timeout of its own.
+      disableClientInfo: true,
+      socket: {
+        connectTimeout: options.connectTimeoutMs,
+        reconnectStrategy: (retries: number, cause: Error) => {
+          this.lastError = `connection: ${cause.message}`;
+          this.attemptFailed();
+          return reconnectDelay(retries);
+        },
+      },
+    });
+    // node-redis emits every connection failure as 'error'; it is recorded, not thrown.
+    this.client.on('error', (error: Error) => {
+      this.lastError = `connection: ${error.message}`;
+    });
+    this.client.on('ready', () => this.loadScript());
+    this.client.connect().catch((error: Error) => {
+      this.lastError = `connection: ${error.message}`;
+    });
+    // A server that accepts connections but never answers stalls node-redis's handshake, which neither
+    // fails nor times out: readiness must not wait on it for ever.
+    const settleWithinMs = this.connectAttempts * (options.connectTimeoutMs + options.commandTimeoutMs) + 1000;
+    setTimeout(() => {
+      if (this.answered || this.attemptsSpent) return;
+      this.attemptsSpent = true;
+      this.lastError ??= `no answer within ${settleWithinMs} ms`;
+      this.settle();
+    }, settleWithinMs).unref();
+  }
+
+  /**
+   * Resolves once Redis answered a command, or once `connectAttempts` attempts failed (a connection
+   * refused or timed out, or a first command unanswered), or at the latest after
+   * connectAttempts × (connectTimeoutMs + commandTimeoutMs) + 1 s (a server that accepts but never answers).
+   */
+  settled(): Promise<void> {
+    return this.settledPromise;
+  }
+
+  /** `connecting` until the first answer (or its attempts are spent: `down`); then `ready` while connected with the breaker closed, else `down`. */
+  state(): RedisStoreState {
+    const breaker = this.breaker.state;
+    let state: RedisStoreStateName;
+    if (this.closed) state = 'down';
+    else if (!this.answered) state = this.attemptsSpent ? 'down' : 'connecting';
+    else state = this.client.isReady && breaker === 'closed' ? 'ready' : 'down';
+    return { state, breaker, lastError: this.lastError };
+  }
+
+  stats(): RedisStoreStats {
+    return { ...this.counters, breakerOpens: this.breaker.opens };
+  }
+
+  /**
+   * Takes `n` tokens (default 1, at most policy.limit) of `key`'s bucket, atomically for every gateway
+   * on this Redis. Rejects with a StoreError; never waits longer than min(commandTimeoutMs, maxWaitMs)
+   * in all, however many round trips.
+   */
+  async take(key: string, policy: GcraPolicy, maxWaitMs = Infinity, n = 1): Promise<RateDecision> {
+    if (!Number.isInteger(n) || n < 1 || n > policy.limit) throw new RangeError(`take: n must be an integer 1..${policy.limit}, got ${n}`);
+    const deadline = Date.now() + Math.min(this.commandTimeoutMs, maxWaitMs);
+    const bucket = `${this.keyPrefix}rl:${boundKey(key)}`;
+    const args = [String(policy.limit), String(policy.windowMs), String(n), this.clock === undefined ? '' : String(this.clock())];
+    let reply: unknown;
+    try {
+      reply = await this.run(['EVALSHA', GCRA_TAKE_SHA1, '1', bucket, ...args], deadline);
+    } catch (error) {
+      if (!(error instanceof StoreError && error.cause instanceof ErrorReply && error.cause.message.startsWith('NOSCRIPT'))) throw error;
+      // The server lost its script cache (restart, SCRIPT FLUSH): send the script itself, within the same budget.
+      reply = await this.run(['EVAL', GCRA_TAKE_LUA, '1', bucket, ...args], deadline);
+    }
+    if (!Array.isArray(reply) || reply.length !== 4) throw new StoreError(this.name, 'server-error', `unexpected reply to the rate-limit script: ${String(reply)}`);
+    return { admitted: reply[0] === 1, remaining: Number(reply[1]), resetMs: Number(reply[2]), retryAfterMs: Number(reply[3]) };
+  }
+
+  /** The value stored under `key`, or null. */
+  async get(key: string, maxWaitMs = Infinity): Promise<Buffer | null> {
+    const reply = await this.run(['GET', this.valueKey(key)], Date.now() + Math.min(this.commandTimeoutMs, maxWaitMs), BUFFER_REPLIES);
+    return reply === null ? null : (reply as Buffer);
+  }
+
+  /** Stores `value` under `key` for `ttlMs` (a whole number of ms >= 1). The caller bounds the value's size. */
+  async set(key: string, value: Buffer, ttlMs: number, maxWaitMs = Infinity): Promise<void> {
+    if (!Number.isInteger(ttlMs) || ttlMs < 1) throw new RangeError(`set: ttlMs must be an integer >= 1, got ${ttlMs}`);
+    await this.run(['SET', this.valueKey(key), value, 'PX', String(ttlMs)], Date.now() + Math.min(this.commandTimeoutMs, maxWaitMs));
+  }
+
+  /** Removes `key`; true when it was there. */
+  async delete(key: string, maxWaitMs = Infinity): Promise<boolean> {
+    const reply = await this.run(['DEL', this.valueKey(key)], Date.now() + Math.min(this.commandTimeoutMs, maxWaitMs));
+    return reply === 1;
+  }
+
+  /** Closes the connection; later calls fail with StoreError `closed`. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.settle();
+    try {
+      this.client.destroy();
+    } catch {
+      // already closed
+    }
+  }
+
+  private valueKey(key: string): string {
+    return `${this.keyPrefix}kv:${boundKey(key)}`;
+  }
+
+  /**
+   * Loads the script on every (re)connection, so EVALSHA rarely needs its fallback. The first answer
+   * settles the store; until then a load that gets no answer counts as a failed attempt and is retried.
+   */
+  private loadScript(): void {
+    this.run(['SCRIPT', 'LOAD', GCRA_TAKE_LUA], Date.now() + this.commandTimeoutMs).then(
+      () => {
+        this.answered = true;
+        this.settle();
+      },
+      () => {
+        if (this.answered || this.closed) return;
+        this.attemptFailed();
+        setTimeout(() => {
+          if (!this.answered && !this.closed && this.client.isReady) this.loadScript();
+        }, reconnectDelay(this.failedAttempts)).unref();
+      },
+    );
+  }
+
+  private attemptFailed(): void {
+    if (this.answered || this.attemptsSpent) return;
+    if (++this.failedAttempts >= this.connectAttempts) {
+      this.attemptsSpent = true;
+      this.settle();
+    }
+  }
+
+  /**
+   * Sends one command unless the breaker is open or there is no connection, and settles by `deadline`
+   * (epoch ms) at the latest. Outcomes feed the breaker: a reply (even an error reply) shows Redis is
+   * there; a timeout or a lost connection does not.
+   */
+  private run(args: Array<string | Buffer>, deadline: number, typeMapping?: typeof BUFFER_REPLIES): Promise<unknown> {
+    if (this.closed) return Promise.reject(new StoreError(this.name, 'closed', 'closed'));
+    if (!this.breaker.permits()) {
+      this.counters.failedFast++;
+      return Promise.reject(new StoreError(this.name, 'breaker-open', `breaker open after repeated failures (last: ${this.lastError ?? 'none'})`));
+    }
+    if (!this.client.isReady) {
+      this.counters.failedFast++;
+      this.breaker.failed();
+      return Promise.reject(new StoreError(this.name, 'offline', `not connected${this.lastError === null ? '' : ` (${this.lastError})`}`));
+    }
+    const budget = deadline - Date.now();
+    if (budget <= 0) {
+      this.counters.failedFast++;
+      return Promise.reject(new StoreError(this.name, 'timeout', 'no time left for the command'));
+    }
+    this.counters.commands++;
+    return new Promise((resolve, reject) => {
+      let done = false;
+      const timer = setTimeout(() => {
+        done = true;
+        this.counters.timeouts++;
+        this.lastError = `${args[0]} timed out after ${budget} ms`;
+        this.breaker.failed();
+        reject(new StoreError(this.name, 'timeout', `no answer within ${budget} ms`));
+      }, budget);
+      this.client.sendCommand(args, typeMapping === undefined ? undefined : { typeMapping }).then(
+        (reply) => {
+          if (done) return;
+          clearTimeout(timer);
+          this.breaker.succeeded();
+          resolve(reply);
+        },
+        (error: Error) => {
+          if (done) return;
+          clearTimeout(timer);
+          const noScript = error instanceof ErrorReply && error.message.startsWith('NOSCRIPT');
+          if (!noScript) {
+            this.counters.errors++;
+            this.lastError = `${args[0]}: ${error.message}`;
+          }
+          if (error instanceof ErrorReply) this.breaker.succeeded();
+          else this.breaker.failed();
+          const code = error instanceof ErrorReply ? 'server-error' : 'offline';
+          reject(new StoreError(this.name, code, error.message, { cause: error }));
+        },
+      );
+    });
+  }
+}

@@ -1,0 +1,22 @@
+import type { GcraPolicy, RateDecision } from './gcra.js';
+
+/**
+ * What the rateLimit middleware needs of a store. `take` answers with the decision itself when it can
+ * without waiting (the local store, from a lease) or with a Promise of it; tell them apart with
+ * `instanceof Promise`. A Promise rejects only with a StoreError, which the caller maps to
+ * `onStoreError`.
+ */
+export interface RateLimitStore {
+  /** `local`, or the store's key in `kvStores`. */
+  readonly name: string;
+  /** One token of `key`'s bucket. `maxWaitMs`: the caller's budget (the redis store honours it; see README for local). */
+  take(key: string, policy: GcraPolicy, maxWaitMs?: number): RateDecision | Promise<RateDecision>;
+}
+
+/** Buffer values with a TTL, for the response cache (the caller bounds value sizes). */
+export interface KeyValueStore {
+  readonly name: string;
+  get(key: string, maxWaitMs?: number): Promise<Buffer | null>;
+  set(key: string, value: Buffer, ttlMs: number, maxWaitMs?: number): Promise<void>;
+  delete(key: string, maxWaitMs?: number): Promise<boolean>;
+}
