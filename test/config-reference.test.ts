@@ -16,6 +16,8 @@ interface KeySchema {
   required?: readonly string[];
   properties?: Record<string, KeySchema>;
   items?: KeySchema;
+  /** A map's entries (kvStores: `{ "<name>": { ... } }`). */
+  additionalProperties?: KeySchema | boolean;
   /** Per-type keys of a list's items (middleware): `{ if: { properties: { type: { const } } }, then }`. */
   allOf?: ReadonlyArray<{ if?: { properties?: { type?: { const?: string } } }; then?: KeySchema }>;
 }
@@ -49,6 +51,7 @@ function expectedRows(): Map<string, string> {
       rows.set(path, `| \`${path}\` | ${typeOf(child)} | ${defaultOf(child, required.has(key))} | ${meaning} |`);
       walk(child, `${path}.`);
       if (child.items?.properties) walk(child.items, `${path}[].`);
+      if (typeof child.additionalProperties === 'object' && child.additionalProperties.properties) walk(child.additionalProperties, `${path}.<name>.`);
       // Keys of one type only: middleware[apiKeyAuth].header (the common ones are listed once, above).
       for (const branch of child.items?.allOf ?? []) {
         const type = branch.if?.properties?.type?.const;

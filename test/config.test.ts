@@ -38,6 +38,7 @@ t.test('an empty object gets every default', async (t) => {
     circuitBreaker: { hostFailures: 50, endpointFailures: 25, resetMs: 10000 },
     discovery: { fetchTimeoutMs: 5000, retries: 5, backoffMs: 200, refreshIntervalMs: 30000 },
     accessLog: { enabled: true },
+    kvStores: {},
     middleware: [],
     listeners: [],
     metrics: { enabled: true },
@@ -258,6 +259,7 @@ t.test('every key of the schema has a description (the README reference is built
     }
     if (schema.items) walk(schema.items, `${where.replace(/\.$/, '')}[].`);
     for (const branch of schema.allOf ?? []) if (branch.then) walk(branch.then, `${where}[${branch.if?.properties?.type?.const}].`);
+    if (typeof schema.additionalProperties === 'object') walk(schema.additionalProperties, `${where}<name>.`);
   };
   walk(configSchema, '');
   t.same(missing, []);
@@ -276,6 +278,7 @@ t.test('the commented examples load and explain every key', async (t) => {
     }
     if (schema.items) walk(schema.items);
     for (const branch of schema.allOf ?? []) if (branch.then) walk(branch.then);
+    if (typeof schema.additionalProperties === 'object') walk(schema.additionalProperties);
   };
   walk(configSchema);
   t.same([...keys].filter((key) => !text.includes(`"${key}"`)), [], 'every schema key appears in full.jsonc');

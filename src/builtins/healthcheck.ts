@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import type { ServiceType } from '../config/types.js';
 import type { EndpointProblem } from '../discovery/types.js';
 import { buildInfo, type BuildInfo } from './build-info.js';
+import type { StoreHealth } from '../cluster/store-states.js';
 
 export type UpstreamState = 'pending' | 'ready' | 'failed';
 
@@ -70,6 +71,8 @@ export interface HealthReport {
   workers?: WorkersHealth;
   /** Not in the contract's document (extra fields are allowed): present once a reload happened. */
   reload?: ReloadStatus;
+  /** Contract 11: the stores middleware use, with their state; present when middleware is configured. */
+  kvStores?: Record<string, StoreHealth>;
 }
 
 export interface HealthInput {
@@ -78,6 +81,7 @@ export interface HealthInput {
   upstreams: readonly UpstreamHealth[];
   reload?: ReloadStatus | null;
   workers?: WorkersHealth;
+  kvStores?: Record<string, StoreHealth>;
 }
 
 export function healthReport(input: HealthInput): HealthReport {
@@ -102,5 +106,6 @@ export function healthReport(input: HealthInput): HealthReport {
   };
   if (input.workers) report.workers = { ...input.workers, slots: input.workers.slots.map((slot) => ({ ...slot })) };
   if (input.reload) report.reload = { ...input.reload };
+  if (input.kvStores) report.kvStores = Object.fromEntries(Object.entries(input.kvStores).map(([name, store]) => [name, { ...store }]));
   return report;
 }

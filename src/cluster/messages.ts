@@ -3,6 +3,8 @@ import type { RenderedSpec } from './compile-task.js';
 import type { MetricsDelta } from '../metrics/delta.js';
 import type { UpstreamWeight } from '../proxy/data-plane-types.js';
 import type { CircuitReport } from '../proxy/breaker.js';
+import type { LeaseBankMessage } from '../stores/lease-messages.js';
+import type { StoreSnapshot } from '../stores/config.js';
 import type { TransferableTable } from '../routing/table.js';
 
 /**
@@ -49,7 +51,7 @@ export interface BreakerTripMessage {
   endpoint: string | null;
 }
 
-export type PrimaryToWorker = PublishMessage | HealthMessage | MetricsReportMessage | ShutdownMessage | BreakerTripMessage;
+export type PrimaryToWorker = PublishMessage | HealthMessage | MetricsReportMessage | ShutdownMessage | BreakerTripMessage | LeaseBankMessage;
 
 /**
  * Sent once the worker listens for messages: anything the primary sent before that could be lost,
@@ -86,7 +88,13 @@ export interface BreakersMessage {
   circuits: CircuitReport[];
 }
 
-export type WorkerToPrimary = HelloMessage | ListeningMessage | ReadyMessage | MetricsDeltaMessage | BreakersMessage;
+/** The worker's stores as they stand (state, last error, counters), sent when that changed. */
+export interface StoresMessage {
+  type: 'stores';
+  stores: Record<string, StoreSnapshot>;
+}
+
+export type WorkerToPrimary = HelloMessage | ListeningMessage | ReadyMessage | MetricsDeltaMessage | BreakersMessage | StoresMessage;
 
 function hasType(value: unknown): value is { type: unknown } {
   return typeof value === 'object' && value !== null && 'type' in value;
@@ -95,7 +103,12 @@ function hasType(value: unknown): value is { type: unknown } {
 export function isWorkerMessage(value: unknown): value is WorkerToPrimary {
   return (
     hasType(value) &&
-    (value.type === 'hello' || value.type === 'listening' || value.type === 'ready' || value.type === 'metrics-delta' || value.type === 'breakers')
+    (value.type === 'hello' ||
+      value.type === 'listening' ||
+      value.type === 'ready' ||
+      value.type === 'metrics-delta' ||
+      value.type === 'breakers' ||
+      value.type === 'stores')
   );
 }
 

@@ -12,6 +12,9 @@ import { findFreePort } from './free-port.js';
 import { HealthPush } from './health-push.js';
 import { MetricsHub } from './metrics-hub.js';
 import { BreakerHub } from './breaker-hub.js';
+import { StoreStates } from './store-states.js';
+import { LeaseBank } from '../stores/lease-bank.js';
+import { LOCAL_STORE } from '../stores/config.js';
 import { Publisher, type Published } from './publisher.js';
 import { componentStates, isOperational, workerStates } from './readiness.js';
 import { Rediscovery } from './rediscovery.js';
@@ -71,6 +74,9 @@ class Primary {
   private readonly publisher: Publisher;
   private readonly metrics: MetricsHub;
   private readonly breakers: BreakerHub;
+  /** The `local` store's authoritative buckets, leased to the workers. */
+  private readonly leases: LeaseBank;
+  private readonly stores = new StoreStates();
   private readonly reloader: Reloader;
   private rediscovery: Rediscovery | null = null;
   private lastReload: ReloadStatus | null = null;
@@ -97,6 +103,8 @@ class Primary {
       (trip) => this.supervisor.broadcast({ type: 'breaker-trip', ...trip }),
     );
     this.metrics.setExtra('breakers', () => this.breakers.summary());
+    this.leases = new LeaseBank({ send: (workerId, message) => this.supervisor.sendTo(workerId, message) });
+    this.metrics.setExtra('kvStores', () => (this.storeNames().length > 0 ? this.stores.metrics(this.storeNames()) : undefined));
     this.health = new HealthPush((message) => this.supervisor.broadcast(message));
     this.reloader = new Reloader({
       log,
@@ -128,7 +136,11 @@ class Primary {
     this.supervisor.on('retired', (workerId) => {
       this.metrics.workerGone(workerId);
       this.breakers.workerGone(workerId);
+      this.stores.workerGone(workerId);
     });
+    this.supervisor.on('lease', (workerId, message) => this.leases.receive(workerId, message));
+    // Tokens a dead worker held count as spent (it may have admitted requests with them).
+    cluster.on('exit', (worker) => this.leases.workerGone(worker.id));
     for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void this.shutdown(signal));
     process.on('SIGHUP', () => {
       if (!this.shuttingDown) this.reloader.sighup();
@@ -226,15 +238,27 @@ class Primary {
         this.breakers.report(worker.id, message.circuits);
         this.metrics.touch();
         break;
+      case 'stores':
+        this.stores.report(worker.id, message.stores);
+        this.metrics.touch();
+        this.refreshHealth();
+        break;
     }
   }
 
   private onWorkerExit(workerId: number): void {
     this.metrics.workerGone(workerId);
     this.breakers.workerGone(workerId);
+    this.stores.workerGone(workerId);
     this.metrics.setWorkerCount(this.supervisor.liveWorkers().length);
     if (!this.shuttingDown) this.metrics.setExtra('workerRestarts', ++this.restarts);
     this.refreshHealth();
+  }
+
+  /** The stores the serving config's middleware can use: "local" and the kvStores; none without middleware. */
+  private storeNames(): string[] {
+    const config = this.config;
+    return config.middleware.length === 0 && Object.keys(config.kvStores).length === 0 ? [] : [LOCAL_STORE, ...Object.keys(config.kvStores)];
   }
 
   /** Re-renders the health report, latches readiness, and pushes the report when it changed. */
@@ -265,6 +289,7 @@ class Primary {
         upstreams: this.reloader.upstreams.health(),
         reload: this.lastReload,
         workers: workerStates(slots, tableVersion),
+        kvStores: this.storeNames().length > 0 ? this.stores.health(this.storeNames()) : undefined,
       }),
     );
     this.health.update(this.operational ? 200 : 503, body);
@@ -278,6 +303,7 @@ class Primary {
     this.reloader.stop();
     this.rediscovery?.stop();
     await this.supervisor.stop(graceMs);
+    this.leases.close();
     this.metrics.stop();
     this.health.stop();
     await Promise.allSettled([this.publisher.close(), this.examples?.stop()]);

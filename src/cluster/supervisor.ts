@@ -1,4 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
+import { isLeaseWorkerMessage, type LeaseWorkerMessage } from '../stores/lease-messages.js';
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../log.js';
 import type { MetricsDelta } from '../metrics/delta.js';
@@ -60,6 +61,8 @@ export interface SupervisorEvents {
   exit: [slot: WorkerSlot, workerId: number];
   /** A worker that no longer held a slot has exited: a predecessor replaced on purpose, or a successor that failed. */
   retired: [workerId: number];
+  /** A message for the `local` store's lease bank, from any worker (retiring ones too: their spends count). */
+  lease: [workerId: number, message: LeaseWorkerMessage];
 }
 
 /** A worker started by replace() beside the slot's worker; it takes the slot once it reports ready. */
@@ -140,6 +143,12 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     const workers: Worker[] = [];
     for (const slot of this.slots) if (slot.worker && slot.greeted && slot.worker.isConnected()) workers.push(slot.worker);
     return workers;
+  }
+
+  /** To the worker of that id, whatever its role (a slot's, a successor, one retiring); dropped when it is gone. */
+  sendTo(workerId: number, message: PrimaryToWorker): void {
+    const worker = cluster.workers?.[workerId];
+    if (worker !== undefined) this.send(worker, message);
   }
 
   send(worker: Worker, message: PrimaryToWorker): void {
@@ -240,6 +249,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   }
 
   private onMessage(slot: WorkerSlot, worker: Worker, message: unknown): void {
+    if (isLeaseWorkerMessage(message)) return void this.emit('lease', worker.id, message);
     if (!isWorkerMessage(message)) return;
     // A retiring worker's last requests still count.
     if (message.type === 'metrics-delta') return void this.emit('delta', worker.id, message.delta);

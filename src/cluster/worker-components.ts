@@ -1,18 +1,26 @@
 /**
- * A worker's middleware (contract 9) and listeners (contract 10), built from the published config and
- * swapped in on the running data plane when the config changes them (a SIGHUP that changes an API key
- * replaces no worker). The primary learns which are ready (built, and their store answered or gave
- * up; a listener's log file open) through `onReadiness`, for the health report.
+ * A worker's middleware (contract 9), listeners (contract 10) and stores (contract 11), built from the
+ * published config and swapped in on the running data plane when the config changes them (a SIGHUP that
+ * changes an API key replaces no worker). The primary learns which are ready (built, and their store
+ * answered or gave up; a listener's log file open) through `onReadiness`, for the health report.
+ *
+ * The `local` store is this worker's LeaseClient: one for the worker's life, talking to the primary's
+ * LeaseBank. Redis stores are rebuilt only when `kvStores` changes.
  */
 import type { GatewayConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { Counters } from '../metrics/counters.js';
 import type { Pipeline } from '../middleware/pipeline.js';
 import { buildPipeline } from '../middleware/registry.js';
+import type { MiddlewareContext } from '../middleware/types.js';
 import { buildListeners, type Listener } from '../listeners/registry.js';
 import type { DataPlane } from '../proxy/data-plane-types.js';
+import { RemoteCacheStore } from '../cache/remote-store.js';
+import { createStores, type StoreSnapshot, type Stores } from '../stores/config.js';
+import { LeaseClient } from '../stores/lease-client.js';
+import type { LeaseBankMessage, LeaseWorkerMessage } from '../stores/lease-messages.js';
 
-/** How long a replaced pipeline's middleware keep their stores open for decisions still in flight. */
+/** How long replaced middleware and stores stay open for decisions still in flight. */
 const RETIRE_AFTER_MS = 5_000;
 
 export interface WorkerComponentsOptions {
@@ -20,6 +28,8 @@ export interface WorkerComponentsOptions {
   log: Logger;
   /** The set of ready middleware or listener ids changed. */
   onReadiness(): void;
+  /** Sends a message to the primary's lease bank. */
+  sendToBank(message: LeaseWorkerMessage): void;
 }
 
 /** Something with an id that gets ready (a middleware, a listener). */
@@ -29,13 +39,25 @@ interface Component {
 }
 
 export class WorkerComponents {
+  private readonly local: LeaseClient;
+  private stores: Stores | null = null;
+  private storesFrom = '';
+  /** Built by prepare(), installed by apply(). */
+  private nextStores: { from: string; stores: Stores } | null = null;
   private middlewareFrom = '';
   private listenersFrom = '';
   private pipeline: Pipeline | null = null;
   private listeners: readonly Listener[] = [];
   private readonly ready = { middleware: [] as string[], listeners: [] as string[] };
 
-  constructor(private readonly options: WorkerComponentsOptions) {}
+  constructor(private readonly options: WorkerComponentsOptions) {
+    this.local = new LeaseClient({ send: options.sendToBank });
+  }
+
+  /** A message from the primary's lease bank. */
+  receiveLease(message: LeaseBankMessage): void {
+    this.local.receive(message);
+  }
 
   /** Ids of the current middleware that are ready. */
   readyMiddleware(): string[] {
@@ -47,13 +69,45 @@ export class WorkerComponents {
     return this.ready.listeners;
   }
 
-  /** Builds and installs the config's middleware and listeners where they differ from what serves now. */
+  /** Every store's state and counters (health report, /metrics). */
+  storeSnapshot(): Record<string, StoreSnapshot> {
+    return this.stores?.snapshot() ?? {};
+  }
+
+  /** The asynchronous part of a config change: connecting new stores. Call before apply(). */
+  async prepare(config: GatewayConfig): Promise<void> {
+    const from = JSON.stringify(config.kvStores);
+    if (from === this.storesFrom && this.stores !== null) return;
+    if (this.nextStores?.from === from) return;
+    this.nextStores = { from, stores: await createStores(config.kvStores, { local: this.local }) };
+  }
+
+  /** Installs the config's stores, middleware and listeners where they differ from what serves now (synchronous). */
   apply(config: GatewayConfig, dataPlane: DataPlane): void {
     const { counters, log } = this.options;
-    const context = { metrics: counters, warn: (message: string, fields?: Record<string, unknown>) => log.warn(fields ?? {}, message) };
+    let storesChanged = false;
+    if (this.nextStores !== null) {
+      const previous = this.stores;
+      ({ from: this.storesFrom, stores: this.stores } = this.nextStores);
+      this.nextStores = null;
+      storesChanged = true;
+      if (previous !== null) setTimeout(() => void closeRemote(previous), RETIRE_AFTER_MS).unref();
+    }
+    const stores = this.stores!;
+    const warn = (message: string, fields?: Record<string, unknown>): void => log.warn(fields ?? {}, message);
     const middlewareKey = JSON.stringify(config.middleware);
-    if (middlewareKey !== this.middlewareFrom) {
+    if (storesChanged || middlewareKey !== this.middlewareFrom) {
       this.middlewareFrom = middlewareKey;
+      const context: MiddlewareContext = {
+        metrics: counters,
+        warn,
+        rateLimitStores: (name) => stores.rateLimitStore(name),
+        storeSettled: (name) => stores.settled(name),
+        cacheStores: (name, owner) => {
+          const store = stores.keyValueStore(name);
+          return store === undefined ? undefined : new RemoteCacheStore(store, owner, () => stores.settled(name));
+        },
+      };
       const pipeline = buildPipeline(config.middleware, context);
       const previous = this.pipeline;
       this.pipeline = pipeline;
@@ -64,7 +118,7 @@ export class WorkerComponents {
     const listenersKey = JSON.stringify(config.listeners);
     if (listenersKey !== this.listenersFrom) {
       this.listenersFrom = listenersKey;
-      const listeners = buildListeners(config.listeners, context);
+      const listeners = buildListeners(config.listeners, { metrics: counters, warn });
       const previous = this.listeners;
       this.listeners = listeners;
       dataPlane.setListeners(listeners);
@@ -75,6 +129,8 @@ export class WorkerComponents {
 
   async close(): Promise<void> {
     await Promise.allSettled([this.pipeline?.close(), ...this.listeners.map((listener) => listener.close())]);
+    await this.stores?.close();
+    this.local.close();
   }
 
   /** Reports each component ready once it is (or once it gave up: it then works by its fallback rule). */
@@ -94,4 +150,9 @@ export class WorkerComponents {
       });
     }
   }
+}
+
+/** A replaced set of stores: its Redis connections close; the worker's LeaseClient stays. */
+async function closeRemote(stores: Stores): Promise<void> {
+  await Promise.allSettled([...stores.redis.values()].map((store) => store.close()));
 }

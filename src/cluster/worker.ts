@@ -10,6 +10,7 @@ import { ACCESS_LOG_LISTENER, createAccessLog, type AccessLog } from '../listene
 import { createLogger, levelFromEnv } from '../log.js';
 import { startAdminListener, type AdminListener } from '../builtins/admin-listener.js';
 import { WorkerComponents } from './worker-components.js';
+import { isLeaseBankMessage, type LeaseWorkerMessage } from '../stores/lease-messages.js';
 import { isPrimaryMessage, type PrimaryToWorker, type PublishMessage, type WorkerToPrimary } from './messages.js';
 
 const METRICS_SHIP_INTERVAL_MS = 200;
@@ -43,14 +44,16 @@ let adminListener: AdminListener | null = null;
 /** The table version this worker serves; null until the first is applied. */
 let servingVersion: number | null = null;
 let applying = false;
-const components = new WorkerComponents({ counters, log, onReadiness: () => sendReady() });
+const components = new WorkerComponents({ counters, log, onReadiness: () => sendReady(), sendToBank: (message) => send(message) });
+/** The store snapshot last sent, as JSON (sent again only when it changed). */
+let storesSent = '';
 let graceMs = 10_000;
 let metricsEnabled = true;
 let stopping = false;
 let unshipped = false;
 let lastShippedInFlight = 0;
 
-function send(message: WorkerToPrimary): void {
+function send(message: WorkerToPrimary | LeaseWorkerMessage): void {
   if (process.connected) process.send?.(message);
 }
 
@@ -81,6 +84,7 @@ function onBreakersChanged(): void {
 
 /** Deltas go to the primary only when something changed; the in-flight gauge comes from the data plane. */
 function shipMetrics(): void {
+  shipStores();
   const inFlight = dataPlane?.inFlight() ?? 0;
   if (!unshipped && inFlight === lastShippedInFlight && counters.isEmpty) return;
   const delta = recorder.takeDelta();
@@ -90,6 +94,15 @@ function shipMetrics(): void {
   unshipped = false;
   lastShippedInFlight = inFlight;
   send({ type: 'metrics-delta', delta });
+}
+
+/** The stores' states and counters go to the primary (health report kvStores, /metrics) when they changed. */
+function shipStores(): void {
+  const snapshot = components.storeSnapshot();
+  const text = JSON.stringify(snapshot);
+  if (text === storesSent) return;
+  storesSent = text;
+  send({ type: 'stores', stores: snapshot });
 }
 
 async function startServing(message: PublishMessage): Promise<DataPlane> {
@@ -124,6 +137,7 @@ async function apply(message: PublishMessage): Promise<void> {
   metricsEnabled = message.config.metrics.enabled;
   log.level = message.config.logLevel;
   dataPlane ??= await startServing(message);
+  await components.prepare(message.config);
   // One synchronous step: no request sees the new table without the middleware that go with it.
   applying = true;
   try {
@@ -211,7 +225,8 @@ try {
   process.exit(1);
 }
 process.on('message', (message: unknown) => {
-  if (isPrimaryMessage(message)) onMessage(message);
+  if (isLeaseBankMessage(message)) components.receiveLease(message);
+  else if (isPrimaryMessage(message)) onMessage(message);
 });
 send({ type: 'hello' });
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -9,6 +9,7 @@ const MIB = 1024 * KIB;
 
 import { middlewareSchema } from '../middleware/registry.js';
 import { listenersSchema } from '../listeners/registry.js';
+import { kvStoresSchema } from '../stores/config.js';
 
 /** Media types and ids lists share this shape. */
 const stringList = (description: string) => ({
@@ -268,6 +269,7 @@ export const configSchema = {
         enabled: { type: 'boolean', default: true, description: 'Log one line per proxied request.' },
       },
     },
+    kvStores: kvStoresSchema,
     middleware: middlewareSchema(),
     listeners: listenersSchema(),
     metrics: {

@@ -3,6 +3,7 @@ import { normalizeServiceLocation } from './service-location.js';
 import type { ConfigProblem } from './problem.js';
 import { rangeProblem } from '../http/trusted-proxies.js';
 import { checkListeners } from '../listeners/registry.js';
+import { LOCAL_STORE, kvStoreProblems } from '../stores/config.js';
 
 /** Rules beyond the schema; `config` has passed the schema and holds its defaults. */
 export function checkConfigRules(config: GatewayConfig, explicitPathKeys: ReadonlySet<string>): ConfigProblem[] {
@@ -13,7 +14,21 @@ export function checkConfigRules(config: GatewayConfig, explicitPathKeys: Readon
     ...checkAdmin(config),
     ...checkMiddlewareIds(config),
     ...checkListeners(config.listeners),
+    ...kvStoreProblems(config.kvStores),
+    ...checkStoreNames(config),
   ];
+}
+
+/** A middleware's `store` must be "local" or a kvStores name. */
+function checkStoreNames(config: GatewayConfig): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const known = Object.keys(config.kvStores);
+  config.middleware.forEach((entry, index) => {
+    if (!('store' in entry) || entry.store === LOCAL_STORE || known.includes(entry.store)) return;
+    const choices = [LOCAL_STORE, ...known].map((name) => `"${name}"`).join(', ');
+    problems.push({ pointer: `/middleware/${index}/store`, reason: `"${entry.store}" is not a store; known: ${choices} (kvStores defines the others)` });
+  });
+  return problems;
 }
 
 function checkMiddlewareIds(config: GatewayConfig): ConfigProblem[] {

@@ -1,5 +1,6 @@
 import type { MiddlewareConfig } from '../middleware/registry.js';
 import type { ListenerConfig } from '../listeners/registry.js';
+import type { KvStoresConfig } from '../stores/config.js';
 
 /** The gateway's configuration after schema validation and defaults (see src/config/schema.ts). */
 export interface GatewayConfig {
@@ -57,6 +58,8 @@ export interface GatewayConfig {
     refreshIntervalMs: number;
   };
   accessLog: { enabled: boolean };
+  /** Named stores middleware refer to (contract 11); "local" always exists besides. */
+  kvStores: KvStoresConfig;
   /** Run in order for every routed request (contract 9). */
   middleware: MiddlewareConfig[];
   /** Run after each routed request's answer (contract 10); the access log is configured apart. */

@@ -4,11 +4,12 @@
  */
 import { apiKeyAuthSchema, createApiKeyAuth, type ApiKeyAuthConfig } from './api-key-auth.js';
 import { Pipeline } from './pipeline.js';
+import { createRateLimit, rateLimitSchema, type RateLimitConfig } from './rate-limit.js';
 import { createResponseCache, responseCacheSchema, type ResponseCacheConfig } from './response-cache.js';
 import type { Middleware, MiddlewareContext } from './types.js';
 
 /** One `middleware` entry of the config, after the schema filled its defaults. */
-export type MiddlewareConfig = ApiKeyAuthConfig | ResponseCacheConfig;
+export type MiddlewareConfig = ApiKeyAuthConfig | RateLimitConfig | ResponseCacheConfig;
 
 interface TypeSchema {
   readonly description: string;
@@ -23,6 +24,7 @@ interface MiddlewareType {
 
 export const MIDDLEWARE_TYPES: Readonly<Record<MiddlewareConfig['type'], MiddlewareType>> = {
   apiKeyAuth: { schema: apiKeyAuthSchema, create: (config, context) => createApiKeyAuth(config as ApiKeyAuthConfig, context) },
+  rateLimit: { schema: rateLimitSchema, create: (config, context) => createRateLimit(config as RateLimitConfig, context) },
   responseCache: { schema: responseCacheSchema, create: (config, context) => createResponseCache(config as ResponseCacheConfig, context) },
 };
 

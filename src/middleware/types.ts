@@ -2,6 +2,7 @@
  * What a middleware is to the pipeline (contract section 9). A type lives in a file of its own that
  * exports a MiddlewareType (its config schema and its factory); registry.ts lists the types.
  */
+import type { RateLimitStoreLookup, StoreSettled } from './rate-limit.js';
 import type { CacheStoreLookup } from '../cache/store.js';
 import type { RequestContext } from '../proxy/request-context.js';
 
@@ -58,6 +59,10 @@ export interface MiddlewareContext {
   warn(message: string, fields?: Record<string, unknown>): void;
   /** The kvStores a responseCache may name as its `store` (absent: only "local"). */
   cacheStores?: CacheStoreLookup;
+  /** The stores a rateLimit may name (`local` and the kvStores); absent: none, so no rateLimit can be built. */
+  rateLimitStores?: RateLimitStoreLookup;
+  /** Resolves once the named store answered once or gave up connecting (middleware readiness). */
+  storeSettled?: StoreSettled;
 }
 
 export function problem(status: number, detail: string, headers?: readonly string[]): ProblemAnswer {

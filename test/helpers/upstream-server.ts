@@ -158,6 +158,7 @@ export function testConfig(overrides: ConfigOverrides = {}): GatewayConfig {
     circuitBreaker: { hostFailures: 50, endpointFailures: 25, resetMs: 10000 },
     discovery: { fetchTimeoutMs: 5000, retries: 0, backoffMs: 0, refreshIntervalMs: 0 },
     accessLog: { enabled: false },
+    kvStores: {},
     middleware: [],
     listeners: [],
     metrics: { enabled: true },

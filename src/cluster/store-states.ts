@@ -1,0 +1,65 @@
+/**
+ * The primary's view of the stores (contract 11): every worker reports its stores' states and counters;
+ * the health report's `kvStores` shows each store's worst state over the workers (a Redis one worker
+ * cannot reach is a problem to see), /metrics the summed counters.
+ */
+import type { StoreSnapshot } from '../stores/config.js';
+
+export interface StoreHealth {
+  type: 'local' | 'redis';
+  /** redis: the URL without credentials. */
+  url?: string;
+  /** `ready`, `connecting` or `down`: the worst any worker reports. */
+  state: string;
+  /** Workers that report it ready, of those that report it. */
+  readyWorkers: number;
+  workers: number;
+  lastError?: string;
+}
+
+const SEVERITY: Record<string, number> = { ready: 0, connecting: 1, down: 2 };
+
+export class StoreStates {
+  private readonly byWorker = new Map<number, Record<string, StoreSnapshot>>();
+
+  report(workerId: number, stores: Record<string, StoreSnapshot>): void {
+    this.byWorker.set(workerId, stores);
+  }
+
+  workerGone(workerId: number): void {
+    this.byWorker.delete(workerId);
+  }
+
+  /** Per store name, for the health report; only names the current config has. */
+  health(names: readonly string[]): Record<string, StoreHealth> {
+    const out: Record<string, StoreHealth> = {};
+    for (const name of names) {
+      let entry: StoreHealth | undefined;
+      for (const stores of this.byWorker.values()) {
+        const snapshot = stores[name];
+        if (snapshot === undefined) continue;
+        entry ??= { type: snapshot.type, ...(snapshot.url === undefined ? {} : { url: snapshot.url }), state: 'ready', readyWorkers: 0, workers: 0 };
+        entry.workers++;
+        if (snapshot.state === 'ready') entry.readyWorkers++;
+        if ((SEVERITY[snapshot.state] ?? 2) > (SEVERITY[entry.state] ?? 2)) entry.state = snapshot.state;
+        if (snapshot.lastError) entry.lastError = snapshot.lastError;
+      }
+      out[name] = entry ?? { type: name === 'local' ? 'local' : 'redis', state: name === 'local' ? 'ready' : 'connecting', readyWorkers: 0, workers: 0 };
+    }
+    return out;
+  }
+
+  /** /metrics `kvStores`: state as in health, counters summed over workers. */
+  metrics(names: readonly string[]): Record<string, Record<string, unknown>> {
+    const health = this.health(names);
+    const out: Record<string, Record<string, unknown>> = {};
+    for (const name of names) {
+      const totals: Record<string, number> = {};
+      for (const stores of this.byWorker.values()) {
+        for (const [counter, value] of Object.entries(stores[name]?.stats ?? {})) totals[counter] = (totals[counter] ?? 0) + value;
+      }
+      out[name] = { state: health[name].state, readyWorkers: health[name].readyWorkers, ...totals };
+    }
+    return out;
+  }
+}

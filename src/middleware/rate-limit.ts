@@ -1,0 +1,168 @@
+/**
+ * rateLimit (contract section 9): a GCRA bucket of `limit` requests per `windowMs` per key (the client
+ * address, the consumer, or a header), per endpoint or across all endpoints, in a store: `local` (one
+ * limit for the instance, leased to its workers by the primary) or a Redis store from kvStores (one
+ * limit for every instance on it). See src/stores/README.md for how each keeps its accuracy.
+ *
+ * Every answer of an endpoint it runs on carries the IETF RateLimit fields (the draft's syntax, as the
+ * contract writes them): `RateLimit-Policy: "<id>";q=<limit>;w=<window s>` and
+ * `RateLimit: "<id>";r=<remaining>;t=<s until full>`. Over the limit: 429 with Retry-After.
+ */
+import type { RequestContext } from '../proxy/request-context.js';
+import { gcraPolicy, type GcraPolicy, type RateDecision } from '../stores/gcra.js';
+import type { RateLimitStore } from '../stores/types.js';
+import { problem, type Decision, type Middleware, type MiddlewareContext } from './types.js';
+
+export interface RateLimitConfig {
+  id: string;
+  type: 'rateLimit';
+  slaMs: number;
+  limit: number;
+  windowMs: number;
+  /** "ip", "consumer" or "header:<name>". */
+  key: string;
+  scope: 'endpoint' | 'global';
+  store: string;
+  onStoreError: 'allow' | 'deny';
+}
+
+export const rateLimitSchema = {
+  description: 'Admits at most `limit` requests per `windowMs` per key (contract 9, rateLimit).',
+  required: ['limit', 'windowMs'],
+  properties: {
+    limit: { type: 'integer', minimum: 1, maximum: 10_000_000, description: 'Requests per window; also the largest burst admitted at once.' },
+    windowMs: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 31 * 24 * 3600 * 1000,
+      description: 'The window, in ms; after a burst, requests are admitted at limit / windowMs.',
+    },
+    key: {
+      type: 'string',
+      pattern: "^(ip|consumer|header:[!#$%&'*+.^_`|~0-9A-Za-z-]+)$",
+      default: 'ip',
+      description:
+        'What a bucket belongs to: "ip" (the client address, per trustedProxies), "consumer" (the apiKeyAuth ' +
+        'consumer, else the client address), or "header:<name>" (that request header\'s value, else the client address).',
+    },
+    scope: {
+      type: 'string',
+      enum: ['endpoint', 'global'],
+      default: 'endpoint',
+      description: '"endpoint": one bucket per key and endpoint; "global": one per key across every endpoint it runs on.',
+    },
+    store: {
+      type: 'string',
+      minLength: 1,
+      default: 'local',
+      description: '"local" (one limit for this instance, across its workers) or the name of a kvStores entry (one limit across the instances sharing it).',
+    },
+    onStoreError: {
+      type: 'string',
+      enum: ['allow', 'deny'],
+      default: 'allow',
+      description: 'When the store fails or does not answer within slaMs: "allow" admits the request, "deny" answers 503.',
+    },
+  },
+} as const;
+
+/** Finds the store a rateLimit entry names: `local` or a kvStores name; undefined when there is none. */
+export type RateLimitStoreLookup = (name: string) => RateLimitStore | undefined;
+
+/** When the store is there to answer: resolves once it answered once or gave up connecting. */
+export type StoreSettled = (name: string) => Promise<void>;
+
+class RateLimit implements Middleware {
+  readonly type = 'rateLimit';
+  readonly failClosed = false;
+  readonly id: string;
+  readonly slaMs: number;
+  private readonly policy: GcraPolicy;
+  private readonly policyHeader: string;
+  private readonly quotedId: string;
+  private readonly header: string | null;
+  private readonly byConsumer: boolean;
+  private readonly global: boolean;
+  private readonly deny: boolean;
+  private readonly storeErrors: string;
+  /** Key prefix per route (scope "endpoint"): built once per route, not per request. */
+  private readonly prefixes = new WeakMap<object, string>();
+  private readonly globalPrefix: string;
+
+  constructor(
+    config: RateLimitConfig,
+    private readonly store: RateLimitStore,
+    private readonly settled: Promise<void>,
+    private readonly context: MiddlewareContext,
+  ) {
+    this.id = config.id;
+    this.slaMs = config.slaMs;
+    this.policy = gcraPolicy(config.limit, config.windowMs);
+    this.quotedId = `"${config.id}"`;
+    this.policyHeader = `${this.quotedId};q=${config.limit};w=${Math.ceil(config.windowMs / 1000)}`;
+    this.header = config.key.startsWith('header:') ? config.key.slice('header:'.length).toLowerCase() : null;
+    this.byConsumer = config.key === 'consumer';
+    this.global = config.scope === 'global';
+    this.deny = config.onStoreError === 'deny';
+    this.storeErrors = `middleware.${config.id}.storeErrors`;
+    this.globalPrefix = `${config.id}|*|`;
+  }
+
+  decide(ctx: RequestContext): Decision | Promise<Decision> {
+    ctx.addResponseHeader('ratelimit-policy', this.policyHeader);
+    let result: RateDecision | Promise<RateDecision>;
+    try {
+      result = this.store.take(this.bucketKey(ctx), this.policy, this.slaMs);
+    } catch {
+      return this.storeFailed();
+    }
+    if (result instanceof Promise) return result.then((decision) => this.apply(ctx, decision), () => this.storeFailed());
+    return this.apply(ctx, result);
+  }
+
+  ready(): Promise<void> {
+    return this.settled;
+  }
+
+  close(): Promise<void> {
+    // The stores belong to the worker and outlive a reload's pipeline.
+    return Promise.resolve();
+  }
+
+  private bucketKey(ctx: RequestContext): string {
+    let subject: string | undefined;
+    if (this.header !== null) subject = ctx.requestHeader(this.header);
+    else if (this.byConsumer) subject = ctx.consumer === null ? undefined : `c:${ctx.consumer}`;
+    subject ??= ctx.clientAddress;
+    return this.prefixOf(ctx) + subject;
+  }
+
+  private prefixOf(ctx: RequestContext): string {
+    if (this.global) return this.globalPrefix;
+    const route = ctx.route!;
+    let prefix = this.prefixes.get(route);
+    if (prefix === undefined) this.prefixes.set(route, (prefix = `${this.id}|${route.method} ${route.canonical}|`));
+    return prefix;
+  }
+
+  private apply(ctx: RequestContext, decision: RateDecision): Decision {
+    ctx.addResponseHeader('ratelimit', `${this.quotedId};r=${decision.remaining};t=${Math.ceil(decision.resetMs / 1000)}`);
+    if (decision.admitted) return undefined;
+    const retryAfter = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+    return problem(429, `over the rate limit of ${this.id}; retry in ${retryAfter} s`, ['retry-after', String(retryAfter)]);
+  }
+
+  private storeFailed(): Decision {
+    this.context.metrics.add(this.storeErrors);
+    return this.deny ? problem(503, `the rate limit store of ${this.id} is not answering`) : undefined;
+  }
+}
+
+export function createRateLimit(config: RateLimitConfig, context: MiddlewareContext): Middleware {
+  const store = context.rateLimitStores?.(config.store);
+  if (store === undefined) {
+    throw new Error(`middleware "${config.id}": store "${config.store}" is neither "local" nor the name of a kvStores entry`);
+  }
+  const settled = context.storeSettled?.(config.store) ?? Promise.resolve();
+  return new RateLimit(config, store, settled, context);
+}
