@@ -85,6 +85,11 @@ class RateLimit implements Middleware {
   private readonly global: boolean;
   private readonly deny: boolean;
   private readonly storeErrors: string;
+  /**
+   * A store call gives up a little before slaMs, so onStoreError (allow, or deny with 503) decides a
+   * slow store, not the pipeline's SLA (which would always let the request through).
+   */
+  private readonly storeWaitMs: number;
   /** Key prefix per route (scope "endpoint"): built once per route, not per request. */
   private readonly prefixes = new WeakMap<object, string>();
   private readonly globalPrefix: string;
@@ -105,6 +110,7 @@ class RateLimit implements Middleware {
     this.global = config.scope === 'global';
     this.deny = config.onStoreError === 'deny';
     this.storeErrors = `middleware.${config.id}.storeErrors`;
+    this.storeWaitMs = Math.max(1, Math.floor(config.slaMs * 0.9));
     this.globalPrefix = `${config.id}|*|`;
   }
 
@@ -112,7 +118,7 @@ class RateLimit implements Middleware {
     ctx.addResponseHeader('ratelimit-policy', this.policyHeader);
     let result: RateDecision | Promise<RateDecision>;
     try {
-      result = this.store.take(this.bucketKey(ctx), this.policy, this.slaMs);
+      result = this.store.take(this.bucketKey(ctx), this.policy, this.storeWaitMs);
     } catch {
       return this.storeFailed();
     }
