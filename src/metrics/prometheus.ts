@@ -49,6 +49,9 @@ export function toPrometheus(report: MetricsReport): string {
   perSeries(out, 'endpoint', 'endpoint', 'Requests completed per endpoint (method and template)', report.endpoints);
   breakerStates(out, report.breakers);
   retries(out, report.retries);
+  middlewareEvents(out, report.middleware);
+  listenerEvents(out, report.listeners);
+  storeStates(out, report.kvStores);
   reloadStatus(out, report.lastReload);
   return out.text();
 }
@@ -117,6 +120,79 @@ function retries(out: Exposition, counts: unknown): void {
   if (entries.length === 0) return;
   out.family('gateway_upstream_retries_total', 'counter', 'Requests retried on another host of their endpoint, by reason.');
   for (const [reason, count] of entries) out.sample('gateway_upstream_retries_total', [['reason', reason]], count);
+}
+
+type Tree = Record<string, unknown>;
+
+function isTree(value: unknown): value is Tree {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Counters kept as gauges (they go down too): the response cache's bytes. */
+const GAUGE_EVENTS = new Set(['bytesStored']);
+
+/**
+ * `middleware.<id>.*` counters (src/middleware/pipeline.ts and each type): decisions by outcome and
+ * status, and every other event by name; a cache's bytes as a gauge.
+ */
+function middlewareEvents(out: Exposition, middleware: unknown): void {
+  if (!isTree(middleware)) return;
+  const responses: Array<[Labels, number]> = [];
+  const events: Array<[Labels, number]> = [];
+  const gauges: Array<[Labels, number]> = [];
+  for (const [id, counts] of Object.entries(middleware)) {
+    if (!isTree(counts)) continue;
+    for (const [name, value] of Object.entries(counts)) {
+      if (typeof value === 'number') {
+        (GAUGE_EVENTS.has(name) ? gauges : events).push([[['middleware', id], ['event', name]], value]);
+      } else if (isTree(value)) {
+        for (const [status, count] of Object.entries(value)) {
+          if (typeof count === 'number') responses.push([[['middleware', id], ['outcome', name], ['status', status]], count]);
+        }
+      }
+    }
+  }
+  if (responses.length > 0) {
+    out.family('gateway_middleware_answers_total', 'counter', 'Requests a middleware answered itself, by outcome (rejected, answered from cache) and status.');
+    for (const [labels, value] of responses) out.sample('gateway_middleware_answers_total', labels, value);
+  }
+  if (events.length > 0) {
+    out.family('gateway_middleware_events_total', 'counter', 'Middleware events: admitted, slaMisses, errors, storeErrors, cache hits/misses/stale/bypass/evictions, ...');
+    for (const [labels, value] of events) out.sample('gateway_middleware_events_total', labels, value);
+  }
+  if (gauges.length > 0) {
+    out.family('gateway_middleware_cache_bytes', 'gauge', 'Bytes a response cache holds, summed over workers (its event label says which figure).');
+    for (const [labels, value] of gauges) out.sample('gateway_middleware_cache_bytes', labels, value);
+  }
+}
+
+/** `listeners.<id>.*` counters (alternateUpstream: sent, matched, mismatched, errors, dropped, ...). */
+function listenerEvents(out: Exposition, listeners: unknown): void {
+  if (!isTree(listeners)) return;
+  const rows: Array<[Labels, number]> = [];
+  for (const [id, counts] of Object.entries(listeners)) {
+    if (!isTree(counts)) continue;
+    for (const [name, value] of Object.entries(counts)) if (typeof value === 'number') rows.push([[['listener', id], ['event', name]], value]);
+  }
+  if (rows.length === 0) return;
+  out.family('gateway_listener_events_total', 'counter', 'Listener events by name (shadow traffic: sent, matched, mismatched, errors, dropped, ...).');
+  for (const [labels, value] of rows) out.sample('gateway_listener_events_total', labels, value);
+}
+
+/** The `kvStores` extra: each store's state (up when every worker has it ready) and its counters. */
+function storeStates(out: Exposition, stores: unknown): void {
+  if (!isTree(stores)) return;
+  const entries = Object.entries(stores).filter((e): e is [string, Tree] => isTree(e[1]));
+  if (entries.length === 0) return;
+  out.family('gateway_store_up', 'gauge', '1 when the store is ready on every worker that reports it.');
+  for (const [name, store] of entries) out.sample('gateway_store_up', [['store', name]], store.state === 'ready' ? 1 : 0);
+  const counters = ['commands', 'errors', 'timeouts', 'failedFast', 'breakerOpens'];
+  const rows = entries.flatMap(([name, store]) =>
+    counters.filter((c) => typeof store[c] === 'number').map((c): [Labels, number] => [[['store', name], ['event', c]], store[c] as number]),
+  );
+  if (rows.length === 0) return;
+  out.family('gateway_store_events_total', 'counter', 'Store commands and their failures, summed over workers.');
+  for (const [labels, value] of rows) out.sample('gateway_store_events_total', labels, value);
 }
 
 /**

@@ -1,0 +1,38 @@
+// The Prometheus exposition of middleware, listener and store metrics parses strictly and says what the
+// JSON report says.
+import t from 'tap';
+import { MetricsAggregator } from '../src/metrics/aggregate.js';
+import { MetricsRecorder } from '../src/metrics/recorder.js';
+import { parsePrometheus, sampleValue } from './helpers/prometheus.js';
+
+t.test('middleware, listener and store counters: JSON nesting and Prometheus families agree', async (t) => {
+  const aggregator = new MetricsAggregator(() => 1_000);
+  const delta = new MetricsRecorder().takeDelta();
+  delta.counters = {
+    'middleware.auth.admitted': 7,
+    'middleware.auth.rejected.401': 3,
+    'middleware.limit.rejected.429': 2,
+    'middleware.limit.slaMisses': 1,
+    'middleware.cache.hits': 5,
+    'middleware.cache.answered.200': 5,
+    'middleware.cache.bytesStored': 4096,
+    'listeners.shadow.sent': 4,
+    'listeners.shadow.mismatched': 1,
+  };
+  aggregator.addDelta(1, delta);
+  aggregator.addDelta(2, { ...delta, counters: { 'middleware.cache.bytesStored': -1024, 'middleware.auth.admitted': 1 } });
+  aggregator.setExtra('kvStores', () => ({ local: { state: 'ready', readyWorkers: 2 }, shared: { state: 'down', readyWorkers: 0, commands: 10, timeouts: 2 } }));
+  const report = aggregator.report() as Record<string, any>;
+  t.same(report.middleware.auth, { admitted: 8, rejected: { 401: 3 } });
+  t.equal(report.middleware.cache.bytesStored, 3072, 'a gauge kept as deltas sums to the current total');
+  const families = parsePrometheus(aggregator.prometheus());
+  t.equal(sampleValue(families, 'gateway_middleware_answers_total', 'gateway_middleware_answers_total', { middleware: 'auth', outcome: 'rejected', status: '401' }), 3);
+  t.equal(sampleValue(families, 'gateway_middleware_answers_total', 'gateway_middleware_answers_total', { middleware: 'cache', outcome: 'answered', status: '200' }), 5);
+  t.equal(sampleValue(families, 'gateway_middleware_events_total', 'gateway_middleware_events_total', { middleware: 'limit', event: 'slaMisses' }), 1);
+  t.equal(sampleValue(families, 'gateway_middleware_events_total', 'gateway_middleware_events_total', { middleware: 'auth', event: 'admitted' }), 8);
+  t.equal(sampleValue(families, 'gateway_middleware_cache_bytes', 'gateway_middleware_cache_bytes', { middleware: 'cache', event: 'bytesStored' }), 3072);
+  t.equal(sampleValue(families, 'gateway_listener_events_total', 'gateway_listener_events_total', { listener: 'shadow', event: 'mismatched' }), 1);
+  t.equal(sampleValue(families, 'gateway_store_up', 'gateway_store_up', { store: 'local' }), 1);
+  t.equal(sampleValue(families, 'gateway_store_up', 'gateway_store_up', { store: 'shared' }), 0);
+  t.equal(sampleValue(families, 'gateway_store_events_total', 'gateway_store_events_total', { store: 'shared', event: 'timeouts' }), 2);
+});
