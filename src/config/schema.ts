@@ -82,7 +82,7 @@ const upstreamSchema = {
       type: 'string',
       enum: ['swagger2', 'openapi3', 'static'],
       description:
-        '"swagger2": a Swagger 2.0 JSON doc is fetched from specPath; "openapi3": an OpenAPI 3.x JSON doc is ' +
+        '"swagger2": a Swagger 2.0 doc (JSON or YAML) is fetched from specPath; "openapi3": an OpenAPI 3.x doc (JSON or YAML) is ' +
         'fetched from specPath; "static": the endpoints are listed inline in `endpoints`.',
     },
     serviceLocation: {
