@@ -7,7 +7,8 @@ import { writeProblem } from '../http/problem.js';
 import { statusLine } from '../http/status-line.js';
 import type { LoadedUws } from '../native/uws.js';
 import type { UwsListenSocket, UwsRequest, UwsResponse } from '../native/uws-types.js';
-import type { BuiltinsHook, HeaderView } from '../proxy/data-plane-types.js';
+import type { BuiltinsHook } from '../proxy/data-plane-types.js';
+import { emptyHeaderView } from '../http/request-head.js';
 
 export interface AdminListener {
   readonly port: number;
@@ -16,15 +17,7 @@ export interface AdminListener {
 
 export function startAdminListener(uws: LoadedUws, host: string, port: number, builtins: BuiltinsHook, via: string): Promise<AdminListener> {
   const app = uws.uws.App();
-  const headers: HeaderView = {
-    accept: undefined,
-    'accept-encoding': undefined,
-    'content-type': undefined,
-    host: undefined,
-    'if-none-match': undefined,
-    authorization: undefined,
-    'user-agent': undefined,
-  };
+  const headers = emptyHeaderView();
   app.any('/*', (res: UwsResponse, req: UwsRequest) => {
     const method = req.getCaseSensitiveMethod();
     const url = req.getUrl();

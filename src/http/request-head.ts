@@ -16,6 +16,19 @@ export interface HeaderView {
   [name: string]: string | undefined;
 }
 
+/** A HeaderView with every field present (one hidden class) and unset. */
+export function emptyHeaderView(): HeaderView {
+  return {
+    accept: undefined,
+    'accept-encoding': undefined,
+    'content-type': undefined,
+    host: undefined,
+    'if-none-match': undefined,
+    authorization: undefined,
+    'user-agent': undefined,
+  };
+}
+
 export class RequestHead {
   method = '';
   url = '';
@@ -39,15 +52,7 @@ export class RequestHead {
   xRealIp: string | undefined = undefined;
   /** End-to-end headers to forward, flat [name, value, ...]; a fresh array per request (undici may queue it). */
   forward: string[] = [];
-  readonly view: HeaderView = {
-    accept: undefined,
-    'accept-encoding': undefined,
-    'content-type': undefined,
-    host: undefined,
-    'if-none-match': undefined,
-    authorization: undefined,
-    'user-agent': undefined,
-  };
+  readonly view: HeaderView = emptyHeaderView();
 
   /** A request body follows the head. */
   get hasBody(): boolean {

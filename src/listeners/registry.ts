@@ -9,18 +9,13 @@ import type { ConfigProblem } from '../config/problem.js';
 import { ACCESS_LOG_LISTENER } from './access-log.js';
 import { alternateUpstreamSchema, createAlternateUpstream, type AlternateUpstreamConfig } from './alternate-upstream.js';
 import type { Listener, ListenerContext } from './types.js';
+import { typedListSchema, type TypeSchema } from '../config/typed-list-schema.js';
 
 export type { AlternateUpstreamConfig } from './alternate-upstream.js';
 export type { Listener, ListenerContext, ListenerMetrics } from './types.js';
 
 /** One `listeners` entry of the config, after the schema filled its defaults. */
 export type ListenerConfig = AlternateUpstreamConfig;
-
-interface TypeSchema {
-  readonly description: string;
-  readonly required: readonly string[];
-  readonly properties: Readonly<Record<string, unknown>>;
-}
 
 interface ListenerType {
   readonly schema: TypeSchema;
@@ -44,27 +39,12 @@ export function listenersSchema(): Record<string, unknown> {
     },
     type: { type: 'string', enum: Object.keys(LISTENER_TYPES), description: 'Which listener.' },
   };
-  return {
-    type: 'array',
-    default: [],
-    description:
-      "Run for routed requests after the client's answer is over; they never delay or change it. An endpoint's " +
+  return typedListSchema(
+    "Run for routed requests after the client's answer is over; they never delay or change it. An endpoint's " +
       'x-disabled-listeners skips the ids it lists. Ids must be unique.',
-    items: {
-      type: 'object',
-      required: ['id', 'type'],
-      properties: common,
-      allOf: Object.entries(LISTENER_TYPES).map(([type, { schema }]) => ({
-        if: { properties: { type: { const: type } }, required: ['type'] },
-        then: {
-          description: schema.description,
-          required: schema.required,
-          additionalProperties: false,
-          properties: { ...common, ...schema.properties },
-        },
-      })),
-    },
-  };
+    common,
+    Object.fromEntries(Object.entries(LISTENER_TYPES).map(([type, { schema }]) => [type, schema])),
+  );
 }
 
 /**

@@ -7,15 +7,10 @@ import { Pipeline } from './pipeline.js';
 import { createRateLimit, rateLimitSchema, type RateLimitConfig } from './rate-limit.js';
 import { createResponseCache, responseCacheSchema, type ResponseCacheConfig } from './response-cache.js';
 import type { Middleware, MiddlewareContext } from './types.js';
+import { typedListSchema, type TypeSchema } from '../config/typed-list-schema.js';
 
 /** One `middleware` entry of the config, after the schema filled its defaults. */
 export type MiddlewareConfig = ApiKeyAuthConfig | RateLimitConfig | ResponseCacheConfig;
-
-interface TypeSchema {
-  readonly description: string;
-  readonly required: readonly string[];
-  readonly properties: Readonly<Record<string, unknown>>;
-}
 
 interface MiddlewareType {
   readonly schema: TypeSchema;
@@ -47,27 +42,12 @@ export function middlewareSchema(): Record<string, unknown> {
         'Longest a decision may take; past it the middleware is skipped and the miss counted (apiKeyAuth answers 503 instead).',
     },
   };
-  return {
-    type: 'array',
-    default: [],
-    description:
-      'Run in this order for every routed request, before it is forwarded (the response passes back in reverse); ' +
+  return typedListSchema(
+    'Run in this order for every routed request, before it is forwarded (the response passes back in reverse); ' +
       "an endpoint's x-disabled-middleware skips the ids it lists. Ids must be unique.",
-    items: {
-      type: 'object',
-      required: ['id', 'type'],
-      properties: common,
-      allOf: Object.entries(MIDDLEWARE_TYPES).map(([type, { schema }]) => ({
-        if: { properties: { type: { const: type } }, required: ['type'] },
-        then: {
-          description: schema.description,
-          required: schema.required,
-          additionalProperties: false,
-          properties: { ...common, ...schema.properties },
-        },
-      })),
-    },
-  };
+    common,
+    Object.fromEntries(Object.entries(MIDDLEWARE_TYPES).map(([type, { schema }]) => [type, schema])),
+  );
 }
 
 /** The pipeline of a config's middleware entries, each built by its type's factory. */
