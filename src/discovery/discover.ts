@@ -15,7 +15,7 @@ export async function discoverUpstream(upstream: UpstreamConfig, options: Discov
     return { upstream, entries: entriesFromStatic(upstream), doc: null };
   }
   const docUrl = specUrl(upstream);
-  const doc = await fetchJsonDoc(docUrl, options);
+  const doc = await fetchJsonDoc(docUrl, options, upstream.tls);
   const dereferenced = await validateDoc(doc, upstream.serviceType, docUrl);
   let entries;
   try {

@@ -49,6 +49,7 @@ export function toPrometheus(report: MetricsReport): string {
   perSeries(out, 'endpoint', 'endpoint', 'Requests completed per endpoint (method and template)', report.endpoints);
   breakerStates(out, report.breakers);
   retries(out, report.retries);
+  upstreamFailures(out, report.upstreamFailures);
   reloadStatus(out, report.lastReload);
   return out.text();
 }
@@ -117,6 +118,15 @@ function retries(out: Exposition, counts: unknown): void {
   if (entries.length === 0) return;
   out.family('gateway_upstream_retries_total', 'counter', 'Requests retried on another host of their endpoint, by reason.');
   for (const [reason, count] of entries) out.sample('gateway_upstream_retries_total', [['reason', reason]], count);
+}
+
+/** Failed upstream calls by kind (the data plane's upstreamFailures.* counters): connect, TLS, timeouts, resets, invalid answers, full queue. */
+function upstreamFailures(out: Exposition, counts: unknown): void {
+  if (typeof counts !== 'object' || counts === null) return;
+  const entries = Object.entries(counts as Record<string, unknown>).filter((e): e is [string, number] => typeof e[1] === 'number');
+  if (entries.length === 0) return;
+  out.family('gateway_upstream_failures_total', 'counter', 'Upstream calls that failed, by reason (badResponses: answers the strict parser refused).');
+  for (const [reason, count] of entries) out.sample('gateway_upstream_failures_total', [['reason', reason]], count);
 }
 
 /**
