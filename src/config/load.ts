@@ -5,6 +5,7 @@ import { describeSchemaErrors } from './schema-errors.js';
 import { parseConfigText } from './parse-json.js';
 import { readEnvOverrides } from './env.js';
 import { checkConfigRules } from './semantic-checks.js';
+import { loadUpstreamTls } from './tls-files.js';
 import { normalizeServiceLocation } from './service-location.js';
 import type { ConfigProblem } from './problem.js';
 import type { GatewayConfig } from './types.js';
@@ -65,6 +66,8 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
 
   const ruleProblems = checkConfigRules(valid, explicitPathKeys);
   if (ruleProblems.length > 0) throw new ConfigError(file, ruleProblems);
+  const tlsProblems = loadUpstreamTls(valid, file);
+  if (tlsProblems.length > 0) throw new ConfigError(file, tlsProblems);
   return normalize(valid);
 }
 

@@ -72,6 +72,34 @@ const staticEndpointSchema = {
   },
 } as const;
 
+const pemFile = (description: string) => ({ type: 'string', minLength: 1, description });
+
+const upstreamTlsSchema = {
+  type: 'object',
+  description:
+    'For an "https" serviceLocation only: how its certificate is checked and which client certificate is presented ' +
+    '(the data plane and doc fetching both use it). The files are read when the config is loaded, and again at every ' +
+    'reload; a relative path is relative to the config file. A file that cannot be read or is not PEM refuses the config.',
+  additionalProperties: false,
+  properties: {
+    caFile: pemFile("PEM file of the CA certificate(s) to trust for this upstream instead of Node's bundled roots (a private CA)."),
+    certFile: pemFile('PEM file of a client certificate presented when the upstream asks for one (mutual TLS); needs keyFile.'),
+    keyFile: pemFile("PEM file of that client certificate's private key (unencrypted); needs certFile."),
+    serverName: {
+      type: 'string',
+      minLength: 1,
+      description:
+        "Name sent as SNI and that the upstream's certificate must carry; default: serviceLocation's host (no SNI for an IP address, " +
+        'whose certificate must then name that address).',
+    },
+    rejectUnauthorized: {
+      type: 'boolean',
+      default: true,
+      description: 'false accepts any certificate, however invalid: for tests only, never in production.',
+    },
+  },
+} as const;
+
 const upstreamSchema = {
   type: 'object',
   description: 'One upstream service and how it declares its endpoints.',
@@ -114,6 +142,7 @@ const upstreamSchema = {
       items: staticEndpointSchema,
       description: 'Required for "static" upstreams and refused for the others (their doc lists the endpoints).',
     },
+    tls: upstreamTlsSchema,
   },
   if: { properties: { serviceType: { const: 'static' } }, required: ['serviceType'] },
   then: { required: ['endpoints'] },
@@ -224,6 +253,30 @@ export const configSchema = {
         shutdownGraceMs: nonNegativeInteger(
           'SIGTERM/SIGINT: how long in-flight requests may take before the process exits anyway.',
           10000,
+        ),
+      },
+    },
+    upstreamPool: {
+      type: 'object',
+      description:
+        "Keep-alive connections from each worker to each upstream (the gateway's own HTTP/1.1 client, src/upstream/). " +
+        'Connecting is bounded by timeouts.connectMs; the answer\'s head, and every silence in its body, by timeouts.upstreamMs.',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        connections: positiveInteger('Most connections one worker keeps open to one upstream.', 1024),
+        maxQueue: nonNegativeInteger(
+          'Requests that may wait for a connection to one upstream when all are busy (per worker); more are answered 503 at ' +
+            'once. The wait counts toward timeouts.upstreamMs (504 when it runs out).',
+          1024,
+        ),
+        idleTimeoutMs: positiveInteger(
+          "An idle connection is closed after this long, sooner when the upstream announces a shorter Keep-Alive timeout. Keep it under the upstream's own idle timeout.",
+          4000,
+        ),
+        maxResponseHeaderBytes: positiveInteger(
+          "Largest answer head (status line and headers, and trailers) accepted from an upstream; a larger one is 502.",
+          16 * KIB,
         ),
       },
     },

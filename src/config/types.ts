@@ -23,6 +23,8 @@ export interface GatewayConfig {
   paths: { healthcheck: string; metrics: string; spec: string };
   upstreams: UpstreamConfig[];
   upstreamWeighting: { stepCount: number; stepDurationMs: number };
+  /** Keep-alive connections from each worker to each upstream; absent in a config built in code: the defaults. */
+  upstreamPool?: UpstreamPoolConfig;
   timeouts: {
     /** Upstream must start answering (headers) within this; else 504. */
     upstreamMs: number;
@@ -88,4 +90,33 @@ export interface UpstreamConfig {
   specPath: string;
   /** `static` upstreams only. */
   endpoints?: StaticEndpointConfig[];
+  /** `https` upstreams only: certificate checks and a client certificate. */
+  tls?: UpstreamTlsConfig;
+}
+
+/** upstreamPool (see src/proxy/upstream-pool.ts). */
+export interface UpstreamPoolConfig {
+  /** Most connections one worker keeps open to one upstream. */
+  connections: number;
+  /** Requests that may wait for a busy upstream's connection; more are 503. */
+  maxQueue: number;
+  /** Idle connections are closed after this long. */
+  idleTimeoutMs: number;
+  /** Largest answer head accepted from an upstream. */
+  maxResponseHeaderBytes: number;
+}
+
+/**
+ * upstreams[].tls. The `*File` keys are the config's; `ca`, `cert` and `key` are those files' contents
+ * (PEM), filled in by the loader (src/config/tls-files.ts), which reads them at every load and reload.
+ */
+export interface UpstreamTlsConfig {
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
+  serverName?: string;
+  rejectUnauthorized: boolean;
+  ca?: string;
+  cert?: string;
+  key?: string;
 }

@@ -18,7 +18,7 @@ export async function discoverUpstream(upstream: UpstreamConfig, options: Discov
     return { upstream, entries: entriesFromStatic(upstream), doc: null, problems: [] };
   }
   const docUrl = specUrl(upstream);
-  const doc = await fetchDoc(docUrl, options);
+  const doc = await fetchDoc(docUrl, options, upstream.tls);
   return discoverFromDoc(upstream, doc, { docUrl, where: docUrl, serviceType: upstream.serviceType });
 }
 

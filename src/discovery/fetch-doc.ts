@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { request } from 'undici';
+import { Agent, request, type Dispatcher } from 'undici';
+import type { UpstreamTlsConfig } from '../config/types.js';
 import { parseDocText } from './parse-doc.js';
 import type { DiscoveryOptions } from './types.js';
 
@@ -18,24 +19,36 @@ class TransientFetchError extends Error {}
  * timeouts and non-2xx answers are retried with exponential back-off; an answer that is neither JSON nor
  * YAML is not (it will not become a doc by asking again).
  */
-export async function fetchDoc(url: string, options: DiscoveryOptions): Promise<unknown> {
+export async function fetchDoc(url: string, options: DiscoveryOptions, tls?: UpstreamTlsConfig): Promise<unknown> {
   const attempts = 1 + options.retries;
   let lastReason = '';
-  for (let attempt = 1; attempt <= attempts; attempt++) {
-    try {
-      if (attempt > 1) await sleep(options.backoffMs * 2 ** (attempt - 2), undefined, { signal: options.signal });
-      return await fetchOnce(url, options);
-    } catch (error) {
-      if (options.signal?.aborted) throw new Error(`GET ${url}: discovery was cancelled`);
-      if (!(error instanceof TransientFetchError)) throw error;
-      lastReason = error.message;
+  // An upstream with TLS settings of its own (a private CA, a client certificate) is asked through them.
+  const dispatcher = tls === undefined ? undefined : tlsAgent(tls);
+  try {
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      try {
+        if (attempt > 1) await sleep(options.backoffMs * 2 ** (attempt - 2), undefined, { signal: options.signal });
+        return await fetchOnce(url, options, dispatcher);
+      } catch (error) {
+        if (options.signal?.aborted) throw new Error(`GET ${url}: discovery was cancelled`);
+        if (!(error instanceof TransientFetchError)) throw error;
+        lastReason = error.message;
+      }
     }
+  } finally {
+    void dispatcher?.close().catch(() => {});
   }
   const tries = attempts === 1 ? '1 attempt' : `${attempts} attempts`;
   throw new Error(`GET ${url} failed (${tries}): ${lastReason}`);
 }
 
-async function fetchOnce(url: string, options: DiscoveryOptions): Promise<unknown> {
+function tlsAgent(tls: UpstreamTlsConfig): Agent {
+  return new Agent({
+    connect: { ca: tls.ca, cert: tls.cert, key: tls.key, servername: tls.serverName, rejectUnauthorized: tls.rejectUnauthorized },
+  });
+}
+
+async function fetchOnce(url: string, options: DiscoveryOptions, dispatcher: Dispatcher | undefined): Promise<unknown> {
   // One controller per attempt, fed by the timer and the caller's signal; listeners are removed after,
   // so a long-lived caller signal (reused by every refresh) collects nothing.
   const controller = new AbortController();
@@ -50,7 +63,7 @@ async function fetchOnce(url: string, options: DiscoveryOptions): Promise<unknow
   let text: string;
   let contentType: string;
   try {
-    const response = await request(url, { method: 'GET', headers: { accept: ACCEPT }, signal: controller.signal });
+    const response = await request(url, { method: 'GET', headers: { accept: ACCEPT }, signal: controller.signal, dispatcher });
     contentType = String(response.headers['content-type'] ?? 'none');
     if (response.statusCode < 200 || response.statusCode > 299) {
       response.body.resume();

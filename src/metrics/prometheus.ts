@@ -52,6 +52,7 @@ export function toPrometheus(report: MetricsReport): string {
   middlewareEvents(out, report.middleware);
   listenerEvents(out, report.listeners);
   storeStates(out, report.kvStores);
+  upstreamFailures(out, report.upstreamFailures);
   reloadStatus(out, report.lastReload);
   return out.text();
 }
@@ -193,6 +194,15 @@ function storeStates(out: Exposition, stores: unknown): void {
   if (rows.length === 0) return;
   out.family('gateway_store_events_total', 'counter', 'Store commands and their failures, summed over workers.');
   for (const [labels, value] of rows) out.sample('gateway_store_events_total', labels, value);
+}
+
+/** Failed upstream calls by kind (the data plane's upstreamFailures.* counters): connect, TLS, timeouts, resets, invalid answers, full queue. */
+function upstreamFailures(out: Exposition, counts: unknown): void {
+  if (typeof counts !== 'object' || counts === null) return;
+  const entries = Object.entries(counts as Record<string, unknown>).filter((e): e is [string, number] => typeof e[1] === 'number');
+  if (entries.length === 0) return;
+  out.family('gateway_upstream_failures_total', 'counter', 'Upstream calls that failed, by reason (badResponses: answers the strict parser refused).');
+  for (const [reason, count] of entries) out.sample('gateway_upstream_failures_total', [['reason', reason]], count);
 }
 
 /**

@@ -59,7 +59,7 @@ export interface UpstreamWeight {
 }
 
 export interface DataPlaneOptions {
-  /** host, port, name, trustedProxies, encodedSlashes, timeouts, limits, circuitBreaker, upstreamWeighting and upstreams are read. */
+  /** host, port, name, trustedProxies, encodedSlashes, timeouts, limits, circuitBreaker, upstreamWeighting, upstreamPool and upstreams (with their tls) are read. */
   config: GatewayConfig;
   builtins?: BuiltinsHook | null;
   onRequestDone?: ((info: RequestDoneInfo) => void) | null;
@@ -82,8 +82,12 @@ export interface DataPlane {
   setListeners(listeners: readonly RequestListener[]): void;
   /** Swaps the routing table; requests already forwarded finish on the old one. */
   setTable(table: RoutingTable): void;
-  /** Configured weights; hosts not listed drop to weight 0 at once and their pools close when idle. */
-  setUpstreams(upstreams: readonly UpstreamWeight[]): void;
+  /**
+   * Configured weights; hosts not listed drop to weight 0 at once and their pools close when idle.
+   * With `config` (a reload's), its upstreams' TLS settings are taken too: a host whose settings
+   * changed gets a new connection pool, the old one finishes its requests and closes.
+   */
+  setUpstreams(upstreams: readonly UpstreamWeight[], config?: GatewayConfig): void;
   /** Stops accepting, waits for in-flight requests up to timeouts.shutdownGraceMs, then closes every connection. */
   close(): Promise<void>;
   /** Requests being answered right now (built-ins and errors are answered synchronously and never count). */

@@ -1,6 +1,7 @@
 /**
  * The worker's HTTP data plane: a uWS app (SO_REUSEPORT, so every worker binds the same port) that
- * routes each request with the compiled table and forwards it to an upstream through undici.
+ * routes each request with the compiled table and forwards it to an upstream through the gateway's
+ * own HTTP/1.1 client (src/upstream/).
  *
  * Per request: read the head synchronously, check limits, normalize the path, ask the built-ins,
  * select the endpoint, pick a host, check its breakers, dispatch. See forward.ts for the exchange.
@@ -34,8 +35,8 @@ import { Pipeline } from '../middleware/pipeline.js';
 import { problem, type Answer, type ContentAnswer, type Middleware } from '../middleware/types.js';
 import type { ForwardFailure } from './forward-errors.js';
 import type { Counters } from '../metrics/counters.js';
-import { UpstreamPools } from './upstream-pool.js';
-import type { Pool } from 'undici';
+import { poolSettings, UpstreamPools } from './upstream-pool.js';
+import type { UpstreamPool } from '../upstream/pool.js';
 
 export type {
   BuiltinAnswer,
@@ -128,7 +129,8 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     this.trust = new TrustedProxies(config.trustedProxies);
     this.rejectEncodedSlashes = config.encodedSlashes === 'reject';
     this.weights = new HostWeights(config.upstreamWeighting);
-    this.pools = new UpstreamPools({ connectMs: config.timeouts.connectMs });
+    this.pools = new UpstreamPools(poolSettings(config));
+    this.pools.configure(config.upstreams);
     this.setUpstreams(config.upstreams);
     this.app = this.uws.uws.App();
     this.app.any('/*', this.onRequest);
@@ -178,7 +180,8 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     this.listeners = listeners;
   }
 
-  setUpstreams(upstreams: readonly UpstreamWeight[]): void {
+  setUpstreams(upstreams: readonly UpstreamWeight[], config?: GatewayConfig): void {
+    if (config !== undefined) this.pools.configure(config.upstreams);
     const listed = new Set<string>();
     for (const { serviceLocation, weight } of upstreams) {
       listed.add(serviceLocation);
@@ -261,8 +264,12 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     return target.upstream;
   }
 
-  poolFor(upstream: string): Pool {
+  poolFor(upstream: string): UpstreamPool {
     return this.pools.get(upstream);
+  }
+
+  upstreamFailed(failure: ForwardFailure): void {
+    if (failure.counter !== null) this.counters?.add(failure.counter);
   }
 
   // ---- request path ----------------------------------------------------------------------------
@@ -272,6 +279,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     const head = this.head.read(req);
     const peer = remoteAddressText(res.getRemoteAddressAsText());
     const ctx = new RequestContext(head.method, head.url, head.query, peer, head.xForwardedFor, startedAt, head.hasBody, head.forward);
+    ctx.bodyLength = head.contentLength;
     try {
       this.route(res, head, ctx);
     } catch (err) {
@@ -351,14 +359,14 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     if (target === null) return null;
     ctx.upstream = target.upstream;
     ctx.disabledListeners = target.disabledListeners;
-    return new Exchange(this, res, ctx, this.pools.get(target.upstream), {
-      path: ctx.query === '' ? ctx.path : `${ctx.path}?${ctx.query}`,
-      method: ctx.headAsGet ? 'GET' : ctx.method,
-      headers: ctx.headers,
-      body: null,
-      headersTimeout: this.config.timeouts.upstreamMs,
-      bodyTimeout: this.config.timeouts.upstreamMs,
-    });
+    return new Exchange(
+      this,
+      res,
+      ctx,
+      this.pools.get(target.upstream),
+      ctx.headAsGet ? 'GET' : ctx.method,
+      ctx.query === '' ? ctx.path : `${ctx.path}?${ctx.query}`,
+    );
   }
 
   /** Listeners that sample this request get a capture of it and of its answer (see listeners/capture.ts). */

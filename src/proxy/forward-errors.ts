@@ -1,10 +1,13 @@
-/** How an error from undici turns into the gateway's answer (contract 6). */
+/** How a failed upstream call (src/upstream/errors.ts) turns into the gateway's answer (contract 6). */
+import type { UpstreamError } from '../upstream/errors.js';
 
 /**
  * Whether a failed request may go to another host of its endpoint (once):
- * - `unsent`: the connection was never made, so nothing reached the upstream: any method;
- * - `idempotent`: bytes may have reached it but no answer came: GET, HEAD, OPTIONS, PUT, DELETE only;
- * - `never`: a timeout (the time budget is spent) or a fault of the request itself.
+ * - `unsent`: no byte of the request left (refused, unreachable, connect timeout, TLS refused): any method;
+ * - `idempotent`: bytes may have reached the upstream but no byte of an answer came back: GET, HEAD,
+ *   OPTIONS, PUT, DELETE only;
+ * - `never`: a timeout (the time budget is spent), an answer that had started (the upstream did act on
+ *   the request; an answer the strict parser refused included), or a fault of the request or of the gateway.
  */
 export type RetryRule = 'unsent' | 'idempotent' | 'never';
 
@@ -14,50 +17,61 @@ export interface ForwardFailure {
   upstreamFault: boolean;
   retry: RetryRule;
   detail: string;
+  /** The /metrics counter it adds to (`upstreamFailures.*`), null for none. */
+  counter: string | null;
 }
 
-const TIMEOUT: ForwardFailure = { status: 504, upstreamFault: true, retry: 'never', detail: 'the upstream did not answer in time' };
-const CONNECT_TIMEOUT: ForwardFailure = { status: 504, upstreamFault: true, retry: 'unsent', detail: 'connecting to the upstream timed out' };
-const REFUSED: ForwardFailure = { status: 502, upstreamFault: true, retry: 'unsent', detail: 'the upstream refused the connection' };
-const RESET: ForwardFailure = { status: 502, upstreamFault: true, retry: 'idempotent', detail: 'the upstream closed the connection without a complete answer' };
-const UNREACHABLE: ForwardFailure = { status: 502, upstreamFault: true, retry: 'unsent', detail: 'the upstream could not be reached' };
-const BAD_RESPONSE: ForwardFailure = { status: 502, upstreamFault: true, retry: 'idempotent', detail: 'the upstream sent an invalid response' };
-const NOT_FORWARDABLE: ForwardFailure = { status: 400, upstreamFault: false, retry: 'never', detail: 'the request cannot be forwarded as sent' };
-const SHUTTING_DOWN: ForwardFailure = { status: 503, upstreamFault: false, retry: 'never', detail: 'the gateway is shutting down' };
+function failure(status: number, upstreamFault: boolean, retry: RetryRule, counter: string | null, detail: string): ForwardFailure {
+  return Object.freeze({ status, upstreamFault, retry, detail, counter });
+}
+
+const REFUSED = failure(502, true, 'unsent', 'upstreamFailures.connectFailures', 'the upstream refused the connection');
+const UNREACHABLE = failure(502, true, 'unsent', 'upstreamFailures.connectFailures', 'the upstream could not be reached');
+const CONNECT_TIMEOUT = failure(504, true, 'unsent', 'upstreamFailures.connectFailures', 'connecting to the upstream timed out');
+const TLS_FAILED = failure(502, true, 'unsent', 'upstreamFailures.tlsFailures', 'the TLS handshake with the upstream failed (certificate not trusted or for another name)');
+const TIMEOUT = failure(504, true, 'never', 'upstreamFailures.timeouts', 'the upstream did not answer in time');
+const QUEUE_TIMEOUT = failure(504, true, 'never', 'upstreamFailures.timeouts', 'no connection to the upstream became free in time');
+const RESET_UNSENT = failure(502, true, 'unsent', 'upstreamFailures.resets', 'the upstream closed the connection before the request was sent');
+const RESET = failure(502, true, 'idempotent', 'upstreamFailures.resets', 'the upstream closed the connection without answering');
+const RESET_MID_ANSWER = failure(502, true, 'never', 'upstreamFailures.resets', 'the upstream closed the connection before its answer was complete');
+const BAD_RESPONSE = failure(502, true, 'never', 'upstreamFailures.badResponses', 'the upstream sent an invalid response');
+const QUEUE_FULL = failure(503, false, 'never', 'upstreamFailures.queueFull', 'every connection to the upstream is busy and too many requests wait for one');
+const NOT_FORWARDABLE = failure(400, false, 'never', null, 'the request cannot be forwarded as sent');
+const SHUTTING_DOWN = failure(503, false, 'never', null, 'the gateway is shutting down');
 
 /** RFC 9110 9.2.2, less the ones a gateway has no business replaying (TRACE). */
 export function isIdempotent(method: string): boolean {
   return method === 'GET' || method === 'HEAD' || method === 'OPTIONS' || method === 'PUT' || method === 'DELETE';
 }
 
-export function classifyForwardError(err: unknown): ForwardFailure {
-  const code = (err as { code?: unknown } | null)?.code;
-  switch (code) {
-    case 'UND_ERR_HEADERS_TIMEOUT':
-    case 'UND_ERR_BODY_TIMEOUT':
-      return TIMEOUT;
-    case 'UND_ERR_CONNECT_TIMEOUT':
-    case 'ETIMEDOUT':
-      return CONNECT_TIMEOUT;
-    case 'ECONNREFUSED':
+/** Status, breaker and retry consequences of an upstream call's failure, from its code and how far it got. */
+export function classifyUpstreamError(err: UpstreamError): ForwardFailure {
+  switch (err.code) {
+    case 'CONNECT_REFUSED':
       return REFUSED;
-    case 'ECONNRESET':
-    case 'EPIPE':
-    case 'UND_ERR_SOCKET':
-      return RESET;
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
+    case 'CONNECT_FAILED':
       return UNREACHABLE;
-    case 'UND_ERR_INVALID_ARG':
-    case 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH':
-    case 'UND_ERR_NOT_SUPPORTED':
+    case 'CONNECT_TIMEOUT':
+      return CONNECT_TIMEOUT;
+    case 'TLS':
+      return TLS_FAILED;
+    case 'HEADERS_TIMEOUT':
+    case 'BODY_TIMEOUT':
+      return TIMEOUT;
+    case 'QUEUE_TIMEOUT':
+      return QUEUE_TIMEOUT;
+    case 'RESET':
+      if (!err.requestSent) return RESET_UNSENT;
+      return err.responseStarted ? RESET_MID_ANSWER : RESET;
+    case 'BAD_RESPONSE':
+      return BAD_RESPONSE;
+    case 'QUEUE_FULL':
+      return QUEUE_FULL;
+    case 'BAD_REQUEST':
       return NOT_FORWARDABLE;
-    case 'UND_ERR_CLOSED':
-    case 'UND_ERR_DESTROYED':
+    case 'CLOSED':
       return SHUTTING_DOWN;
     default:
-      return code === 'HPE_INVALID_CONSTANT' || (typeof code === 'string' && code.startsWith('HPE_')) ? BAD_RESPONSE : RESET;
+      return RESET_MID_ANSWER;
   }
 }

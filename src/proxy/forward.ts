@@ -1,30 +1,34 @@
 /**
- * One proxied request: the uWS response on one side, an undici request on the other, with
- * backpressure both ways. The object is the undici dispatch handler (the legacy onConnect/onHeaders/
- * onData/onComplete/onError form, which undici 7 calls without an adapter and which hands raw
- * header buffers that go to uWS without decoding).
+ * One proxied request: the uWS response on one side, a call through the gateway's own upstream
+ * client (src/upstream/) on the other, with backpressure both ways. The object is the call's
+ * UpstreamHandler.
  *
  * Lifecycle: the data plane creates it, registers onAborted/onData, and calls start(). `ended`
  * means the client response is over (completed, answered with a problem, or the connection closed):
- * from then on `res` is never touched. `upstreamSettled` means undici has nothing more to tell us or
- * we told it to stop.
+ * from then on `res` is never touched. `upstreamSettled` means the call has nothing more to tell us
+ * (it ended or failed) or we aborted it.
+ *
+ * The answer's header names and values and its body chunks are views of the upstream connection's
+ * read buffer, valid until reading goes on (see UpstreamHandler): the head is written to uWS within
+ * the same read (with the first body bytes, or at the end of the read's microtasks), and a chunk uWS
+ * could not take whole is held only while the call is paused.
+ *
+ * No handler callback may throw into the client: a throw would end the worker with every connection
+ * it holds. Each callback is guarded; a throw (a bug of ours, or of a middleware observer) ends this
+ * exchange with a 502, or a closed connection once the answer had started.
  */
-import type { Dispatcher, Pool } from 'undici';
 import type { Breakers } from './breaker.js';
 import type { UwsResponse } from '../native/uws-types.js';
 import type { RequestContext } from './request-context.js';
 import { writeContent, writeProblem } from '../http/problem.js';
 import type { ContentAnswer } from '../middleware/types.js';
 import { statusLine } from '../http/status-line.js';
-import { RequestBodyStream, type BodySource } from './forward-body.js';
-import { classifyForwardError, isIdempotent, type ForwardFailure } from './forward-errors.js';
-import {
-  classifyResponseHeader,
-  connectionNamedHeaders,
-  parseDigits,
-  isPlainConnectionValue,
-  ResponseHeader,
-} from './headers.js';
+import { classifyUpstreamError, isIdempotent, type ForwardFailure } from './forward-errors.js';
+import type { UpstreamPool } from '../upstream/pool.js';
+import type { UpstreamCall, UpstreamHandler } from '../upstream/call.js';
+import type { UpstreamError } from '../upstream/errors.js';
+import type { ResponseHead } from '../upstream/response-parser.js';
+import { isDateHeader, isViaHeader } from './headers.js';
 
 /** What an exchange needs from the data plane that owns it. */
 export interface ExchangeHost {
@@ -41,7 +45,9 @@ export interface ExchangeHost {
    * that failed; null when there is none. Counts the retry.
    */
   retryTarget(exchange: Exchange, failure: ForwardFailure): string | null;
-  poolFor(upstream: string): Pool;
+  poolFor(upstream: string): UpstreamPool;
+  /** An upstream call failed (counted for /metrics). */
+  upstreamFailed(failure: ForwardFailure): void;
 }
 
 const enum BodyMode {
@@ -53,20 +59,12 @@ const enum BodyMode {
   Chunked,
 }
 
-/** A HEAD served by GET drains an upstream body up to this size (keeping the connection); larger ones are aborted. */
-const HEAD_DRAIN_LIMIT = 64 * 1024;
 const EMPTY = new Uint8Array(0);
-/** The first upstream headers are tracked by bit masks in one 32-bit integer; later ones are classified again. */
-const HEADER_BITS = 31;
+/** A streamed request body of unknown length (the client sent it chunked): sent chunked. */
+const UNKNOWN_LENGTH = Object.freeze({ length: -1 });
+const INTERNAL_DETAIL = 'the gateway failed to handle the upstream answer';
 
-class ExchangeAbort extends Error {
-  readonly code = 'SPECGATE_EXCHANGE_ABORTED';
-}
-const CLIENT_GONE = new ExchangeAbort('the client went away');
-const GATEWAY_ANSWERED = new ExchangeAbort('the gateway answered the client itself');
-const HEAD_BODY_DROPPED = new ExchangeAbort('the body of a GET serving a HEAD is not needed');
-
-export class Exchange implements Dispatcher.DispatchHandler, BodySource {
+export class Exchange implements UpstreamHandler {
   /** Still expecting request body bytes from the client. */
   receiving = false;
   /** performance.now() by which the whole request must have arrived. */
@@ -81,24 +79,15 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
   private clientGone = false;
   private reported = false;
   private headWritten = false;
-  /** Upstream status and headers waiting to be written together with the first body bytes. */
-  private pendingHead: Buffer[] | null = null;
+  /** The upstream's head, waiting to be written together with the first body bytes. */
+  private pendingHead: ResponseHead | null = null;
   private mode = BodyMode.Chunked;
   private totalSize = 0;
-  private responseContentLength = -1;
-  /**
-   * From scanUpstreamHeaders for writeHead, so each header is classified once: bit k set when the k-th
-   * upstream header passes through / is a Content-Length (k < HEADER_BITS; later headers have no bit).
-   */
-  private passHeaders = 0;
-  private lengthHeaders = 0;
-  private upstreamVia: Buffer | null = null;
-  private upstreamConnection: string | null = null;
 
-  private upstreamAbort: ((err?: Error) => void) | null = null;
+  /** The running upstream call; null before it is made and once it is settled. */
+  private call: UpstreamCall | null = null;
   private upstreamSettled = false;
   private upstreamComplete = false;
-  private resumeUpstream: (() => void) | null = null;
   private upstreamPaused = false;
   private breakerFailed = false;
   /** Part of a Sized chunk uWS did not take yet, and the write offset where that chunk started. */
@@ -107,7 +96,10 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
   private writableRegistered = false;
 
   private dispatched = false;
-  private body: RequestBodyStream | null = null;
+  /** The request body goes to the upstream as it arrives (not retryable). */
+  private streaming = false;
+  /** The whole request body, held in memory (a retry sends it again); null for none or streamed. */
+  private body: Buffer | null = null;
   private clientPaused = false;
 
   /** Already sent to a second host after a failure: no further retry. */
@@ -117,8 +109,11 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     private readonly host: ExchangeHost,
     readonly res: UwsResponse,
     readonly ctx: RequestContext,
-    private pool: Pool,
-    private readonly options: Dispatcher.DispatchOptions,
+    private pool: UpstreamPool,
+    /** Sent upstream: GET for a HEAD served by GET. */
+    private readonly method: string,
+    /** Path and query as forwarded. */
+    private readonly target: string,
   ) {
     this.headersOnly = ctx.method === 'HEAD';
   }
@@ -143,17 +138,27 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
       return this.dispatch(whole.length > 0 ? whole : null);
     }
     this.receiving = true;
-    const body = (this.body = new RequestBodyStream(this));
-    for (const chunk of chunks) body.push(chunk);
-    // The stream's first read resumes the socket (onBodyWanted).
     this.clientPaused = paused;
-    this.dispatch(body);
+    const call = this.dispatchStreamed();
+    let writable = true;
+    for (let i = 0; i < chunks.length; i++) writable = call.writeBody(chunks[i]);
+    if (writable) this.releaseClientBody();
+    else this.pauseClient();
   }
 
-  private dispatch(body: Buffer | RequestBodyStream | null): void {
+  private dispatch(body: Buffer | null): void {
     this.dispatched = true;
-    this.options.body = body;
-    this.pool.dispatch(this.options, this);
+    this.body = body;
+    this.call = this.pool.request(this.method, this.target, this.ctx.headers, body, this);
+  }
+
+  private dispatchStreamed(): UpstreamCall {
+    this.dispatched = true;
+    this.streaming = true;
+    const length = this.ctx.bodyLength;
+    const call = this.pool.request(this.method, this.target, this.ctx.headers, length >= 0 ? { length } : UNKNOWN_LENGTH, this);
+    this.call = call;
+    return call;
   }
 
   // ---- client side ---------------------------------------------------------------------------
@@ -164,8 +169,7 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     this.clientGone = true;
     this.receiving = false;
     if (!this.headWritten) this.ctx.status = 499;
-    this.stopUpstream(CLIENT_GONE);
-    this.body?.destroy(CLIENT_GONE);
+    this.stopUpstream();
     this.report();
   }
 
@@ -179,32 +183,30 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
       return;
     }
     if (isLast) this.receiving = false;
+    // Ours: the call keeps it until the socket took it, a capture keeps it for its listeners.
     const copy = length > 0 ? Buffer.from(new Uint8Array(chunk)) : null;
     if (copy !== null) this.ctx.capture?.addRequestChunk(copy);
     if (!this.dispatched) {
       if (isLast) {
-        // The whole body came with the head: forward it as one buffer, no stream needed.
+        // The whole body came with the head: forwarded as one buffer (and retryable).
         this.dispatch(copy);
         return;
       }
-      this.body = new RequestBodyStream(this);
-      if (copy !== null) this.body.push(copy);
-      this.dispatch(this.body);
-      return;
+      this.dispatchStreamed();
     }
-    const body = this.body;
-    if (body === null || body.destroyed) return;
-    if (copy !== null && !body.push(copy) && !isLast) {
-      this.clientPaused = true;
-      this.res.pause();
-    }
-    if (isLast) body.push(null);
+    const call = this.call;
+    if (call === null) return;
+    if (copy !== null && !call.writeBody(copy) && !isLast) this.pauseClient();
+    if (isLast) call.endBody();
   }
 
-  onBodyWanted(): void {
-    if (!this.clientPaused || this.ended) return;
-    this.clientPaused = false;
-    this.res.resume();
+  /** The call took the body written so far: the client may send more. */
+  onBodyDrain(): void {
+    try {
+      this.releaseClientBody();
+    } catch (err) {
+      this.internalError(err);
+    }
   }
 
   /** The client did not send its whole request within timeouts.clientRequestMs. */
@@ -213,53 +215,79 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     this.answerItself(408, 'the request was not received in time');
   }
 
-  // ---- undici handler ------------------------------------------------------------------------
+  // ---- the upstream call (UpstreamHandler) ----------------------------------------------------
 
-  onConnect(abort: (err?: Error) => void): void {
-    this.upstreamAbort = abort;
-    if (this.upstreamSettled) abort(this.clientGone ? CLIENT_GONE : GATEWAY_ANSWERED);
+  onHead(status: number, head: ResponseHead): boolean {
+    try {
+      return this.upstreamHead(status, head);
+    } catch (err) {
+      this.internalError(err);
+      return true;
+    }
   }
 
-  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
-    if (statusCode < 200 || this.upstreamSettled) return true;
-    this.ctx.status = statusCode;
-    this.resumeUpstream = resume;
-    if (statusCode >= 500) this.breakerFailure();
-    else this.host.breakers.onSuccess(this.ctx.upstream!, this.ctx.routeId);
+  onData(chunk: Buffer): boolean {
+    try {
+      return this.upstreamData(chunk);
+    } catch (err) {
+      this.internalError(err);
+      return true;
+    }
+  }
+
+  onEnd(): void {
+    try {
+      this.upstreamEnd();
+    } catch (err) {
+      this.internalError(err);
+    }
+  }
+
+  onError(err: UpstreamError): void {
+    try {
+      this.upstreamError(err);
+    } catch (thrown) {
+      this.internalError(thrown);
+    }
+  }
+
+  private upstreamHead(status: number, head: ResponseHead): boolean {
+    const ctx = this.ctx;
+    ctx.status = status;
+    if (status >= 500) this.breakerFailure();
+    else this.host.breakers.onSuccess(ctx.upstream!, ctx.routeId);
     if (this.ended) return true;
 
-    this.scanUpstreamHeaders(rawHeaders);
-    const observers = this.ctx.observers;
+    const observers = ctx.observers;
     if (observers !== null) {
-      if (statusCode >= 500 && this.substituted(statusCode)) return true;
-      const headers = this.endToEndHeaders(rawHeaders);
-      for (let i = observers.length - 1; i >= 0; i--) observers[i].onHead(statusCode, headers);
+      if (status >= 500 && this.substituted(status)) return true;
+      const headers = endToEndHeaders(head.headers);
+      for (let i = observers.length - 1; i >= 0; i--) observers[i].onHead(status, headers);
     }
-    this.pendingHead = rawHeaders;
-    if (this.headersOnly || statusCode === 204 || statusCode === 304) {
+    this.pendingHead = head;
+    if (this.headersOnly || status === 204 || status === 304) {
       this.mode = BodyMode.None;
       corkTarget = this;
       this.res.cork(corkedHeadOnly);
-      if (this.ctx.headAsGet) {
-        // The GET's body is not wanted: drain a small one to keep the connection, abort a big one.
-        const length = this.responseContentLength;
-        if (length < 0 || length > HEAD_DRAIN_LIMIT) this.stopUpstream(HEAD_BODY_DROPPED);
-      }
+      // A HEAD served by GET: the GET's body is not wanted. The client drains a small one to keep
+      // its connection and drops the connection of a large one.
+      if (head.contentLength !== 0) this.stopUpstream();
       return true;
     }
-    if (this.responseContentLength >= 0) {
+    const length = head.contentLength;
+    if (length >= 0) {
       this.mode = BodyMode.Sized;
-      this.totalSize = this.responseContentLength;
+      this.totalSize = length;
     } else {
       this.mode = BodyMode.Chunked;
     }
-    // Small answers arrive as headers, data and completion in one tick: send them in one write.
+    // Small answers arrive as head, data and end in one read: sent in one write.
     queueHead(this);
     return true;
   }
 
-  onData(chunk: Buffer): boolean {
-    if (this.ended || this.upstreamSettled || this.mode === BodyMode.None) return true;
+  private upstreamData(chunk: Buffer): boolean {
+    if (this.ended || this.mode === BodyMode.None) return true;
     const observers = this.ctx.observers;
     if (observers !== null) for (let i = observers.length - 1; i >= 0; i--) observers[i].onData(chunk);
     this.ctx.bytesOut += chunk.length;
@@ -270,10 +298,10 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     return corkWriteOk;
   }
 
-  onComplete(): void {
+  private upstreamEnd(): void {
     this.upstreamComplete = true;
     this.upstreamSettled = true;
-    this.upstreamAbort = null;
+    this.call = null;
     if (this.ended) return;
     // A Sized chunk still draining: onWritable ends the response once the rest is written.
     if (this.pending !== null) return;
@@ -281,15 +309,15 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     this.res.cork(corkedFinish);
   }
 
-  onError(err: Error): void {
+  private upstreamError(err: UpstreamError): void {
     const weStoppedIt = this.upstreamSettled;
     this.upstreamSettled = true;
-    this.upstreamAbort = null;
+    this.call = null;
     if (weStoppedIt || this.clientGone) return;
-    const failure = classifyForwardError(err);
+    const failure = classifyUpstreamError(err);
+    this.host.upstreamFailed(failure);
     if (failure.upstreamFault) this.breakerFailure();
     if (!this.ended && this.mayRetry(failure) && this.retryElsewhere(failure)) return;
-    this.body?.destroy();
     if (this.ended) return;
     if (this.headWritten) {
       // Part of the answer is on the wire: the client must see a broken response, not a complete one.
@@ -301,6 +329,25 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     this.writeOwnProblem(failure.status, failure.detail);
   }
 
+  /** A handler callback threw: this exchange ends (502, or a cut connection), the worker goes on. */
+  private internalError(err: unknown): void {
+    process.emitWarning(err instanceof Error ? err : new Error(String(err)), 'DataPlaneError');
+    this.stopUpstream();
+    if (this.ended) return;
+    try {
+      if (this.headWritten) {
+        this.closeClient();
+      } else {
+        this.pendingHead = null;
+        this.writeOwnProblem(502, INTERNAL_DETAIL);
+      }
+    } catch {
+      // The response could not be written either: count the request out.
+      this.ended = true;
+      this.report();
+    }
+  }
+
   // ---- response observers (middleware watching the answer, src/proxy/request-context.ts) ---------
 
   /** Asks the observers for content to send instead of a failed answer; writes it when one offers. */
@@ -309,7 +356,7 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     for (let i = observers.length - 1; i >= 0; i--) {
       const answer = observers[i].substitute(status);
       if (answer === null) continue;
-      this.stopUpstream(GATEWAY_ANSWERED);
+      this.stopUpstream();
       this.pendingHead = null;
       corkTarget = this;
       corkContent = answer;
@@ -334,18 +381,6 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     this.report();
   }
 
-  /** The headers writeHead passes on, as strings (flat, names lower-case): built only for observers. */
-  private endToEndHeaders(raw: Buffer[]): string[] {
-    const named = this.upstreamConnection === null ? null : connectionNamedHeaders(this.upstreamConnection);
-    const out: string[] = [];
-    for (let i = 0; i < raw.length; i += 2) {
-      if (classifyResponseHeader(raw[i]) !== ResponseHeader.Pass) continue;
-      const name = raw[i].toString('latin1').toLowerCase();
-      if (named === null || !named.includes(name)) out.push(name, raw[i + 1].toString('latin1'));
-    }
-    return out;
-  }
-
   // ---- retry on another host (issue 9: a dead host of two must not fail half the requests) -----
 
   /**
@@ -353,9 +388,8 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
    * streamed one was consumed by the failed attempt).
    */
   private mayRetry(failure: ForwardFailure): boolean {
-    if (this.retried || this.headWritten || this.pendingHead !== null || failure.retry === 'never') return false;
-    if (this.options.body !== null && !Buffer.isBuffer(this.options.body)) return false;
-    return failure.retry === 'unsent' || isIdempotent(this.options.method);
+    if (this.retried || this.headWritten || this.pendingHead !== null || failure.retry === 'never' || this.streaming) return false;
+    return failure.retry === 'unsent' || isIdempotent(this.method);
   }
 
   private retryElsewhere(failure: ForwardFailure): boolean {
@@ -366,52 +400,43 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     this.pool = this.host.poolFor(next);
     this.upstreamSettled = false;
     this.upstreamComplete = false;
-    this.upstreamAbort = null;
-    this.resumeUpstream = null;
+    this.upstreamPaused = false;
     this.breakerFailed = false;
     this.ctx.status = 0;
-    this.pool.dispatch(this.options, this);
+    this.call = this.pool.request(this.method, this.target, this.ctx.headers, this.body, this);
     return true;
   }
 
   // ---- writing to the client (always inside res.cork) -----------------------------------------
 
-  /** Corked: status line and upstream headers (hop-by-hop dropped, Via appended). */
+  /** Corked: status line and upstream headers (hop-by-hop already dropped by the client; Date dropped, Via appended). */
   writeHead(): void {
     const res = this.res;
-    const raw = this.pendingHead!;
+    const head = this.pendingHead!;
     this.pendingHead = null;
     this.headWritten = true;
-    res.writeStatus(statusLine(this.ctx.status));
-    const named = this.upstreamConnection === null ? null : connectionNamedHeaders(this.upstreamConnection);
-    // uWS frames Sized/Chunked bodies itself; headers-only answers carry the upstream's length.
-    const withLength = this.mode === BodyMode.None && this.ctx.status !== 204;
-    const pass = this.passHeaders;
-    const lengths = withLength ? this.lengthHeaders : 0;
-    // At most one Content-Length goes out, whatever the upstream repeated.
-    let lengthWritten = false;
-    for (let i = 0, k = 0; i < raw.length; i += 2, k++) {
-      let passes: boolean;
-      let isLength: boolean;
-      if (k < HEADER_BITS) {
-        const bit = 1 << k;
-        passes = (pass & bit) !== 0;
-        isLength = (lengths & bit) !== 0;
-      } else {
-        // Past the masks: classified again here (the test with 45 headers reaches this path).
-        const kind = classifyResponseHeader(raw[i]);
-        passes = kind === ResponseHeader.Pass;
-        isLength = withLength && kind === ResponseHeader.ContentLength;
+    const ctx = this.ctx;
+    res.writeStatus(statusLine(ctx.status));
+    const raw = head.headers;
+    let upstreamVia: string | null = null;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i];
+      // uWS writes its own Date; Via gets ours appended. Checked per header: any number of either.
+      const length = name.length;
+      if (length === 4 && isDateHeader(name)) continue;
+      if (length === 3 && isViaHeader(name)) {
+        const value = raw[i + 1].toString('latin1');
+        upstreamVia = upstreamVia === null ? value : `${upstreamVia}, ${value}`;
+        continue;
       }
-      if (passes) {
-        if (named === null || !named.includes(raw[i].toString('latin1').toLowerCase())) res.writeHeader(raw[i], raw[i + 1]);
-      } else if (isLength && !lengthWritten) {
-        lengthWritten = true;
-        res.writeHeader(raw[i], raw[i + 1]);
-      }
+      res.writeHeader(name, raw[i + 1]);
     }
-    res.writeHeader('via', this.upstreamVia === null ? this.host.via : `${this.upstreamVia.toString('latin1')}, ${this.host.via}`);
-    const added = this.ctx.responseHeaders;
+    // uWS frames Sized/Chunked bodies itself; a headers-only answer carries the length a GET would have had.
+    if (this.mode === BodyMode.None && ctx.status !== 204 && head.declaredLength >= 0) {
+      res.writeHeader('content-length', String(head.declaredLength));
+    }
+    res.writeHeader('via', upstreamVia === null ? this.host.via : `${upstreamVia}, ${this.host.via}`);
+    const added = ctx.responseHeaders;
     if (added !== null) for (let i = 0; i < added.length; i += 2) res.writeHeader(added[i], added[i + 1]);
     if (this.host.closing || this.receiving) res.writeHeader('connection', 'close');
   }
@@ -441,6 +466,7 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
         return true;
       }
       if (ok) return true;
+      // uWS did not take all of it: the view stays valid while the call is paused (see the file comment).
       this.pending = chunk;
       this.pendingOffset = offset;
     } else if (res.write(chunk)) {
@@ -463,7 +489,7 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
         this.onClientResponseEnded();
         return;
       }
-      // Fewer bytes than the upstream's Content-Length (undici normally refuses this): a broken answer.
+      // Fewer bytes than the upstream's Content-Length (the client refuses such answers): a broken answer.
       this.closeClient();
       return;
     }
@@ -505,43 +531,12 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
         return true;
       }
     }
+    // The call may go on reading right here (onData/onEnd from inside resume()).
     this.resumePausedUpstream();
     return true;
   }
 
   // ---- helpers -------------------------------------------------------------------------------
-
-  /** One pass over the upstream's headers: framing, Via, Connection, and what writeHead will pass on. */
-  private scanUpstreamHeaders(raw: Buffer[]): void {
-    let contentLength = -1;
-    let sawLength = false;
-    let pass = 0;
-    let lengths = 0;
-    for (let i = 0, k = 0; i < raw.length; i += 2, k++) {
-      const kind = classifyResponseHeader(raw[i]);
-      const bit = k < HEADER_BITS ? 1 << k : 0;
-      if (kind === ResponseHeader.Pass) {
-        pass |= bit;
-      } else if (kind === ResponseHeader.ContentLength) {
-        lengths |= bit;
-        // The first one counts (what undici framed the body by).
-        if (!sawLength) {
-          sawLength = true;
-          contentLength = parseDigits(raw[i + 1]);
-        }
-      } else if (kind === ResponseHeader.Via) {
-        this.upstreamVia = raw[i + 1];
-      } else if (kind === ResponseHeader.Connection && !isPlainConnectionValue(raw[i + 1])) {
-        // Every Connection header names hop-by-hop headers, not just the last one.
-        const value = raw[i + 1].toString('latin1');
-        this.upstreamConnection = this.upstreamConnection === null ? value : `${this.upstreamConnection}, ${value}`;
-      }
-    }
-    this.responseContentLength = contentLength;
-    // Bits cover the first HEADER_BITS headers; writeHead classifies any later ones itself.
-    this.passHeaders = pass;
-    this.lengthHeaders = lengths;
-  }
 
   private onClientResponseEnded(): void {
     this.ended = true;
@@ -552,26 +547,38 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
   private resumePausedUpstream(): void {
     if (!this.upstreamPaused) return;
     this.upstreamPaused = false;
-    this.resumeUpstream?.();
+    this.call?.resume();
   }
 
   private awaitWritable(): void {
     if (this.writableRegistered) return;
     this.writableRegistered = true;
-    this.res.onWritable((offset) => this.onWritable(offset));
+    this.res.onWritable((offset) => {
+      try {
+        return this.onWritable(offset);
+      } catch (err) {
+        this.internalError(err);
+        return true;
+      }
+    });
   }
 
-  /** Before ending the response: a paused client socket would never read the rest of its body. */
+  private pauseClient(): void {
+    if (this.clientPaused) return;
+    this.clientPaused = true;
+    this.res.pause();
+  }
+
+  /** The client may send more body; also before ending the response (a paused socket would never read the rest). */
   private releaseClientBody(): void {
-    if (!this.clientPaused) return;
+    if (!this.clientPaused || this.ended) return;
     this.clientPaused = false;
     this.res.resume();
   }
 
   /** Answers with a problem of the gateway's own, stopping the upstream request if any. */
   private answerItself(status: number, detail: string): void {
-    this.stopUpstream(GATEWAY_ANSWERED);
-    this.body?.destroy();
+    this.stopUpstream();
     if (this.headWritten) {
       this.closeClient();
       return;
@@ -595,13 +602,13 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     this.res.close();
   }
 
-  private stopUpstream(reason: Error): void {
+  /** Nothing more is wanted from the upstream; not yet sent (waiting for body bytes): never will be. */
+  private stopUpstream(): void {
     if (this.upstreamSettled) return;
     this.upstreamSettled = true;
-    const abort = this.upstreamAbort;
-    this.upstreamAbort = null;
-    // Not connected yet: onConnect aborts as soon as undici gets that far.
-    abort?.(reason);
+    const call = this.call;
+    this.call = null;
+    call?.abort();
   }
 
   private breakerFailure(): void {
@@ -617,16 +624,38 @@ export class Exchange implements Dispatcher.DispatchHandler, BodySource {
     const observers = this.ctx.observers;
     if (observers !== null) {
       for (let i = observers.length - 1; i >= 0; i--) {
-        if (this.completed) observers[i].onEnd();
-        else observers[i].onAbort();
+        try {
+          if (this.completed) observers[i].onEnd();
+          else observers[i].onAbort();
+        } catch (err) {
+          process.emitWarning(err instanceof Error ? err : new Error(String(err)), 'DataPlaneError');
+        }
       }
     }
     this.host.exchangeDone(this);
   }
 
-  hasPendingHead(): boolean {
-    return this.pendingHead !== null && !this.ended;
+  /** The queued head goes out now unless body bytes or the end carried it out already. */
+  flushHead(): void {
+    if (this.pendingHead === null || this.ended) return;
+    corkTarget = this;
+    try {
+      this.res.cork(corkedHead);
+    } catch (err) {
+      this.internalError(err);
+    }
   }
+}
+
+/** The headers writeHead passes on, as strings (flat, names lower-case): built only for observers. */
+function endToEndHeaders(raw: readonly Buffer[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i];
+    if ((name.length === 4 && isDateHeader(name)) || (name.length === 3 && isViaHeader(name))) continue;
+    out.push(name.toString('latin1').toLowerCase(), raw[i + 1].toString('latin1'));
+  }
+  return out;
 }
 
 // uWS's cork takes a callback; these module-level trampolines spare a closure per call.
@@ -658,7 +687,10 @@ function corkedHead(): void {
 const headQueue: Exchange[] = [];
 let headFlushQueued = false;
 
-/** Writes the head at the end of this tick unless body bytes or completion carried it out first. */
+/**
+ * Writes the head at the end of this tick unless body bytes or completion carried it out first. The
+ * microtask runs before the upstream connection reads again, so the head's views are still valid.
+ */
 function queueHead(exchange: Exchange): void {
   headQueue.push(exchange);
   if (headFlushQueued) return;
@@ -668,11 +700,6 @@ function queueHead(exchange: Exchange): void {
 
 function flushHeads(): void {
   headFlushQueued = false;
-  for (let i = 0; i < headQueue.length; i++) {
-    const exchange = headQueue[i];
-    if (!exchange.hasPendingHead()) continue;
-    corkTarget = exchange;
-    exchange.res.cork(corkedHead);
-  }
+  for (let i = 0; i < headQueue.length; i++) headQueue[i].flushHead();
   headQueue.length = 0;
 }

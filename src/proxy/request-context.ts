@@ -46,6 +46,8 @@ export class RequestContext {
   readonly startedAt: number;
   /** A request body follows the head. */
   readonly hasBody: boolean;
+  /** Its declared Content-Length; -1 when none (no body, or sent chunked). */
+  bodyLength = -1;
 
   /** The selected endpoint group; null until routed (and for built-ins and rejections). */
   route: Route | null = null;

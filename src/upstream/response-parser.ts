@@ -441,6 +441,10 @@ export class ResponseParser {
     if (this.named !== null) this.dropConnectionNamed();
     this.keepAlive = minor === 0x31 ? !this.close : this.keepAliveToken && !this.close;
     if (this.noBody || status === 204 || status === 304) {
+      // A 204/304 that announces a body: a broken upstream may send that body after all, in a later
+      // read, after the socket went to the next request, whose answer it would then be taken for.
+      // Nothing can prove that no such bytes are coming, so the socket is not reused.
+      if ((status === 204 || status === 304) && (this.chunked || this.contentLength > 0)) this.keepAlive = false;
       this.state = State.Done;
     } else if (this.chunked) {
       this.state = State.ChunkSizeStart;

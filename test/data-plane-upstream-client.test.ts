@@ -1,0 +1,235 @@
+/**
+ * The data plane on the gateway's own upstream client (issue 12): an upstream that tries to smuggle
+ * a second answer (ambiguous framing, an answer glued to the first, a body after a 204) gets a 502 or
+ * nothing at all through, is counted in upstreamFailures.*, and never answers another request; a
+ * handler callback that throws (a middleware's observer) ends only its own exchange; a full wait
+ * queue is 503 and a queue wait past timeouts.upstreamMs is 504.
+ */
+import net from 'node:net';
+import t from 'tap';
+import { Counters } from '../src/metrics/counters.js';
+import { Pipeline } from '../src/middleware/pipeline.js';
+import type { Middleware } from '../src/middleware/types.js';
+import { startDataPlane, type DataPlane } from '../src/proxy/data-plane.js';
+import type { ResponseObserver } from '../src/proxy/request-context.js';
+import { RoutingTable } from '../src/routing/table.js';
+import { rawRequest, type ParsedResponse } from './helpers/raw-http.js';
+import { entry, testConfig } from './helpers/upstream-server.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Scripted {
+  url: string;
+  /** Requests received (their request lines). */
+  requests: string[];
+  connections(): number;
+  close(): Promise<void>;
+}
+
+/**
+ * A raw upstream: `script(path, socket)` answers each request by writing to the socket itself.
+ * A socket marked poisoned (by the script) answers nothing more.
+ */
+async function scripted(script: (path: string, socket: net.Socket, poison: () => void) => void): Promise<Scripted> {
+  const requests: string[] = [];
+  let connections = 0;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    connections++;
+    sockets.add(socket);
+    socket.setNoDelay(true);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => {});
+    let buffered = '';
+    let poisoned = false;
+    socket.on('data', (chunk) => {
+      buffered += chunk.toString('latin1');
+      let end: number;
+      while ((end = buffered.indexOf('\r\n\r\n')) >= 0) {
+        const head = buffered.slice(0, end);
+        buffered = buffered.slice(end + 4);
+        const line = head.slice(0, head.indexOf('\r\n'));
+        requests.push(line);
+        if (!poisoned) script(line.split(' ')[1], socket, () => (poisoned = true));
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    requests,
+    connections: () => connections,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+const HONEST = 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 6\r\n\r\nhonest';
+const SMUGGLED = 'HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled';
+
+/** Answers that try to make one answer look like two; each must be refused whole. */
+const AMBIGUOUS: Record<string, string> = {
+  'cl-and-te': `HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n${SMUGGLED}`,
+  'two-lengths': `HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 45\r\n\r\nok${SMUGGLED}`,
+  'te-not-chunked-last': `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n${SMUGGLED}`,
+  'obs-fold': `HTTP/1.1 200 OK\r\nX-A: 1\r\n Content-Length: 45\r\nContent-Length: 2\r\n\r\nok${SMUGGLED}`,
+  'bad-chunk-size': `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2x\r\nok\r\n0\r\n\r\n${SMUGGLED}`,
+  'bare-cr': `HTTP/1.1 200 OK\r\nX-A: 1\rContent-Length: 0\r\nContent-Length: 2\r\n\r\nok${SMUGGLED}`,
+};
+
+const upstream = await scripted((path, socket, poison) => {
+  const name = path.slice(1);
+  if (name in AMBIGUOUS) {
+    socket.write(AMBIGUOUS[name]);
+    poison();
+  } else if (name === 'glued') {
+    // A valid answer with a second one right behind it in the same write.
+    socket.write(`HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst${SMUGGLED}`);
+    poison();
+  } else if (name === 'no-content') {
+    // A 204 announcing a body, which follows later, when the socket may carry the next request.
+    socket.write('HTTP/1.1 204 No Content\r\nContent-Length: 45\r\n\r\n');
+    setTimeout(() => socket.write(SMUGGLED), 40);
+    poison();
+  } else if (name === 'chunked-slow') {
+    socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n');
+    setTimeout(() => socket.write('6\r\nsecond\r\n0\r\n\r\n'), 30);
+  } else {
+    socket.write(HONEST);
+  }
+});
+t.teardown(() => upstream.close());
+
+const counters = new Counters();
+const plane = await startDataPlane({
+  config: testConfig({
+    upstreams: [{ serviceType: 'static', serviceLocation: upstream.url, weight: 1, specPath: '/spec' }],
+    circuitBreaker: { hostFailures: 10_000, endpointFailures: 10_000 },
+  }),
+  counters,
+});
+t.teardown(() => plane.close());
+plane.setTable(RoutingTable.compile([entry('GET', '/{name}', upstream.url)]).table);
+
+async function get(target: DataPlane, path: string): Promise<ParsedResponse & { closed: boolean }> {
+  const result = await rawRequest(target.port, `GET ${path} HTTP/1.1\r\nHost: gw\r\n\r\n`, { responses: 1, waitMs: 3000 });
+  const response = result.responses[0] ?? { status: 0, headers: {}, body: Buffer.alloc(0), complete: false, consumed: 0 };
+  return { ...response, closed: result.closedByServer };
+}
+
+t.test('ambiguous framing from the upstream: 502 problem, counted, and the next request gets its own answer', async (t) => {
+  counters.take();
+  for (const name of Object.keys(AMBIGUOUS)) {
+    const refused = await get(plane, `/${name}`);
+    t.equal(refused.status, 502, `${name}: 502`);
+    t.match(JSON.parse(refused.body.toString()), { status: 502, detail: 'the upstream sent an invalid response' }, `${name}: problem+json`);
+    t.notMatch(refused.body.toString(), /smuggled/);
+    const next = await get(plane, '/next');
+    t.equal(next.body.toString(), 'honest', `${name}: the next request is answered by the upstream, not by the smuggled answer`);
+  }
+  const counted = counters.take() ?? {};
+  t.equal(counted['upstreamFailures.badResponses'], Object.keys(AMBIGUOUS).length, 'each refusal counted as upstreamFailures.badResponses');
+  t.notOk('retries.afterNoAnswer' in counted, 'an invalid answer is not retried');
+});
+
+t.test('an answer with a second one glued behind it: the first goes through, the second to nobody', async (t) => {
+  const first = await get(plane, '/glued');
+  t.equal(first.status, 200);
+  t.equal(first.body.toString(), 'first');
+  for (let i = 0; i < 3; i++) t.equal((await get(plane, '/next')).body.toString(), 'honest', `request ${i + 1} after it`);
+});
+
+t.test('a 204 whose announced body arrives later: the request right after it is not answered with it', async (t) => {
+  for (let i = 0; i < 3; i++) {
+    const noContent = await get(plane, '/no-content');
+    t.equal(noContent.status, 204);
+    t.equal(noContent.body.length, 0);
+    t.equal((await get(plane, '/next')).body.toString(), 'honest', `round ${i + 1}: the next request got the upstream's answer`);
+  }
+});
+
+t.test('a handler callback that throws ends its own exchange only; the worker and the pool go on', async (t) => {
+  const warnings: string[] = [];
+  const onWarning = (warning: Error): void => void warnings.push(warning.message);
+  process.on('warning', onWarning);
+  t.teardown(() => void process.off('warning', onWarning));
+  let throwIn: 'onHead' | 'onData' | null = null;
+  let chunks = 0;
+  const thrower: ResponseObserver = {
+    onHead: () => {
+      chunks = 0;
+      if (throwIn === 'onHead') throw new Error('observer bug in onHead');
+    },
+    onData: () => {
+      // The second chunk: the head and the first chunk are on their way to the client.
+      if (throwIn === 'onData' && ++chunks === 2) throw new Error('observer bug in onData');
+    },
+    onEnd: () => {},
+    onAbort: () => {},
+    substitute: () => null,
+  };
+  const watcher: Middleware = {
+    id: 'watcher',
+    type: 'test',
+    slaMs: 1000,
+    failClosed: false,
+    decide: (ctx) => void ctx.observe(thrower),
+    ready: () => Promise.resolve(),
+    close: () => Promise.resolve(),
+  };
+  plane.setPipeline(new Pipeline([watcher], new Counters()));
+  t.teardown(() => plane.setPipeline(new Pipeline([], new Counters())));
+
+  throwIn = 'onHead';
+  const inHead = await get(plane, '/next');
+  t.equal(inHead.status, 502, 'a throw before anything reached the client: 502');
+  t.match(JSON.parse(inHead.body.toString()), { detail: 'the gateway failed to handle the upstream answer' });
+
+  throwIn = 'onData';
+  const inBody = await get(plane, '/chunked-slow');
+  t.equal(inBody.status, 200, 'a throw once the answer had started (head and first chunk sent)...');
+  t.equal(inBody.complete, false, '...leaves it incomplete');
+  t.ok(inBody.closed, '...and closes the connection');
+
+  throwIn = null;
+  await sleep(20);
+  t.equal(plane.inFlight(), 0, 'nothing left in flight');
+  t.equal((await get(plane, '/next')).body.toString(), 'honest', 'the data plane still serves');
+  t.ok(warnings.includes('observer bug in onHead') && warnings.includes('observer bug in onData'), 'each throw reported as a warning');
+});
+
+t.test('upstreamPool: a full wait queue is 503 at once, a wait past timeouts.upstreamMs is 504', async (t) => {
+  const hanging = await scripted(() => {
+    // Never answers.
+  });
+  t.teardown(() => hanging.close());
+  const queueCounters = new Counters();
+  const small = await startDataPlane({
+    config: testConfig({
+      upstreams: [{ serviceType: 'static', serviceLocation: hanging.url, weight: 1, specPath: '/spec' }],
+      timeouts: { upstreamMs: 400, connectMs: 1000, clientRequestMs: 5000, shutdownGraceMs: 500 },
+      upstreamPool: { connections: 1, maxQueue: 1, idleTimeoutMs: 4000, maxResponseHeaderBytes: 16384 },
+    }),
+    counters: queueCounters,
+  });
+  t.teardown(() => small.close());
+  small.setTable(RoutingTable.compile([entry('GET', '/{name}', hanging.url)]).table);
+  const running = get(small, '/a');
+  await sleep(50);
+  const queued = get(small, '/b');
+  await sleep(50);
+  const started = Date.now();
+  const refused = await get(small, '/c');
+  t.equal(refused.status, 503, 'a third request finds the one connection busy and the queue full: 503');
+  t.ok(Date.now() - started < 300, 'at once');
+  t.match(JSON.parse(refused.body.toString()), { detail: /too many requests wait/ });
+  t.equal((await running).status, 504, 'the running request times out: 504');
+  t.equal((await queued).status, 504, 'the queued one too, its wait counted toward upstreamMs');
+  t.notOk(hanging.requests.some((line) => line.includes('/c')), 'the refused one was never sent');
+  const counted = queueCounters.take() ?? {};
+  t.equal(counted['upstreamFailures.queueFull'], 1);
+  t.equal(counted['upstreamFailures.timeouts'], 2);
+});

@@ -1,0 +1,184 @@
+/**
+ * HTTPS upstreams through the running gateway (issue 12): a private CA passed as upstreams[].tls.caFile
+ * (made at test time with the openssl CLI), used both to fetch a doc and to forward; serverName for
+ * SNI and the name check; a client certificate; a certificate for another name or from another CA is
+ * a 502, counted as upstreamFailures.tlsFailures. A reload re-reads the files: a data plane given the
+ * reloaded config trusts the new CA.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { TLSSocket } from 'node:tls';
+import t from 'tap';
+import { loadConfig } from '../src/config/load.js';
+import { Counters } from '../src/metrics/counters.js';
+import { startDataPlane } from '../src/proxy/data-plane.js';
+import { RoutingTable } from '../src/routing/table.js';
+import { eventually, httpRequest, startGateway, swaggerDoc } from './helpers/gateway-process.js';
+import { rawRequest } from './helpers/raw-http.js';
+import { entry } from './helpers/upstream-server.js';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'specgate-gw-tls-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+const file = (name: string): string => path.join(dir, name);
+
+function openssl(...args: string[]): void {
+  execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+}
+const EC = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+
+function makeCa(name: string): void {
+  openssl('req', '-x509', ...EC, '-keyout', `${name}.key`, '-out', `${name}.crt`, '-days', '2', '-subj', `/CN=specgate ${name}`,
+    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
+}
+
+/** A key and a certificate signed by `ca`. */
+function issue(ca: string, name: string, altNames: string | null, clientAuth = false): { key: string; cert: string } {
+  openssl('req', ...EC, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`);
+  const ext = [clientAuth ? 'extendedKeyUsage=clientAuth' : 'extendedKeyUsage=serverAuth'];
+  if (altNames !== null) ext.push(`subjectAltName=${altNames}`);
+  writeFileSync(file(`${name}.ext`), ext.join('\n') + '\n');
+  openssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.crt`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-out', `${name}.crt`, '-days', '2', '-extfile', `${name}.ext`);
+  return { key: readFileSync(file(`${name}.key`), 'utf8'), cert: readFileSync(file(`${name}.crt`), 'utf8') };
+}
+
+makeCa('ca1');
+makeCa('ca2');
+const ca1 = readFileSync(file('ca1.crt'), 'utf8');
+const ca2 = readFileSync(file('ca2.crt'), 'utf8');
+const byIp = issue('ca1', 'by-ip', 'IP:127.0.0.1');
+const byName = issue('ca1', 'by-name', 'DNS:api.internal');
+const misnamed = issue('ca1', 'misnamed', 'DNS:wrong.example');
+const foreign = issue('ca2', 'foreign', 'IP:127.0.0.1');
+issue('ca1', 'gateway-client', null, true);
+
+interface HttpsUpstream {
+  location: string;
+  /** SNI names and client certificate CNs seen, per request. */
+  seen: Array<{ servername: string | false | null | undefined; clientCN: string | null }>;
+}
+
+async function httpsUpstream(
+  cert: { key: string; cert: string },
+  options: { spec?: unknown; clientCa?: string } = {},
+): Promise<HttpsUpstream> {
+  const seen: HttpsUpstream['seen'] = [];
+  const requireClient = options.clientCa !== undefined;
+  const server = https.createServer({ ...cert, ca: options.clientCa, requestCert: requireClient, rejectUnauthorized: requireClient }, (req, res) => {
+    const socket = req.socket as TLSSocket;
+    if (req.url === '/spec' && options.spec !== undefined) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(options.spec));
+      return;
+    }
+    const peer = requireClient ? socket.getPeerCertificate() : null;
+    seen.push({ servername: socket.servername, clientCN: (peer?.subject?.CN as string | undefined) ?? null });
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ secure: true, path: req.url }));
+  });
+  server.on('tlsClientError', () => {});
+  server.keepAliveTimeout = 5000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return { location: `https://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
+}
+
+const documented = await httpsUpstream(byIp, { spec: swaggerDoc('secure', { '/secure/{id}': ['GET'] }) });
+const named = await httpsUpstream(byName);
+const wrongName = await httpsUpstream(misnamed);
+const otherCa = await httpsUpstream(foreign);
+const mutual = await httpsUpstream(byIp, { clientCa: ca1 });
+
+t.test('through the running gateway', async (t) => {
+  const caFile = file('ca1.crt');
+  const gateway = await startGateway(t, {
+    workers: 1,
+    config: {
+      host: '127.0.0.1',
+      port: 0,
+      discovery: { fetchTimeoutMs: 3000, retries: 0, backoffMs: 100, refreshIntervalMs: 0 },
+      timeouts: { upstreamMs: 5000, connectMs: 2000, clientRequestMs: 10_000, shutdownGraceMs: 2000 },
+      upstreams: [
+        { serviceType: 'swagger2', serviceLocation: documented.location, tls: { caFile } },
+        { serviceType: 'static', serviceLocation: named.location, endpoints: [{ method: 'GET', path: '/named/{id}' }], tls: { caFile, serverName: 'api.internal' } },
+        { serviceType: 'static', serviceLocation: wrongName.location, endpoints: [{ method: 'GET', path: '/wrong-name' }], tls: { caFile } },
+        { serviceType: 'static', serviceLocation: otherCa.location, endpoints: [{ method: 'GET', path: '/other-ca' }], tls: { caFile } },
+        {
+          serviceType: 'static',
+          serviceLocation: mutual.location,
+          endpoints: [{ method: 'GET', path: '/mutual' }],
+          tls: { caFile, certFile: file('gateway-client.crt'), keyFile: file('gateway-client.key') },
+        },
+      ],
+    },
+    waitFor: (line) => line.msg === 'gateway operational',
+  });
+
+  const secure = await httpRequest(gateway.port, '/secure/7');
+  t.equal(secure.status, 200, 'the doc was fetched over TLS with caFile, and the request forwarded over TLS');
+  t.same(JSON.parse(secure.body), { secure: true, path: '/secure/7' });
+
+  const byServerName = await httpRequest(gateway.port, '/named/1');
+  t.equal(byServerName.status, 200, 'serverName: the certificate names api.internal, not the address');
+  t.equal(named.seen[0]?.servername, 'api.internal', 'sent as SNI');
+
+  const withClientCert = await httpRequest(gateway.port, '/mutual');
+  t.equal(withClientCert.status, 200, 'an upstream that requires a client certificate gets one');
+  t.equal(mutual.seen[0]?.clientCN, 'gateway-client');
+
+  for (const [what, route] of [['a certificate for another name', '/wrong-name'], ['a certificate from another CA', '/other-ca']]) {
+    const refused = await httpRequest(gateway.port, route);
+    t.equal(refused.status, 502, `${what}: 502`);
+    t.match(JSON.parse(refused.body), { status: 502, detail: /TLS handshake with the upstream failed/ }, `${what}: problem+json`);
+  }
+  t.equal(wrongName.seen.length + otherCa.seen.length, 0, 'nothing reached those upstreams');
+
+  const metrics = await eventually(
+    async () => {
+      const body = JSON.parse((await httpRequest(gateway.port, '/metrics')).body) as { upstreamFailures?: { tlsFailures?: number } };
+      return (body.upstreamFailures?.tlsFailures ?? 0) >= 2 ? body : undefined;
+    },
+    5000,
+  );
+  t.equal(metrics.upstreamFailures!.tlsFailures, 2, 'counted as upstreamFailures.tlsFailures');
+  const prometheus = (await httpRequest(gateway.port, '/metrics', { headers: { accept: 'text/plain' } })).body;
+  t.match(prometheus, /gateway_upstream_failures_total\{reason="tlsFailures"\} 2/);
+});
+
+t.test('a reload reads the files again: the data plane given the new config trusts the new CA', async (t) => {
+  const trust = file('trust.pem');
+  writeFileSync(trust, ca1);
+  const configFile = file('reload.json');
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      host: '127.0.0.1',
+      port: 0,
+      logLevel: 'silent',
+      upstreams: [{ serviceType: 'static', serviceLocation: otherCa.location, endpoints: [{ method: 'GET', path: '/other-ca' }], tls: { caFile: 'trust.pem' } }],
+    }),
+  );
+  const first = loadConfig(configFile, {});
+  t.equal(first.upstreams[0].tls?.ca, ca1, 'the relative caFile was read from beside the config file');
+  const counters = new Counters();
+  const plane = await startDataPlane({ config: first, counters });
+  t.teardown(() => plane.close());
+  plane.setTable(RoutingTable.compile([entry('GET', '/other-ca', otherCa.location)]).table);
+  const get = async () => (await rawRequest(plane.port, 'GET /other-ca HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 })).responses[0];
+  t.equal((await get()).status, 502, 'the upstream is signed by another CA: refused');
+
+  writeFileSync(trust, ca2);
+  const reloaded = loadConfig(configFile, {});
+  t.equal(reloaded.upstreams[0].tls?.ca, ca2, 'the reload read the file again');
+  plane.setUpstreams(reloaded.upstreams, reloaded);
+  const after = await get();
+  t.equal(after.status, 200, 'a new pool, with the new CA');
+  t.same(JSON.parse(after.body.toString()), { secure: true, path: '/other-ca' });
+  t.equal((counters.take() ?? {})['upstreamFailures.tlsFailures'], 1);
+});
