@@ -281,8 +281,9 @@ export class Exchange implements UpstreamHandler {
     } else {
       this.mode = BodyMode.Chunked;
     }
-    // Small answers arrive as head, data and end in one read: sent in one write.
-    queueHead(this);
+    // The head goes out with the first body bytes (one write for a small answer). When none follow
+    // in this read, it goes out at the end of the read (its views are valid until then).
+    if (!head.bodyFollows) queueHead(this);
     return true;
   }
 
@@ -460,6 +461,13 @@ export class Exchange implements UpstreamHandler {
       // uWS's write offset before this chunk: every earlier chunk was taken whole (a partly taken one
       // pauses the upstream until onWritable has written the rest), so it is the body sent before it.
       const offset = this.ctx.bytesOut - chunk.length;
+      if (offset === 0 && chunk.length === this.totalSize) {
+        // The whole body in one chunk (most answers): end() takes it all at once (buffering what the
+        // socket cannot take now, at most one read's worth), without tryEnd's result array.
+        res.end(chunk);
+        this.onClientResponseEnded();
+        return true;
+      }
       const [ok, done] = res.tryEnd(chunk, this.totalSize);
       if (done) {
         this.onClientResponseEnded();
@@ -645,6 +653,16 @@ export class Exchange implements UpstreamHandler {
       this.internalError(err);
     }
   }
+
+  /**
+   * Corked: the head alone, its body still to come. With a known length, uWS completes the head on
+   * the wire (Content-Length and the blank line) by an empty tryEnd; a chunked head is completed by
+   * uWS with the first chunk only.
+   */
+  writeHeadAhead(): void {
+    this.writeHead();
+    if (this.mode === BodyMode.Sized) this.res.tryEnd(EMPTY, this.totalSize);
+  }
 }
 
 /** The headers writeHead passes on, as strings (flat, names lower-case): built only for observers. */
@@ -681,11 +699,13 @@ function corkedContent(): void {
   corkTarget.writeContentCorked(corkContent!);
 }
 function corkedHead(): void {
-  corkTarget.writeHead();
+  corkTarget.writeHeadAhead();
 }
 
 const headQueue: Exchange[] = [];
 let headFlushQueued = false;
+/** A promise reaction is a microtask at about half the cost of queueMicrotask (no AsyncResource). */
+const RESOLVED = Promise.resolve();
 
 /**
  * Writes the head at the end of this tick unless body bytes or completion carried it out first. The
@@ -695,7 +715,7 @@ function queueHead(exchange: Exchange): void {
   headQueue.push(exchange);
   if (headFlushQueued) return;
   headFlushQueued = true;
-  queueMicrotask(flushHeads);
+  void RESOLVED.then(flushHeads);
 }
 
 function flushHeads(): void {
