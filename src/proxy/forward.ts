@@ -22,7 +22,7 @@ import type { UwsResponse } from '../native/uws-types.js';
 import type { RequestContext } from './request-context.js';
 import { writeContent, writeProblem } from '../http/problem.js';
 import type { ContentAnswer } from '../middleware/types.js';
-import { statusLine } from '../http/status-line.js';
+import { statusLineBytes } from '../http/status-line.js';
 import { classifyUpstreamError, isIdempotent, type ForwardFailure } from './forward-errors.js';
 import type { UpstreamPool } from '../upstream/pool.js';
 import type { UpstreamCall, UpstreamHandler } from '../upstream/call.js';
@@ -34,6 +34,8 @@ import { isDateHeader, isViaHeader } from './headers.js';
 export interface ExchangeHost {
   /** `1.1 <name>`, the gateway's Via entry. */
   readonly via: string;
+  /** The same, as bytes (uWS copies a Buffer as it is; a string it converts first). */
+  readonly viaBytes: Buffer;
   readonly maxBodyBytes: number;
   readonly breakers: Breakers;
   /** Shutting down: ask clients to close their connections. */
@@ -60,6 +62,8 @@ const enum BodyMode {
 }
 
 const EMPTY = new Uint8Array(0);
+const VIA = Buffer.from('via');
+const CONTENT_LENGTH = Buffer.from('content-length');
 /** A streamed request body of unknown length (the client sent it chunked): sent chunked. */
 const UNKNOWN_LENGTH = Object.freeze({ length: -1 });
 const INTERNAL_DETAIL = 'the gateway failed to handle the upstream answer';
@@ -417,7 +421,7 @@ export class Exchange implements UpstreamHandler {
     this.pendingHead = null;
     this.headWritten = true;
     const ctx = this.ctx;
-    res.writeStatus(statusLine(ctx.status));
+    res.writeStatus(statusLineBytes(ctx.status));
     const raw = head.headers;
     let upstreamVia: string | null = null;
     for (let i = 0; i < raw.length; i += 2) {
@@ -434,9 +438,9 @@ export class Exchange implements UpstreamHandler {
     }
     // uWS frames Sized/Chunked bodies itself; a headers-only answer carries the length a GET would have had.
     if (this.mode === BodyMode.None && ctx.status !== 204 && head.declaredLength >= 0) {
-      res.writeHeader('content-length', String(head.declaredLength));
+      res.writeHeader(CONTENT_LENGTH, String(head.declaredLength));
     }
-    res.writeHeader('via', upstreamVia === null ? this.host.via : `${upstreamVia}, ${this.host.via}`);
+    res.writeHeader(VIA, upstreamVia === null ? this.host.viaBytes : `${upstreamVia}, ${this.host.via}`);
     const added = ctx.responseHeaders;
     if (added !== null) for (let i = 0; i < added.length; i += 2) res.writeHeader(added[i], added[i + 1]);
     if (this.host.closing || this.receiving) res.writeHeader('connection', 'close');
