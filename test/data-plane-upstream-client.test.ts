@@ -80,6 +80,7 @@ const AMBIGUOUS: Record<string, string> = {
   'bare-cr': `HTTP/1.1 200 OK\r\nX-A: 1\rContent-Length: 0\r\nContent-Length: 2\r\n\r\nok${SMUGGLED}`,
 };
 
+let headSeen = Promise.resolve();
 const upstream = await scripted((path, socket, poison) => {
   const name = path.slice(1);
   if (name in AMBIGUOUS) {
@@ -94,6 +95,14 @@ const upstream = await scripted((path, socket, poison) => {
     socket.write('HTTP/1.1 204 No Content\r\nContent-Length: 45\r\n\r\n');
     setTimeout(() => socket.write(SMUGGLED), 40);
     poison();
+  } else if (name === 'head-alone-sized' || name === 'head-alone-chunked') {
+    // The head alone; the body only once the test says the client has seen the head.
+    const sized = name === 'head-alone-sized';
+    socket.write(sized ? 'HTTP/1.1 200 OK\r\nX-Stage: head\r\nContent-Length: 4\r\n\r\n' : 'HTTP/1.1 200 OK\r\nX-Stage: head\r\nTransfer-Encoding: chunked\r\n\r\n');
+    // Sized: only once the client has the whole head. Chunked: uWS completes a chunked head with the
+    // first chunk only, so the body follows after a pause, in a later read.
+    if (sized) void headSeen.then(() => socket.write('body'));
+    else setTimeout(() => socket.write('4\r\nbody\r\n0\r\n\r\n'), 30);
   } else if (name === 'chunked-slow') {
     socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n');
     setTimeout(() => socket.write('6\r\nsecond\r\n0\r\n\r\n'), 30);
@@ -148,6 +157,30 @@ t.test('a 204 whose announced body arrives later: the request right after it is 
     t.equal(noContent.status, 204);
     t.equal(noContent.body.length, 0);
     t.equal((await get(plane, '/next')).body.toString(), 'honest', `round ${i + 1}: the next request got the upstream's answer`);
+  }
+});
+
+t.test('a head that arrives alone, its body in a later read: sent intact (sized: at once, before the body)', async (t) => {
+  for (const kind of ['sized', 'chunked']) {
+    let seen!: () => void;
+    headSeen = new Promise((resolve) => (seen = resolve));
+    const client = net.connect(plane.port, '127.0.0.1');
+    let received = '';
+    const complete = new Promise<string>((resolve, reject) => {
+      client.on('data', (chunk) => {
+        received += chunk.toString('latin1');
+        if (received.includes('\r\n\r\n')) seen();
+        if (received.endsWith(kind === 'sized' ? 'body' : '0\r\n\r\n')) resolve(received);
+      });
+      client.on('error', reject);
+      setTimeout(() => reject(new Error(`${kind}: no complete answer within 2 s; got ${JSON.stringify(received)}`)), 2000);
+    });
+    client.write(`GET /head-alone-${kind} HTTP/1.1\r\nHost: gw\r\n\r\n`);
+    const answer = await complete;
+    client.destroy();
+    t.match(answer, /^HTTP\/1\.1 200 OK\r\n/, `${kind}: the head came first`);
+    t.match(answer, /\r\nX-Stage: head\r\n/, `${kind}: its headers intact (written while their bytes were still valid)`);
+    t.ok(answer.includes('body'), `${kind}: then the body`);
   }
 });
 

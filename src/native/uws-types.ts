@@ -25,6 +25,7 @@ export interface UwsResponse {
   onAborted(handler: () => void): UwsResponse;
   onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): UwsResponse;
   getRemoteAddressAsText(): ArrayBuffer;
+  getRemoteAddress(): ArrayBuffer;
   cork(cb: () => void): UwsResponse;
   /** Stops reading the request body from the socket. */
   pause(): void;

@@ -9,7 +9,7 @@
 import type { GatewayConfig } from '../config/types.js';
 import { normalizePath } from '../http/normalize-path.js';
 import { writeContent, writeProblem } from '../http/problem.js';
-import { remoteAddressText } from '../http/remote-address.js';
+import { remoteAddress } from '../http/remote-address.js';
 import { RequestHead } from '../http/request-head.js';
 import { hasEncodedSlash, isVisibleAscii } from '../http/request-target.js';
 import { TrustedProxies } from '../http/trusted-proxies.js';
@@ -64,6 +64,7 @@ const NO_HOST = 'no upstream can take this request now (circuit breakers open)';
 class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
   readonly uws: LoadedUws;
   readonly via: string;
+  readonly viaBytes: Buffer;
   readonly maxBodyBytes: number;
   readonly breakers: Breakers;
   closing = false;
@@ -120,6 +121,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     this.config = config;
     this.uws = options.uws ?? loadUws();
     this.via = `1.1 ${config.name}`;
+    this.viaBytes = Buffer.from(this.via, 'latin1');
     this.maxBodyBytes = config.limits.maxBodyBytes;
     this.builtins = options.builtins ?? null;
     this.onRequestDone = options.onRequestDone ?? null;
@@ -277,7 +279,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
   private readonly onRequest = (res: UwsResponse, req: UwsRequest): void => {
     const startedAt = performance.now();
     const head = this.head.read(req);
-    const peer = remoteAddressText(res.getRemoteAddressAsText());
+    const peer = remoteAddress(res.getRemoteAddress());
     const ctx = new RequestContext(head.method, head.url, head.query, peer, head.xForwardedFor, startedAt, head.hasBody, head.forward);
     ctx.bodyLength = head.contentLength;
     try {

@@ -22,7 +22,7 @@ import type { UwsResponse } from '../native/uws-types.js';
 import type { RequestContext } from './request-context.js';
 import { writeContent, writeProblem } from '../http/problem.js';
 import type { ContentAnswer } from '../middleware/types.js';
-import { statusLine } from '../http/status-line.js';
+import { statusLineBytes } from '../http/status-line.js';
 import { classifyUpstreamError, isIdempotent, type ForwardFailure } from './forward-errors.js';
 import type { UpstreamPool } from '../upstream/pool.js';
 import type { UpstreamCall, UpstreamHandler } from '../upstream/call.js';
@@ -34,6 +34,8 @@ import { isDateHeader, isViaHeader } from './headers.js';
 export interface ExchangeHost {
   /** `1.1 <name>`, the gateway's Via entry. */
   readonly via: string;
+  /** The same, as bytes (uWS copies a Buffer as it is; a string it converts first). */
+  readonly viaBytes: Buffer;
   readonly maxBodyBytes: number;
   readonly breakers: Breakers;
   /** Shutting down: ask clients to close their connections. */
@@ -60,6 +62,8 @@ const enum BodyMode {
 }
 
 const EMPTY = new Uint8Array(0);
+const VIA = Buffer.from('via');
+const CONTENT_LENGTH = Buffer.from('content-length');
 /** A streamed request body of unknown length (the client sent it chunked): sent chunked. */
 const UNKNOWN_LENGTH = Object.freeze({ length: -1 });
 const INTERNAL_DETAIL = 'the gateway failed to handle the upstream answer';
@@ -281,8 +285,9 @@ export class Exchange implements UpstreamHandler {
     } else {
       this.mode = BodyMode.Chunked;
     }
-    // Small answers arrive as head, data and end in one read: sent in one write.
-    queueHead(this);
+    // The head goes out with the first body bytes (one write for a small answer). When none follow
+    // in this read, it goes out at the end of the read (its views are valid until then).
+    if (!head.bodyFollows) queueHead(this);
     return true;
   }
 
@@ -416,7 +421,7 @@ export class Exchange implements UpstreamHandler {
     this.pendingHead = null;
     this.headWritten = true;
     const ctx = this.ctx;
-    res.writeStatus(statusLine(ctx.status));
+    res.writeStatus(statusLineBytes(ctx.status));
     const raw = head.headers;
     let upstreamVia: string | null = null;
     for (let i = 0; i < raw.length; i += 2) {
@@ -433,9 +438,9 @@ export class Exchange implements UpstreamHandler {
     }
     // uWS frames Sized/Chunked bodies itself; a headers-only answer carries the length a GET would have had.
     if (this.mode === BodyMode.None && ctx.status !== 204 && head.declaredLength >= 0) {
-      res.writeHeader('content-length', String(head.declaredLength));
+      res.writeHeader(CONTENT_LENGTH, String(head.declaredLength));
     }
-    res.writeHeader('via', upstreamVia === null ? this.host.via : `${upstreamVia}, ${this.host.via}`);
+    res.writeHeader(VIA, upstreamVia === null ? this.host.viaBytes : `${upstreamVia}, ${this.host.via}`);
     const added = ctx.responseHeaders;
     if (added !== null) for (let i = 0; i < added.length; i += 2) res.writeHeader(added[i], added[i + 1]);
     if (this.host.closing || this.receiving) res.writeHeader('connection', 'close');
@@ -460,6 +465,13 @@ export class Exchange implements UpstreamHandler {
       // uWS's write offset before this chunk: every earlier chunk was taken whole (a partly taken one
       // pauses the upstream until onWritable has written the rest), so it is the body sent before it.
       const offset = this.ctx.bytesOut - chunk.length;
+      if (offset === 0 && chunk.length === this.totalSize) {
+        // The whole body in one chunk (most answers): end() takes it all at once (buffering what the
+        // socket cannot take now, at most one read's worth), without tryEnd's result array.
+        res.end(chunk);
+        this.onClientResponseEnded();
+        return true;
+      }
       const [ok, done] = res.tryEnd(chunk, this.totalSize);
       if (done) {
         this.onClientResponseEnded();
@@ -645,6 +657,16 @@ export class Exchange implements UpstreamHandler {
       this.internalError(err);
     }
   }
+
+  /**
+   * Corked: the head alone, its body still to come. With a known length, uWS completes the head on
+   * the wire (Content-Length and the blank line) by an empty tryEnd; a chunked head is completed by
+   * uWS with the first chunk only.
+   */
+  writeHeadAhead(): void {
+    this.writeHead();
+    if (this.mode === BodyMode.Sized) this.res.tryEnd(EMPTY, this.totalSize);
+  }
 }
 
 /** The headers writeHead passes on, as strings (flat, names lower-case): built only for observers. */
@@ -681,11 +703,13 @@ function corkedContent(): void {
   corkTarget.writeContentCorked(corkContent!);
 }
 function corkedHead(): void {
-  corkTarget.writeHead();
+  corkTarget.writeHeadAhead();
 }
 
 const headQueue: Exchange[] = [];
 let headFlushQueued = false;
+/** A promise reaction is a microtask at about half the cost of queueMicrotask (no AsyncResource). */
+const RESOLVED = Promise.resolve();
 
 /**
  * Writes the head at the end of this tick unless body bytes or completion carried it out first. The
@@ -695,7 +719,7 @@ function queueHead(exchange: Exchange): void {
   headQueue.push(exchange);
   if (headFlushQueued) return;
   headFlushQueued = true;
-  queueMicrotask(flushHeads);
+  void RESOLVED.then(flushHeads);
 }
 
 function flushHeads(): void {

@@ -36,6 +36,12 @@ export class ResponseHead {
     readonly viaIndex: number,
     /** Index in `headers` of the name of the (last) Date header, -1 if none. */
     readonly dateIndex: number,
+    /**
+     * Body bytes (Content-Length or until close) follow the head in the read that delivered it, so
+     * onData comes before that read ends: a caller may hold the head back and send it with them.
+     * False for chunked bodies (the read may hold only framing) and when the head ended the read.
+     */
+    readonly bodyFollows: boolean,
   ) {}
 }
 
@@ -203,13 +209,15 @@ export class ResponseParser {
           if (after < 0) return PARSE_FAILED;
           p = after;
           if (this.state === State.Head) continue; // an interim (1xx) answer
+          const state = this.state;
           const head = new ResponseHead(
             this.status,
             this.headers,
-            this.state === State.Done ? 0 : this.state === State.Length ? this.remaining : -1,
+            state === State.Done ? 0 : state === State.Length ? this.remaining : -1,
             this.contentLength,
             this.viaIndex,
             this.dateIndex,
+            p < end && (state === State.Length || state === State.UntilClose),
           );
           this.headers = [];
           const go = this.sink.onResponseHead(head);

@@ -1,0 +1,46 @@
+/**
+ * The request head the upstream client writes: nothing a caller passes may split it. The check counts
+ * the head's CRs and LFs against the lines written (instead of scanning each name and value), and a
+ * method is checked by regex only when it differs from the last valid one: both shortcuts' other
+ * paths are reached here.
+ */
+import t from 'tap';
+import { serializeHead } from '../src/upstream/request-head.js';
+
+const HOST = ' HTTP/1.1\r\nhost: 10.0.0.7:8080\r\n';
+
+t.test('a well-formed head: Host, the headers in order, the framing the body needs', async (t) => {
+  t.equal(serializeHead('GET', '/a?b=1', HOST, ['accept', '*/*', 'x-forwarded-for', '203.0.113.7'], -2), 'GET /a?b=1 HTTP/1.1\r\nhost: 10.0.0.7:8080\r\naccept: */*\r\nx-forwarded-for: 203.0.113.7\r\n\r\n');
+  t.equal(serializeHead('POST', '/a', HOST, [], 5), 'POST /a HTTP/1.1\r\nhost: 10.0.0.7:8080\r\ncontent-length: 5\r\n\r\n');
+  t.equal(serializeHead('PUT', '/a', HOST, [], -1), 'PUT /a HTTP/1.1\r\nhost: 10.0.0.7:8080\r\ntransfer-encoding: chunked\r\n\r\n');
+  t.equal(serializeHead('PATCH', '/a', HOST, [], -2), 'PATCH /a HTTP/1.1\r\nhost: 10.0.0.7:8080\r\ncontent-length: 0\r\n\r\n');
+  t.equal(serializeHead('GET', '/', HOST, ['x-a', 'caf\u00e9 \u2603'], -2), 'GET / HTTP/1.1\r\nhost: 10.0.0.7:8080\r\nx-a: caf\u00e9 \u2603\r\n\r\n', 'non-ASCII values are not line breaks');
+});
+
+t.test('any CR, LF or NUL in a name or value refuses the whole head', async (t) => {
+  for (const [name, value] of [
+    ['x-a', 'one\r\nx-injected: 1'],
+    ['x-a', 'lone\nlf'],
+    ['x-a', 'lone\rcr'],
+    ['x-a', 'trailing\r\n'],
+    ['x-a', 'nul\0byte'],
+    ['x-a\r\nx-injected', 'in the name'],
+    ['x-a\n', 'lf in the name'],
+  ]) {
+    t.equal(serializeHead('GET', '/a', HOST, ['accept', '*/*', name, value, 'x-b', '2'], -2), null, JSON.stringify([name, value]));
+  }
+  // Dropped headers never reach the head, whatever they hold.
+  t.equal(serializeHead('GET', '/a', HOST, ['connection', 'close\r\nx-injected: 1', 'content-length', '5\r\n'], -2), 'GET /a HTTP/1.1\r\nhost: 10.0.0.7:8080\r\n\r\n');
+});
+
+t.test('method and target: checked; a method other than the last valid one is checked again', async (t) => {
+  t.not(serializeHead('GET', '/a', HOST, [], -2), null);
+  t.equal(serializeHead('G ET', '/a', HOST, [], -2), null, 'not a token');
+  t.equal(serializeHead('GET\r\n', '/a', HOST, [], -2), null);
+  t.not(serializeHead('PROPFIND', '/a', HOST, [], -2), null, 'any token');
+  t.equal(serializeHead('PROPFIND\n', '/a', HOST, [], -2), null, 'after another valid method');
+  t.not(serializeHead('PROPFIND', '/a', HOST, [], -2), null);
+  t.equal(serializeHead('GET', '/a b', HOST, [], -2), null, 'a space in the target');
+  t.equal(serializeHead('GET', '/a\u00e9', HOST, [], -2), null, 'non-ASCII in the target');
+  t.equal(serializeHead('GET', '', HOST, [], -2), null, 'an empty target');
+});
