@@ -3,6 +3,7 @@
  * their own, so they need not face the internet. Every worker binds it (SO_REUSEPORT, like the public
  * port); anything that is not a built-in path is 404. Its requests are not counted in /metrics.
  */
+import { endWithBody, headerBytes } from '../http/cork-budget.js';
 import { writeProblem } from '../http/problem.js';
 import { statusLine } from '../http/status-line.js';
 import type { LoadedUws } from '../native/uws.js';
@@ -28,13 +29,17 @@ export function startAdminListener(uws: LoadedUws, host: string, port: number, b
       return;
     }
     res.writeStatus(statusLine(answer.status));
-    for (const name in answer.headers) res.writeHeader(name, answer.headers[name]);
+    let head = 0;
+    for (const name in answer.headers) {
+      res.writeHeader(name, answer.headers[name]);
+      head += headerBytes(name, answer.headers[name]);
+    }
     if (method === 'HEAD') {
       const body = answer.body;
       res.writeHeader('content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength));
       res.endWithoutBody();
     } else {
-      res.end(answer.body);
+      endWithBody(res, answer.body, false, head);
     }
   });
   return new Promise((resolve, reject) => {

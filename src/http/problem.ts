@@ -3,6 +3,7 @@
  * type, title, status and detail. Never a stack trace: `detail` is always a sentence we wrote.
  */
 import type { UwsResponse } from '../native/uws-types.js';
+import { endWithBody, headerBytes } from './cork-budget.js';
 import { statusLine } from './status-line.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -87,16 +88,26 @@ export interface ContentOptions {
  */
 export function writeContent(res: UwsResponse, status: number, headers: readonly string[], body: Uint8Array, options: ContentOptions): number {
   res.writeStatus(statusLine(status));
-  for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i], headers[i + 1]);
+  let head = 0;
+  for (let i = 0; i < headers.length; i += 2) {
+    res.writeHeader(headers[i], headers[i + 1]);
+    head += headerBytes(headers[i], headers[i + 1]);
+  }
   res.writeHeader('via', options.via);
+  head += headerBytes('via', options.via);
   const extra = options.headers;
-  if (extra) for (let i = 0; i < extra.length; i += 2) res.writeHeader(extra[i], extra[i + 1]);
+  if (extra) {
+    for (let i = 0; i < extra.length; i += 2) {
+      res.writeHeader(extra[i], extra[i + 1]);
+      head += headerBytes(extra[i], extra[i + 1]);
+    }
+  }
   if (options.headersOnly) {
     res.writeHeader('content-length', String(body.byteLength));
     if (options.closeConnection) res.writeHeader('connection', 'close');
     res.endWithoutBody();
     return 0;
   }
-  res.end(body, options.closeConnection);
+  endWithBody(res, body, options.closeConnection, head);
   return body.byteLength;
 }

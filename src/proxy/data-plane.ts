@@ -8,6 +8,7 @@
  */
 import type { GatewayConfig } from '../config/types.js';
 import { normalizePath } from '../http/normalize-path.js';
+import { endWithBody, headerBytes } from '../http/cork-budget.js';
 import { writeContent, writeProblem } from '../http/problem.js';
 import { remoteAddress } from '../http/remote-address.js';
 import { RequestHead } from '../http/request-head.js';
@@ -502,7 +503,11 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
   private answerBuiltin(res: UwsResponse, ctx: RequestContext, answer: BuiltinAnswer): void {
     res.writeStatus(statusLine(answer.status));
     const headers = answer.headers;
-    for (const name in headers) res.writeHeader(name, headers[name]);
+    let head = 0;
+    for (const name in headers) {
+      res.writeHeader(name, headers[name]);
+      head += headerBytes(name, headers[name]);
+    }
     const body = answer.body;
     const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
     if (ctx.method === 'HEAD') {
@@ -510,7 +515,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
       if (this.closing) res.writeHeader('connection', 'close');
       res.endWithoutBody();
     } else {
-      res.end(body, ctx.hasBody || this.closing);
+      endWithBody(res, body, ctx.hasBody || this.closing, head);
       ctx.bytesOut = length;
     }
     ctx.status = answer.status;

@@ -20,6 +20,7 @@
 import type { Breakers } from './breaker.js';
 import type { UwsResponse } from '../native/uws-types.js';
 import type { RequestContext } from './request-context.js';
+import { CHUNK_PIECE_BYTES, fitsInCork, headerBytes } from '../http/cork-budget.js';
 import { writeContent, writeProblem } from '../http/problem.js';
 import type { ContentAnswer } from '../middleware/types.js';
 import { statusLineBytes } from '../http/status-line.js';
@@ -298,9 +299,30 @@ export class Exchange implements UpstreamHandler {
     this.ctx.bytesOut += chunk.length;
     corkTarget = this;
     corkChunk = chunk;
+    corkOversized = false;
     this.res.cork(corkedBodyChunk);
     corkChunk = EMPTY;
+    if (corkOversized) return this.writeChunkPieces(chunk);
     return corkWriteOk;
+  }
+
+  /**
+   * A chunk larger than one cork may carry (src/http/cork-budget.ts): chunked writes of a cork each.
+   * uWS keeps whatever the socket does not take; then the upstream waits for onWritable.
+   */
+  private writeChunkPieces(chunk: Buffer): boolean {
+    let writable = true;
+    for (let at = 0; at < chunk.length && !this.ended; at += CHUNK_PIECE_BYTES) {
+      corkTarget = this;
+      corkChunk = chunk.subarray(at, Math.min(at + CHUNK_PIECE_BYTES, chunk.length));
+      this.res.cork(corkedChunkPiece);
+      if (!corkWriteOk) writable = false;
+    }
+    corkChunk = EMPTY;
+    if (writable || this.ended) return true;
+    this.upstreamPaused = true;
+    this.awaitWritable();
+    return false;
   }
 
   private upstreamEnd(): void {
@@ -414,8 +436,11 @@ export class Exchange implements UpstreamHandler {
 
   // ---- writing to the client (always inside res.cork) -----------------------------------------
 
-  /** Corked: status line and upstream headers (hop-by-hop already dropped by the client; Date dropped, Via appended). */
-  writeHead(): void {
+  /**
+   * Corked: status line and upstream headers (hop-by-hop already dropped by the client; Date dropped,
+   * Via appended). Returns the bytes written (the cork budget).
+   */
+  writeHead(): number {
     const res = this.res;
     const head = this.pendingHead!;
     this.pendingHead = null;
@@ -423,6 +448,7 @@ export class Exchange implements UpstreamHandler {
     const ctx = this.ctx;
     res.writeStatus(statusLineBytes(ctx.status));
     const raw = head.headers;
+    let bytes = 0;
     let upstreamVia: string | null = null;
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i];
@@ -435,15 +461,24 @@ export class Exchange implements UpstreamHandler {
         continue;
       }
       res.writeHeader(name, raw[i + 1]);
+      bytes += length + raw[i + 1].length + 4;
     }
     // uWS frames Sized/Chunked bodies itself; a headers-only answer carries the length a GET would have had.
     if (this.mode === BodyMode.None && ctx.status !== 204 && head.declaredLength >= 0) {
       res.writeHeader(CONTENT_LENGTH, String(head.declaredLength));
     }
-    res.writeHeader(VIA, upstreamVia === null ? this.host.viaBytes : `${upstreamVia}, ${this.host.via}`);
+    const via = upstreamVia === null ? this.host.viaBytes : `${upstreamVia}, ${this.host.via}`;
+    res.writeHeader(VIA, via);
+    bytes += headerBytes(VIA, via);
     const added = ctx.responseHeaders;
-    if (added !== null) for (let i = 0; i < added.length; i += 2) res.writeHeader(added[i], added[i + 1]);
+    if (added !== null) {
+      for (let i = 0; i < added.length; i += 2) {
+        res.writeHeader(added[i], added[i + 1]);
+        bytes += headerBytes(added[i], added[i + 1]);
+      }
+    }
     if (this.host.closing || this.receiving) res.writeHeader('connection', 'close');
+    return bytes;
   }
 
   /** Corked: a headers-only answer. */
@@ -457,17 +492,20 @@ export class Exchange implements UpstreamHandler {
     this.report();
   }
 
-  /** Corked: one upstream body chunk. False when the client is behind (the upstream is then paused). */
+  /**
+   * Corked: one upstream body chunk. False when the client is behind (the upstream is then paused).
+   * A chunked one too large for this cork is left to writeChunkPieces (corkOversized).
+   */
   writeBodyChunk(chunk: Buffer): boolean {
     const res = this.res;
-    if (this.pendingHead !== null) this.writeHead();
+    const head = this.pendingHead !== null ? this.writeHead() : 0;
     if (this.mode === BodyMode.Sized) {
       // uWS's write offset before this chunk: every earlier chunk was taken whole (a partly taken one
       // pauses the upstream until onWritable has written the rest), so it is the body sent before it.
       const offset = this.ctx.bytesOut - chunk.length;
-      if (offset === 0 && chunk.length === this.totalSize) {
+      if (offset === 0 && chunk.length === this.totalSize && fitsInCork(head, chunk.length)) {
         // The whole body in one chunk (most answers): end() takes it all at once (buffering what the
-        // socket cannot take now, at most one read's worth), without tryEnd's result array.
+        // socket cannot take now), without tryEnd's result array.
         res.end(chunk);
         this.onClientResponseEnded();
         return true;
@@ -481,6 +519,9 @@ export class Exchange implements UpstreamHandler {
       // uWS did not take all of it: the view stays valid while the call is paused (see the file comment).
       this.pending = chunk;
       this.pendingOffset = offset;
+    } else if (!fitsInCork(head, chunk.length)) {
+      corkOversized = true;
+      return true;
     } else if (res.write(chunk)) {
       return true;
     }
@@ -684,10 +725,15 @@ function endToEndHeaders(raw: readonly Buffer[]): string[] {
 let corkTarget: Exchange;
 let corkChunk: Buffer | Uint8Array = EMPTY;
 let corkWriteOk = true;
+/** Set by writeBodyChunk: the chunk goes out in pieces, after the cork. */
+let corkOversized = false;
 let problemDetail = '';
 
 function corkedBodyChunk(): void {
   corkWriteOk = corkTarget.writeBodyChunk(corkChunk as Buffer);
+}
+function corkedChunkPiece(): void {
+  corkWriteOk = corkTarget.res.write(corkChunk);
 }
 function corkedFinish(): void {
   corkTarget.finishResponse();

@@ -1,0 +1,76 @@
+/**
+ * How much one res.cork() may carry without risking the bytes after it.
+ *
+ * uWS collects corked writes in a 16 KiB per-loop buffer. A write that does not fit first flushes the
+ * buffer and then writes itself; in uWS 20.30 (the trufflesuite build) a flush the socket takes only
+ * in part returns early and the write that did not fit is dropped without a word (AsyncSocket::uncork
+ * returns on `failed` instead of on `failed && optionally`; fixed in later uWS). A chunked body then
+ * carries a chunk size without its data, and a sized one stops short of its Content-Length. It takes a
+ * socket whose kernel buffer is exactly full while uWS's own backpressure buffer is empty: rare, but a
+ * 1 GiB chunked download hit it (test/data-plane-streaming.test.ts).
+ *
+ * The rule for every build: the bytes written in one cork by calls that must not fail (writeStatus,
+ * writeHeader, write, end) stay within CORK_BUFFER_BYTES. tryEnd's body is an optional write (what
+ * the socket does not take is reported back), so it is safe at any size. A head larger than the
+ * buffer (the upstream client admits 16 KiB) is the one case left; native-notes.md says so.
+ */
+import type { UwsBytes, UwsResponse } from '../native/uws-types.js';
+
+/** uWS's LoopData::CORK_BUFFER_SIZE. */
+export const CORK_BUFFER_BYTES = 16 * 1024;
+
+/**
+ * What uWS adds around ours in one answer: status line, Date, its own header, Content-Length and the
+ * blank line, chunk framing.
+ */
+export const CORK_SLACK_BYTES = 256;
+
+/** Body bytes one chunked write may carry in a cork of its own. */
+export const CHUNK_PIECE_BYTES = CORK_BUFFER_BYTES - CORK_SLACK_BYTES;
+
+/** Bytes writeHeader puts in the cork for one header (name, ": ", value, CRLF). */
+export function headerBytes(name: UwsBytes, value: UwsBytes): number {
+  return byteLengthUpperBound(name) + byteLengthUpperBound(value) + 4;
+}
+
+/** At most this many bytes: exact for bytes, three per UTF-16 unit for a string (no encoding pass). */
+export function byteLengthUpperBound(value: UwsBytes): number {
+  return typeof value === 'string' ? value.length * 3 : value.byteLength;
+}
+
+/** A head of `head` bytes and a body of `body` bytes fit in one cork. */
+export function fitsInCork(head: number, body: number): boolean {
+  return head + body + CORK_SLACK_BYTES <= CORK_BUFFER_BYTES;
+}
+
+/**
+ * Ends a response whose status and headers (`headBytes` of them) are written, with a whole body. A
+ * body that fits goes out by end(); a larger one by tryEnd and, for what the socket does not take now,
+ * onWritable. The caller has finished with the response (it may not need onAborted or onWritable
+ * again): both handlers are replaced when the body has to wait.
+ */
+export function endWithBody(res: UwsResponse, body: string | Uint8Array, closeConnection: boolean, headBytes: number): void {
+  if (fitsInCork(headBytes, byteLengthUpperBound(body))) {
+    res.end(body, closeConnection);
+    return;
+  }
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+  if (fitsInCork(headBytes, bytes.byteLength)) {
+    res.end(bytes, closeConnection);
+    return;
+  }
+  // tryEnd cannot close the connection after the body; the client is asked to.
+  if (closeConnection) res.writeHeader('connection', 'close');
+  const total = bytes.byteLength;
+  const [, done] = res.tryEnd(bytes, total);
+  if (done) return;
+  let aborted = false;
+  res.onAborted(() => {
+    aborted = true;
+  });
+  res.onWritable((offset) => {
+    if (aborted) return true;
+    const [ok] = res.tryEnd(bytes.subarray(offset), total);
+    return ok;
+  });
+}

@@ -1,0 +1,248 @@
+/*
+ * The cork budget (src/http/cork-budget.ts): uWS 20.30 drops a write that does not fit what is left of
+ * its 16 KiB cork buffer whenever the flush before it is taken only in part, so no cork may carry more
+ * than that in writes that must not fail. That moment (a socket exactly full while uWS's own buffer is
+ * empty) cannot be made on demand through a real socket, so the exchange and the whole-body writer are
+ * driven here against a response that records what each cork carries; the 1 GiB streaming test runs
+ * the same paths over real sockets.
+ */
+import t from 'tap';
+import fc from 'fast-check';
+import { CORK_BUFFER_BYTES, endWithBody } from '../src/http/cork-budget.js';
+import { writeContent } from '../src/http/problem.js';
+import type { UwsBytes, UwsResponse } from '../src/native/uws-types.js';
+import { Exchange, type ExchangeHost } from '../src/proxy/forward.js';
+import { RequestContext } from '../src/proxy/request-context.js';
+import type { UpstreamPool } from '../src/upstream/pool.js';
+import { ResponseHead } from '../src/upstream/response-parser.js';
+
+/** What uWS itself puts in a cork beside our writes: Date, its own header. */
+const UWS_OWN_HEADERS = 64;
+const CHUNK_FRAMING = 12;
+
+const size = (v: UwsBytes): number => (typeof v === 'string' ? Buffer.byteLength(v) : v.byteLength);
+const bytesOf = (v: UwsBytes): Buffer => (typeof v === 'string' ? Buffer.from(v) : Buffer.from(v as Uint8Array));
+
+/** Takes everything at once (tryEnd is all-or-nothing here: `takeAtMost` limits one call). */
+class RecordingResponse {
+  corked = false;
+  corkBytes = 0;
+  maxCorkBytes = 0;
+  outsideCork = 0;
+  headWritten = false;
+  sizedStarted = false;
+  readonly body: Buffer[] = [];
+  ended = false;
+  offset = 0;
+  takeAtMost = Infinity;
+  writable: ((offset: number) => boolean) | null = null;
+
+  private add(n: number): void {
+    if (!this.corked) this.outsideCork++;
+    if (!this.headWritten) {
+      this.headWritten = true;
+      n += UWS_OWN_HEADERS;
+    }
+    this.corkBytes += n;
+    this.maxCorkBytes = Math.max(this.maxCorkBytes, this.corkBytes);
+  }
+
+  cork(cb: () => void): this {
+    if (this.corked) {
+      cb();
+      return this;
+    }
+    this.corked = true;
+    this.corkBytes = 0;
+    try {
+      cb();
+    } finally {
+      this.corked = false;
+    }
+    return this;
+  }
+  writeStatus(status: UwsBytes): this {
+    this.add(size(status) + 11);
+    return this;
+  }
+  writeHeader(name: UwsBytes, value: UwsBytes): this {
+    this.add(size(name) + size(value) + 4);
+    return this;
+  }
+  write(chunk: UwsBytes): boolean {
+    this.add(size(chunk) + CHUNK_FRAMING);
+    this.body.push(bytesOf(chunk));
+    return true;
+  }
+  end(body?: UwsBytes): this {
+    const b = body === undefined ? Buffer.alloc(0) : bytesOf(body);
+    this.add(b.length + 32);
+    this.body.push(b);
+    this.ended = true;
+    return this;
+  }
+  endWithoutBody(): this {
+    this.add(32);
+    this.ended = true;
+    return this;
+  }
+  tryEnd(chunk: UwsBytes, total: number): [boolean, boolean] {
+    if (!this.sizedStarted) {
+      this.sizedStarted = true;
+      this.add(32);
+    }
+    // The body itself is an optional write: not in the budget.
+    const b = bytesOf(chunk);
+    const taken = Math.min(b.length, this.takeAtMost);
+    this.body.push(b.subarray(0, taken));
+    this.offset += taken;
+    if (this.offset === total) this.ended = true;
+    return [taken === b.length, this.offset === total];
+  }
+  onWritable(handler: (offset: number) => boolean): this {
+    this.writable = handler;
+    return this;
+  }
+  onAborted(): this {
+    return this;
+  }
+  close(): this {
+    this.ended = true;
+    return this;
+  }
+  getWriteOffset(): number {
+    return this.offset;
+  }
+  pause(): void {}
+  resume(): void {}
+  received(): Buffer {
+    return Buffer.concat(this.body);
+  }
+}
+
+const host: ExchangeHost = {
+  via: '1.1 gw',
+  viaBytes: Buffer.from('1.1 gw'),
+  maxBodyBytes: 1 << 30,
+  breakers: { onSuccess() {}, onFailure() {} } as unknown as ExchangeHost['breakers'],
+  closing: false,
+  exchangeDone() {},
+  retryTarget: () => null,
+  poolFor: () => {
+    throw new Error('no retry here');
+  },
+  upstreamFailed() {},
+};
+
+const fakeCall = { abort() {}, resume() {}, writeBody: () => true, endBody() {} };
+const fakePool = { request: () => fakeCall } as unknown as UpstreamPool;
+
+interface Answer {
+  headers: Array<[string, number]>;
+  chunks: number[];
+  sized: boolean;
+}
+
+/** Runs one answer through an Exchange; returns the recording and the body the upstream sent. */
+async function run(answer: Answer): Promise<{ res: RecordingResponse; sent: Buffer }> {
+  const res = new RecordingResponse();
+  const ctx = new RequestContext('GET', '/x', '', '127.0.0.1', undefined, 0, false, []);
+  ctx.upstream = 'http://u';
+  const exchange = new Exchange(host, res as unknown as UwsResponse, ctx, fakePool, 'GET', '/x');
+  exchange.start(false);
+  const raw: Buffer[] = [];
+  for (const [name, valueBytes] of answer.headers) raw.push(Buffer.from(name), Buffer.alloc(valueBytes, 'v'));
+  const parts = answer.chunks.map((n, i) => Buffer.alloc(n, 97 + (i % 26)));
+  const sent = Buffer.concat(parts);
+  const total = answer.sized ? sent.length : -1;
+  exchange.onHead(200, new ResponseHead(200, raw, total, total, -1, -1, answer.sized && parts.length > 0));
+  await Promise.resolve();
+  for (const part of parts) {
+    if (!exchange.onData(part)) {
+      // The client is behind: let it take everything, as onWritable would be called.
+      res.takeAtMost = Infinity;
+      res.writable?.(res.offset);
+    }
+  }
+  exchange.onEnd();
+  await Promise.resolve();
+  return { res, sent };
+}
+
+const headerSets = fc.array(fc.tuple(fc.constantFrom('x-a', 'set-cookie', 'x-trace', 'content-type'), fc.integer({ min: 0, max: 2000 })), { maxLength: 20 })
+  // The head alone within what one cork holds (a bigger one is the documented residue).
+  .filter((hs) => hs.reduce((n, [k, v]) => n + k.length + v + 4, 0) <= 12 * 1024);
+
+t.test('no cork carries more than uWS buffers, and every body byte arrives in order', async (t) => {
+  await fc.assert(
+    fc.asyncProperty(
+      headerSets,
+      fc.array(fc.integer({ min: 1, max: 200 * 1024 }), { maxLength: 6 }),
+      fc.boolean(),
+      async (headers, chunks, sized) => {
+        const { res, sent } = await run({ headers, chunks, sized });
+        if (res.maxCorkBytes > CORK_BUFFER_BYTES) throw new Error(`a cork carried ${res.maxCorkBytes} bytes`);
+        if (res.outsideCork !== 0) throw new Error(`${res.outsideCork} writes outside a cork`);
+        if (!res.ended) throw new Error('the response was not ended');
+        if (!res.received().equals(sent)) throw new Error('the body arrived changed');
+      },
+    ),
+    { numRuns: 300 },
+  );
+});
+
+t.test('the shortcuts and their other paths are both reached', async (t) => {
+  // One small chunk: head and body in one end() (the fast path).
+  const small = await run({ headers: [['x-a', 10]], chunks: [100], sized: true });
+  t.equal(small.res.sizedStarted, false, 'a small whole body goes out by end()');
+  // One large chunk: tryEnd, since end() would overflow the cork.
+  const large = await run({ headers: [['x-a', 10]], chunks: [64 * 1024], sized: true });
+  t.equal(large.res.sizedStarted, true, 'a large whole body goes out by tryEnd');
+  t.ok(large.res.received().equals(large.sent));
+  // Chunked: a small chunk in the head's cork, a large one in pieces.
+  const chunked = await run({ headers: [['x-a', 8000]], chunks: [9000, 64 * 1024], sized: false });
+  t.ok(chunked.res.body.length >= 1 + 5, 'the large chunk went out as several writes');
+  t.ok(chunked.res.maxCorkBytes <= CORK_BUFFER_BYTES);
+  t.ok(chunked.res.received().equals(chunked.sent));
+});
+
+t.test('a sized body the socket takes in part is finished from onWritable', async (t) => {
+  const res = new RecordingResponse();
+  res.takeAtMost = 1000;
+  const ctx = new RequestContext('GET', '/x', '', '127.0.0.1', undefined, 0, false, []);
+  ctx.upstream = 'http://u';
+  const exchange = new Exchange(host, res as unknown as UwsResponse, ctx, fakePool, 'GET', '/x');
+  exchange.start(false);
+  const body = Buffer.alloc(100_000, 'q');
+  exchange.onHead(200, new ResponseHead(200, [], body.length, body.length, -1, -1, true));
+  t.equal(exchange.onData(body), false, 'the upstream is paused');
+  t.notOk(res.ended);
+  res.takeAtMost = Infinity;
+  res.writable!(res.offset);
+  exchange.onEnd();
+  t.ok(res.ended);
+  t.ok(res.received().equals(body));
+});
+
+t.test('whole answers of the gateway own: end() when they fit, tryEnd and onWritable when not', async (t) => {
+  for (const length of [100, 15_000, 16_500, 300_000]) {
+    const res = new RecordingResponse();
+    res.takeAtMost = 40_000;
+    const body = Buffer.alloc(length, 's');
+    res.cork(() => {
+      writeContent(res as unknown as UwsResponse, 200, ['content-type', 'application/json'], body, { via: '1.1 gw', headersOnly: false, closeConnection: false });
+    });
+    while (!res.ended) {
+      t.ok(res.writable, `${length}: waits for onWritable`);
+      res.cork(() => res.writable!(res.offset));
+    }
+    t.ok(res.maxCorkBytes <= CORK_BUFFER_BYTES, `${length}: the cork carried ${res.maxCorkBytes} bytes`);
+    t.ok(res.received().equals(body), `${length}: every byte`);
+  }
+  // A string body counted at its bytes, not its UTF-16 units.
+  const res = new RecordingResponse();
+  const text = 'é'.repeat(9000);
+  res.cork(() => endWithBody(res as unknown as UwsResponse, text, false, 0));
+  t.ok(res.maxCorkBytes <= CORK_BUFFER_BYTES);
+  t.equal(res.received().toString(), text);
+});
