@@ -19,6 +19,8 @@ export interface LoadJob {
   connections: number;
   durationS: number;
   warmupS: number;
+  /** Request headers (an API key). */
+  headers?: Record<string, string>;
   /** paced: requests per second. */
   rate?: number;
 }
@@ -58,7 +60,7 @@ function runAutocannon(job: LoadJob, durationS: number, record: boolean): Promis
   const latencies = histogram();
   return new Promise((resolve, reject) => {
     const tracker = autocannon(
-      { url: job.url, connections: job.connections, pipelining: 1, duration: durationS, timeout: 10 },
+      { url: job.url, headers: job.headers ?? {}, connections: job.connections, pipelining: 1, duration: durationS, timeout: 10 },
       (err, result) => {
         if (err) return reject(err);
         const ok = result['2xx'];

@@ -3,10 +3,10 @@
 // every request with undici's Pool.dispatch (one keep-alive pool per process), answer buffered and
 // sent in one corked write. As many processes as the gateway has workers (node:cluster, SO_REUSEPORT).
 // argv: <upstream origin> <port> <processes>. Prints {"ready":true} once every process listens.
-import cluster from 'node:cluster';
 import { Pool, type Dispatcher } from 'undici';
 import { loadUws } from '../src/native/uws.js';
 import type { UwsResponse } from '../src/native/uws-types.js';
+import { runClusterContender } from './cluster-contender.js';
 
 const [upstream, portText, processesText] = process.argv.slice(2);
 const port = Number(portText);
@@ -15,26 +15,7 @@ const processes = Number(processesText ?? 2);
 /** Response headers a proxy must not pass on (uWS writes its own Date and framing). */
 const DROPPED = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'date', 'te', 'trailer', 'upgrade', 'proxy-connection']);
 
-if (cluster.isPrimary) {
-  let listening = 0;
-  for (let i = 0; i < processes; i++) {
-    const worker = cluster.fork();
-    worker.on('message', (message: unknown) => {
-      if (message === 'listening' && ++listening === processes) console.log(JSON.stringify({ ready: true }));
-    });
-  }
-  cluster.on('exit', (_worker, code, signal) => {
-    console.error(`naive worker exited (${code ?? signal})`);
-    process.exit(1);
-  });
-  const stop = (): void => {
-    cluster.removeAllListeners('exit');
-    for (const worker of Object.values(cluster.workers ?? {})) worker?.kill('SIGKILL');
-    process.exit(0);
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
-} else {
+runClusterContender('naive', processes, () => {
   const pool = new Pool(upstream, { connections: 256, pipelining: 1 });
   const { uws } = loadUws();
   const app = uws.App();
@@ -54,7 +35,7 @@ if (cluster.isPrimary) {
     }
     process.send?.('listening');
   });
-}
+});
 
 class Forward implements Dispatcher.DispatchHandler {
   private aborted = false;

@@ -6,6 +6,10 @@
 // the end (also on error, SIGINT/SIGTERM and the overall deadline). Contenders run one after another,
 // never concurrently; rounds are interleaved and the medians reported.
 //
+// More contenders measure what the features cost: the gateway with apiKeyAuth + rateLimit on the local
+// store and on a Redis store (redis-server started here), and with responseCache where every request
+// is a hit, beside nginx with proxy_cache.
+//
 // Environment (all optional): BENCH_DURATION_S (8), BENCH_WARMUP_S (3 in the first round, 1 after),
 // BENCH_CONNECTIONS (50), BENCH_ROUNDS (3; the half-rate runs take at most 2), BENCH_ONLY (comma-separated contender ids),
 // BENCH_TOOLS (autocannon,wrk), BENCH_PROFILE_DIR (the gateway's primary and workers run with --cpu-prof there;
@@ -14,8 +18,9 @@
 // BENCH_PACED_RATE (req/s of the paced latency runs; default half the gateway's peak).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
+import { createConnection, createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,7 +36,7 @@ const CONNECTIONS = Number(env.BENCH_CONNECTIONS ?? 50);
 const ROUNDS = Number(env.BENCH_ROUNDS ?? 3);
 /** The paced half-rate runs (gateway and direct, alternating). */
 const PACED_ROUNDS = Math.min(ROUNDS, 2);
-const DEADLINE_S = Number(env.BENCH_DEADLINE_S ?? 480);
+const DEADLINE_S = Number(env.BENCH_DEADLINE_S ?? 1200);
 const WORKERS = 2;
 const ROUTE_COUNT = 350;
 const PROFILE_DIR = env.BENCH_PROFILE_DIR || null;
@@ -54,6 +59,8 @@ interface Contender {
   skipped: string | null;
   /** Process group whose CPU time is the contender's (the upstream's own for "direct"). */
   pgid: number;
+  /** Sent with every request (the API key of the middleware contenders). */
+  headers?: Record<string, string>;
 }
 
 interface Measurement {
@@ -167,9 +174,9 @@ function freePort(): Promise<number> {
   });
 }
 
-function get(origin: string, path: string): Promise<{ status: number; body: string }> {
+function get(origin: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(`${origin}${path}`, { agent: false, timeout: 2000 }, (res) => {
+    const req = request(`${origin}${path}`, { agent: false, timeout: 2000, headers }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (body += chunk));
@@ -242,7 +249,49 @@ async function startUpstream(): Promise<string> {
   return `http://127.0.0.1:${port}`;
 }
 
-async function startGateway(id: string, upstream: string, endpoints: Array<{ method: string; path: string }>, observe: boolean): Promise<string> {
+/** The API key every request of the middleware contenders carries, and its digest for the config. */
+const API_KEY = 'bench-key-0123456789abcdef';
+const API_KEY_HEADERS = { 'x-api-key': API_KEY };
+
+/** Middleware (and stores) of each gateway contender: none for "gateway" and "gateway-off". */
+function featureConfig(id: string, redisUrl: string | null): Record<string, unknown> {
+  const sha256 = createHash('sha256').update(API_KEY).digest('hex');
+  // A limit no run reaches: what is measured is the decision, not rejections.
+  const auth = { id: 'auth', type: 'apiKeyAuth', header: 'x-api-key', keys: [{ consumer: 'bench', sha256 }] };
+  const limit = (store: string) => ({ id: 'limit', type: 'rateLimit', limit: 1_000_000_000, windowMs: 1000, key: 'consumer', scope: 'global', store, slaMs: 100 });
+  switch (id) {
+    case 'gateway-mw':
+      return { middleware: [auth, limit('local')] };
+    case 'gateway-mw-redis':
+      return { kvStores: { shared: { type: 'redis', url: redisUrl, keyPrefix: 'bench:' } }, middleware: [auth, limit('shared')] };
+    case 'gateway-cache':
+      // The bench upstream sends no Cache-Control: defaultTtlMs makes its 200s storable.
+      return { middleware: [{ id: 'cache', type: 'responseCache', store: 'local', defaultTtlMs: 600_000 }] };
+    default:
+      return {};
+  }
+}
+
+async function startRedis(): Promise<string> {
+  const port = await freePort();
+  const child = startChild('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdout: 'pipe' });
+  groups.set('redis', child.pid!);
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const up = await new Promise<boolean>((resolve) => {
+      const socket = createConnection({ host: '127.0.0.1', port }, () => {
+        socket.end();
+        resolve(true);
+      });
+      socket.on('error', () => resolve(false));
+    });
+    if (up) return `redis://127.0.0.1:${port}`;
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`redis-server did not start\n${stderrTail(child)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function startGateway(id: string, upstream: string, endpoints: Array<{ method: string; path: string }>, observe: boolean, redisUrl: string | null = null): Promise<string> {
   const port = await freePort();
   const configFile = join(workDir, `${id}.json`);
   writeFileSync(
@@ -255,6 +304,7 @@ async function startGateway(id: string, upstream: string, endpoints: Array<{ met
       discovery: { refreshIntervalMs: 0 },
       accessLog: { enabled: observe },
       metrics: { enabled: observe },
+      ...featureConfig(id, redisUrl),
     }),
   );
   // The access log goes to the gateway's stdout: a file, as a production log would.
@@ -276,8 +326,11 @@ async function startGateway(id: string, upstream: string, endpoints: Array<{ met
 }
 const gatewayProcesses = new Map<string, ChildProcess>();
 
-function nginxConfig(dir: string, port: number, upstream: string): string {
+function nginxConfig(dir: string, port: number, upstream: string, cache: boolean): string {
   const up = new URL(upstream);
+  // Cached for 10 minutes in a keys zone (the file is read through the page cache: nginx's usual setup).
+  const cacheZone = cache ? `proxy_cache_path ${dir}/cache levels=1:2 keys_zone=bench:10m max_size=64m inactive=10m use_temp_path=off;` : '';
+  const cacheUse = cache ? 'proxy_cache bench;\n      proxy_cache_valid 200 10m;\n      add_header X-Cache $upstream_cache_status;' : '';
   return `# written by bench/proxy.ts
 ${process.getuid?.() === 0 ? 'user root;' : ''}
 worker_processes ${WORKERS};
@@ -292,6 +345,7 @@ http {
   scgi_temp_path ${dir}/scgi;
   # Logged like the gateway's access log: every request, to a file, through a buffer flushed often.
   access_log ${dir}/access.log combined buffer=64k flush=250ms;
+  ${cacheZone}
   upstream bench_upstream {
     server ${up.hostname}:${up.port};
     keepalive 64;
@@ -311,22 +365,23 @@ http {
       proxy_set_header X-Forwarded-Host $host;
       proxy_set_header Via "1.1 nginx";
       add_header Via "1.1 nginx";
+      ${cacheUse}
     }
   }
 }
 `;
 }
 
-async function startNginx(upstream: string): Promise<string> {
-  const dir = join(workDir, 'nginx');
+async function startNginx(id: string, upstream: string, cache: boolean): Promise<string> {
+  const dir = join(workDir, id);
   mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const conf = join(dir, 'nginx.conf');
-  writeFileSync(conf, nginxConfig(dir, port, upstream));
+  writeFileSync(conf, nginxConfig(dir, port, upstream, cache));
   const child = startChild('nginx', ['-p', dir, '-e', join(dir, 'error.log'), '-c', conf, '-g', 'daemon off;']);
-  groups.set('nginx', child.pid!);
+  groups.set(id, child.pid!);
   const origin = `http://127.0.0.1:${port}`;
-  await waitFor200(origin, REQUEST_PATH, 'nginx', child, 10_000);
+  await waitFor200(origin, REQUEST_PATH, id, child, 10_000);
   return origin;
 }
 
@@ -381,9 +436,10 @@ function parseWrkTime(text: string): number {
   return { us: value / 1000, ms: value, s: value * 1000, m: value * 60_000 }[match[2] as 'us' | 'ms' | 's' | 'm'];
 }
 
-function runWrk(url: string, durationS: number): Promise<Measurement & { requests: number }> {
+function runWrk(url: string, durationS: number, headers: Record<string, string> = {}): Promise<Measurement & { requests: number }> {
   return new Promise((resolve, reject) => {
-    const child = startChild('wrk', ['-t1', `-c${CONNECTIONS}`, `-d${durationS}s`, '--latency', url]);
+    const headerArgs = Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
+    const child = startChild('wrk', ['-t1', `-c${CONNECTIONS}`, `-d${durationS}s`, '--latency', ...headerArgs, url]);
     let out = '';
     child.stdout!.setEncoding('utf8');
     child.stdout!.on('data', (chunk: string) => (out += chunk));
@@ -410,12 +466,12 @@ async function measure(tool: Tool, contender: Contender, warmupS: number): Promi
   const url = `${contender.origin}${REQUEST_PATH}`;
   let cpuAtStart = 0;
   if (tool === 'wrk') {
-    if (warmupS > 0) await runWrk(url, warmupS);
+    if (warmupS > 0) await runWrk(url, warmupS, contender.headers);
     cpuAtStart = groupCpuNs(contender.pgid);
-    const result = await runWrk(url, DURATION_S);
+    const result = await runWrk(url, DURATION_S, contender.headers);
     return { ...result, cpuUsPerRequest: (groupCpuNs(contender.pgid) - cpuAtStart) / 1000 / result.requests };
   }
-  const result = await runLoadChild({ mode: 'autocannon', url, connections: CONNECTIONS, durationS: DURATION_S, warmupS }, () => {
+  const result = await runLoadChild({ mode: 'autocannon', url, headers: contender.headers, connections: CONNECTIONS, durationS: DURATION_S, warmupS }, () => {
     cpuAtStart = groupCpuNs(contender.pgid);
   });
   const cpuUsPerRequest = (groupCpuNs(contender.pgid) - cpuAtStart) / 1000 / result.requests;
@@ -474,6 +530,10 @@ async function main(): Promise<void> {
     { id: 'nginx', label: `nginx (${WORKERS} workers, keepalive 64)`, origin: null, skipped: null, pgid: 0 },
     { id: 'naive', label: `naive uWS + undici Pool.dispatch (${WORKERS} processes, no routing/metrics/log)`, origin: null, skipped: null, pgid: 0 },
     { id: 'fastify', label: `fastify + @fastify/http-proxy (${WORKERS} processes)`, origin: null, skipped: null, pgid: 0 },
+    { id: 'gateway-mw', label: 'gateway + apiKeyAuth + rateLimit (local store)', origin: null, skipped: null, pgid: 0, headers: API_KEY_HEADERS },
+    { id: 'gateway-mw-redis', label: 'gateway + apiKeyAuth + rateLimit (Redis store)', origin: null, skipped: null, pgid: 0, headers: API_KEY_HEADERS },
+    { id: 'gateway-cache', label: 'gateway + responseCache (local), every request a hit', origin: null, skipped: null, pgid: 0 },
+    { id: 'nginx-cache', label: `nginx + proxy_cache, every request a hit`, origin: null, skipped: null, pgid: 0 },
   ];
   const byId = (id: string): Contender => contenders.find((c) => c.id === id)!;
   log(`starting the contenders (${endpoints.length} routes on the gateway)`);
@@ -489,14 +549,23 @@ async function main(): Promise<void> {
   if (!wanted('direct')) byId('direct').skipped = 'skipped (BENCH_ONLY)';
   start('gateway', () => startGateway('gateway', upstream, endpoints, true));
   start('gateway-off', () => startGateway('gateway-off', upstream, endpoints, false));
-  if (onPath('nginx')) start('nginx', () => startNginx(upstream));
-  else byId('nginx').skipped = 'skipped (nginx not installed)';
+  if (onPath('nginx')) {
+    start('nginx', () => startNginx('nginx', upstream, false));
+    start('nginx-cache', () => startNginx('nginx-cache', upstream, true));
+  } else {
+    byId('nginx').skipped = 'skipped (nginx not installed)';
+    byId('nginx-cache').skipped = 'skipped (nginx not installed)';
+  }
+  start('gateway-mw', () => startGateway('gateway-mw', upstream, endpoints, true));
+  start('gateway-cache', () => startGateway('gateway-cache', upstream, endpoints, true));
+  if (onPath('redis-server')) start('gateway-mw-redis', async () => startGateway('gateway-mw-redis', upstream, endpoints, true, await startRedis()));
+  else byId('gateway-mw-redis').skipped = 'skipped (redis-server not installed)';
   start('naive', () => startNaive(upstream));
   start('fastify', () => startFastify(upstream));
   await Promise.all(starts);
   for (const contender of contenders) {
     if (contender.origin === null || contender.skipped !== null) continue;
-    const answer = await get(contender.origin, REQUEST_PATH);
+    const answer = await get(contender.origin, REQUEST_PATH, contender.headers);
     if (answer.status !== 200 || answer.body !== direct.body) {
       throw new Error(`${contender.id} answered ${answer.status} ${answer.body.slice(0, 200)} for ${REQUEST_PATH}`);
     }
@@ -624,6 +693,32 @@ async function main(): Promise<void> {
     if (gw !== null && off !== null) {
       const cost = 1 - gw.rps / off.rps;
       out.push(targetLine(`metrics + access log cost <= 5% of req/s (${tool})`, `${(cost * 100).toFixed(1)}% (${fmtRps(gw.rps)} vs ${fmtRps(off.rps)})`, cost <= 0.05, (cost - 0.05) / 0.05));
+    }
+  }
+  for (const tool of tools) {
+    const gw = result('gateway', tool);
+    if (gw === null) continue;
+    const cost = (id: string, limit: number, what: string): void => {
+      const m = result(id, tool);
+      if (m === null) {
+        out.push(`- ${what} (${tool}): ${byId(id).skipped ?? 'not measured'}`);
+        return;
+      }
+      const rpsCost = 1 - m.rps / gw.rps;
+      const cpuCost = m.cpuUsPerRequest / gw.cpuUsPerRequest - 1;
+      const worst = Math.max(rpsCost, cpuCost);
+      out.push(targetLine(`${what} costs <= ${limit * 100}% of req/s and of CPU/req (${tool})`, `req/s ${(rpsCost * 100).toFixed(1)}% (${fmtRps(m.rps)} vs ${fmtRps(gw.rps)}), CPU ${(cpuCost * 100).toFixed(1)}% (${m.cpuUsPerRequest.toFixed(1)} vs ${gw.cpuUsPerRequest.toFixed(1)} µs)`, worst <= limit, (worst - limit) / limit));
+    };
+    cost('gateway-mw', 0.1, 'apiKeyAuth + rateLimit on the local store');
+    cost('gateway-mw-redis', 0.3, 'apiKeyAuth + rateLimit on a Redis store');
+    const cached = result('gateway-cache', tool);
+    if (cached !== null) {
+      const ratio = cached.rps / gw.rps;
+      out.push(targetLine(`cache hits >= 1.5x the uncached gateway's req/s (${tool})`, `${ratio.toFixed(2)}x (${fmtRps(cached.rps)} vs ${fmtRps(gw.rps)})`, ratio >= 1.5, (1.5 - ratio) / 1.5));
+      const direct = result('direct', tool);
+      const nginxCache = result('nginx-cache', tool);
+      const beside = [direct && `direct ${fmtRps(direct.rps)} (${(cached.rps / direct.rps).toFixed(2)}x)`, nginxCache && `nginx proxy_cache ${fmtRps(nginxCache.rps)} (${(cached.rps / nginxCache.rps).toFixed(2)}x)`].filter(Boolean);
+      if (beside.length > 0) out.push(`- cache hits beside (${tool}): ${beside.join(', ')}`);
     }
   }
   if (paced.has('gateway') && paced.has('direct')) {

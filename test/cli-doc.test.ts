@@ -1,30 +1,17 @@
 // gateway routes / explain --doc FILE: an operator checks a service's doc offline (issue 8).
-import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import t from 'tap';
+import { gateway } from './helpers/cli.js';
 import { asYaml, formsDoc, htmlPage, openapi3RestYaml, sloppyDoc } from './fixtures/lenient-docs.js';
 
-const run = promisify(execFile);
-const CLI = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../src/cli/main.js');
 const dir = mkdtempSync(join(tmpdir(), 'specgate-cli-doc-'));
 
 function file(name: string, body: string): string {
   const path = join(dir, name);
   writeFileSync(path, body);
   return path;
-}
-
-async function gateway(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args]);
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
 }
 
 const formsYaml = file('forms.yaml', asYaml(formsDoc('/v1')));

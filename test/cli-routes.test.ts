@@ -1,28 +1,15 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import t from 'tap';
+import { gateway } from './helpers/cli.js';
 
-const run = promisify(execFile);
-const CLI = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '../src/cli/main.js');
 const dir = mkdtempSync(join(tmpdir(), 'specgate-cli-'));
 
 function configFile(name: string, body: unknown): string {
   const file = join(dir, name);
   writeFileSync(file, typeof body === 'string' ? body : JSON.stringify(body, null, 2));
   return file;
-}
-
-async function gateway(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args]);
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
 }
 
 const config = configFile('static.json', {

@@ -14,6 +14,7 @@ import { startDataPlane, type DataPlane } from '../src/proxy/data-plane.js';
 import type { ResponseObserver } from '../src/proxy/request-context.js';
 import { RoutingTable } from '../src/routing/table.js';
 import { rawRequest, type ParsedResponse } from './helpers/raw-http.js';
+import { startRawServer } from './helpers/raw-upstream.js';
 import { entry, testConfig } from './helpers/upstream-server.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -32,39 +33,13 @@ interface Scripted {
  */
 async function scripted(script: (path: string, socket: net.Socket, poison: () => void) => void): Promise<Scripted> {
   const requests: string[] = [];
-  let connections = 0;
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((socket) => {
-    connections++;
-    sockets.add(socket);
-    socket.setNoDelay(true);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => {});
-    let buffered = '';
-    let poisoned = false;
-    socket.on('data', (chunk) => {
-      buffered += chunk.toString('latin1');
-      let end: number;
-      while ((end = buffered.indexOf('\r\n\r\n')) >= 0) {
-        const head = buffered.slice(0, end);
-        buffered = buffered.slice(end + 4);
-        const line = head.slice(0, head.indexOf('\r\n'));
-        requests.push(line);
-        if (!poisoned) script(line.split(' ')[1], socket, () => (poisoned = true));
-      }
-    });
+  const poisoned = new WeakSet<net.Socket>();
+  const server = await startRawServer((socket, head) => {
+    const line = head.slice(0, head.indexOf('\r\n'));
+    requests.push(line);
+    if (!poisoned.has(socket)) script(line.split(' ')[1], socket, () => poisoned.add(socket));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
-    requests,
-    connections: () => connections,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-  };
+  return { url: server.url, requests, connections: () => server.connections, close: () => server.close() };
 }
 
 const HONEST = 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 6\r\n\r\nhonest';

@@ -14,6 +14,7 @@ import type { ResponseHead } from '../src/upstream/response-parser.js';
 import type { UpstreamCall, UpstreamHandler } from '../src/upstream/call.js';
 import type { RequestBody } from '../src/upstream/request-head.js';
 import { closedPort } from './helpers/raw-http.js';
+import { startRawServer } from './helpers/raw-upstream.js';
 
 // ---- helpers -----------------------------------------------------------------------------------
 
@@ -70,60 +71,6 @@ function send(
   return { call, done };
 }
 
-interface RawServer {
-  port: number;
-  origin: string;
-  /** Connections accepted so far. */
-  connections: number;
-  /** Request heads received, in order. */
-  requests: string[];
-  /** Sockets currently open. */
-  sockets: Set<net.Socket>;
-  close(): Promise<void>;
-}
-
-/**
- * A raw HTTP/1.1 server for bodiless requests: `answer` gets each request head with its socket and
- * the index of the request on that socket.
- */
-async function rawServer(answer: (socket: net.Socket, head: string, indexOnSocket: number) => void): Promise<RawServer> {
-  const state = { connections: 0, requests: [] as string[], sockets: new Set<net.Socket>() };
-  const server = net.createServer((socket) => {
-    state.connections++;
-    state.sockets.add(socket);
-    socket.setNoDelay(true);
-    socket.on('error', () => {});
-    socket.on('close', () => state.sockets.delete(socket));
-    let buffered = '';
-    let index = 0;
-    socket.on('data', (chunk) => {
-      buffered += chunk.toString('latin1');
-      let end: number;
-      while ((end = buffered.indexOf('\r\n\r\n')) >= 0) {
-        const head = buffered.slice(0, end);
-        buffered = buffered.slice(end + 4);
-        state.requests.push(head);
-        answer(socket, head, index++);
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  return {
-    port,
-    origin: `http://127.0.0.1:${port}`,
-    get connections() {
-      return state.connections;
-    },
-    requests: state.requests,
-    sockets: state.sockets,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of state.sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 const OK = 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -138,9 +85,9 @@ function pool(origin: string, options: Partial<UpstreamPoolOptions> = {}): Upstr
 
 t.test('connection limit and FIFO wait queue', async (t) => {
   const held: net.Socket[] = [];
-  const server = await rawServer((socket) => held.push(socket));
+  const server = await startRawServer((socket) => held.push(socket));
   t.teardown(() => server.close());
-  const p = pool(server.origin, { connections: 2, maxQueue: 10 });
+  const p = pool(server.url, { connections: 2, maxQueue: 10 });
   const calls = [1, 2, 3, 4, 5].map((i) => send(p, 'GET', `/${i}`));
   await sleep(100);
   t.equal(server.connections, 2, 'no more sockets than the limit');
@@ -164,9 +111,9 @@ t.test('connection limit and FIFO wait queue', async (t) => {
 
 t.test('queue full: QUEUE_FULL, reported after request() returned, nothing sent', async (t) => {
   const held: net.Socket[] = [];
-  const server = await rawServer((socket) => held.push(socket));
+  const server = await startRawServer((socket) => held.push(socket));
   t.teardown(() => server.close());
-  const p = pool(server.origin, { connections: 1, maxQueue: 1 });
+  const p = pool(server.url, { connections: 1, maxQueue: 1 });
   const first = send(p, 'GET', '/1');
   const second = send(p, 'GET', '/2');
   const third = send(p, 'GET', '/3');
@@ -185,13 +132,13 @@ t.test('queue full: QUEUE_FULL, reported after request() returned, nothing sent'
 
 t.test('queue timeout: the wait counts toward headersTimeoutMs', async (t) => {
   // The first call holds the only socket (head sent, body trickling); the second waits for it.
-  const server = await rawServer((socket) => {
+  const server = await startRawServer((socket) => {
     socket.write('HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n');
     const timer = setInterval(() => socket.write('x'), 50);
     socket.on('close', () => clearInterval(timer));
   });
   t.teardown(() => server.close());
-  const p = pool(server.origin, { connections: 1, headersTimeoutMs: 300 });
+  const p = pool(server.url, { connections: 1, headersTimeoutMs: 300 });
   const running = send(p, 'GET', '/slow');
   await sleep(100);
   const started = Date.now();
@@ -205,11 +152,11 @@ t.test('queue timeout: the wait counts toward headersTimeoutMs', async (t) => {
 });
 
 t.test('headers timeout: no answer within headersTimeoutMs', async (t) => {
-  const server = await rawServer(() => {
+  const server = await startRawServer(() => {
     // Never answers.
   });
   t.teardown(() => server.close());
-  const p = pool(server.origin, { headersTimeoutMs: 300 });
+  const p = pool(server.url, { headersTimeoutMs: 300 });
   const started = Date.now();
   const r = await send(p, 'GET', '/slow').done;
   t.equal(r.error?.code, 'HEADERS_TIMEOUT');
@@ -221,9 +168,9 @@ t.test('headers timeout: no answer within headersTimeoutMs', async (t) => {
 
 t.test('abort while queued: leaves the queue at once, never sent, never called back', async (t) => {
   const held: net.Socket[] = [];
-  const server = await rawServer((socket) => held.push(socket));
+  const server = await startRawServer((socket) => held.push(socket));
   t.teardown(() => server.close());
-  const p = pool(server.origin, { connections: 1 });
+  const p = pool(server.url, { connections: 1 });
   const first = send(p, 'GET', '/1');
   let called = 0;
   const queued = p.request('GET', '/aborted', [], null, {
@@ -249,9 +196,9 @@ t.test('abort while queued: leaves the queue at once, never sent, never called b
 });
 
 t.test('abort in flight: the socket is closed (its answer will never be read)', async (t) => {
-  const server = await rawServer(() => {});
+  const server = await startRawServer(() => {});
   t.teardown(() => server.close());
-  const p = pool(server.origin);
+  const p = pool(server.url);
   const { call } = send(p, 'GET', '/x');
   await sleep(50);
   t.equal(server.sockets.size, 1);
@@ -304,9 +251,9 @@ t.test('connect timeout: a listener whose accept queue is full', async (t) => {
 });
 
 t.test('body timeout: the answer stalls after its head', async (t) => {
-  const server = await rawServer((socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc'));
+  const server = await startRawServer((socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc'));
   t.teardown(() => server.close());
-  const p = pool(server.origin, { bodyTimeoutMs: 300 });
+  const p = pool(server.url, { bodyTimeoutMs: 300 });
   const r = await send(p, 'GET', '/x').done;
   t.equal(r.status, 200);
   t.equal(r.body.toString(), 'abc');
@@ -315,12 +262,12 @@ t.test('body timeout: the answer stalls after its head', async (t) => {
 });
 
 t.test('upstream closing mid-answer: RESET, not retried once answer bytes arrived', async (t) => {
-  const server = await rawServer((socket, _head, index) => {
+  const server = await startRawServer((socket, _head, index) => {
     if (index === 0) socket.write(OK);
     else socket.end('HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial');
   });
   t.teardown(() => server.close());
-  const p = pool(server.origin);
+  const p = pool(server.url);
   t.equal((await send(p, 'GET', '/warm').done).status, 200);
   const r = await send(p, 'GET', '/cut').done;
   t.equal(r.error?.code, 'RESET');
@@ -331,9 +278,9 @@ t.test('upstream closing mid-answer: RESET, not retried once answer bytes arrive
 });
 
 t.test('an invalid answer: BAD_RESPONSE and the socket is dropped', async (t) => {
-  const server = await rawServer((socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n'));
+  const server = await startRawServer((socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n'));
   t.teardown(() => server.close());
-  const p = pool(server.origin);
+  const p = pool(server.url);
   const r = await send(p, 'GET', '/x').done;
   t.equal(r.error?.code, 'BAD_RESPONSE');
   t.match(r.error?.message, /Content-Length together with Transfer-Encoding/);
@@ -341,9 +288,9 @@ t.test('an invalid answer: BAD_RESPONSE and the socket is dropped', async (t) =>
 });
 
 t.test('101 to a request that asked for no upgrade: BAD_RESPONSE', async (t) => {
-  const server = await rawServer((socket) => socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n'));
+  const server = await startRawServer((socket) => socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n'));
   t.teardown(() => server.close());
-  const r = await send(pool(server.origin), 'GET', '/x').done;
+  const r = await send(pool(server.url), 'GET', '/x').done;
   t.equal(r.error?.code, 'BAD_RESPONSE');
 });
 
@@ -352,12 +299,12 @@ t.test('101 to a request that asked for no upgrade: BAD_RESPONSE', async (t) => 
 t.test('an idle socket closed by the upstream as we write: retried once on a fresh socket (idempotent only)', async (t) => {
   // Deterministic form of the race: the upstream answers the first request on a socket, then
   // closes the socket when the next request arrives, without answering it.
-  const server = await rawServer((socket, _head, index) => {
+  const server = await startRawServer((socket, _head, index) => {
     if (index === 0) socket.write(OK);
     else socket.destroy();
   });
   t.teardown(() => server.close());
-  const p = pool(server.origin, { connections: 1 });
+  const p = pool(server.url, { connections: 1 });
   t.equal((await send(p, 'GET', '/a').done).status, 200);
   const get = await send(p, 'GET', '/b').done;
   t.equal(get.status, 200, 'GET succeeded on a fresh connection');
@@ -376,7 +323,7 @@ t.test('an upstream closing every keep-alive socket shortly after answering: no 
   // Each socket answers one request and is closed 1-2 ms later; a request that reaches it before
   // the close is not answered (the upstream is already closing), as a real upstream's idle timeout does.
   let raced = 0;
-  const server = await rawServer((socket, _head, index) => {
+  const server = await startRawServer((socket, _head, index) => {
     if (index > 0) {
       raced++;
       socket.destroy();
@@ -386,7 +333,7 @@ t.test('an upstream closing every keep-alive socket shortly after answering: no 
     setTimeout(() => socket.destroy(), 1 + Math.floor(Math.random() * 2));
   });
   t.teardown(() => server.close());
-  const p = pool(server.origin, { connections: 4 });
+  const p = pool(server.url, { connections: 4 });
   let failed = 0;
   let done = 0;
   const worker = async (): Promise<void> => {
@@ -432,9 +379,9 @@ function longHead(framingAt: number): { wire: string; expected: string[] } {
 for (const [where, at] of [['first', 0], ['third', 2], ['last', 999]] as const) {
   t.test(`an answer with 50 headers, Content-Length ${where}: framing and hop-by-hop removed, order kept`, async (t) => {
     const { wire, expected } = longHead(at);
-    const server = await rawServer((socket) => socket.write(wire));
+    const server = await startRawServer((socket) => socket.write(wire));
     t.teardown(() => server.close());
-    const r = await send(pool(server.origin), 'GET', '/x').done;
+    const r = await send(pool(server.url), 'GET', '/x').done;
     t.equal(r.error, null);
     t.same(r.headers, expected);
     t.equal(r.head!.contentLength, 5);
@@ -447,20 +394,20 @@ for (const [where, at] of [['first', 0], ['third', 2], ['last', 999]] as const) 
 t.test('35 headers with Transfer-Encoding last and a chunked body', async (t) => {
   const names = Array.from({ length: 34 }, (_, i) => [`X-${i}`, `${i}`]);
   const wire = 'HTTP/1.1 200 OK\r\n' + names.map(([n, v]) => `${n}: ${v}\r\n`).join('') + 'Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n';
-  const server = await rawServer((socket) => socket.write(wire));
+  const server = await startRawServer((socket) => socket.write(wire));
   t.teardown(() => server.close());
-  const r = await send(pool(server.origin), 'GET', '/x').done;
+  const r = await send(pool(server.url), 'GET', '/x').done;
   t.same(r.headers, names.flat());
   t.equal(r.head!.contentLength, -1);
   t.equal(r.body.toString(), 'abc');
 });
 
 t.test('several Connection headers: every header any of them names is removed', async (t) => {
-  const server = await rawServer((socket) =>
+  const server = await startRawServer((socket) =>
     socket.write('HTTP/1.1 200 OK\r\nX-A: 1\r\nConnection: x-a\r\nX-B: 2\r\nX-C: 3\r\nconnection: keep-alive, X-C\r\nContent-Length: 0\r\n\r\n'),
   );
   t.teardown(() => server.close());
-  const r = await send(pool(server.origin), 'GET', '/x').done;
+  const r = await send(pool(server.url), 'GET', '/x').done;
   t.same(r.headers, ['X-B', '2']);
   // The views are made by a cheaper constructor than Buffer's own: they must still be Buffers.
   const name = r.head!.headers[0];
@@ -469,11 +416,11 @@ t.test('several Connection headers: every header any of them names is removed', 
 });
 
 t.test('a 204 followed by stray bytes: answered without a body, and the socket is not reused', async (t) => {
-  const server = await rawServer((socket, head) => {
+  const server = await startRawServer((socket, head) => {
     socket.write(head.includes('/stray') ? 'HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nevil' : 'HTTP/1.1 204 No Content\r\n\r\n');
   });
   t.teardown(() => server.close());
-  const p = pool(server.origin);
+  const p = pool(server.url);
   const clean = await send(p, 'GET', '/clean').done;
   t.equal(clean.status, 204);
   await sleep(20);
@@ -488,14 +435,14 @@ t.test('a 204 followed by stray bytes: answered without a body, and the socket i
 });
 
 t.test('Connection: close and HTTP/1.0 close the socket after the answer', async (t) => {
-  const server = await rawServer((socket, head) => {
+  const server = await startRawServer((socket, head) => {
     if (head.includes('/close')) socket.write('HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok');
     else if (head.includes('/http10-ka')) socket.write('HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok');
     else if (head.includes('/http10')) socket.write('HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok');
     else socket.write(OK);
   });
   t.teardown(() => server.close());
-  const p = pool(server.origin);
+  const p = pool(server.url);
   for (const path of ['/close', '/http10']) {
     t.equal((await send(p, 'GET', path).done).status, 200);
     t.equal(p.stats().connections, 0, `${path}: socket closed`);
@@ -505,16 +452,16 @@ t.test('Connection: close and HTTP/1.0 close the socket after the answer', async
 });
 
 t.test('idle sockets are reaped, sooner when the upstream announces a shorter Keep-Alive', async (t) => {
-  const server = await rawServer((socket, head) => {
+  const server = await startRawServer((socket, head) => {
     socket.write(head.includes('/hint') ? 'HTTP/1.1 200 OK\r\nKeep-Alive: timeout=1\r\nContent-Length: 2\r\n\r\nok' : OK);
   });
   t.teardown(() => server.close());
-  const p = pool(server.origin, { idleTimeoutMs: 3000 });
+  const p = pool(server.url, { idleTimeoutMs: 3000 });
   await send(p, 'GET', '/hint').done;
   t.equal(p.stats().idle, 1);
   await sleep(800);
   t.equal(p.stats().connections, 0, 'timeout=1 s: reaped after half of it');
-  const short = pool(server.origin, { idleTimeoutMs: 200 });
+  const short = pool(server.url, { idleTimeoutMs: 200 });
   await send(short, 'GET', '/plain').done;
   await sleep(80);
   t.equal(short.stats().idle, 1);
@@ -524,17 +471,17 @@ t.test('idle sockets are reaped, sooner when the upstream announces a shorter Ke
 });
 
 t.test('1xx answers before the final one are consumed', async (t) => {
-  const server = await rawServer((socket) => socket.write('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n' + OK));
+  const server = await startRawServer((socket) => socket.write('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n' + OK));
   t.teardown(() => server.close());
-  const r = await send(pool(server.origin), 'GET', '/x').done;
+  const r = await send(pool(server.url), 'GET', '/x').done;
   t.equal(r.status, 200);
   t.equal(r.body.toString(), 'ok');
 });
 
 t.test('HEAD: no body whatever the framing headers say, and the socket is reused', async (t) => {
-  const server = await rawServer((socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n'));
+  const server = await startRawServer((socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n'));
   t.teardown(() => server.close());
-  const p = pool(server.origin);
+  const p = pool(server.url);
   const r = await send(p, 'HEAD', '/x').done;
   t.equal(r.head!.contentLength, 0);
   t.equal(r.head!.declaredLength, 1000, 'the length a GET would have had');
@@ -544,13 +491,13 @@ t.test('HEAD: no body whatever the framing headers say, and the socket is reused
 
 t.test('abort after the head (HEAD served by GET): a small rest is drained to keep the socket, a large one drops it', async (t) => {
   const big = 'x'.repeat(200 * 1024);
-  const server = await rawServer((socket, head) => {
+  const server = await startRawServer((socket, head) => {
     const body = head.includes('/big') ? big : 'small body';
     socket.write(`HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\n\r\n`);
     setTimeout(() => socket.write(body), 10);
   });
   t.teardown(() => server.close());
-  const p = pool(server.origin, { connections: 1 });
+  const p = pool(server.url, { connections: 1 });
   let data = 0;
   const small = p.request('GET', '/small', [], null, {
     onHead: () => (small.abort(), true),
@@ -578,12 +525,12 @@ t.test('abort after the head (HEAD served by GET): a small rest is drained to ke
 t.test('pausing the answer: nothing more until resume(), then the rest, and the socket is reused', async (t) => {
   const size = 4 * 1024 * 1024;
   const body = Buffer.alloc(size, 7);
-  const server = await rawServer((socket) => {
+  const server = await startRawServer((socket) => {
     socket.write(`HTTP/1.1 200 OK\r\nContent-Length: ${size}\r\n\r\n`);
     socket.write(body);
   });
   t.teardown(() => server.close());
-  const p = pool(server.origin, { bodyTimeoutMs: 100 });
+  const p = pool(server.url, { bodyTimeoutMs: 100 });
   let received = 0;
   let paused = false;
   const { call, done } = send(p, 'GET', '/x', {
@@ -692,9 +639,9 @@ t.test('a streamed body with a declared length: Content-Length framing; a longer
 });
 
 t.test('a header value with CR/LF cannot split the request: BAD_REQUEST, nothing sent', async (t) => {
-  const server = await rawServer((socket) => socket.write(OK));
+  const server = await startRawServer((socket) => socket.write(OK));
   t.teardown(() => server.close());
-  const p = pool(server.origin);
+  const p = pool(server.url);
   const r = await send(p, 'GET', '/x', { headers: ['x-evil', 'a\r\nx-injected: 1'] }).done;
   t.equal(r.error?.code, 'BAD_REQUEST');
   t.equal(r.syncCallbacks, 0);
@@ -715,9 +662,9 @@ t.test('pool options are validated with a clear message', async (t) => {
 
 t.test('close(): waiting calls fail with CLOSED, running ones finish, then every socket is closed', async (t) => {
   const held: net.Socket[] = [];
-  const server = await rawServer((socket) => held.push(socket));
+  const server = await startRawServer((socket) => held.push(socket));
   t.teardown(() => server.close());
-  const p = new UpstreamPool({ origin: server.origin, connections: 1 });
+  const p = new UpstreamPool({ origin: server.url, connections: 1 });
   const running = send(p, 'GET', '/1');
   const waiting = send(p, 'GET', '/2');
   await sleep(30);
@@ -734,12 +681,12 @@ t.test('close(): waiting calls fail with CLOSED, running ones finish, then every
 t.test('a paused last chunk stays valid until resume(): onEnd waits, the socket reads nothing into it', async (t) => {
   // The client reads into one buffer per connection; bytes that follow the answer must not be read
   // over the view the handler still holds.
-  const server = await rawServer((socket) => {
+  const server = await startRawServer((socket) => {
     socket.write('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nAAAAAAAAAA');
     setTimeout(() => socket.write('ZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZ'), 20);
   });
   t.teardown(() => server.close());
-  const p = pool(server.origin);
+  const p = pool(server.url);
   let held: Buffer | null = null;
   let ended = false;
   const call = p.request('GET', '/x', [], null, {
@@ -762,9 +709,9 @@ t.test('a paused last chunk stays valid until resume(): onEnd waits, the socket 
 });
 
 t.test("the caller's Host, framing and hop-by-hop headers are dropped: the pool writes its own", async (t) => {
-  const server = await rawServer((socket) => socket.write(OK));
+  const server = await startRawServer((socket) => socket.write(OK));
   t.teardown(() => server.close());
-  const p = pool(server.origin);
+  const p = pool(server.url);
   const headers = ['Host', 'evil.example', 'content-length', '999', 'Transfer-Encoding', 'chunked', 'connection', 'close', 'Keep-Alive', '1', 'x-kept', 'yes'];
   t.equal((await send(p, 'POST', '/x', { headers, body: Buffer.from('abc') }).done).status, 200);
   const lines = server.requests[0].split('\r\n');
@@ -774,7 +721,7 @@ t.test("the caller's Host, framing and hop-by-hop headers are dropped: the pool 
 t.test('1 GiB answer through the client with bounded memory', async (t) => {
   const total = 1024 * 1024 * 1024;
   const block = Buffer.alloc(1024 * 1024, 0x61);
-  const server = await rawServer((socket) => {
+  const server = await startRawServer((socket) => {
     socket.write(`HTTP/1.1 200 OK\r\nContent-Length: ${total}\r\n\r\n`);
     let sent = 0;
     const more = (): void => {
@@ -789,7 +736,7 @@ t.test('1 GiB answer through the client with bounded memory', async (t) => {
     more();
   });
   t.teardown(() => server.close());
-  const p = pool(server.origin);
+  const p = pool(server.url);
   const rssBefore = process.memoryUsage().rss;
   let peak = rssBefore;
   let received = 0;

@@ -7,6 +7,7 @@ import net from 'node:net';
 import t from 'tap';
 import { UpstreamPool } from '../src/upstream/pool.js';
 import type { UpstreamError } from '../src/upstream/errors.js';
+import { startRawServer } from './helpers/raw-upstream.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -15,43 +16,19 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * and that socket answers nothing more (as if the straggler were its answer). Anything else: "good".
  */
 async function server(first: string, straggler: string | null): Promise<{ origin: string; connections: () => number; close(): Promise<void> }> {
-  let connections = 0;
-  const sockets = new Set<net.Socket>();
-  const srv = net.createServer((socket) => {
-    connections++;
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => {});
-    let buffered = '';
-    let poisoned = false;
-    socket.on('data', (chunk) => {
-      buffered += chunk.toString('latin1');
-      let end: number;
-      while ((end = buffered.indexOf('\r\n\r\n')) >= 0) {
-        const head = buffered.slice(0, end);
-        buffered = buffered.slice(end + 4);
-        if (head.startsWith('GET /first ')) {
-          socket.write(first);
-          if (straggler !== null) {
-            poisoned = true;
-            setTimeout(() => socket.write(straggler), 40);
-          }
-        } else if (!poisoned) {
-          socket.write('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\ngood');
-        }
+  const poisoned = new WeakSet<net.Socket>();
+  const srv = await startRawServer((socket, head) => {
+    if (head.startsWith('GET /first ')) {
+      socket.write(first);
+      if (straggler !== null) {
+        poisoned.add(socket);
+        setTimeout(() => socket.write(straggler), 40);
       }
-    });
+    } else if (!poisoned.has(socket)) {
+      socket.write('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\ngood');
+    }
   });
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  return {
-    origin: `http://127.0.0.1:${(srv.address() as net.AddressInfo).port}`,
-    connections: () => connections,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        srv.close(() => resolve());
-      }),
-  };
+  return { origin: srv.url, connections: () => srv.connections, close: () => srv.close() };
 }
 
 function get(pool: UpstreamPool, path: string): Promise<{ status: number; body: string; error: UpstreamError | null }> {

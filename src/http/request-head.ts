@@ -50,7 +50,7 @@ export class RequestHead {
   /** Forwarded (RFC 7239) and X-Real-IP: kept only from a trusted proxy (contract 7). */
   forwarded: string | undefined = undefined;
   xRealIp: string | undefined = undefined;
-  /** End-to-end headers to forward, flat [name, value, ...]; a fresh array per request (undici may queue it). */
+  /** End-to-end headers to forward, flat [name, value, ...]; a fresh array per request (the upstream pool may queue it). */
   forward: string[] = [];
   readonly view: HeaderView = emptyHeaderView();
 
@@ -170,7 +170,7 @@ function collectHeader(name: string, value: string): void {
     case 'te':
     case 'trailer':
     case 'upgrade':
-    // uWS answers "Expect: 100-continue" itself, and undici refuses to send Expect.
+    // uWS answers "Expect: 100-continue" itself, and the upstream client does not send Expect (the body is already on its way).
     case 'expect':
       return;
     case 'accept':

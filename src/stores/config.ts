@@ -88,12 +88,19 @@ export const kvStoresSchema = {
 
 export interface RedisStoreConfig {
   type: 'redis';
+  /** `redis://[user:password@]host:port[/db]` or `rediss://...` (TLS). */
   url: string;
+  /** Prepended to every key; lets several gateways (or other users) share one Redis database. */
   keyPrefix: string;
+  /** One TCP (and TLS) connection attempt. */
   connectTimeoutMs: number;
+  /** One command, from the call to the reply. */
   commandTimeoutMs: number;
+  /** Failed connection attempts after which the store counts as settled (down) for readiness; it keeps retrying. */
   connectAttempts: number;
+  /** Consecutive failed commands that open the breaker. */
   breakerFailures: number;
+  /** How long the open breaker fails fast before one probe command. */
   breakerResetMs: number;
 }
 

@@ -1,31 +1,39 @@
 /**
- * An upstream on a raw TCP socket: it writes exactly the bytes a test gives it, so tests can send
+ * Upstreams on raw TCP sockets: they write exactly the bytes a test gives them, so tests can send
  * answers no well-behaved server library would (repeated framing headers, dozens of headers, several
- * Connection headers, ...).
+ * Connection headers, glued or late answers, ...).
  */
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 
-export interface RawUpstream {
+export interface RawServer {
   readonly url: string;
   readonly port: number;
-  /** Request heads received, in order. */
+  /** Connections accepted so far. */
+  readonly connections: number;
+  /** Request heads received (the text up to the blank line), in order. */
   readonly requests: string[];
+  /** Sockets open now. */
+  readonly sockets: Set<net.Socket>;
   close(): Promise<void>;
 }
 
 /**
- * `answer` gets each request head (the text up to the blank line; request bodies are not expected) and
- * returns the bytes to write back. The connection stays open for more requests unless `closeAfter`.
+ * A raw HTTP/1.1 server for bodiless requests: `onHead` gets each request head with its socket and the
+ * index of the request on that socket, and writes whatever it likes (or nothing).
  */
-export async function startRawUpstream(answer: (head: string) => string | Buffer, options: { closeAfter?: boolean } = {}): Promise<RawUpstream> {
+export async function startRawServer(onHead: (socket: net.Socket, head: string, indexOnSocket: number) => void): Promise<RawServer> {
   const requests: string[] = [];
   const sockets = new Set<net.Socket>();
+  let connections = 0;
   const server = net.createServer((socket) => {
+    connections++;
     sockets.add(socket);
+    socket.setNoDelay(true);
     socket.on('close', () => sockets.delete(socket));
     socket.on('error', () => {});
     let pending = '';
+    let index = 0;
     socket.on('data', (chunk) => {
       pending += chunk.toString('latin1');
       let end: number;
@@ -33,8 +41,7 @@ export async function startRawUpstream(answer: (head: string) => string | Buffer
         const head = pending.slice(0, end);
         pending = pending.slice(end + 4);
         requests.push(head);
-        socket.write(answer(head));
-        if (options.closeAfter) socket.end();
+        onHead(socket, head, index++);
       }
     });
   });
@@ -43,13 +50,28 @@ export async function startRawUpstream(answer: (head: string) => string | Buffer
   return {
     url: `http://127.0.0.1:${port}`,
     port,
+    get connections() {
+      return connections;
+    },
     requests,
+    sockets,
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * `answer` gets each request head and returns the bytes to write back. The connection stays open for
+ * more requests unless `closeAfter`.
+ */
+export function startRawUpstream(answer: (head: string) => string | Buffer, options: { closeAfter?: boolean } = {}): Promise<RawServer> {
+  return startRawServer((socket, head) => {
+    socket.write(answer(head));
+    if (options.closeAfter) socket.end();
+  });
 }
 
 /** A response head with the given headers (name, value pairs) and body; no header is added. */

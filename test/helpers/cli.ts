@@ -1,0 +1,18 @@
+/** Runs the built `gateway` CLI (dist/src/cli/main.js) as a child process. */
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+
+/** `gateway <args>`: its exit code and output (a failing command is an answer, not a throw). */
+export async function gateway(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args]);
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
