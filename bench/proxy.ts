@@ -258,7 +258,7 @@ function featureConfig(id: string, redisUrl: string | null): Record<string, unkn
   const sha256 = createHash('sha256').update(API_KEY).digest('hex');
   // A limit no run reaches: what is measured is the decision, not rejections.
   const auth = { id: 'auth', type: 'apiKeyAuth', header: 'x-api-key', keys: [{ consumer: 'bench', sha256 }] };
-  const limit = (store: string) => ({ id: 'limit', type: 'rateLimit', limit: 1_000_000_000, windowMs: 1000, key: 'consumer', scope: 'global', store, slaMs: 100 });
+  const limit = (store: string) => ({ id: 'limit', type: 'rateLimit', limit: 10_000_000, windowMs: 1000, key: 'consumer', scope: 'global', store, slaMs: 100 });
   switch (id) {
     case 'gateway-mw':
       return { middleware: [auth, limit('local')] };

@@ -112,6 +112,49 @@ t.test('the Lua script decides exactly as src/stores/gcra.ts (caller clock, rand
   t.ok(seen.admitted > 300 && seen.denied > 300, `compared ${seen.admitted} admissions and ${seen.denied} denials`);
 });
 
+t.test('concurrent single takes of one bucket are coalesced, and decided as one call each would decide them', async (t) => {
+  const redis = await server();
+  let now = 1_767_225_600_000;
+  const shared = store(redis.url, { clock: () => now, commandTimeoutMs: 5000 });
+  t.teardown(() => shared.close());
+  await shared.settled();
+  let run = 0;
+  let takes = 0;
+  const commandsBefore = shared.stats().commands;
+  await fc.assert(
+    fc.asyncProperty(
+      fc.integer({ min: 1, max: 60 }),
+      fc.array(fc.record({ gap: fc.nat({ max: 30_000 }), burst: fc.integer({ min: 1, max: 120 }), otherPolicy: fc.boolean() }), { minLength: 1, maxLength: 6 }),
+      async (limit, bursts) => {
+        const policy = gcraPolicy(limit, 10_000 * limit);
+        // A reload can change the policy while takes of the old one wait: never decided together. (Same
+        // limit, so the stored fraction needs no rescaling and one GcraState models the bucket.)
+        const other = gcraPolicy(limit, 10_000 * limit + 5_000);
+        const key = `coalesced:${run++}`;
+        const state: GcraState = { tatMs: 0, tatFrac: 0 };
+        for (const burst of bursts) {
+          now += burst.gap;
+          const policies = Array.from({ length: burst.burst }, (_, i) => (burst.otherPolicy && i % 3 === 2 ? other : policy));
+          const before = shared.stats().commands;
+          const got = await Promise.all(policies.map((p) => shared.take(key, p)));
+          const commands = shared.stats().commands - before;
+          // The first goes alone at once; the rest wait for it and go together.
+          if (!burst.otherPolicy && commands !== Math.min(burst.burst, 2)) throw new Error(`${burst.burst} takes in ${commands} commands`);
+          takes += burst.burst;
+          // Arrival order is call order; both policies take from the one stored bucket, as in Redis.
+          for (let i = 0; i < policies.length; i++) {
+            const p = policies[i];
+            const want = gcraDecide(state, p, now, 1);
+            if (JSON.stringify(got[i]) !== JSON.stringify(want)) throw new Error(`take ${i} of ${burst.burst} (window ${p.windowMs}): redis ${JSON.stringify(got[i])}, gcra.ts ${JSON.stringify(want)}`);
+          }
+        }
+      },
+    ),
+    { numRuns: 60 },
+  );
+  t.comment(`${takes} takes in ${shared.stats().commands - commandsBefore} commands`);
+});
+
 t.test('two gateways on one Redis share one limit exactly under concurrency; every key has a TTL', async (t) => {
   const redis = await server();
   const a = store(redis.url, { commandTimeoutMs: 5000 });
@@ -311,6 +354,6 @@ t.test('a hung Redis (CLIENT PAUSE) costs each take at most the command timeout,
   });
   t.equal(shared.state().state, 'ready');
   const remaining = (await shared.take('k', policy)).remaining;
-  const takesSent = shared.stats().commands - 1; // all but the SCRIPT LOAD at connect
+  const takesSent = shared.stats().commands - 2; // all but the two SCRIPT LOADs at connect
   t.equal(remaining, 100 - takesSent, `every take sent ran once, those that timed out included (${takesSent} sent)`);
 });

@@ -76,3 +76,92 @@ return { admitted, remaining, reset, retryAfter }
 `;
 
 export const GCRA_TAKE_SHA1 = createHash('sha1').update(GCRA_TAKE_LUA).digest('hex');
+
+/*
+ * `count` takes of one token each, decided one after another in one call: what `count` concurrent
+ * requests of one bucket would get from `count` calls of GCRA_TAKE_LUA with n = 1 in a row (same
+ * arithmetic, same clock reading). Once one is denied the rest are too (same instant), so the loop
+ * stops there. The entry is written once, after the last admitted take.
+ *
+ * KEYS[1] bucket; ARGV limit, windowMs, count, now-or-empty.
+ * Returns { admitted k, then remaining and resetMs after each admitted take (2k values), then the
+ * denied takes' remaining, resetMs and retryAfterMs }.
+ */
+export const GCRA_TAKE_EACH_LUA = `
+if redis.replicate_commands then redis.replicate_commands() end
+local limit = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local count = tonumber(ARGV[3])
+local now
+if ARGV[4] ~= '' then
+  now = tonumber(ARGV[4])
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local stepMs = math.floor(window / limit)
+local stepFrac = window % limit
+local tatMs, tatFrac = 0, 0
+local stored = redis.call('GET', KEYS[1])
+if stored then
+  local a, b, c = string.match(stored, '^(%d+):(%d+):(%d+)$')
+  if a then
+    tatMs, tatFrac = tonumber(a), tonumber(b)
+    local from = tonumber(c)
+    if from ~= limit and tatFrac > 0 then
+      local f = math.ceil(tatFrac * limit / from)
+      if f >= limit then tatMs, tatFrac = tatMs + 1, 0 else tatFrac = f end
+    end
+  end
+end
+if tatMs < now then tatMs, tatFrac = now, 0 end
+local function remaining()
+  if tatMs > now or tatFrac > 0 then
+    local scaled = (now - tatMs + window) * limit - tatFrac
+    if scaled <= 0 then return 0 end
+    return math.floor(scaled / window)
+  end
+  return limit
+end
+local function reset()
+  if tatMs >= now then
+    local r = tatMs - now
+    if tatFrac > 0 then r = r + 1 end
+    return r
+  end
+  return 0
+end
+local out = { 0 }
+local admitted = 0
+local retryAfter = 0
+for i = 1, count do
+  local f = tatFrac + stepFrac
+  local carry = math.floor(f / limit)
+  local newMs = tatMs + stepMs + carry
+  local newFrac = f - carry * limit
+  local ahead = newMs - now
+  if ahead < window or (ahead == window and newFrac == 0) then
+    tatMs, tatFrac = newMs, newFrac
+    admitted = admitted + 1
+    out[#out + 1] = remaining()
+    out[#out + 1] = reset()
+  else
+    retryAfter = newMs - window - now
+    if newFrac > 0 then retryAfter = retryAfter + 1 end
+    if retryAfter < 0 then retryAfter = 0 end
+    break
+  end
+end
+out[1] = admitted
+if admitted > 0 then
+  local ttl = tatMs - now
+  if tatFrac > 0 then ttl = ttl + 1 end
+  redis.call('SET', KEYS[1], string.format('%d:%d:%d', tatMs, tatFrac, limit), 'PX', ttl)
+end
+out[#out + 1] = remaining()
+out[#out + 1] = reset()
+out[#out + 1] = retryAfter
+return out
+`;
+
+export const GCRA_TAKE_EACH_SHA1 = createHash('sha1').update(GCRA_TAKE_EACH_LUA).digest('hex');

@@ -16,7 +16,7 @@ import type { RedisStoreConfig } from './config.js';
 import { StoreError } from './errors.js';
 import type { GcraPolicy, RateDecision } from './gcra.js';
 import { boundKey } from './keys.js';
-import { GCRA_TAKE_LUA, GCRA_TAKE_SHA1 } from './redis-gcra.js';
+import { GCRA_TAKE_EACH_LUA, GCRA_TAKE_EACH_SHA1, GCRA_TAKE_LUA, GCRA_TAKE_SHA1 } from './redis-gcra.js';
 import type { KeyValueStore, RateLimitStore } from './types.js';
 
 export interface RedisStoreOptions extends Omit<RedisStoreConfig, 'type'> {
@@ -24,6 +24,22 @@ export interface RedisStoreOptions extends Omit<RedisStoreConfig, 'type'> {
   name: string;
   /** Tests only: the caller's clock for rate limits instead of Redis TIME (see README: time source). */
   clock?: () => number;
+}
+
+/** Single takes of one bucket decided in one script call, at most. */
+const MAX_TAKES_PER_CALL = 256;
+
+interface QueuedTake {
+  readonly policy: GcraPolicy;
+  readonly deadline: number;
+  resolve(decision: RateDecision): void;
+  reject(error: unknown): void;
+}
+
+/** The single takes of one bucket: one call in flight at a time, the others waiting for the next. */
+interface TakeQueue {
+  busy: boolean;
+  waiting: QueuedTake[];
 }
 
 export type RedisStoreStateName = 'connecting' | 'ready' | 'down';
@@ -73,6 +89,7 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
     this.settle = resolve;
   });
   private readonly counters = { commands: 0, errors: 0, timeouts: 0, failedFast: 0 };
+  private readonly takeQueues = new Map<string, TakeQueue>();
 
   constructor(options: RedisStoreOptions) {
     this.name = options.name;
@@ -146,6 +163,7 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
     if (!Number.isInteger(n) || n < 1 || n > policy.limit) throw new RangeError(`take: n must be an integer 1..${policy.limit}, got ${n}`);
     const deadline = Date.now() + Math.min(this.commandTimeoutMs, maxWaitMs);
     const bucket = `${this.keyPrefix}rl:${boundKey(key)}`;
+    if (n === 1) return this.takeOne(bucket, policy, deadline);
     const args = [String(policy.limit), String(policy.windowMs), String(n), this.clock === undefined ? '' : String(this.clock())];
     let reply: unknown;
     try {
@@ -157,6 +175,89 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
     }
     if (!Array.isArray(reply) || reply.length !== 4) throw new StoreError(this.name, 'server-error', `unexpected reply to the rate-limit script: ${String(reply)}`);
     return { admitted: reply[0] === 1, remaining: Number(reply[1]), resetMs: Number(reply[2]), retryAfterMs: Number(reply[3]) };
+  }
+
+  /**
+   * A single take, coalesced: the first take of a bucket goes at once; those that arrive while its
+   * call is out wait and go together in the next call (GCRA_TAKE_EACH_LUA), decided in arrival order
+   * exactly as one call each would decide them. Under load a bucket costs one round trip per round
+   * trip time instead of one per request; a lone request waits for nobody.
+   */
+  private takeOne(bucket: string, policy: GcraPolicy, deadline: number): Promise<RateDecision> {
+    let queue = this.takeQueues.get(bucket);
+    if (queue === undefined) {
+      queue = { busy: false, waiting: [] };
+      this.takeQueues.set(bucket, queue);
+    }
+    const waiting = queue;
+    return new Promise<RateDecision>((resolve, reject) => {
+      waiting.waiting.push({ policy, deadline, resolve, reject });
+      if (!waiting.busy) this.sendTakes(bucket, waiting);
+    });
+  }
+
+  private sendTakes(bucket: string, queue: TakeQueue): void {
+    const now = Date.now();
+    const waiting = queue.waiting;
+    const batch: QueuedTake[] = [];
+    let deadline = Infinity;
+    let taken = 0;
+    for (; taken < waiting.length && batch.length < MAX_TAKES_PER_CALL; taken++) {
+      const take = waiting[taken];
+      if (take.deadline <= now) {
+        // Its budget went by while it waited for the call before: no time left for one of its own.
+        this.counters.failedFast++;
+        take.reject(new StoreError(this.name, 'timeout', 'no time left for the command'));
+        continue;
+      }
+      // One call decides one policy (a reload may change it while takes of the old one wait).
+      if (batch.length > 0 && !samePolicy(take.policy, batch[0].policy)) break;
+      batch.push(take);
+      deadline = Math.min(deadline, take.deadline);
+    }
+    waiting.splice(0, taken);
+    if (batch.length === 0) {
+      this.takeQueues.delete(bucket);
+      return;
+    }
+    queue.busy = true;
+    this.takeEach(bucket, batch[0].policy, batch.length, deadline).then(
+      (decisions) => {
+        for (let i = 0; i < batch.length; i++) batch[i].resolve(decisions[i]);
+      },
+      (error: unknown) => {
+        for (const take of batch) take.reject(error);
+      },
+    ).finally(() => {
+      queue.busy = false;
+      if (queue.waiting.length > 0) this.sendTakes(bucket, queue);
+      else this.takeQueues.delete(bucket);
+    });
+  }
+
+  /** `count` single takes of one bucket in one call; their decisions in order. */
+  private async takeEach(bucket: string, policy: GcraPolicy, count: number, deadline: number): Promise<RateDecision[]> {
+    const args = [String(policy.limit), String(policy.windowMs), String(count), this.clock === undefined ? '' : String(this.clock())];
+    let reply: unknown;
+    try {
+      reply = await this.run(['EVALSHA', GCRA_TAKE_EACH_SHA1, '1', bucket, ...args], deadline);
+    } catch (error) {
+      if (!(error instanceof StoreError && error.cause instanceof ErrorReply && error.cause.message.startsWith('NOSCRIPT'))) throw error;
+      reply = await this.run(['EVAL', GCRA_TAKE_EACH_LUA, '1', bucket, ...args], deadline);
+    }
+    const admitted = Array.isArray(reply) ? Number(reply[0]) : NaN;
+    if (!Array.isArray(reply) || !(admitted >= 0 && admitted <= count) || reply.length !== 1 + 2 * admitted + 3) {
+      throw new StoreError(this.name, 'server-error', `unexpected reply to the rate-limit script: ${String(reply)}`);
+    }
+    const decisions: RateDecision[] = [];
+    for (let i = 0; i < admitted; i++) {
+      decisions.push({ admitted: true, remaining: Number(reply[1 + 2 * i]), resetMs: Number(reply[2 + 2 * i]), retryAfterMs: 0 });
+    }
+    const at = 1 + 2 * admitted;
+    for (let i = admitted; i < count; i++) {
+      decisions.push({ admitted: false, remaining: Number(reply[at]), resetMs: Number(reply[at + 1]), retryAfterMs: Number(reply[at + 2]) });
+    }
+    return decisions;
   }
 
   /** The value stored under `key`, or null. */
@@ -198,7 +299,8 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
    * settles the store; until then a load that gets no answer counts as a failed attempt and is retried.
    */
   private loadScript(): void {
-    this.run(['SCRIPT', 'LOAD', GCRA_TAKE_LUA], Date.now() + this.commandTimeoutMs).then(
+    const deadline = Date.now() + this.commandTimeoutMs;
+    Promise.all([this.run(['SCRIPT', 'LOAD', GCRA_TAKE_LUA], deadline), this.run(['SCRIPT', 'LOAD', GCRA_TAKE_EACH_LUA], deadline)]).then(
       () => {
         this.answered = true;
         this.settle();
@@ -275,4 +377,8 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
       );
     });
   }
+}
+
+function samePolicy(a: GcraPolicy, b: GcraPolicy): boolean {
+  return a === b || (a.limit === b.limit && a.windowMs === b.windowMs);
 }
