@@ -87,13 +87,20 @@ t.test('two instances on one Redis share one limit; every key expires', async (t
 });
 
 t.test('two instances serve each other\'s cached answers', async (t) => {
+  const cacheKeys = async (): Promise<number> => {
+    let count = 0;
+    for await (const batch of client.scanIterator({ MATCH: 'gwtest:kv:*', COUNT: 100 })) count += Array.isArray(batch) ? batch.length : 1;
+    return count;
+  };
+  const keysBefore = await cacheKeys();
   const before = app.total();
   const first = await httpRequest(a.port, '/cached/7');
   t.equal(first.headers['x-cache'], 'MISS');
-  const second = await eventually(async () => {
-    const res = await httpRequest(b.port, '/cached/7');
-    return res.headers['x-cache'] === 'HIT' ? res : undefined;
-  }, 3000);
+  // The entry is written to Redis after A's answer is complete: ask B once it is there (asking B
+  // earlier is a miss of B's own, which stores B's answer).
+  await eventually(async () => ((await cacheKeys()) > keysBefore ? true : undefined), 3000);
+  const second = await httpRequest(b.port, '/cached/7');
+  t.equal(second.headers['x-cache'], 'HIT');
   t.equal(second.body, first.body, 'the same answer, stored by the other instance');
   t.equal(app.total() - before, 1, 'the upstream answered once');
 });
