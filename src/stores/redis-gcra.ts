@@ -1,26 +1,13 @@
 import { createHash } from 'node:crypto';
 
 /*
- * GCRA take of n tokens as one Lua script: read, decide and write happen atomically in Redis, so
- * gateways sharing a Redis share one bucket with no read-then-write race. Same exact arithmetic as
- * ./gcra.ts (TAT as whole ms + a fraction in 1/limit ms). Lua 5.1 numbers are doubles: every value
- * stays an integer below 2^53 under gcraPolicy's bounds.
- *
- * Value: "<tatMs>:<tatFrac>:<limit>" (the limit the fraction is counted in; a reload that changes the
- * limit rescales it, rounding up). Written only when a take is admitted, with PX = ms until the
- * bucket is full again, which is exactly when the entry becomes the same as no entry.
- *
- * Time: Redis's own clock (TIME), so gateways whose clocks disagree still share one timeline; ARGV[4]
- * non-empty replaces it with the caller's clock (tests; the PX expiry still runs on Redis's clock).
- *
- * KEYS[1] bucket; ARGV limit, windowMs, n, now-or-empty.
- * Returns { admitted (0|1), remaining, resetMs, retryAfterMs }.
+ * What both scripts start with: the policy from ARGV, the clock, the stored bucket (rescaled when the
+ * limit changed) brought up to now, and what a decision reports of it (remaining, reset).
  */
-export const GCRA_TAKE_LUA = `
+const BUCKET_PRELUDE_LUA = `
 if redis.replicate_commands then redis.replicate_commands() end
 local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
-local n = tonumber(ARGV[3])
 local now
 if ARGV[4] ~= '' then
   now = tonumber(ARGV[4])
@@ -44,6 +31,42 @@ if stored then
   end
 end
 if tatMs < now then tatMs, tatFrac = now, 0 end
+-- Tokens left, and ms until full, for the bucket as it stands.
+local function remaining()
+  if tatMs > now or tatFrac > 0 then
+    local scaled = (now - tatMs + window) * limit - tatFrac
+    if scaled <= 0 then return 0 end
+    return math.floor(scaled / window)
+  end
+  return limit
+end
+local function reset()
+  if tatMs >= now then
+    local r = tatMs - now
+    if tatFrac > 0 then r = r + 1 end
+    return r
+  end
+  return 0
+end
+`;
+
+/*
+ * GCRA take of n tokens as one Lua script: read, decide and write happen atomically in Redis, so
+ * gateways sharing a Redis share one bucket with no read-then-write race. Same exact arithmetic as
+ * ./gcra.ts (TAT as whole ms + a fraction in 1/limit ms). Lua 5.1 numbers are doubles: every value
+ * stays an integer below 2^53 under gcraPolicy's bounds.
+ *
+ * Value: "<tatMs>:<tatFrac>:<limit>" (the limit the fraction is counted in; a reload that changes the
+ * limit rescales it, rounding up). Written only when a take is admitted, with PX = ms until the
+ * bucket is full again, which is exactly when the entry becomes the same as no entry.
+ *
+ * Time: Redis's own clock (TIME), so gateways whose clocks disagree still share one timeline; ARGV[4]
+ * non-empty replaces it with the caller's clock (tests; the PX expiry still runs on Redis's clock).
+ *
+ * KEYS[1] bucket; ARGV limit, windowMs, n, now-or-empty.
+ * Returns { admitted (0|1), remaining, resetMs, retryAfterMs }.
+ */
+export const GCRA_TAKE_LUA = `${BUCKET_PRELUDE_LUA}local n = tonumber(ARGV[3])
 local f = tatFrac + n * stepFrac
 local carry = math.floor(f / limit)
 local newMs = tatMs + n * stepMs + carry
@@ -62,17 +85,7 @@ else
   if newFrac > 0 then retryAfter = retryAfter + 1 end
   if retryAfter < 0 then retryAfter = 0 end
 end
-local remaining = limit
-if tatMs > now or tatFrac > 0 then
-  local scaled = (now - tatMs + window) * limit - tatFrac
-  if scaled <= 0 then remaining = 0 else remaining = math.floor(scaled / window) end
-end
-local reset = 0
-if tatMs >= now then
-  reset = tatMs - now
-  if tatFrac > 0 then reset = reset + 1 end
-end
-return { admitted, remaining, reset, retryAfter }
+return { admitted, remaining(), reset(), retryAfter }
 `;
 
 export const GCRA_TAKE_SHA1 = createHash('sha1').update(GCRA_TAKE_LUA).digest('hex');
@@ -87,50 +100,7 @@ export const GCRA_TAKE_SHA1 = createHash('sha1').update(GCRA_TAKE_LUA).digest('h
  * Returns { admitted k, then remaining and resetMs after each admitted take (2k values), then the
  * denied takes' remaining, resetMs and retryAfterMs }.
  */
-export const GCRA_TAKE_EACH_LUA = `
-if redis.replicate_commands then redis.replicate_commands() end
-local limit = tonumber(ARGV[1])
-local window = tonumber(ARGV[2])
-local count = tonumber(ARGV[3])
-local now
-if ARGV[4] ~= '' then
-  now = tonumber(ARGV[4])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local stepMs = math.floor(window / limit)
-local stepFrac = window % limit
-local tatMs, tatFrac = 0, 0
-local stored = redis.call('GET', KEYS[1])
-if stored then
-  local a, b, c = string.match(stored, '^(%d+):(%d+):(%d+)$')
-  if a then
-    tatMs, tatFrac = tonumber(a), tonumber(b)
-    local from = tonumber(c)
-    if from ~= limit and tatFrac > 0 then
-      local f = math.ceil(tatFrac * limit / from)
-      if f >= limit then tatMs, tatFrac = tatMs + 1, 0 else tatFrac = f end
-    end
-  end
-end
-if tatMs < now then tatMs, tatFrac = now, 0 end
-local function remaining()
-  if tatMs > now or tatFrac > 0 then
-    local scaled = (now - tatMs + window) * limit - tatFrac
-    if scaled <= 0 then return 0 end
-    return math.floor(scaled / window)
-  end
-  return limit
-end
-local function reset()
-  if tatMs >= now then
-    local r = tatMs - now
-    if tatFrac > 0 then r = r + 1 end
-    return r
-  end
-  return 0
-end
+export const GCRA_TAKE_EACH_LUA = `${BUCKET_PRELUDE_LUA}local count = tonumber(ARGV[3])
 local out = { 0 }
 local admitted = 0
 local retryAfter = 0

@@ -165,14 +165,7 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
     const bucket = `${this.keyPrefix}rl:${boundKey(key)}`;
     if (n === 1) return this.takeOne(bucket, policy, deadline);
     const args = [String(policy.limit), String(policy.windowMs), String(n), this.clock === undefined ? '' : String(this.clock())];
-    let reply: unknown;
-    try {
-      reply = await this.run(['EVALSHA', GCRA_TAKE_SHA1, '1', bucket, ...args], deadline);
-    } catch (error) {
-      if (!(error instanceof StoreError && error.cause instanceof ErrorReply && error.cause.message.startsWith('NOSCRIPT'))) throw error;
-      // The server lost its script cache (restart, SCRIPT FLUSH): send the script itself, within the same budget.
-      reply = await this.run(['EVAL', GCRA_TAKE_LUA, '1', bucket, ...args], deadline);
-    }
+    const reply = await this.runScript(GCRA_TAKE_SHA1, GCRA_TAKE_LUA, bucket, args, deadline);
     if (!Array.isArray(reply) || reply.length !== 4) throw new StoreError(this.name, 'server-error', `unexpected reply to the rate-limit script: ${String(reply)}`);
     return { admitted: reply[0] === 1, remaining: Number(reply[1]), resetMs: Number(reply[2]), retryAfterMs: Number(reply[3]) };
   }
@@ -238,13 +231,7 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
   /** `count` single takes of one bucket in one call; their decisions in order. */
   private async takeEach(bucket: string, policy: GcraPolicy, count: number, deadline: number): Promise<RateDecision[]> {
     const args = [String(policy.limit), String(policy.windowMs), String(count), this.clock === undefined ? '' : String(this.clock())];
-    let reply: unknown;
-    try {
-      reply = await this.run(['EVALSHA', GCRA_TAKE_EACH_SHA1, '1', bucket, ...args], deadline);
-    } catch (error) {
-      if (!(error instanceof StoreError && error.cause instanceof ErrorReply && error.cause.message.startsWith('NOSCRIPT'))) throw error;
-      reply = await this.run(['EVAL', GCRA_TAKE_EACH_LUA, '1', bucket, ...args], deadline);
-    }
+    const reply = await this.runScript(GCRA_TAKE_EACH_SHA1, GCRA_TAKE_EACH_LUA, bucket, args, deadline);
     const admitted = Array.isArray(reply) ? Number(reply[0]) : NaN;
     if (!Array.isArray(reply) || !(admitted >= 0 && admitted <= count) || reply.length !== 1 + 2 * admitted + 3) {
       throw new StoreError(this.name, 'server-error', `unexpected reply to the rate-limit script: ${String(reply)}`);
@@ -258,6 +245,16 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
       decisions.push({ admitted: false, remaining: Number(reply[at]), resetMs: Number(reply[at + 1]), retryAfterMs: Number(reply[at + 2]) });
     }
     return decisions;
+  }
+
+  /** A script by its SHA1; the script itself when the server lost its script cache (restart, SCRIPT FLUSH), within the same budget. */
+  private async runScript(sha1: string, lua: string, bucket: string, args: string[], deadline: number): Promise<unknown> {
+    try {
+      return await this.run(['EVALSHA', sha1, '1', bucket, ...args], deadline);
+    } catch (error) {
+      if (!(error instanceof StoreError && error.cause instanceof ErrorReply && error.cause.message.startsWith('NOSCRIPT'))) throw error;
+      return this.run(['EVAL', lua, '1', bucket, ...args], deadline);
+    }
   }
 
   /** The value stored under `key`, or null. */
