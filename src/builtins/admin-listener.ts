@@ -3,9 +3,8 @@
  * their own, so they need not face the internet. Every worker binds it (SO_REUSEPORT, like the public
  * port); anything that is not a built-in path is 404. Its requests are not counted in /metrics.
  */
-import { endWithBody, headerBytes } from '../http/cork-budget.js';
 import { writeProblem } from '../http/problem.js';
-import { statusLine } from '../http/status-line.js';
+import { writeBuiltinAnswer } from './write-answer.js';
 import type { LoadedUws } from '../native/uws.js';
 import type { UwsListenSocket, UwsRequest, UwsResponse } from '../native/uws-types.js';
 import type { BuiltinsHook } from '../proxy/data-plane-types.js';
@@ -28,19 +27,7 @@ export function startAdminListener(uws: LoadedUws, host: string, port: number, b
       writeProblem(res, 404, 'the admin listener serves only the health report, metrics and spec', { via, headersOnly: method === 'HEAD' });
       return;
     }
-    res.writeStatus(statusLine(answer.status));
-    let head = 0;
-    for (const name in answer.headers) {
-      res.writeHeader(name, answer.headers[name]);
-      head += headerBytes(name, answer.headers[name]);
-    }
-    if (method === 'HEAD') {
-      const body = answer.body;
-      res.writeHeader('content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength));
-      res.endWithoutBody();
-    } else {
-      endWithBody(res, answer.body, false, head);
-    }
+    writeBuiltinAnswer(res, answer, method === 'HEAD', false);
   });
   return new Promise((resolve, reject) => {
     app.listen(host, port, (socket: UwsListenSocket | false) => {

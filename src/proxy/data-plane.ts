@@ -8,7 +8,7 @@
  */
 import type { GatewayConfig } from '../config/types.js';
 import { normalizePath } from '../http/normalize-path.js';
-import { endWithBody, headerBytes } from '../http/cork-budget.js';
+import { writeBuiltinAnswer } from '../builtins/write-answer.js';
 import { writeContent, writeProblem } from '../http/problem.js';
 import { remoteAddress } from '../http/remote-address.js';
 import { RequestHead } from '../http/request-head.js';
@@ -501,23 +501,9 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
   }
 
   private answerBuiltin(res: UwsResponse, ctx: RequestContext, answer: BuiltinAnswer): void {
-    res.writeStatus(statusLine(answer.status));
-    const headers = answer.headers;
-    let head = 0;
-    for (const name in headers) {
-      res.writeHeader(name, headers[name]);
-      head += headerBytes(name, headers[name]);
-    }
-    const body = answer.body;
-    const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
-    if (ctx.method === 'HEAD') {
-      res.writeHeader('content-length', String(length));
-      if (this.closing) res.writeHeader('connection', 'close');
-      res.endWithoutBody();
-    } else {
-      endWithBody(res, body, ctx.hasBody || this.closing, head);
-      ctx.bytesOut = length;
-    }
+    const headersOnly = ctx.method === 'HEAD';
+    // A HEAD has no body left unread: only a closing gateway asks for the connection to close.
+    ctx.bytesOut = writeBuiltinAnswer(res, answer, headersOnly, headersOnly ? this.closing : ctx.hasBody || this.closing);
     ctx.status = answer.status;
     this.emitDone(ctx);
   }

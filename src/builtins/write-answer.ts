@@ -1,0 +1,30 @@
+/** Writes a built-in endpoint's answer (BuiltinAnswer) on the public port and on the admin listener. */
+import { endWithBody, headerBytes } from '../http/cork-budget.js';
+import { statusLine } from '../http/status-line.js';
+import type { UwsResponse } from '../native/uws-types.js';
+import type { BuiltinAnswer } from '../proxy/data-plane-types.js';
+
+/**
+ * Status, headers and body; for `headersOnly` (HEAD) the body's Content-Length only. With
+ * `closeConnection` the connection is closed after the answer (HEAD: the client is asked to close).
+ * Returns the body bytes sent.
+ */
+export function writeBuiltinAnswer(res: UwsResponse, answer: BuiltinAnswer, headersOnly: boolean, closeConnection: boolean): number {
+  res.writeStatus(statusLine(answer.status));
+  const headers = answer.headers;
+  let head = 0;
+  for (const name in headers) {
+    res.writeHeader(name, headers[name]);
+    head += headerBytes(name, headers[name]);
+  }
+  const body = answer.body;
+  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+  if (headersOnly) {
+    res.writeHeader('content-length', String(length));
+    if (closeConnection) res.writeHeader('connection', 'close');
+    res.endWithoutBody();
+    return 0;
+  }
+  endWithBody(res, body, closeConnection, head);
+  return length;
+}
