@@ -1,7 +1,8 @@
 // npm run bench:proxy — req/s, p50 and p99 through the gateway, straight to the upstream, through
 // nginx (reverse proxy, same worker count), through a naive uWS + undici Pool.dispatch forwarder
-// (same process count: what the gateway's own client is measured against) and through fastify +
-// @fastify/http-proxy, in one run on
+// (same process count: what the gateway's own client is measured against), through a "floor"
+// stand-in (uWS + node:net and nothing else: what this process model costs before any gateway work)
+// and through fastify + @fastify/http-proxy, in one run on
 // 127.0.0.1, with the ratios the performance targets name. Everything is started here and stopped at
 // the end (also on error, SIGINT/SIGTERM and the overall deadline). Contenders run one after another,
 // never concurrently; rounds are interleaved and the medians reported.
@@ -14,8 +15,11 @@
 // BENCH_CONNECTIONS (50), BENCH_ROUNDS (3; the half-rate runs take at most 2), BENCH_ONLY (comma-separated contender ids),
 // BENCH_TOOLS (autocannon,wrk), BENCH_PROFILE_DIR (the gateway's primary and workers run with --cpu-prof there;
 // the top self-time functions of its workers are printed at the end), BENCH_GATEWAY_NODE_FLAGS (more
-// node flags for that gateway, e.g. --perf-basic-prof for `perf record`), BENCH_DEADLINE_S (480),
-// BENCH_PACED_RATE (req/s of the paced latency runs; default half the gateway's peak).
+// node flags for that gateway, e.g. --perf-basic-prof for `perf record`), BENCH_DEADLINE_S (1200),
+// BENCH_PACED_RATE (req/s of the paced latency runs; default half the gateway's peak), BENCH_WORKERS
+// (2: processes of every proxy contender), BENCH_NGINX_REUSEPORT (set: nginx listens with `reuseport`,
+// so its workers share the connections as the gateway's SO_REUSEPORT workers do; without it the
+// kernel often hands all 50 connections to one nginx worker, which then runs at one process's cost).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -37,7 +41,7 @@ const ROUNDS = Number(env.BENCH_ROUNDS ?? 3);
 /** The paced half-rate runs (gateway and direct, alternating). */
 const PACED_ROUNDS = Math.min(ROUNDS, 2);
 const DEADLINE_S = Number(env.BENCH_DEADLINE_S ?? 1200);
-const WORKERS = 2;
+const WORKERS = Number(env.BENCH_WORKERS ?? 2);
 const ROUTE_COUNT = 350;
 const PROFILE_DIR = env.BENCH_PROFILE_DIR || null;
 const GATEWAY_NODE_FLAGS = (env.BENCH_GATEWAY_NODE_FLAGS ?? '').split(' ').filter((s) => s !== '');
@@ -352,7 +356,7 @@ http {
     keepalive_requests 1000000;
   }
   server {
-    listen 127.0.0.1:${port};
+    listen 127.0.0.1:${port}${env.BENCH_NGINX_REUSEPORT ? " reuseport" : ""};
     # nginx closes a keep-alive connection after 1,000 requests by default; the gateway does not.
     keepalive_requests 1000000;
     location / {
@@ -385,11 +389,12 @@ async function startNginx(id: string, upstream: string, cache: boolean): Promise
   return origin;
 }
 
-async function startNaive(upstream: string): Promise<string> {
+/** A Node stand-in of bench/ (proxy-<id>.js, node:cluster with WORKERS processes). */
+async function startStandIn(id: 'naive' | 'floor', upstream: string): Promise<string> {
   const port = await freePort();
-  const child = startChild(process.execPath, [join(HERE, 'proxy-naive.js'), upstream, String(port), String(WORKERS)]);
-  groups.set('naive', child.pid!);
-  await firstLine(child, 'naive');
+  const child = startChild(process.execPath, [join(HERE, `proxy-${id}.js`), upstream, String(port), String(WORKERS)]);
+  groups.set(id, child.pid!);
+  await firstLine(child, id);
   return `http://127.0.0.1:${port}`;
 }
 
@@ -529,6 +534,7 @@ async function main(): Promise<void> {
     { id: 'gateway-off', label: 'gateway (metrics + access log off)', origin: null, skipped: null, pgid: 0 },
     { id: 'nginx', label: `nginx (${WORKERS} workers, keepalive 64)`, origin: null, skipped: null, pgid: 0 },
     { id: 'naive', label: `naive uWS + undici Pool.dispatch (${WORKERS} processes, no routing/metrics/log)`, origin: null, skipped: null, pgid: 0 },
+    { id: 'floor', label: `floor: uWS + net.Socket, nothing else (${WORKERS} processes; see bench/proxy-floor.ts)`, origin: null, skipped: null, pgid: 0 },
     { id: 'fastify', label: `fastify + @fastify/http-proxy (${WORKERS} processes)`, origin: null, skipped: null, pgid: 0 },
     { id: 'gateway-mw', label: 'gateway + apiKeyAuth + rateLimit (local store)', origin: null, skipped: null, pgid: 0, headers: API_KEY_HEADERS },
     { id: 'gateway-mw-redis', label: 'gateway + apiKeyAuth + rateLimit (Redis store)', origin: null, skipped: null, pgid: 0, headers: API_KEY_HEADERS },
@@ -560,7 +566,8 @@ async function main(): Promise<void> {
   start('gateway-cache', () => startGateway('gateway-cache', upstream, endpoints, true));
   if (onPath('redis-server')) start('gateway-mw-redis', async () => startGateway('gateway-mw-redis', upstream, endpoints, true, await startRedis()));
   else byId('gateway-mw-redis').skipped = 'skipped (redis-server not installed)';
-  start('naive', () => startNaive(upstream));
+  start('naive', () => startStandIn('naive', upstream));
+  start('floor', () => startStandIn('floor', upstream));
   start('fastify', () => startFastify(upstream));
   await Promise.all(starts);
   for (const contender of contenders) {
@@ -685,6 +692,10 @@ async function main(): Promise<void> {
     const naive = result('naive', tool);
     if (gw !== null && naive !== null) {
       out.push(`- for comparison, gateway / naive uWS + undici (${tool}): ${(gw.rps / naive.rps).toFixed(2)}x req/s, CPU ${gw.cpuUsPerRequest.toFixed(1)} vs ${naive.cpuUsPerRequest.toFixed(1)} µs/req`);
+    }
+    const floor = result('floor', tool);
+    if (gw !== null && floor !== null) {
+      out.push(`- for comparison, gateway / floor (uWS + net.Socket alone) (${tool}): ${(gw.rps / floor.rps).toFixed(2)}x req/s, CPU ${gw.cpuUsPerRequest.toFixed(1)} vs ${floor.cpuUsPerRequest.toFixed(1)} µs/req`);
     }
     if (gw !== null && fastify !== null) {
       const ratio = gw.rps / fastify.rps;

@@ -370,7 +370,8 @@ export class ResponseParser {
     this.dateIndex = -1;
     this.keepAliveTimeoutS = -1;
     const headers = this.headers;
-    headers.length = 0;
+    // Empty but after an interim (1xx) answer; setting length is a runtime call.
+    if (headers.length !== 0) headers.length = 0;
     let sawLength = false;
     let sawTransferEncoding = false;
 
@@ -664,8 +665,19 @@ function afterExtension(c: number): State {
 class View extends Uint8Array {}
 Object.setPrototypeOf(View.prototype, Buffer.prototype);
 
+// Buffer#buffer is a C++ builtin, slower than the view it feeds: data is almost always the same
+// connection read buffer as the last call's, so its ArrayBuffer and offset are kept.
+let lastData: Buffer | null = null;
+let lastArrayBuffer: ArrayBuffer | null = null;
+let lastByteOffset = 0;
+
 function view(data: Buffer, start: number, end: number): Buffer {
-  return new View(data.buffer as ArrayBuffer, data.byteOffset + start, end - start) as unknown as Buffer;
+  if (data !== lastData) {
+    lastData = data;
+    lastArrayBuffer = data.buffer as ArrayBuffer;
+    lastByteOffset = data.byteOffset;
+  }
+  return new View(lastArrayBuffer!, lastByteOffset + start, end - start) as unknown as Buffer;
 }
 
 /** Digits only, at most 2^53 - 1; -1 otherwise. */
