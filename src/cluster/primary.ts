@@ -20,6 +20,7 @@ import { componentStates, isOperational, workerStates } from './readiness.js';
 import { Rediscovery } from './rediscovery.js';
 import { Reloader, type ReloadResult, type WorkerReplacement } from './reloader.js';
 import { Supervisor, type SupervisorEvents } from './supervisor.js';
+import { nodeAcceptsScavengeFlag, SCAVENGE_FLAG, workerExecArgv } from './worker-flags.js';
 
 export interface PrimaryOptions {
   configFile: string;
@@ -127,7 +128,11 @@ class Primary {
 
   run(): Promise<number> {
     const done = new Promise<number>((resolve) => (this.exitWith = resolve));
-    cluster.setupPrimary({ exec: fileURLToPath(new URL('./worker.js', import.meta.url)), args: [] });
+    const flags = workerExecArgv(process.execArgv, nodeAcceptsScavengeFlag);
+    if (flags.scavenging === 'refused') {
+      this.log.warn({ flag: SCAVENGE_FLAG }, 'this Node refuses the flag: workers scavenge with V8\'s helper threads');
+    }
+    cluster.setupPrimary({ exec: fileURLToPath(new URL('./worker.js', import.meta.url)), args: [], execArgv: flags.execArgv });
 
     this.supervisor.on('hello', (slot, worker) => this.onHello(worker));
     this.supervisor.on('message', (slot, worker, message) => this.onWorkerMessage(worker, message));

@@ -43,6 +43,8 @@ export interface StartOptions {
   config: Record<string, unknown>;
   workers?: number;
   env?: Record<string, string>;
+  /** Node flags of the gateway's primary (before the script; workers inherit them). */
+  nodeFlags?: string[];
   /** Resolve once this log line appears, after 'gateway listening'. */
   waitFor?: (line: LogLine) => boolean;
   /** Wait for 'gateway listening' before resolving (default true); `port` is then 0 if not given. */
@@ -59,7 +61,7 @@ export async function startGateway(t: Teardown, options: StartOptions): Promise<
   writeFileSync(configFile, JSON.stringify(options.config, null, 2));
   const child = spawn(
     process.execPath,
-    [MAIN, 'start', '--config', configFile, '--workers', String(options.workers ?? 2), '--port', String(options.port ?? 0)],
+    [...(options.nodeFlags ?? []), MAIN, 'start', '--config', configFile, '--workers', String(options.workers ?? 2), '--port', String(options.port ?? 0)],
     {
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
