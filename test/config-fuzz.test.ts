@@ -4,7 +4,7 @@ import { ConfigError, parseConfig } from '../src/config/load.js';
 
 /** Whatever the file holds, parseConfig either returns a config or throws a ConfigError in the promised format. */
 t.test('any JSON value: a config or a well-formed ConfigError', async (t) => {
-  const keys = fc.constantFrom('port', 'workers', 'paths', 'upstreams', 'serviceType', 'serviceLocation', 'weight', 'endpoints', 'method', 'path', 'spec', 'timeouts', 'x');
+  const keys = fc.constantFrom('port', 'workers', 'paths', 'upstreams', 'serviceType', 'serviceLocation', 'weight', 'endpoints', 'method', 'path', 'spec', 'timeouts', 'x', '__proto__', 'constructor');
   const value = fc.letrec((tie) => ({
     node: fc.oneof(
       { depthSize: 'small' },

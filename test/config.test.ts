@@ -96,6 +96,16 @@ t.test('wrong types', async (t) => {
   );
 });
 
+t.test('keys named like Object.prototype members are unknown keys like any other', async (t) => {
+  // Found by config-fuzz: {"__proto__": false} was answered with the prototype object as its reason.
+  for (const key of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+    const error = errorOf(`{"${key}": false}`);
+    t.equal(error.pointer, `/${key}`);
+    t.match(error.reason, new RegExp(`^unknown key "${key}"`), key);
+    t.match(messageOf(`{"timeouts": {"${key}": 1}}`), new RegExp(`^${FILE}: /timeouts/${key}: unknown key "${key}"`), `nested ${key}`);
+  }
+});
+
 t.test('unknown keys are refused, with a suggestion', async (t) => {
   const error = errorOf({ portt: 8080 });
   t.equal(error.message, `${FILE}: /portt: unknown key "portt" (did you mean "port"?)`);

@@ -11,12 +11,17 @@ const PATTERN_REASONS: Record<string, string> = {
 // NAME_PATTERN is the same token rule as METHOD_PATTERN; the key decides the wording.
 const NAME_REASON = 'must be a single HTTP token (letters, digits, "-", "_", "."; no spaces), as it goes in the Via header';
 
-/** Top-level keys of earlier versions, with what replaced them. */
-const REPLACED_KEYS: Readonly<Record<string, string>> = {
-  trustProxies:
+/**
+ * Top-level keys of earlier versions, with what replaced them. A Map: the key looked up is the
+ * config's own, and a plain object would answer "__proto__" or "constructor" with its prototype's.
+ */
+const REPLACED_KEYS: ReadonlyMap<string, string> = new Map([
+  [
+    'trustProxies',
     'is no longer supported: use "trustedProxies", a list of the proxies\' addresses and CIDR ranges ' +
     '(e.g. ["10.0.0.0/8"]); a count of trusted hops let any client choose its own address',
-};
+  ],
+]);
 
 const TYPE_NAMES: Record<string, string> = {
   integer: 'an integer',
@@ -52,7 +57,7 @@ function describe(error: ErrorObject): ConfigProblem | undefined {
     case 'additionalProperties': {
       const key = String(params.additionalProperty);
       const known = Object.keys((error.parentSchema as { properties?: object })?.properties ?? {});
-      const replaced = pointer === '' ? REPLACED_KEYS[key] : undefined;
+      const replaced = pointer === '' ? REPLACED_KEYS.get(key) : undefined;
       if (replaced !== undefined) return { pointer: `/${escapePointerToken(key)}`, reason: replaced };
       return { pointer: `${pointer}/${escapePointerToken(key)}`, reason: `unknown key "${key}"${keyHint(key, known)}` };
     }
