@@ -62,6 +62,16 @@ t.test('gateway explain prints one JSON line per request', async (t) => {
   t.same(lines[5].allow, ['GET', 'HEAD', 'DELETE', 'OPTIONS'], 'automatic OPTIONS');
 });
 
+t.test('explain: parameters named like Object.prototype members are reported', async (t) => {
+  const file = configFile('proto-params.json', {
+    upstreams: [{ serviceType: 'static', serviceLocation: 'http://127.0.0.1:9001', endpoints: [{ method: 'GET', path: '/x/{__proto__}/{constructor}' }] }],
+  });
+  const { code, stdout } = await gateway('explain', '--config', file, 'GET', '/x/a/b');
+  t.equal(code, 0);
+  const line = JSON.parse(stdout.trim()) as { params: Record<string, string> };
+  t.same(Object.entries(line.params), [['__proto__', 'a'], ['constructor', 'b']]);
+});
+
 t.test('a config that is not JSON, or breaks the schema, is refused with file, field and reason', async (t) => {
   const notJson = configFile('broken.json', '{ "port": 8080, ');
   const r1 = await gateway('routes', '--config', notJson);

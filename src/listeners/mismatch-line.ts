@@ -128,9 +128,8 @@ function detailed(record: MismatchRecord, values: ValueTexts, level: Level): Rec
   request.upstream = record.upstream === null ? null : clip.text(record.upstream, level.path);
   request.consumer = record.consumer === null ? null : clip.text(record.consumer, SHORT);
   if (level.requestHeaders) {
-    const headers: Record<string, string> = {};
-    for (const [name, value] of record.requestHeaders) headers[name] = clip.text(value, level.value);
-    request.headers = headers;
+    // Entries, not assignments: a client may send a header named "__proto__".
+    request.headers = Object.fromEntries(record.requestHeaders.map(([name, value]) => [name, clip.text(value, level.value)]));
   } else if (record.requestHeaders.length > 0) {
     clip.truncated = true;
   }

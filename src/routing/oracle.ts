@@ -59,11 +59,12 @@ export class RoutingOracle {
     }
     if (chosen) {
       const { route, match } = chosen;
-      const params: Record<string, string> = {};
+      const entries: Array<[string, string]> = [];
       route.template.paramNames.forEach((name, i) => {
         const value = match![route.groups[i]];
-        if (value !== undefined) params[name] = value;
+        if (value !== undefined) entries.push([name, value]);
       });
+      const params: Record<string, string> = Object.fromEntries(entries);
       return { status: 200, template: route.template, method: headAsGet ? 'GET' : method, allow: '', autoOptions: false, headAsGet, params };
     }
     const allow = formatAllow(matching.flatMap((m) => [...m.route.methods]));

@@ -259,14 +259,15 @@ export class RoutingTable {
 
   /** Parameter values of the last successful select(), as routed (still percent-encoded). */
   params(): Record<string, string> {
-    const params: Record<string, string> = {};
-    if (this.lastTrie === null || this.lastRoute === null) return params;
+    if (this.lastTrie === null || this.lastRoute === null) return {};
     const { path, caps, count } = this.lastTrie.captures();
     const names = this.lastRoute.paramNames;
+    // Entries, not assignments: a parameter may be named "__proto__".
+    const entries: Array<[string, string]> = [];
     for (let i = 0; i < count; i++) {
-      if (caps[2 * i] >= 0) params[names[i]] = path.slice(caps[2 * i], caps[2 * i + 1]);
+      if (caps[2 * i] >= 0) entries.push([names[i], path.slice(caps[2 * i], caps[2 * i + 1])]);
     }
-    return params;
+    return Object.fromEntries(entries);
   }
 
   /** Work of the last trie lookup select() made (diagnostics and tests). */
