@@ -5,12 +5,12 @@
  * own), Via gets the gateway's entry appended.
  */
 
-/** `name` (a header name as received) is Date, any case; callers check `name.length === 4` first. */
-export function isDateHeader(name: Buffer): boolean {
-  return (name[0] | 0x20) === 0x64 && (name[1] | 0x20) === 0x61 && (name[2] | 0x20) === 0x74 && (name[3] | 0x20) === 0x65;
+/** The header name at `name[at]` (as received) is Date, any case; callers check its length is 4 first. */
+export function isDateHeader(name: Uint8Array, at = 0): boolean {
+  return (name[at] | 0x20) === 0x64 && (name[at + 1] | 0x20) === 0x61 && (name[at + 2] | 0x20) === 0x74 && (name[at + 3] | 0x20) === 0x65;
 }
 
-/** `name` is Via, any case; callers check `name.length === 3` first. */
-export function isViaHeader(name: Buffer): boolean {
-  return (name[0] | 0x20) === 0x76 && (name[1] | 0x20) === 0x69 && (name[2] | 0x20) === 0x61;
+/** The header name at `name[at]` is Via, any case; callers check its length is 3 first. */
+export function isViaHeader(name: Uint8Array, at = 0): boolean {
+  return (name[at] | 0x20) === 0x76 && (name[at + 1] | 0x20) === 0x69 && (name[at + 2] | 0x20) === 0x61;
 }

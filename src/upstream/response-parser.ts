@@ -4,10 +4,9 @@
  * It is the gateway's defence against an upstream that is broken or compromised and tries to make
  * one answer look like two (response smuggling), so it accepts only what RFC 9112 allows and
  * rejects the ambiguous rest (see README.md for the list and the reasons). The head is parsed in
- * one pass over the bytes, straight from the read buffer when it arrived whole: names and values
- * are handed out as Buffer views of those bytes (cheaper to hand to uWS writeHeader than latin1
- * strings, which it re-encodes as UTF-8), every header classified once (framing, hop-by-hop,
- * Via/Date), for any number of headers in any order. Bodies are handed out as views too; chunked
+ * one pass over the bytes, straight from the read buffer when it arrived whole: where each kept
+ * name and value lies is recorded (ResponseHead.spans; views are made only for whoever asks), every
+ * header classified once (framing, hop-by-hop, Via/Date), for any number of headers in any order. Bodies are handed out as views too; chunked
  * framing is decoded by a byte-level state machine, so any TCP split works.
  */
 import { COLON, CR, HEX, HTAB, LF, QDTEXT, SP, TOKEN as TOKEN_TABLE, VALUE as VALUE_TABLE, ValueByte, equalsLowerAt } from './http-chars.js';
@@ -19,15 +18,19 @@ const VALUE = VALUE_TABLE.slice();
 
 /** The final answer's status and headers, as the data plane needs them. */
 export class ResponseHead {
+  /** The views, once asked for (see `headers`). */
+  private views: Buffer[] | null;
+
   constructor(
     readonly status: number,
     /**
-     * End-to-end headers in the upstream's order, [name, value, name, value, ...], as views of the
-     * bytes received (values trimmed of surrounding whitespace). Removed: Content-Length and
-     * Transfer-Encoding (the framing, given below), the hop-by-hop headers (Connection, Keep-Alive,
-     * Proxy-*, TE, Trailer, Upgrade) and every header a Connection header names.
+     * The bytes the head was parsed from, and where its headers are in them: 4 numbers per header,
+     * [nameStart, nameEnd, valueStart, valueEnd], in the upstream's order. The data plane copies the
+     * headers to the client from here, without a view per name and value (see Exchange.writeHead).
+     * `source` is null for a head built from views (`ResponseHead.ofViews`).
      */
-    readonly headers: Buffer[],
+    readonly source: Buffer | null,
+    readonly spans: readonly number[],
     /** Body bytes that follow: 0 for none (HEAD, 204, 304), -1 when unknown (chunked, or until close). */
     readonly contentLength: number,
     /** The Content-Length header's value, -1 without one (for a HEAD or 304 answer: the length a GET would have had). */
@@ -42,10 +45,35 @@ export class ResponseHead {
      * False for chunked bodies (the read may hold only framing) and when the head ended the read.
      */
     readonly bodyFollows: boolean,
-  ) {}
+    views: Buffer[] | null = null,
+  ) {
+    this.views = views;
+  }
+
+  /** A head whose headers are given as views (tests, and heads not parsed from bytes). */
+  static ofViews(status: number, headers: Buffer[], contentLength: number, declaredLength: number, bodyFollows: boolean): ResponseHead {
+    return new ResponseHead(status, null, NO_SPANS, contentLength, declaredLength, -1, -1, bodyFollows, headers);
+  }
+
+  /**
+   * End-to-end headers in the upstream's order, [name, value, name, value, ...], as views of the
+   * bytes received (values trimmed of surrounding whitespace). Removed: Content-Length and
+   * Transfer-Encoding (the framing, given above), the hop-by-hop headers (Connection, Keep-Alive,
+   * Proxy-*, TE, Trailer, Upgrade) and every header a Connection header names. Made on first use:
+   * the forwarding path reads `spans` instead.
+   */
+  get headers(): Buffer[] {
+    if (this.views !== null) return this.views;
+    const spans = this.spans;
+    const source = this.source!;
+    const views: Buffer[] = new Array<Buffer>(spans.length >> 1);
+    for (let i = 0; i < spans.length; i += 2) views[i >> 1] = view(source, spans[i], spans[i + 1]);
+    return (this.views = views);
+  }
 }
 
-/** Where the parser delivers an answer. A false return stops the parser where it is (pause or abort). */
+const NO_SPANS: readonly number[] = [];
+
 export interface ResponseSink {
   onResponseHead(head: ResponseHead): boolean;
   onResponseBody(chunk: Buffer): boolean;
@@ -145,7 +173,9 @@ export class ResponseParser {
 
   // The head being parsed.
   private status = 0;
-  private headers: Buffer[] = [];
+  /** Where the head's headers are in `source` (see ResponseHead.spans). */
+  private spans: number[] = [];
+  private source: Buffer = EMPTY_SOURCE;
   private contentLength = -1;
   private chunked = false;
   private close = false;
@@ -212,14 +242,15 @@ export class ResponseParser {
           const state = this.state;
           const head = new ResponseHead(
             this.status,
-            this.headers,
+            this.source,
+            this.spans,
             state === State.Done ? 0 : state === State.Length ? this.remaining : -1,
             this.contentLength,
             this.viaIndex,
             this.dateIndex,
             p < end && (state === State.Length || state === State.UntilClose),
           );
-          this.headers = [];
+          this.spans = [];
           const go = this.sink.onResponseHead(head);
           if (this.state === State.Done) {
             this.sink.onResponseEnd();
@@ -369,9 +400,10 @@ export class ResponseParser {
     this.viaIndex = -1;
     this.dateIndex = -1;
     this.keepAliveTimeoutS = -1;
-    const headers = this.headers;
+    const spans = this.spans;
     // Empty but after an interim (1xx) answer; setting length is a runtime call.
-    if (headers.length !== 0) headers.length = 0;
+    if (spans.length !== 0) spans.length = 0;
+    this.source = data;
     let sawLength = false;
     let sawTransferEncoding = false;
 
@@ -403,15 +435,15 @@ export class ResponseParser {
 
       switch (classify(data, nameStart, nameEnd - nameStart)) {
         case Header.Pass:
-          headers.push(view(data, nameStart, nameEnd), view(data, valueStart, valueEnd));
+          spans.push(nameStart, nameEnd, valueStart, valueEnd);
           break;
         case Header.Via:
-          this.viaIndex = headers.length;
-          headers.push(view(data, nameStart, nameEnd), view(data, valueStart, valueEnd));
+          this.viaIndex = spans.length >> 1;
+          spans.push(nameStart, nameEnd, valueStart, valueEnd);
           break;
         case Header.Date:
-          this.dateIndex = headers.length;
-          headers.push(view(data, nameStart, nameEnd), view(data, valueStart, valueEnd));
+          this.dateIndex = spans.length >> 1;
+          spans.push(nameStart, nameEnd, valueStart, valueEnd);
           break;
         case Header.ContentLength: {
           // Even a repeated identical value is refused, as llhttp (Node's parser) does.
@@ -512,22 +544,27 @@ export class ResponseParser {
   /** Slow path: a Connection header named other headers; they are hop-by-hop too. */
   private dropConnectionNamed(): void {
     const named = this.named!;
-    const headers = this.headers;
+    const spans = this.spans;
+    const data = this.source;
     let kept = 0;
     this.viaIndex = -1;
     this.dateIndex = -1;
-    for (let i = 0; i < headers.length; i += 2) {
-      const name = headers[i];
-      if (named.includes(name.toString('latin1').toLowerCase())) continue;
-      const kind = classify(name, 0, name.length);
-      if (kind === Header.Via) this.viaIndex = kept;
-      else if (kind === Header.Date) this.dateIndex = kept;
-      headers[kept] = name;
-      headers[kept + 1] = headers[i + 1];
-      kept += 2;
+    for (let i = 0; i < spans.length; i += 4) {
+      const nameStart = spans[i];
+      const nameEnd = spans[i + 1];
+      if (named.includes(data.toString('latin1', nameStart, nameEnd).toLowerCase())) continue;
+      const kind = classify(data, nameStart, nameEnd - nameStart);
+      if (kind === Header.Via) this.viaIndex = kept >> 1;
+      else if (kind === Header.Date) this.dateIndex = kept >> 1;
+      spans[kept] = nameStart;
+      spans[kept + 1] = nameEnd;
+      spans[kept + 2] = spans[i + 2];
+      spans[kept + 3] = spans[i + 3];
+      kept += 4;
     }
-    headers.length = kept;
+    spans.length = kept;
   }
+
 
   // ---- chunked framing -------------------------------------------------------------------------
 
@@ -663,6 +700,7 @@ function afterExtension(c: number): State {
  * Buffer.isBuffer, toString, ...) made at typed-array cost.
  */
 class View extends Uint8Array {}
+const EMPTY_SOURCE = Buffer.alloc(0);
 Object.setPrototypeOf(View.prototype, Buffer.prototype);
 
 // Buffer#buffer is a C++ builtin, slower than the view it feeds: data is almost always the same

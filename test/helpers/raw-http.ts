@@ -98,7 +98,7 @@ export function parseResponse(data: Buffer, head = false): ParsedResponse | null
   const match = /^HTTP\/1\.[01] (\d{3})/.exec(lines[0]);
   if (match === null) return null;
   const status = Number(match[1]);
-  const headers: Record<string, string[]> = {};
+  const headers: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
   for (const line of lines.slice(1)) {
     const colon = line.indexOf(':');
     const name = line.slice(0, colon).trim().toLowerCase();
