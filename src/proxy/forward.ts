@@ -447,15 +447,12 @@ export class Exchange implements UpstreamHandler {
     this.headWritten = true;
     const ctx = this.ctx;
     let bytes: number;
-    let upstreamVia: string | null;
     if (head.source !== null) {
-      bytes = writeHeadBlock(res, statusLineBytes(ctx.status), head.source, head.spans);
-      upstreamVia = blockUpstreamVia;
-      blockUpstreamVia = null;
+      bytes = writeHeadBlock(res, statusLineBytes(ctx.status), head.source, head.spans, this.host.viaBytes);
     } else {
       res.writeStatus(statusLineBytes(ctx.status));
       bytes = 0;
-      upstreamVia = null;
+      let upstreamVia: string | null = null;
       const raw = head.headers;
       for (let i = 0; i < raw.length; i += 2) {
         const name = raw[i];
@@ -470,14 +467,14 @@ export class Exchange implements UpstreamHandler {
         res.writeHeader(name, raw[i + 1]);
         bytes += length + raw[i + 1].length + 4;
       }
+      const via = upstreamVia === null ? this.host.viaBytes : `${upstreamVia}, ${this.host.via}`;
+      res.writeHeader(VIA, via);
+      bytes += headerBytes(VIA, via);
     }
     // uWS frames Sized/Chunked bodies itself; a headers-only answer carries the length a GET would have had.
     if (this.mode === BodyMode.None && ctx.status !== 204 && head.declaredLength >= 0) {
       res.writeHeader(CONTENT_LENGTH, String(head.declaredLength));
     }
-    const via = upstreamVia === null ? this.host.viaBytes : `${upstreamVia}, ${this.host.via}`;
-    res.writeHeader(VIA, via);
-    bytes += headerBytes(VIA, via);
     const added = ctx.responseHeaders;
     if (added !== null) {
       for (let i = 0; i < added.length; i += 2) {
@@ -719,31 +716,30 @@ export class Exchange implements UpstreamHandler {
 }
 
 /**
- * The status line and the upstream's headers go to uWS in one writeStatus call: uWS writes
- * "HTTP/1.1 ", the bytes given, then CRLF, so "200 OK\r\nname: value\r\nname: value" is the status
- * line followed by header lines, exactly what one writeHeader call per header would write. One native
- * call and no view per name and value instead of a call and two views per header (a GitHub-like
- * answer has 20-30 headers). Safe because the upstream client admitted only token names and values
- * free of CR, LF and NUL. Date is left out (uWS writes its own); Via values are collected in
- * blockUpstreamVia for writeHead to merge with ours. Returns the bytes written (the cork budget).
+ * The status line, the upstream's headers and Via go to uWS in one writeStatus call: uWS writes
+ * "HTTP/1.1 ", the bytes given, then CRLF, so "200 OK\r\nname: value\r\nvia: 1.1 gw" is the status line
+ * followed by header lines, exactly what one writeHeader call per header would write. One native call
+ * and no view per name and value instead of a call and two views per header (a GitHub-like answer has
+ * 20-30 headers). Safe because the upstream client admitted only token names and values free of CR,
+ * LF and NUL. Date is left out (uWS writes its own); the upstream's Via values come first in ours.
+ * Returns the bytes written (the cork budget).
  */
-function writeHeadBlock(res: UwsResponse, statusLine: Buffer, source: Buffer, spans: readonly number[]): number {
-  let size = statusLine.length;
+function writeHeadBlock(res: UwsResponse, statusLine: Buffer, source: Buffer, spans: readonly number[], ourVia: Buffer): number {
+  // Every upstream header counted whole (name, ": ", value, CRLF) covers what its Via value adds (", " + value).
+  let size = statusLine.length + VIA_LINE.length + ourVia.length;
   for (let i = 0; i < spans.length; i += 4) size += spans[i + 1] - spans[i] + spans[i + 3] - spans[i + 2] + 4;
   if (size > headBlock.length) headBlock = Buffer.allocUnsafeSlow(Math.max(size, 2 * headBlock.length));
   const block = headBlock;
   block.set(statusLine, 0);
   let p = statusLine.length;
+  let vias = 0;
   for (let i = 0; i < spans.length; i += 4) {
     const nameStart = spans[i];
     const nameEnd = spans[i + 1];
-    const valueStart = spans[i + 2];
-    const valueEnd = spans[i + 3];
     const nameLength = nameEnd - nameStart;
     if (nameLength === 4 && isDateHeader(source, nameStart)) continue;
     if (nameLength === 3 && isViaHeader(source, nameStart)) {
-      const value = source.toString('latin1', valueStart, valueEnd);
-      blockUpstreamVia = blockUpstreamVia === null ? value : `${blockUpstreamVia}, ${value}`;
+      vias++;
       continue;
     }
     block[p++] = 0x0d;
@@ -751,16 +747,28 @@ function writeHeadBlock(res: UwsResponse, statusLine: Buffer, source: Buffer, sp
     for (let j = nameStart; j < nameEnd; j++) block[p++] = source[j];
     block[p++] = 0x3a;
     block[p++] = 0x20;
-    for (let j = valueStart; j < valueEnd; j++) block[p++] = source[j];
+    for (let j = spans[i + 2], end = spans[i + 3]; j < end; j++) block[p++] = source[j];
   }
+  block.set(VIA_LINE, p);
+  p += VIA_LINE.length;
+  if (vias > 0) {
+    // Rare (another proxy upstream of us): the upstream's values, in order, before ours.
+    for (let i = 0; i < spans.length; i += 4) {
+      if (spans[i + 1] - spans[i] !== 3 || !isViaHeader(source, spans[i])) continue;
+      for (let j = spans[i + 2], end = spans[i + 3]; j < end; j++) block[p++] = source[j];
+      block[p++] = 0x2c;
+      block[p++] = 0x20;
+    }
+  }
+  block.set(ourVia, p);
+  p += ourVia.length;
   res.writeStatus(new Uint8Array(block.buffer, block.byteOffset, p));
   return p + 2;
 }
 
 /** Grown to the largest head seen; uWS copies what writeStatus is given before it returns. */
 let headBlock = Buffer.allocUnsafeSlow(4096);
-/** Via values the last writeHeadBlock found, null if none. */
-let blockUpstreamVia: string | null = null;
+const VIA_LINE = Buffer.from('\r\nvia: ', 'latin1');
 
 /** The headers writeHead passes on, as strings (flat, names lower-case): built only for observers. */
 function endToEndHeaders(raw: readonly Buffer[]): string[] {
