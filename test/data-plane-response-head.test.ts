@@ -2,7 +2,7 @@
  * The upstream's response head as the client receives it through the gateway, for generated heads:
  * up to 45 headers and 15 KiB (past the 4 KiB the head block starts with), names in any case, repeated
  * names, Date and Via anywhere and repeated, hop-by-hop headers and headers a Connection header names,
- * values with inner spaces, tabs and obs-text. The gateway copies the kept headers to uWS in one
+ * values with inner spaces, tabs and obs-text, in one read or cut in two. The gateway copies the kept headers to uWS in one
  * writeStatus call (src/proxy/forward.ts writeHeadBlock); a reference model says what must arrive:
  * every end-to-end header in order with its value as sent (outer whitespace trimmed), no upstream Date
  * (uWS writes one), one Via with the upstream's values then ours, no hop-by-hop header.
@@ -23,7 +23,17 @@ interface GeneratedHeader {
 const HOP_BY_HOP = ['Connection', 'Keep-Alive', 'Proxy-Connection', 'TE', 'Trailer', 'Upgrade', 'Transfer-Encoding', 'Content-Length'];
 
 let answer = '';
-const upstream = await startRawServer((socket) => socket.write(Buffer.from(answer, 'latin1')));
+/** Where the answer is cut in two writes 5 ms apart (a head split over reads: the parser's copy path); -1 for one write. */
+let splitAt = -1;
+const upstream = await startRawServer((socket) => {
+  const bytes = Buffer.from(answer, 'latin1');
+  if (splitAt <= 0 || splitAt >= bytes.length) {
+    socket.write(bytes);
+    return;
+  }
+  socket.write(bytes.subarray(0, splitAt));
+  setTimeout(() => socket.write(bytes.subarray(splitAt)), 5);
+});
 const config = testConfig({ upstreams: [{ serviceType: 'static', serviceLocation: upstream.url, weight: 1, specPath: '/spec' }] });
 const plane = await startDataPlane({ config });
 const { table } = RoutingTable.compile([entry('GET', '/h', upstream.url)]);
@@ -58,6 +68,7 @@ const heads = fc.record({
   headers: fc.array(header, { maxLength: 45, size: 'max' }),
   // Connection: close would close the upstream socket; keep-alive plus a named header tests the named-drop path.
   connection: fc.constantFrom(null, 'keep-alive', 'keep-alive, X-Named-Hop'),
+  split: fc.oneof(fc.constant(-1), fc.integer({ min: 1, max: 16_000 })),
 });
 
 /** What the client must see of the upstream's headers, in order, names lower-cased. */
@@ -86,8 +97,9 @@ const SEED = Number(process.env.HEAD_SEED ?? Math.floor(Math.random() * 2 ** 31)
 t.test(`generated upstream heads arrive at the client header for header (seed ${SEED}; HEAD_SEED=${SEED} replays)`, async (t) => {
   let runs = 0;
   let largest = 0;
+  let splitHeads = 0;
   await fc.assert(
-    fc.asyncProperty(heads, async ({ headers, connection }) => {
+    fc.asyncProperty(heads, async ({ headers, connection, split }) => {
       const body = 'body';
       let head = 'HTTP/1.1 200 OK\r\n';
       for (const { name, value } of headers) head += `${name}: ${value}\r\n`;
@@ -95,6 +107,8 @@ t.test(`generated upstream heads arrive at the client header for header (seed ${
       head += `Content-Length: ${body.length}\r\n\r\n`;
       largest = Math.max(largest, head.length);
       answer = head + body;
+      splitAt = split;
+      if (split > 0 && split < head.length) splitHeads++;
       const result = await rawRequest(plane.port, 'GET /h HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1, waitMs: 5000 });
       runs++;
       const response = result.responses[0];
@@ -125,10 +139,11 @@ t.test(`generated upstream heads arrive at the client header for header (seed ${
       seed: SEED,
       endOnFailure: true,
       // Always one head of about 12 KiB, so the growth of the head block is reached whatever the seed.
-      examples: [[{ headers: Array.from({ length: 40 }, (_, i) => ({ name: `X-Long-${i}`, value: `${i} `.padEnd(290, 'v') })), connection: null }]],
+      examples: [[{ headers: Array.from({ length: 40 }, (_, i) => ({ name: `X-Long-${i}`, value: `${i} `.padEnd(290, 'v') })), connection: null, split: 5000 }]],
     },
   );
   t.ok(runs >= 60);
   // The head block starts at 4 KiB: at least one generated head must have made it grow.
   t.ok(largest > 4096, `the largest generated head (${largest} bytes) outgrew the initial head block`);
+  t.ok(splitHeads > 0, `${splitHeads} head(s) arrived in two reads`);
 });
