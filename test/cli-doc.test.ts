@@ -1,5 +1,5 @@
 // gateway routes / explain --doc FILE: an operator checks a service's doc offline (issue 8).
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -7,6 +7,7 @@ import { gateway } from './helpers/cli.js';
 import { asYaml, formsDoc, htmlPage, openapi3RestYaml, sloppyDoc } from './fixtures/lenient-docs.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'specgate-cli-doc-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
 function file(name: string, body: string): string {
   const path = join(dir, name);

@@ -1,10 +1,11 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { gateway } from './helpers/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'specgate-cli-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
 function configFile(name: string, body: unknown): string {
   const file = join(dir, name);

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig, parseConfig } from '../src/config/load.js';
@@ -244,6 +244,7 @@ t.test('environment overrides', async (t) => {
 
 t.test('loadConfig reads the file; a missing file is a ConfigError', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'specgate-config-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'gateway.json');
   writeFileSync(file, '{"port": 1234}');
   t.equal(loadConfig(file, {}).port, 1234);
