@@ -155,7 +155,7 @@ async function run(answer: Answer): Promise<{ res: RecordingResponse; sent: Buff
   const parts = answer.chunks.map((n, i) => Buffer.alloc(n, 97 + (i % 26)));
   const sent = Buffer.concat(parts);
   const total = answer.sized ? sent.length : -1;
-  exchange.onHead(200, ResponseHead.ofViews(200, raw, total, total, answer.sized && parts.length > 0));
+  exchange.onHead(200, ResponseHead.fromHeaders(200, raw, total, total, answer.sized && parts.length > 0));
   await Promise.resolve();
   for (const part of parts) {
     if (!exchange.onData(part)) {
@@ -214,7 +214,7 @@ t.test('a sized body the socket takes in part is finished from onWritable', asyn
   const exchange = new Exchange(host, res as unknown as UwsResponse, ctx, fakePool, 'GET', '/x');
   exchange.start(false);
   const body = Buffer.alloc(100_000, 'q');
-  exchange.onHead(200, ResponseHead.ofViews(200, [], body.length, body.length, true));
+  exchange.onHead(200, ResponseHead.fromHeaders(200, [], body.length, body.length, true));
   t.equal(exchange.onData(body), false, 'the upstream is paused');
   t.notOk(res.ended);
   res.takeAtMost = Infinity;

@@ -63,7 +63,6 @@ const enum BodyMode {
 }
 
 const EMPTY = new Uint8Array(0);
-const VIA = Buffer.from('via');
 const CONTENT_LENGTH = Buffer.from('content-length');
 /** A streamed request body of unknown length (the client sent it chunked): sent chunked. */
 const UNKNOWN_LENGTH = Object.freeze({ length: -1 });
@@ -446,31 +445,7 @@ export class Exchange implements UpstreamHandler {
     this.pendingHead = null;
     this.headWritten = true;
     const ctx = this.ctx;
-    let bytes: number;
-    if (head.source !== null) {
-      bytes = writeHeadBlock(res, statusLineBytes(ctx.status), head.source, head.spans, this.host.viaBytes);
-    } else {
-      res.writeStatus(statusLineBytes(ctx.status));
-      bytes = 0;
-      let upstreamVia: string | null = null;
-      const raw = head.headers;
-      for (let i = 0; i < raw.length; i += 2) {
-        const name = raw[i];
-        // uWS writes its own Date; Via gets ours appended. Checked per header: any number of either.
-        const length = name.length;
-        if (length === 4 && isDateHeader(name)) continue;
-        if (length === 3 && isViaHeader(name)) {
-          const value = raw[i + 1].toString('latin1');
-          upstreamVia = upstreamVia === null ? value : `${upstreamVia}, ${value}`;
-          continue;
-        }
-        res.writeHeader(name, raw[i + 1]);
-        bytes += length + raw[i + 1].length + 4;
-      }
-      const via = upstreamVia === null ? this.host.viaBytes : `${upstreamVia}, ${this.host.via}`;
-      res.writeHeader(VIA, via);
-      bytes += headerBytes(VIA, via);
-    }
+    let bytes = writeHeadBlock(res, statusLineBytes(ctx.status), head.source, head.spans, this.host.viaBytes);
     // uWS frames Sized/Chunked bodies itself; a headers-only answer carries the length a GET would have had.
     if (this.mode === BodyMode.None && ctx.status !== 204 && head.declaredLength >= 0) {
       res.writeHeader(CONTENT_LENGTH, String(head.declaredLength));

@@ -6,8 +6,9 @@
  * rejects the ambiguous rest (see README.md for the list and the reasons). The head is parsed in
  * one pass over the bytes, straight from the read buffer when it arrived whole: where each kept
  * name and value lies is recorded (ResponseHead.spans; views are made only for whoever asks), every
- * header classified once (framing, hop-by-hop, Via/Date), for any number of headers in any order. Bodies are handed out as views too; chunked
- * framing is decoded by a byte-level state machine, so any TCP split works.
+ * header classified once (framing, hop-by-hop, Via/Date), for any number of headers in any order.
+ * Bodies are handed out as views; chunked framing is decoded by a byte-level state machine, so any
+ * TCP split works.
  */
 import { COLON, CR, HEX, HTAB, LF, QDTEXT, SP, TOKEN as TOKEN_TABLE, VALUE as VALUE_TABLE, ValueByte, equalsLowerAt } from './http-chars.js';
 
@@ -19,7 +20,7 @@ const VALUE = VALUE_TABLE.slice();
 /** The final answer's status and headers, as the data plane needs them. */
 export class ResponseHead {
   /** The views, once asked for (see `headers`). */
-  private views: Buffer[] | null;
+  private views: Buffer[] | null = null;
 
   constructor(
     readonly status: number,
@@ -27,9 +28,8 @@ export class ResponseHead {
      * The bytes the head was parsed from, and where its headers are in them: 4 numbers per header,
      * [nameStart, nameEnd, valueStart, valueEnd], in the upstream's order. The data plane copies the
      * headers to the client from here, without a view per name and value (see Exchange.writeHead).
-     * `source` is null for a head built from views (`ResponseHead.ofViews`).
      */
-    readonly source: Buffer | null,
+    readonly source: Buffer,
     readonly spans: readonly number[],
     /** Body bytes that follow: 0 for none (HEAD, 204, 304), -1 when unknown (chunked, or until close). */
     readonly contentLength: number,
@@ -45,14 +45,22 @@ export class ResponseHead {
      * False for chunked bodies (the read may hold only framing) and when the head ended the read.
      */
     readonly bodyFollows: boolean,
-    views: Buffer[] | null = null,
-  ) {
-    this.views = views;
-  }
+  ) {}
 
-  /** A head whose headers are given as views (tests, and heads not parsed from bytes). */
-  static ofViews(status: number, headers: Buffer[], contentLength: number, declaredLength: number, bodyFollows: boolean): ResponseHead {
-    return new ResponseHead(status, null, NO_SPANS, contentLength, declaredLength, -1, -1, bodyFollows, headers);
+  /**
+   * A head not parsed from an answer (tests): `headers` as [name, value, ...], assumed valid, copied
+   * into a source of their own. Via and Date are not indexed.
+   */
+  static fromHeaders(status: number, headers: readonly Uint8Array[], contentLength: number, declaredLength: number, bodyFollows: boolean): ResponseHead {
+    const source = Buffer.concat(headers);
+    const spans: number[] = [];
+    let at = 0;
+    for (let i = 0; i < headers.length; i += 2) {
+      const valueStart = at + headers[i].length;
+      at = valueStart + headers[i + 1].length;
+      spans.push(valueStart - headers[i].length, valueStart, valueStart, at);
+    }
+    return new ResponseHead(status, source, spans, contentLength, declaredLength, -1, -1, bodyFollows);
   }
 
   /**
@@ -65,15 +73,14 @@ export class ResponseHead {
   get headers(): Buffer[] {
     if (this.views !== null) return this.views;
     const spans = this.spans;
-    const source = this.source!;
+    const source = this.source;
     const views: Buffer[] = new Array<Buffer>(spans.length >> 1);
     for (let i = 0; i < spans.length; i += 2) views[i >> 1] = view(source, spans[i], spans[i + 1]);
     return (this.views = views);
   }
 }
 
-const NO_SPANS: readonly number[] = [];
-
+/** Where the parser delivers an answer. A false return stops the parser where it is (pause or abort). */
 export interface ResponseSink {
   onResponseHead(head: ResponseHead): boolean;
   onResponseBody(chunk: Buffer): boolean;
@@ -565,7 +572,6 @@ export class ResponseParser {
     spans.length = kept;
   }
 
-
   // ---- chunked framing -------------------------------------------------------------------------
 
   /** Runs the framing states over data[p, end) until chunk data, the end of the answer, or the end of the bytes. */
@@ -700,8 +706,10 @@ function afterExtension(c: number): State {
  * Buffer.isBuffer, toString, ...) made at typed-array cost.
  */
 class View extends Uint8Array {}
-const EMPTY_SOURCE = Buffer.alloc(0);
 Object.setPrototypeOf(View.prototype, Buffer.prototype);
+
+/** The parser's source before its first head. */
+const EMPTY_SOURCE = Buffer.alloc(0);
 
 // Buffer#buffer is a C++ builtin, slower than the view it feeds: data is almost always the same
 // connection read buffer as the last call's, so its ArrayBuffer and offset are kept.
