@@ -303,3 +303,46 @@ t.test('micro-bench: ns per requestFinished, WebAssembly vs JS histograms (infor
     );
   }
 });
+
+t.test('a series report is rendered again only after a delta changed that series', async (t) => {
+  const worker = new MetricsRecorder();
+  const aggregator = new MetricsAggregator();
+  worker.requestFinished('GET /busy', 'http://u:1', 200, 1000);
+  worker.requestFinished('GET /quiet', 'http://u:1', 200, 2000);
+  aggregator.addDelta(1, ship(worker.takeDelta()));
+  const first = aggregator.report();
+  worker.requestFinished('GET /busy', 'http://u:1', 503, 9000);
+  aggregator.addDelta(1, ship(worker.takeDelta()));
+  const second = aggregator.report();
+  t.same(second.endpoints['GET /busy'].byStatus, { 200: 1, 503: 1 });
+  t.equal(second.endpoints['GET /busy'].latencyMs.max, 9);
+  t.equal(second.endpoints['GET /busy'].latencyMs.count, 2);
+  t.equal(second.endpoints['GET /quiet'], first.endpoints['GET /quiet'], 'the quiet endpoint reuses its rendered report');
+  t.not(second.endpoints['GET /busy'], first.endpoints['GET /busy']);
+  t.equal(first.endpoints['GET /busy'].requests, 1, 'an earlier report is not changed afterwards');
+  t.equal(second.requests.total, 3);
+  // The Prometheus text of the quiet endpoint comes from its cached lines; the busy one's is new.
+  const lines = (text: string, endpoint: string) => text.split('\n').filter((l) => l.includes(`endpoint="${endpoint}"`));
+  const before = aggregator.prometheus(first);
+  const after = aggregator.prometheus(second);
+  t.same(lines(after, 'GET /quiet'), lines(before, 'GET /quiet'));
+  t.ok(lines(after, 'GET /quiet').length >= 6, 'the quiet endpoint still has its counter and summary lines');
+  t.ok(lines(after, 'GET /busy').includes('gateway_endpoint_requests_total{endpoint="GET /busy",status="503"} 1'));
+  t.notOk(lines(before, 'GET /busy').some((l) => l.includes('status="503"')));
+  t.match(after, /gateway_endpoint_request_duration_seconds_count\{endpoint="GET \/busy"\} 2\n/);
+  t.equal(aggregator.prometheus(second), after, 'rendering the same report twice gives the same text');
+});
+
+t.test('one series report rendered under two names gets the lines of each name', async (t) => {
+  const worker = new MetricsRecorder();
+  const aggregator = new MetricsAggregator();
+  worker.requestFinished('GET /a', 'http://u:1', 200, 1000);
+  aggregator.addDelta(1, ship(worker.takeDelta()));
+  const report = aggregator.report();
+  const series = report.endpoints['GET /a'];
+  const text = aggregator.prometheus({ ...report, upstreams: { 'http://same:1': series }, endpoints: { 'GET /a': series, 'GET /b': series } });
+  t.ok(text.includes('gateway_upstream_requests_total{upstream="http://same:1",status="200"} 1'));
+  t.ok(text.includes('gateway_endpoint_requests_total{endpoint="GET /a",status="200"} 1'));
+  t.ok(text.includes('gateway_endpoint_requests_total{endpoint="GET /b",status="200"} 1'));
+  t.ok(text.includes('gateway_endpoint_request_duration_seconds_count{endpoint="GET /b"} 1'));
+});

@@ -1,7 +1,7 @@
 import * as hdr from 'hdr-histogram-js';
 import type { Histogram } from 'hdr-histogram-js';
 import type { MetricsDelta, SeriesDelta } from './delta.js';
-import { decodeHistogram, histogramSettings, type Precision } from './histogram.js';
+import { addEncodedHistogram, histogramSettings, type Precision } from './histogram.js';
 import { toPrometheus } from './prometheus.js';
 import { REPORT_FIELDS, type LatencySummaryMs, type MetricsReport, type SeriesReport } from './report.js';
 
@@ -14,6 +14,8 @@ class SeriesTotals {
   private requests = 0;
   private latencySumMicros = 0;
   private latencyMaxMicros = 0;
+  /** The last report, until a delta changes the series (most series of a large table are quiet most of the time). */
+  private rendered: SeriesReport | null = null;
 
   constructor(precision: Precision) {
     this.histogram = hdr.build(histogramSettings(precision, false));
@@ -21,17 +23,18 @@ class SeriesTotals {
 
   add(delta: SeriesDelta): void {
     if (!(delta.requests > 0)) return;
+    this.rendered = null;
     this.requests += delta.requests;
     for (const [status, count] of Object.entries(delta.byStatus)) {
       this.byStatus.set(status, (this.byStatus.get(status) ?? 0) + count);
     }
     this.latencySumMicros += delta.latencySumMicros;
     if (delta.latencyMaxMicros > this.latencyMaxMicros) this.latencyMaxMicros = delta.latencyMaxMicros;
-    if (delta.histogram !== '') this.histogram.add(decodeHistogram(delta.histogram));
+    if (delta.histogram !== '') addEncodedHistogram(this.histogram, delta.histogram);
   }
 
   report(): SeriesReport {
-    return { requests: this.requests, byStatus: this.statusCounts(), latencyMs: this.latency() };
+    return (this.rendered ??= { requests: this.requests, byStatus: this.statusCounts(), latencyMs: this.latency() });
   }
 
   statusCounts(): Record<string, number> {

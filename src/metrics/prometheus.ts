@@ -24,10 +24,33 @@ class Exposition {
     this.lines.push(`${name}${labelText} ${formatValue(value)}`);
   }
 
+  /** Lines rendered elsewhere (a series' cached lines). */
+  append(lines: readonly string[]): void {
+    for (let i = 0; i < lines.length; i++) this.lines.push(lines[i]);
+  }
+
   text(): string {
     return this.lines.join('\n') + '\n';
   }
+
+  /** The lines so far (an Exposition used as a scratch pad for one series). */
+  take(): string[] {
+    return this.lines.splice(0);
+  }
 }
+
+/**
+ * The lines of one upstream or endpoint series, kept while its report object is unchanged: the
+ * aggregator hands out the same SeriesReport until a delta changes that series, and a table of
+ * thousands of endpoints is mostly quiet between two renders (5,000 series took 85-140 ms to
+ * render in full, every 250 ms while requests flow).
+ */
+interface SeriesLines {
+  name: string;
+  counter: string[];
+  summary: string[];
+}
+const seriesLines = new WeakMap<SeriesReport, SeriesLines>();
 
 export function toPrometheus(report: MetricsReport): string {
   const out = new Exposition();
@@ -67,13 +90,25 @@ function perSeries(
   const entries = Object.entries(series);
   if (entries.length === 0) return;
   const counter = `gateway_${prefix}_requests_total`;
-  out.family(counter, 'counter', `${help}, by status code.`);
-  for (const [key, s] of entries) {
-    for (const [status, count] of Object.entries(s.byStatus)) out.sample(counter, [[label, key], ['status', status]], count);
-  }
   const duration = `gateway_${prefix}_request_duration_seconds`;
+  const lines = entries.map(([key, s]) => linesOf(counter, duration, label, key, s));
+  out.family(counter, 'counter', `${help}, by status code.`);
+  for (const l of lines) out.append(l.counter);
   out.family(duration, 'summary', `Request latency per ${label}.`);
-  for (const [key, s] of entries) summary(out, duration, [[label, key]], s.latencyMs);
+  for (const l of lines) out.append(l.summary);
+}
+
+function linesOf(counter: string, duration: string, label: string, key: string, s: SeriesReport): SeriesLines {
+  const name = `${counter} ${label} ${key}`;
+  const cached = seriesLines.get(s);
+  if (cached !== undefined && cached.name === name) return cached;
+  const scratch = new Exposition();
+  for (const [status, count] of Object.entries(s.byStatus)) scratch.sample(counter, [[label, key], ['status', status]], count);
+  const counterLines = scratch.take();
+  summary(scratch, duration, [[label, key]], s.latencyMs);
+  const lines = { name, counter: counterLines, summary: scratch.take() };
+  seriesLines.set(s, lines);
+  return lines;
 }
 
 function summary(out: Exposition, name: string, labels: Labels, latency: LatencySummaryMs): void {
