@@ -74,7 +74,7 @@ const RAW_V2_HEADER_BYTES = 40;
  * empty buckets) and adds each non-empty bucket where it lies: the cost follows the buckets that
  * hold values, a few dozen for a 200 ms delta of one endpoint. decodeHistogram() + add() would
  * build and scan a whole counts array (2,560 buckets at 2 digits, 17,408 at 3) for each delta of
- * each series: with a thousand busy endpoints that took the primary 40-90 ms per worker delta.
+ * each series: with a thousand busy endpoints that took the primary 20-90 ms per worker delta.
  * Anything else (the compressed form of JS histograms, other settings) takes the library's path.
  */
 export function addEncodedHistogram(target: Histogram, encoded: string): void {
