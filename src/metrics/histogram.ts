@@ -68,7 +68,8 @@ export function decodeHistogram(encoded: string): Histogram {
 const RAW_V2_HEADER_BYTES = 40;
 
 /**
- * Adds an encodeHistogram() string into `target`, which must have the settings the encoder had.
+ * Adds an encodeHistogram() string into `target`, a JS histogram (the primary's; hdr.build with
+ * useWebAssembly false), which must have the settings the encoder had.
  *
  * The fast path walks the raw V2 payload (ZigZag LEB128 counts, a negative number being a run of
  * empty buckets) and adds each non-empty bucket where it lies: the cost follows the buckets that

@@ -46,7 +46,9 @@ class Exposition {
  * render in full, every 250 ms while requests flow).
  */
 interface SeriesLines {
-  name: string;
+  /** The family and the label value the lines were rendered for (one report, one series). */
+  family: string;
+  key: string;
   counter: string[];
   summary: string[];
 }
@@ -99,14 +101,13 @@ function perSeries(
 }
 
 function linesOf(counter: string, duration: string, label: string, key: string, s: SeriesReport): SeriesLines {
-  const name = `${counter} ${label} ${key}`;
   const cached = seriesLines.get(s);
-  if (cached !== undefined && cached.name === name) return cached;
+  if (cached !== undefined && cached.family === counter && cached.key === key) return cached;
   const scratch = new Exposition();
   for (const [status, count] of Object.entries(s.byStatus)) scratch.sample(counter, [[label, key], ['status', status]], count);
   const counterLines = scratch.take();
   summary(scratch, duration, [[label, key]], s.latencyMs);
-  const lines = { name, counter: counterLines, summary: scratch.take() };
+  const lines = { family: counter, key, counter: counterLines, summary: scratch.take() };
   seriesLines.set(s, lines);
   return lines;
 }
