@@ -6,7 +6,7 @@
  * rejects the ambiguous rest (see README.md for the list and the reasons). The head is parsed in
  * one pass over the bytes, straight from the read buffer when it arrived whole: where each kept
  * name and value lies is recorded (ResponseHead.spans; views are made only for whoever asks), every
- * header classified once (framing, hop-by-hop, Via/Date), for any number of headers in any order.
+ * header classified once (framing, hop-by-hop), for any number of headers in any order.
  * Bodies are handed out as views; chunked framing is decoded by a byte-level state machine, so any
  * TCP split works.
  */
@@ -35,10 +35,6 @@ export class ResponseHead {
     readonly contentLength: number,
     /** The Content-Length header's value, -1 without one (for a HEAD or 304 answer: the length a GET would have had). */
     readonly declaredLength: number,
-    /** Index in `headers` of the name of the (last) Via header, -1 if none. */
-    readonly viaIndex: number,
-    /** Index in `headers` of the name of the (last) Date header, -1 if none. */
-    readonly dateIndex: number,
     /**
      * Body bytes (Content-Length or until close) follow the head in the read that delivered it, so
      * onData comes before that read ends: a caller may hold the head back and send it with them.
@@ -49,7 +45,7 @@ export class ResponseHead {
 
   /**
    * A head not parsed from an answer (tests): `headers` as [name, value, ...], assumed valid, copied
-   * into a source of their own. Via and Date are not indexed.
+   * into a source of their own.
    */
   static fromHeaders(status: number, headers: readonly Uint8Array[], contentLength: number, declaredLength: number, bodyFollows: boolean): ResponseHead {
     const source = Buffer.concat(headers);
@@ -60,7 +56,7 @@ export class ResponseHead {
       at = valueStart + headers[i + 1].length;
       spans.push(valueStart - headers[i].length, valueStart, valueStart, at);
     }
-    return new ResponseHead(status, source, spans, contentLength, declaredLength, -1, -1, bodyFollows);
+    return new ResponseHead(status, source, spans, contentLength, declaredLength, bodyFollows);
   }
 
   /**
@@ -128,8 +124,6 @@ const enum Header {
   TransferEncoding,
   Connection,
   KeepAlive,
-  Via,
-  Date,
 }
 
 const HTTP_1_DOT = [0x48, 0x54, 0x54, 0x50, 0x2f, 0x31, 0x2e]; // "HTTP/1."
@@ -188,8 +182,6 @@ export class ResponseParser {
   private close = false;
   private keepAliveToken = false;
   private named: string[] | null = null;
-  private viaIndex = -1;
-  private dateIndex = -1;
 
   constructor(
     private readonly sink: ResponseSink,
@@ -253,8 +245,6 @@ export class ResponseParser {
             this.spans,
             state === State.Done ? 0 : state === State.Length ? this.remaining : -1,
             this.contentLength,
-            this.viaIndex,
-            this.dateIndex,
             p < end && (state === State.Length || state === State.UntilClose),
           );
           this.spans = [];
@@ -404,8 +394,6 @@ export class ResponseParser {
     this.close = false;
     this.keepAliveToken = false;
     this.named = null;
-    this.viaIndex = -1;
-    this.dateIndex = -1;
     this.keepAliveTimeoutS = -1;
     const spans = this.spans;
     // Empty but after an interim (1xx) answer; setting length is a runtime call.
@@ -442,14 +430,6 @@ export class ResponseParser {
 
       switch (classify(data, nameStart, nameEnd - nameStart)) {
         case Header.Pass:
-          spans.push(nameStart, nameEnd, valueStart, valueEnd);
-          break;
-        case Header.Via:
-          this.viaIndex = spans.length >> 1;
-          spans.push(nameStart, nameEnd, valueStart, valueEnd);
-          break;
-        case Header.Date:
-          this.dateIndex = spans.length >> 1;
           spans.push(nameStart, nameEnd, valueStart, valueEnd);
           break;
         case Header.ContentLength: {
@@ -554,15 +534,10 @@ export class ResponseParser {
     const spans = this.spans;
     const data = this.source;
     let kept = 0;
-    this.viaIndex = -1;
-    this.dateIndex = -1;
     for (let i = 0; i < spans.length; i += 4) {
       const nameStart = spans[i];
       const nameEnd = spans[i + 1];
       if (named.includes(data.toString('latin1', nameStart, nameEnd).toLowerCase())) continue;
-      const kind = classify(data, nameStart, nameEnd - nameStart);
-      if (kind === Header.Via) this.viaIndex = kept >> 1;
-      else if (kind === Header.Date) this.dateIndex = kept >> 1;
       spans[kept] = nameStart;
       spans[kept + 1] = nameEnd;
       spans[kept + 2] = spans[i + 2];
@@ -744,10 +719,6 @@ function classify(data: Buffer, start: number, length: number): Header {
   switch (length) {
     case 2:
       return equalsLowerAt(data, start, 'te') ? Header.Drop : Header.Pass;
-    case 3:
-      return equalsLowerAt(data, start, 'via') ? Header.Via : Header.Pass;
-    case 4:
-      return equalsLowerAt(data, start, 'date') ? Header.Date : Header.Pass;
     case 7:
       return equalsLowerAt(data, start, 'trailer') || equalsLowerAt(data, start, 'upgrade') ? Header.Drop : Header.Pass;
     case 10:
