@@ -5,7 +5,8 @@
 // and through fastify + @fastify/http-proxy, in one run on
 // 127.0.0.1, with the ratios the performance targets name. Everything is started here and stopped at
 // the end (also on error, SIGINT/SIGTERM and the overall deadline). Contenders run one after another,
-// never concurrently; rounds are interleaved and the medians reported.
+// never concurrently (the others are stopped with SIGSTOP meanwhile); rounds are interleaved and the
+// medians reported.
 //
 // More contenders measure what the features cost: the gateway with apiKeyAuth + rateLimit on the local
 // store and on a Redis store (redis-server started here), and with responseCache where every request
@@ -117,6 +118,8 @@ function exited(child: ChildProcess): Promise<void> {
 async function stopChild(child: ChildProcess, graceMs = 3000, leaderOnly = false): Promise<void> {
   if (child.pid === undefined) return;
   const done = exited(child);
+  // A group the spotlight stopped would hold SIGTERM until continued.
+  signalGroup(child.pid, 'SIGCONT');
   try {
     process.kill(leaderOnly ? child.pid : -child.pid, 'SIGTERM');
   } catch {
@@ -245,6 +248,28 @@ function routeEndpoints(): Array<{ method: string; path: string }> {
 }
 
 const groups = new Map<string, number>();
+
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // the group is gone
+  }
+}
+
+/**
+ * Only the contender under measurement runs: every other one is stopped (SIGSTOP to its process
+ * group), so their timers, GC and idle wakeups don't share the two cores with it. Idle, the gateway
+ * contenders alone woke about 40 times a second per worker; with ten contenders up that is a few
+ * percent of a core and a cache disturbed at random. The upstream ("direct") and redis always run.
+ * `null` continues every contender.
+ */
+function spotlight(active: readonly Contender[], measured: Contender | null): void {
+  for (const contender of active) {
+    if (contender.id === 'direct' || contender.pgid === 0) continue;
+    signalGroup(contender.pgid, measured === null || contender === measured ? 'SIGCONT' : 'SIGSTOP');
+  }
+}
 
 async function startUpstream(): Promise<string> {
   const child = startChild(process.execPath, [join(HERE, 'proxy-upstream.js'), '0']);
@@ -587,6 +612,7 @@ async function main(): Promise<void> {
     for (const tool of tools) {
       for (let k = 0; k < active.length; k++) {
         const contender = active[(k + round) % active.length];
+        spotlight(active, contender);
         const m = await measure(tool, contender, round === 0 ? FIRST_WARMUP_S : LATER_WARMUP_S);
         const key = `${contender.id}\0${tool}`;
         runs.set(key, [...(runs.get(key) ?? []), m]);
@@ -611,6 +637,7 @@ async function main(): Promise<void> {
     for (let round = 0; round < PACED_ROUNDS; round++) {
       for (const id of round % 2 === 0 ? ids : [...ids].reverse()) {
         const contender = byId(id);
+        spotlight(active, contender);
         const r = await runLoadChild({
           mode: 'paced',
           url: `${contender.origin}${REQUEST_PATH}`,
@@ -624,6 +651,8 @@ async function main(): Promise<void> {
       }
     }
   }
+
+  spotlight(active, null);
 
   // ---- output ----
   const out: string[] = [];
@@ -745,7 +774,8 @@ async function main(): Promise<void> {
     'Fairness: the gateway (metrics and access log on) writes its JSON access log to a file (buffered, 256 KiB async writes); ' +
       'nginx logs every request to a file too (combined format, buffer=64k flush=250ms) and sets the same X-Forwarded-*/Via ' +
       'headers. nginx has no route table (one `location /`); the gateway routes every request through its table. ' +
-      `fastify and the naive uWS + undici stand-in run ${WORKERS} processes (node:cluster), no log. Upstream: one uWS process, a fixed JSON body.`,
+      `fastify and the naive uWS + undici stand-in run ${WORKERS} processes (node:cluster), no log. Upstream: one uWS process, a fixed JSON body. ` +
+      'While one contender is measured every other one is stopped (SIGSTOP to its process group; the upstream and redis run).',
   );
   const accessLog = join(workDir, 'gateway.log');
   try {
