@@ -36,9 +36,14 @@ class RecordingResponse {
   offset = 0;
   takeAtMost = Infinity;
   writable: ((offset: number) => boolean) | null = null;
+  /** Corks that carried anything. */
+  corks = 0;
+  /** The head as written: the status line, then "name: value" per header line. */
+  readonly head: string[] = [];
 
   private add(n: number): void {
     if (!this.corked) this.outsideCork++;
+    if (this.corkBytes === 0) this.corks++;
     if (!this.headWritten) {
       this.headWritten = true;
       n += UWS_OWN_HEADERS;
@@ -63,10 +68,12 @@ class RecordingResponse {
   }
   writeStatus(status: UwsBytes): this {
     this.add(size(status) + 11);
+    this.head.push(...bytesOf(status).toString('latin1').split('\r\n'));
     return this;
   }
   writeHeader(name: UwsBytes, value: UwsBytes): this {
     this.add(size(name) + size(value) + 4);
+    this.head.push(`${bytesOf(name).toString('latin1')}: ${bytesOf(value).toString('latin1')}`);
     return this;
   }
   write(chunk: UwsBytes): boolean {
@@ -169,9 +176,16 @@ async function run(answer: Answer): Promise<{ res: RecordingResponse; sent: Buff
   return { res, sent };
 }
 
-const headerSets = fc.array(fc.tuple(fc.constantFrom('x-a', 'set-cookie', 'x-trace', 'content-type'), fc.integer({ min: 0, max: 2000 })), { maxLength: 20 })
-  // The head alone within what one cork holds (a bigger one is the documented residue).
-  .filter((hs) => hs.reduce((n, [k, v]) => n + k.length + v + 4, 0) <= 12 * 1024);
+/** The most header bytes (name, ": ", value, CRLF) a head the upstream client admits can hold: 16 KiB less its status line and end. */
+const MAX_HEADER_BYTES = 16 * 1024 - 'HTTP/1.1 200 OK\r\n'.length - 2;
+const headerSets = fc
+  .array(fc.tuple(fc.constantFrom('x-a', 'set-cookie', 'x-trace', 'content-type'), fc.integer({ min: 0, max: 3000 })), { maxLength: 20 })
+  .filter((hs) => hs.reduce((n, [k, v]) => n + k.length + v + 4, 0) <= MAX_HEADER_BYTES);
+
+/** The head lines the client must get: the status line, every header in order, then Via. */
+function expectedHead(headers: Array<[string, number]>): string[] {
+  return ['200 OK', ...headers.map(([name, v]) => `${name}: ${'v'.repeat(v)}`), 'via: 1.1 gw'];
+}
 
 t.test('no cork carries more than uWS buffers, and every body byte arrives in order', async (t) => {
   await fc.assert(
@@ -185,10 +199,31 @@ t.test('no cork carries more than uWS buffers, and every body byte arrives in or
         if (res.outsideCork !== 0) throw new Error(`${res.outsideCork} writes outside a cork`);
         if (!res.ended) throw new Error('the response was not ended');
         if (!res.received().equals(sent)) throw new Error('the body arrived changed');
+        const want = expectedHead(headers);
+        if (JSON.stringify(res.head) !== JSON.stringify(want)) throw new Error(`the head arrived changed: ${res.head.length} lines for ${want.length}`);
       },
     ),
     { numRuns: 300 },
   );
+});
+
+t.test('a head too large to share a cork goes out in corks of its own; a usual one shares the body\'s', async (t) => {
+  // Nearly 16 KiB of headers (as much as the upstream client admits) and a small body.
+  const big: Array<[string, number]> = Array.from({ length: 16 }, () => ['x-trace', 1000]);
+  const spilled = await run({ headers: big, chunks: [2000], sized: true });
+  t.ok(spilled.res.corks >= 3, `the head and body went out in ${spilled.res.corks} corks`);
+  t.ok(spilled.res.maxCorkBytes <= CORK_BUFFER_BYTES, `the fullest cork carried ${spilled.res.maxCorkBytes} bytes`);
+  t.same(spilled.res.head, expectedHead(big), 'every header line, in order, once');
+  t.ok(spilled.res.received().equals(spilled.sent));
+  // One header line as long as the head may be: a piece of its own.
+  const oneLong: Array<[string, number]> = [['x-a', 10], ['set-cookie', MAX_HEADER_BYTES - 30], ['x-a', 1]];
+  const long = await run({ headers: oneLong, chunks: [10], sized: false });
+  t.ok(long.res.maxCorkBytes <= CORK_BUFFER_BYTES, `the fullest cork carried ${long.res.maxCorkBytes} bytes`);
+  t.same(long.res.head, expectedHead(oneLong));
+  // A head of a few KiB: head and body in one cork, as before.
+  const usual = await run({ headers: [['x-a', 3000]], chunks: [100], sized: true });
+  t.equal(usual.res.corks, 1, 'head and body in one cork');
+  t.same(usual.res.head, expectedHead([['x-a', 3000]]));
 });
 
 t.test('the shortcuts and their other paths are both reached', async (t) => {

@@ -11,8 +11,10 @@
  *
  * The rule for every build: the bytes written in one cork by calls that must not fail (writeStatus,
  * writeHeader, write, end) stay within CORK_BUFFER_BYTES. tryEnd's body is an optional write (what
- * the socket does not take is reported back), so it is safe at any size. A head larger than the
- * buffer (the upstream client admits 16 KiB) is the one case left; native-notes.md says so.
+ * the socket does not take is reported back), so it is safe at any size. An upstream head too large
+ * to share a cork with what follows it goes out first, in corks of its own cut at line ends
+ * (Exchange.spillHead in src/proxy/forward.ts). Left: a single header line longer than the buffer,
+ * which only a maxResponseHeaderBytes raised past 16 KiB admits; native-notes.md says so.
  */
 import type { UwsBytes, UwsResponse } from '../native/uws-types.js';
 

@@ -20,7 +20,7 @@
 import type { Breakers } from './breaker.js';
 import type { UwsResponse } from '../native/uws-types.js';
 import type { RequestContext } from './request-context.js';
-import { CHUNK_PIECE_BYTES, fitsInCork, headerBytes } from '../http/cork-budget.js';
+import { CHUNK_PIECE_BYTES, CORK_BUFFER_BYTES, CORK_SLACK_BYTES, fitsInCork, headerBytes } from '../http/cork-budget.js';
 import { writeContent, writeProblem } from '../http/problem.js';
 import type { ContentAnswer } from '../middleware/types.js';
 import { statusLineBytes } from '../http/status-line.js';
@@ -85,6 +85,8 @@ export class Exchange implements UpstreamHandler {
   private headWritten = false;
   /** The upstream's head, waiting to be written together with the first body bytes. */
   private pendingHead: ResponseHead | null = null;
+  /** The head's status line and headers went out already, in corks of their own (spillHead). */
+  private headSpilled = false;
   private mode = BodyMode.Chunked;
   private totalSize = 0;
 
@@ -269,6 +271,7 @@ export class Exchange implements UpstreamHandler {
       for (let i = observers.length - 1; i >= 0; i--) observers[i].onHead(status, headers);
     }
     this.pendingHead = head;
+    if (mayOverflowCork(head)) this.spillHead(head);
     if (this.headersOnly || status === 204 || status === 304) {
       this.mode = BodyMode.None;
       corkTarget = this;
@@ -445,7 +448,7 @@ export class Exchange implements UpstreamHandler {
     this.pendingHead = null;
     this.headWritten = true;
     const ctx = this.ctx;
-    let bytes = writeHeadBlock(res, statusLineBytes(ctx.status), head.source, head.spans, this.host.viaBytes);
+    let bytes = this.headSpilled ? 0 : writeHeadBlock(res, statusLineBytes(ctx.status), head.source, head.spans, this.host.viaBytes);
     // uWS frames Sized/Chunked bodies itself; a headers-only answer carries the length a GET would have had.
     if (this.mode === BodyMode.None && ctx.status !== 204 && head.declaredLength >= 0) {
       res.writeHeader(CONTENT_LENGTH, String(head.declaredLength));
@@ -459,6 +462,44 @@ export class Exchange implements UpstreamHandler {
     }
     if (this.host.closing || this.receiving) res.writeHeader('connection', 'close');
     return bytes;
+  }
+
+  /**
+   * Not corked: a head too large to share one cork with what follows it (src/http/cork-budget.ts)
+   * goes out now, in corks of at most HEAD_PIECE_BYTES each, cut at line ends: the status line and
+   * the first headers by writeStatus, the others by writeHeader. writeHead then adds only the rest
+   * (Content-Length of a headers-only answer, the middleware's headers, Connection: close) in the
+   * cork that carries the body. Heads this large are rare (the upstream client admits 16 KiB).
+   */
+  private spillHead(head: ResponseHead): void {
+    const length = fillHeadBlock(statusLineBytes(this.ctx.status), head.source, head.spans, this.host.viaBytes);
+    let rest = 0;
+    const added = this.ctx.responseHeaders;
+    if (added !== null) for (let i = 0; i < added.length; i += 2) rest += headerBytes(added[i], added[i + 1]);
+    if (length + STATUS_FRAMING + rest + HEAD_REST_BYTES <= HEAD_PIECE_BYTES) return;
+    this.headSpilled = true;
+    const res = this.res;
+    const block = headBlock;
+    let start = 0;
+    while (start < length) {
+      const end = pieceEnd(block, start, length);
+      const piece = block.subarray(start, end);
+      if (start === 0) {
+        res.cork(() => res.writeStatus(piece));
+      } else {
+        res.cork(() => {
+          for (let at = 0; at < piece.length; ) {
+            let lineEnd = nextLineEnd(piece, at);
+            if (lineEnd === -1) lineEnd = piece.length;
+            const colon = piece.indexOf(0x3a, at);
+            // "name: value": the name is a token (no colon), the block puts one space after it.
+            res.writeHeader(piece.subarray(at, colon), piece.subarray(colon + 2, lineEnd));
+            at = lineEnd + 2;
+          }
+        });
+      }
+      start = end + 2;
+    }
   }
 
   /** Corked: a headers-only answer. */
@@ -700,6 +741,13 @@ export class Exchange implements UpstreamHandler {
  * Returns the bytes written (the cork budget).
  */
 function writeHeadBlock(res: UwsResponse, statusLine: Buffer, source: Buffer, spans: readonly number[], ourVia: Buffer): number {
+  const p = fillHeadBlock(statusLine, source, spans, ourVia);
+  res.writeStatus(new Uint8Array(headBlock.buffer, headBlock.byteOffset, p));
+  return p + 2;
+}
+
+/** Writes status line, headers and Via into headBlock (see writeHeadBlock); returns the length. */
+function fillHeadBlock(statusLine: Buffer, source: Buffer, spans: readonly number[], ourVia: Buffer): number {
   // Every upstream header counted whole (name, ": ", value, CRLF) covers what its Via value adds (", " + value).
   let size = statusLine.length + VIA_LINE.length + ourVia.length;
   for (let i = 0; i < spans.length; i += 4) size += spans[i + 1] - spans[i] + spans[i + 3] - spans[i + 2] + 4;
@@ -737,9 +785,46 @@ function writeHeadBlock(res: UwsResponse, statusLine: Buffer, source: Buffer, sp
   }
   block.set(ourVia, p);
   p += ourVia.length;
-  res.writeStatus(new Uint8Array(block.buffer, block.byteOffset, p));
-  return p + 2;
+  return p;
 }
+
+/** The bytes of one cork of a spilled head, uWS's "HTTP/1.1 " and CRLF included. */
+const HEAD_PIECE_BYTES = CORK_BUFFER_BYTES - CORK_SLACK_BYTES;
+/** What writeStatus adds around the block: "HTTP/1.1 " and CRLF. */
+const STATUS_FRAMING = 11;
+/** The most writeHead adds after the block itself: Content-Length of a headers-only answer and Connection: close. */
+const HEAD_REST_BYTES = 64;
+/** Headers spanning at most this many bytes of the answer cannot make a head block that needs spilling. */
+const SMALL_HEAD_SPAN = 8 * 1024;
+
+/**
+ * Whether the head may be too large for one cork: the bytes from its first kept name to its last kept
+ * value bound the block (each header's ": " and CRLF may add a byte or two over the wire's; Via adds
+ * its own). O(1), so that the common head costs nothing more; spillHead measures the block exactly.
+ */
+function mayOverflowCork(head: ResponseHead): boolean {
+  const spans = head.spans;
+  return spans.length !== 0 && spans[spans.length - 1] - spans[0] > SMALL_HEAD_SPAN;
+}
+
+/**
+ * Where the piece of a spilled head that starts at `start` ends: the last line end (CRLF) within
+ * HEAD_PIECE_BYTES, or the end of the block; a single longer line is a piece of its own.
+ */
+function pieceEnd(block: Buffer, start: number, length: number): number {
+  if (length - start + STATUS_FRAMING <= HEAD_PIECE_BYTES) return length;
+  const limit = start + HEAD_PIECE_BYTES - STATUS_FRAMING;
+  let end = -1;
+  for (let at = nextLineEnd(block, start); at !== -1 && at <= limit; at = nextLineEnd(block, at + 2)) end = at;
+  if (end !== -1) return end;
+  const next = nextLineEnd(block, start);
+  return next === -1 || next > length ? length : next;
+}
+
+function nextLineEnd(block: Buffer, from: number): number {
+  return block.indexOf(CRLF, from);
+}
+const CRLF = Buffer.from('\r\n', 'latin1');
 
 /** Grown to the largest head seen; uWS copies what writeStatus is given before it returns. */
 let headBlock = Buffer.allocUnsafeSlow(4096);
