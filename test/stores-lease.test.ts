@@ -81,6 +81,51 @@ t.test('with real timers and asynchronous delivery: 20 of 40 concurrent, then th
   t.equal(bank.inspect('roomy')!.available, 1000 - 30, 'the 30 spent stay spent');
 });
 
+t.test('the sweep timers run only while there are keys: an idle worker or primary is not woken', async (t) => {
+  let now = 1_000_000;
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  const bank: LeaseBank = new LeaseBank({
+    now: () => now,
+    sweepIntervalMs: 5,
+    send: (_w, message) => setImmediate(() => client.receive(JSON.parse(JSON.stringify(message)))),
+  });
+  const client = new LeaseClient({ now: () => now, sweepIntervalMs: 5, send: (message) => setImmediate(() => bank.receive(0, JSON.parse(JSON.stringify(message)))) });
+  t.teardown(() => {
+    client.close();
+    bank.close();
+  });
+  let clientSweeps = 0;
+  let bankSweeps = 0;
+  const clientSweep = client.sweep.bind(client);
+  const bankSweep = bank.sweep.bind(bank);
+  client.sweep = () => {
+    clientSweeps++;
+    clientSweep();
+  };
+  bank.sweep = () => {
+    bankSweeps++;
+    bankSweep();
+  };
+  await sleep(40);
+  t.equal(clientSweeps + bankSweeps, 0, 'no key yet: no sweep');
+  t.ok((await client.take('ip:203.0.113.10', LIMIT_20)).admitted);
+  await sleep(40);
+  t.ok(clientSweeps > 0 && bankSweeps > 0, `a key: both sweep (client ${clientSweeps}, bank ${bankSweeps})`);
+  // Ten idle minutes later: the lease goes back, the key is forgotten, the full bucket dropped.
+  now += 600_000;
+  const started = Date.now();
+  while ((bank.stats().keys > 0 || client.heldTokens('ip:203.0.113.10') > 0) && Date.now() - started < 2000) await sleep(10);
+  t.equal(bank.stats().keys, 0, 'the bank dropped the bucket');
+  await sleep(30);
+  const after = [clientSweeps, bankSweeps];
+  await sleep(60);
+  t.same([clientSweeps, bankSweeps], after, 'no key left: the sweeps stopped');
+  // And start again with the next key.
+  t.ok((await client.take('ip:203.0.113.11', LIMIT_20)).admitted);
+  await sleep(40);
+  t.ok(clientSweeps > after[0] && bankSweeps > after[1], 'a new key: both sweep again');
+});
+
 t.test('one worker (of 4) gets the full limit, with exact remaining, reset and retry-after', async (t) => {
   const sim = new LeaseSim({ workers: 4 });
   const remaining: number[] = [];

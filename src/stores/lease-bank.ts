@@ -145,7 +145,10 @@ export class LeaseBank {
   private readonly now: () => number;
   private readonly maxKeys: number;
   private readonly recallTimeoutMs: number;
-  private readonly sweepTimer: NodeJS.Timeout | null;
+  private readonly sweepEveryMs: number;
+  /** Runs only while there are buckets. */
+  private sweepTimer: NodeJS.Timeout | null = null;
+  private closed = false;
   private sweepCursor: Iterator<[string, Bucket]> | null = null;
   private recallSeq = 0;
   private readonly counters = {
@@ -165,8 +168,7 @@ export class LeaseBank {
     this.now = options.now ?? Date.now;
     this.maxKeys = options.maxKeys ?? LEASE_BANK_DEFAULTS.maxKeys;
     this.recallTimeoutMs = options.recallTimeoutMs ?? LEASE_BANK_DEFAULTS.recallTimeoutMs;
-    const every = options.sweepIntervalMs ?? LEASE_BANK_DEFAULTS.sweepIntervalMs;
-    this.sweepTimer = every > 0 ? setInterval(() => this.sweep(), every).unref() : null;
+    this.sweepEveryMs = options.sweepIntervalMs ?? LEASE_BANK_DEFAULTS.sweepIntervalMs;
   }
 
   /** A message from worker `workerId`. Malformed messages are counted and ignored. */
@@ -209,7 +211,7 @@ export class LeaseBank {
     }
   }
 
-  /** Drops buckets that are full and unheld (the same as no entry). Runs by itself every sweepIntervalMs. */
+  /** Drops buckets that are full and unheld (the same as no entry). Runs by itself every sweepIntervalMs while there are any. */
   sweep(): void {
     const now = this.now();
     this.sweepCursor ??= this.buckets.entries();
@@ -217,10 +219,14 @@ export class LeaseBank {
       const next = this.sweepCursor.next();
       if (next.done === true) {
         this.sweepCursor = null;
-        return;
+        break;
       }
       const [key, bucket] = next.value;
       if (isIdle(bucket, now)) this.buckets.delete(key);
+    }
+    if (this.buckets.size === 0 && this.sweepTimer !== null) {
+      clearInterval(this.sweepTimer);
+      this.sweepTimer = null;
     }
   }
 
@@ -238,7 +244,9 @@ export class LeaseBank {
   }
 
   close(): void {
+    this.closed = true;
     if (this.sweepTimer !== null) clearInterval(this.sweepTimer);
+    this.sweepTimer = null;
     for (const bucket of this.buckets.values()) if (bucket.recall !== null) clearTimeout(bucket.recall.timer);
     this.buckets.clear();
   }
@@ -286,6 +294,7 @@ export class LeaseBank {
     }
     const bucket = new Bucket(policy);
     this.buckets.set(key, bucket);
+    if (this.sweepTimer === null && this.sweepEveryMs > 0 && !this.closed) this.sweepTimer = setInterval(() => this.sweep(), this.sweepEveryMs).unref();
     return bucket;
   }
 

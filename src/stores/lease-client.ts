@@ -115,7 +115,9 @@ export class LeaseClient implements RateLimitStore {
   private readonly maxLeaseTokens: number;
   private readonly maxKeys: number;
   private readonly acquireTimeoutMs: number;
-  private readonly sweepTimer: NodeJS.Timeout | null;
+  private readonly sweepEveryMs: number;
+  /** Runs only while there are keys: an idle worker (or one without rate limits) is not woken 40 times a second. */
+  private sweepTimer: NodeJS.Timeout | null = null;
   private forgetCursor: Iterator<[string, KeyLease]> | null = null;
   private seq = 0;
   private closed = false;
@@ -137,8 +139,7 @@ export class LeaseClient implements RateLimitStore {
     this.maxLeaseTokens = options.maxLeaseTokens ?? LEASE_CLIENT_DEFAULTS.maxLeaseTokens;
     this.maxKeys = options.maxKeys ?? LEASE_CLIENT_DEFAULTS.maxKeys;
     this.acquireTimeoutMs = options.acquireTimeoutMs ?? LEASE_CLIENT_DEFAULTS.acquireTimeoutMs;
-    const every = options.sweepIntervalMs ?? LEASE_CLIENT_DEFAULTS.sweepIntervalMs;
-    this.sweepTimer = every > 0 ? setInterval(() => this.sweep(), every).unref() : null;
+    this.sweepEveryMs = options.sweepIntervalMs ?? LEASE_CLIENT_DEFAULTS.sweepIntervalMs;
   }
 
   /**
@@ -188,7 +189,8 @@ export class LeaseClient implements RateLimitStore {
 
   /**
    * Gives back expired and idle leases (one message for all), fails takes whose acquire the bank has
-   * not answered in time, forgets long-idle keys. Runs by itself every sweepIntervalMs.
+   * not answered in time, forgets long-idle keys. Runs by itself every sweepIntervalMs while any key
+   * is known (the last one is forgotten FORGET_AFTER_MS after its last take).
    */
   sweep(): void {
     const now = this.now();
@@ -220,6 +222,10 @@ export class LeaseClient implements RateLimitStore {
       }
       const [key, lease] = next.value;
       if (isForgettable(lease, now)) this.leases.delete(key);
+    }
+    if (this.leases.size === 0 && this.sweepTimer !== null) {
+      clearInterval(this.sweepTimer);
+      this.sweepTimer = null;
     }
   }
 
@@ -266,6 +272,7 @@ export class LeaseClient implements RateLimitStore {
     }
     const lease = new KeyLease(key, policy);
     this.leases.set(key, lease);
+    if (this.sweepTimer === null && this.sweepEveryMs > 0 && !this.closed) this.sweepTimer = setInterval(() => this.sweep(), this.sweepEveryMs).unref();
     return lease;
   }
 

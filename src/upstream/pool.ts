@@ -3,6 +3,7 @@
  * connection limit, a bounded FIFO wait queue, connect/headers/body timeouts and idle reaping, all
  * driven by one coarse sweep timer per pool (no timer, closure or Promise per request).
  */
+import { performance } from 'node:perf_hooks';
 import net from 'node:net';
 import type tls from 'node:tls';
 import { UpstreamCall, type CallHost, type UpstreamHandler } from './call.js';
