@@ -16,6 +16,7 @@ import type {
   LeaseWorkerMessage,
 } from './lease-messages.js';
 import { SpendBook, countSpends } from './spend-log.js';
+import { SweepTimer } from './sweep-timer.js';
 
 export interface LeaseBankOptions {
   /** Delivers a message to one worker (the primary wires it to that worker's IPC channel). */
@@ -145,10 +146,8 @@ export class LeaseBank {
   private readonly now: () => number;
   private readonly maxKeys: number;
   private readonly recallTimeoutMs: number;
-  private readonly sweepEveryMs: number;
   /** Runs only while there are buckets. */
-  private sweepTimer: NodeJS.Timeout | null = null;
-  private closed = false;
+  private readonly sweepTimer: SweepTimer;
   private sweepCursor: Iterator<[string, Bucket]> | null = null;
   private recallSeq = 0;
   private readonly counters = {
@@ -168,7 +167,7 @@ export class LeaseBank {
     this.now = options.now ?? Date.now;
     this.maxKeys = options.maxKeys ?? LEASE_BANK_DEFAULTS.maxKeys;
     this.recallTimeoutMs = options.recallTimeoutMs ?? LEASE_BANK_DEFAULTS.recallTimeoutMs;
-    this.sweepEveryMs = options.sweepIntervalMs ?? LEASE_BANK_DEFAULTS.sweepIntervalMs;
+    this.sweepTimer = new SweepTimer(options.sweepIntervalMs ?? LEASE_BANK_DEFAULTS.sweepIntervalMs, () => this.sweep());
   }
 
   /** A message from worker `workerId`. Malformed messages are counted and ignored. */
@@ -224,10 +223,7 @@ export class LeaseBank {
       const [key, bucket] = next.value;
       if (isIdle(bucket, now)) this.buckets.delete(key);
     }
-    if (this.buckets.size === 0 && this.sweepTimer !== null) {
-      clearInterval(this.sweepTimer);
-      this.sweepTimer = null;
-    }
+    if (this.buckets.size === 0) this.sweepTimer.stop();
   }
 
   stats(): LeaseBankStats {
@@ -244,9 +240,7 @@ export class LeaseBank {
   }
 
   close(): void {
-    this.closed = true;
-    if (this.sweepTimer !== null) clearInterval(this.sweepTimer);
-    this.sweepTimer = null;
+    this.sweepTimer.close();
     for (const bucket of this.buckets.values()) if (bucket.recall !== null) clearTimeout(bucket.recall.timer);
     this.buckets.clear();
   }
@@ -294,7 +288,7 @@ export class LeaseBank {
     }
     const bucket = new Bucket(policy);
     this.buckets.set(key, bucket);
-    if (this.sweepTimer === null && this.sweepEveryMs > 0 && !this.closed) this.sweepTimer = setInterval(() => this.sweep(), this.sweepEveryMs).unref();
+    this.sweepTimer.start();
     return bucket;
   }
 

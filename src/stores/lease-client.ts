@@ -9,6 +9,7 @@ import { type ClockEntry, MAX_KEY_LENGTH, boundKey, evictOne } from './keys.js';
 import type { LeaseBankMessage, LeaseGrantMessage, LeaseReport, LeaseWorkerMessage } from './lease-messages.js';
 import { recordSpend, spendSlotMs } from './spend-log.js';
 import type { RateLimitStore } from './types.js';
+import { SweepTimer } from './sweep-timer.js';
 
 export interface LeaseClientOptions {
   /** Delivers a message to the bank (the worker wires it to process.send). */
@@ -115,9 +116,8 @@ export class LeaseClient implements RateLimitStore {
   private readonly maxLeaseTokens: number;
   private readonly maxKeys: number;
   private readonly acquireTimeoutMs: number;
-  private readonly sweepEveryMs: number;
   /** Runs only while there are keys: an idle worker (or one without rate limits) is not woken 40 times a second. */
-  private sweepTimer: NodeJS.Timeout | null = null;
+  private readonly sweepTimer: SweepTimer;
   private forgetCursor: Iterator<[string, KeyLease]> | null = null;
   private seq = 0;
   private closed = false;
@@ -139,7 +139,7 @@ export class LeaseClient implements RateLimitStore {
     this.maxLeaseTokens = options.maxLeaseTokens ?? LEASE_CLIENT_DEFAULTS.maxLeaseTokens;
     this.maxKeys = options.maxKeys ?? LEASE_CLIENT_DEFAULTS.maxKeys;
     this.acquireTimeoutMs = options.acquireTimeoutMs ?? LEASE_CLIENT_DEFAULTS.acquireTimeoutMs;
-    this.sweepEveryMs = options.sweepIntervalMs ?? LEASE_CLIENT_DEFAULTS.sweepIntervalMs;
+    this.sweepTimer = new SweepTimer(options.sweepIntervalMs ?? LEASE_CLIENT_DEFAULTS.sweepIntervalMs, () => this.sweep());
   }
 
   /**
@@ -223,17 +223,14 @@ export class LeaseClient implements RateLimitStore {
       const [key, lease] = next.value;
       if (isForgettable(lease, now)) this.leases.delete(key);
     }
-    if (this.leases.size === 0 && this.sweepTimer !== null) {
-      clearInterval(this.sweepTimer);
-      this.sweepTimer = null;
-    }
+    if (this.leases.size === 0) this.sweepTimer.stop();
   }
 
   /** Gives every held token back and fails waiting takes; later takes fail with StoreError `closed`. */
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    if (this.sweepTimer !== null) clearInterval(this.sweepTimer);
+    this.sweepTimer.close();
     const reports: LeaseReport[] = [];
     for (const lease of this.holding) reports.push(this.report(lease, true));
     if (reports.length > 0) this.send({ type: 'lease-release', reports });
@@ -272,7 +269,7 @@ export class LeaseClient implements RateLimitStore {
     }
     const lease = new KeyLease(key, policy);
     this.leases.set(key, lease);
-    if (this.sweepTimer === null && this.sweepEveryMs > 0 && !this.closed) this.sweepTimer = setInterval(() => this.sweep(), this.sweepEveryMs).unref();
+    this.sweepTimer.start();
     return lease;
   }
 
