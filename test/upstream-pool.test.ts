@@ -468,6 +468,28 @@ t.test('idle sockets are reaped, sooner when the upstream announces a shorter Ke
   t.equal(server.sockets.size, 0, 'the upstream saw them close');
 });
 
+t.test('the deadline sweep runs only while the pool holds a socket or a call, and a new call after an idle spell gets its full headersTimeoutMs', async (t) => {
+  const server = await startRawServer((socket) => setTimeout(() => socket.write(OK), 100));
+  t.teardown(() => server.close());
+  const p = pool(server.url, { connections: 1, idleTimeoutMs: 60, headersTimeoutMs: 250 });
+  const sweeping = () => (p as unknown as { sweeper: { running: boolean } }).sweeper.running;
+  t.equal(sweeping(), false, 'a new pool sets no timer');
+  const first = send(p, 'GET', '/1');
+  t.equal(sweeping(), true, 'a call: the sweep runs');
+  t.equal((await first.done).status, 200);
+  t.equal(sweeping(), true, 'an idle socket: the sweep runs to reap it');
+  const started = Date.now();
+  while (p.stats().connections > 0 && Date.now() - started < 2000) await sleep(10);
+  await sleep(30);
+  t.equal(sweeping(), false, 'nothing held: no timer wakes the process');
+  // The pool's clock stood still while no sweep ran: a deadline read against it would have passed
+  // already (400 ms idle > 250 ms), and the answer due in 100 ms would fail as a headers timeout.
+  await sleep(400);
+  const second = await send(p, 'GET', '/2').done;
+  t.equal(second.error, null, 'no timeout');
+  t.equal(second.status, 200);
+});
+
 t.test('1xx answers before the final one are consumed', async (t) => {
   const server = await startRawServer((socket) => socket.write('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n' + OK));
   t.teardown(() => server.close());

@@ -16,7 +16,7 @@ import type {
   LeaseWorkerMessage,
 } from './lease-messages.js';
 import { SpendBook, countSpends } from './spend-log.js';
-import { SweepTimer } from './sweep-timer.js';
+import { SweepTimer } from '../sweep-timer.js';
 
 export interface LeaseBankOptions {
   /** Delivers a message to one worker (the primary wires it to that worker's IPC channel). */

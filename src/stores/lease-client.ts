@@ -9,7 +9,7 @@ import { type ClockEntry, MAX_KEY_LENGTH, boundKey, evictOne } from './keys.js';
 import type { LeaseBankMessage, LeaseGrantMessage, LeaseReport, LeaseWorkerMessage } from './lease-messages.js';
 import { recordSpend, spendSlotMs } from './spend-log.js';
 import type { RateLimitStore } from './types.js';
-import { SweepTimer } from './sweep-timer.js';
+import { SweepTimer } from '../sweep-timer.js';
 
 export interface LeaseClientOptions {
   /** Delivers a message to the bank (the worker wires it to process.send). */

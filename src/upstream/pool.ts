@@ -9,6 +9,7 @@ import type tls from 'node:tls';
 import { UpstreamCall, type CallHost, type UpstreamHandler } from './call.js';
 import { UpstreamConnection, type ConnectionHost } from './connection.js';
 import type { RequestBody } from './request-head.js';
+import { SweepTimer } from '../sweep-timer.js';
 
 export interface UpstreamTlsOptions {
   /** Trusted CA certificate(s) (PEM), instead of Node's bundled roots: for a private CA. */
@@ -83,7 +84,7 @@ export class UpstreamPool implements ConnectionHost, CallHost {
   private queueTail: UpstreamCall | null = null;
   private queueLength = 0;
   private readonly sweepEveryMs: number;
-  private sweepTimer: NodeJS.Timeout | null = null;
+  private readonly sweeper: SweepTimer;
   private failing: UpstreamCall[] = [];
   private failFlushQueued = false;
   private onEmpty: (() => void) | null = null;
@@ -106,6 +107,7 @@ export class UpstreamPool implements ConnectionHost, CallHost {
     this.tlsOptions = https ? tlsConnectOptions(this.host, this.port, options.tls ?? {}) : null;
     const shortest = Math.min(this.connectTimeoutMs, this.headersTimeoutMs, this.bodyTimeoutMs, this.idleTimeoutMs);
     this.sweepEveryMs = Math.max(5, Math.min(250, Math.floor(shortest / 20)));
+    this.sweeper = new SweepTimer(this.sweepEveryMs, this.sweep);
   }
 
   /**
@@ -115,7 +117,7 @@ export class UpstreamPool implements ConnectionHost, CallHost {
    * Positional arguments spare the caller an options object per request.
    */
   request(method: string, path: string, headers: readonly string[], body: RequestBody, handler: UpstreamHandler): UpstreamCall {
-    if (this.sweepTimer === null) this.startSweep();
+    if (!this.sweeper.running) this.startSweep();
     let whole: Buffer | null = null;
     let framing = -2;
     if (body !== null) {
@@ -307,16 +309,14 @@ export class UpstreamPool implements ConnectionHost, CallHost {
     for (let i = 0; i < failing.length; i++) failing[i].deliverPendingError();
   };
 
+  /** The clock the deadlines are read against is refreshed first: it stood still while no sweep ran. */
   private startSweep(): void {
     this.now = performance.now();
-    this.sweepTimer = setInterval(this.sweep, this.sweepEveryMs);
-    this.sweepTimer.unref();
+    this.sweeper.start();
   }
 
   private stopSweep(): void {
-    if (this.sweepTimer === null) return;
-    clearInterval(this.sweepTimer);
-    this.sweepTimer = null;
+    this.sweeper.stop();
   }
 
   private readonly sweep = (): void => {

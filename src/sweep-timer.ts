@@ -1,7 +1,8 @@
 /**
  * A sweep interval that runs only while its owner has something to sweep: the lease client and bank
- * start it when they learn a key and stop it when the last one is gone, so an idle process (or one
- * without rate limits) is not woken by them. Unref'd: it never keeps a process alive.
+ * (src/stores/) run it while they know a key, an upstream pool (src/upstream/pool.ts) while it holds
+ * a connection or a queued call, so an idle process is not woken by them. Unref'd: it never keeps a
+ * process alive.
  */
 export class SweepTimer {
   private timer: NodeJS.Timeout | null = null;
@@ -12,6 +13,10 @@ export class SweepTimer {
     private readonly everyMs: number,
     private readonly sweep: () => void,
   ) {}
+
+  get running(): boolean {
+    return this.timer !== null;
+  }
 
   /** There is something to sweep: runs every everyMs from now on, unless already running or closed. */
   start(): void {
