@@ -64,6 +64,56 @@ t.test(`merged deltas equal hdr-histogram-js's decode + add (seed ${SEED}; MERGE
   t.ok(fastPath > 0 && slowPath > 0, `both paths were taken (raw V2 from WebAssembly: ${fastPath}, compressed from JS: ${slowPath})`);
 });
 
+/** The JsHistogram members the comparison below reads (public in hdr-histogram-js, not in its Histogram type). */
+interface Buckets {
+  readonly countsArrayLength: number;
+  readonly maxValue: number;
+  readonly minNonZeroValue: number;
+  getCountAtIndex(index: number): number;
+  valueFromIndex(index: number): number;
+}
+
+/** The library's own record path: one recordValueWithCount per non-empty bucket of each decoded delta. */
+function bucketByBucket(precision: Precision, encoded: readonly string[]): Histogram {
+  const reference = hdr.build(histogramSettings(precision, false));
+  for (const e of encoded) {
+    const decoded = decodeHistogram(e) as unknown as Buckets;
+    for (let i = 0; i < decoded.countsArrayLength; i++) {
+      const count = decoded.getCountAtIndex(i);
+      if (count > 0) reference.recordValueWithCount(decoded.valueFromIndex(i), count);
+    }
+  }
+  return reference;
+}
+
+/** Every count, the total, and the min/max the histogram tracks. */
+function sameBuckets(a: Histogram, b: Histogram): boolean {
+  const got = a as unknown as Buckets;
+  const want = b as unknown as Buckets;
+  if (a.totalCount !== b.totalCount || got.maxValue !== want.maxValue || got.minNonZeroValue !== want.minNonZeroValue) return false;
+  for (let i = 0; i < got.countsArrayLength; i++) if (got.getCountAtIndex(i) !== want.getCountAtIndex(i)) return false;
+  return true;
+}
+
+t.test(`the fast path adds by index what recording every bucket's value would add (seed ${SEED})`, async (t) => {
+  fc.assert(
+    fc.property(fc.constantFrom<Precision>(2, 3), deltas, (precision, parts) => {
+      const merged = hdr.build(histogramSettings(precision, false));
+      const encoded = parts.filter((part) => part.values.length > 0).map((part) => encodeHistogram(recorded(precision, true, part.values)));
+      for (const e of encoded) addEncodedHistogram(merged, e);
+      return sameBuckets(merged, bucketByBucket(precision, encoded));
+    }),
+    { seed: SEED, numRuns: 100 },
+  );
+  // The value 0 (bucket 0), alone and beside others: min/max tracking skips it, as recording does.
+  for (const values of [[0], [0, 0, 7], [0, 300, 5_000_000], [1, 2, 3]]) {
+    const encoded = encodeHistogram(recorded(3, true, values));
+    const merged = hdr.build(histogramSettings(3, false));
+    addEncodedHistogram(merged, encoded);
+    t.ok(sameBuckets(merged, bucketByBucket(3, [encoded])), `values ${values.join(', ')}`);
+  }
+});
+
 t.test('every bucket of both precisions lands where the reference puts it', async (t) => {
   for (const precision of [2, 3] as const) {
     // One value per bucket boundary region: each power of two and its neighbours, up to the range's top.

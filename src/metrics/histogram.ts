@@ -123,7 +123,25 @@ function addRawV2(target: Histogram, bytes: Buffer): boolean {
     if (count > 0) found.push(index, count);
     index++;
   }
-  for (let i = 0; i < found.length; i += 2) target.recordValueWithCount(buckets.valueFromIndex(found[i]), found[i + 1]);
+  // Straight into the counts by index (the encoder's index is the target's: same settings), then the
+  // total and min/max once: what recordValueWithCount(valueFromIndex(i), count) per bucket would do, at
+  // a fifth of the cost (it maps each value back to its index; ~160 ns a bucket, and a 200 ms delta of
+  // a busy 3-digit series holds a couple of thousand buckets).
+  let total = 0;
+  for (let i = 0; i < found.length; i += 2) {
+    buckets.addToCountAtIndex(found[i], found[i + 1]);
+    total += found[i + 1];
+  }
+  if (found.length > 0) {
+    buckets.addToTotalCount(total);
+    buckets.updateMinAndMax(buckets.valueFromIndex(found[found.length - 2]));
+    // The smallest non-zero value: bucket 0 holds the value 0, which min/max tracking skips.
+    for (let i = 0; i < found.length && i < 4; i += 2) {
+      const value = buckets.valueFromIndex(found[i]);
+      buckets.updateMinAndMax(value);
+      if (value !== 0) break;
+    }
+  }
   return true;
 }
 
@@ -135,4 +153,7 @@ interface JsBuckets {
   readonly lowestDiscernibleValue: number;
   readonly countsArrayLength: number;
   valueFromIndex(index: number): number;
+  addToCountAtIndex(index: number, count: number): void;
+  addToTotalCount(count: number): void;
+  updateMinAndMax(value: number): void;
 }
