@@ -44,3 +44,14 @@ t.test('a change of status goes out at once, even during the interval', async (t
   t.same(pushed.map((m) => [m.status, m.body]), [[503, 'starting'], [200, 'operational']]);
   push.stop();
 });
+
+t.test('a report that goes with a new table is pushed at once, even during the interval', async (t) => {
+  const pushed: HealthMessage[] = [];
+  const push = new HealthPush((m) => pushed.push(m), 10_000, () => 0);
+  push.update(200, 'upstream ready, endpoints 0');
+  push.update(200, 'upstream ready, endpoints 1', true);
+  t.same(pushed.map((m) => m.body), ['upstream ready, endpoints 0', 'upstream ready, endpoints 1'], 'not held back for the interval');
+  push.update(200, 'a worker acknowledged');
+  t.equal(pushed.length, 2, 'other changes in the interval still wait');
+  push.stop();
+});
