@@ -83,7 +83,6 @@ export class UpstreamPool implements ConnectionHost, CallHost {
   private queueHead: UpstreamCall | null = null;
   private queueTail: UpstreamCall | null = null;
   private queueLength = 0;
-  private readonly sweepEveryMs: number;
   private readonly sweeper: SweepTimer;
   private failing: UpstreamCall[] = [];
   private failFlushQueued = false;
@@ -106,8 +105,7 @@ export class UpstreamPool implements ConnectionHost, CallHost {
     if (!https && options.tls !== undefined) throw new Error(`upstream pool ${options.origin}: tls options given for an http origin`);
     this.tlsOptions = https ? tlsConnectOptions(this.host, this.port, options.tls ?? {}) : null;
     const shortest = Math.min(this.connectTimeoutMs, this.headersTimeoutMs, this.bodyTimeoutMs, this.idleTimeoutMs);
-    this.sweepEveryMs = Math.max(5, Math.min(250, Math.floor(shortest / 20)));
-    this.sweeper = new SweepTimer(this.sweepEveryMs, this.sweep);
+    this.sweeper = new SweepTimer(Math.max(5, Math.min(250, Math.floor(shortest / 20))), this.sweep);
   }
 
   /**
@@ -161,7 +159,7 @@ export class UpstreamPool implements ConnectionHost, CallHost {
       if (conn !== undefined && !conn.connected && conn.call === null) conn.destroy();
     }
     if (this.connections.length === 0) {
-      this.stopSweep();
+      this.sweeper.stop();
       return Promise.resolve();
     }
     return new Promise((resolve) => {
@@ -176,7 +174,7 @@ export class UpstreamPool implements ConnectionHost, CallHost {
     for (let i = this.connections.length - 1; i >= 0; i--) {
       this.connections[i]?.fail('CLOSED', 'the upstream pool was closed', undefined);
     }
-    this.stopSweep();
+    this.sweeper.stop();
   }
 
   // ---- ConnectionHost / CallHost ------------------------------------------------------------------
@@ -216,7 +214,7 @@ export class UpstreamPool implements ConnectionHost, CallHost {
     if (list.length === 0 && this.onEmpty !== null) {
       const resolve = this.onEmpty;
       this.onEmpty = null;
-      this.stopSweep();
+      this.sweeper.stop();
       resolve();
     }
   }
@@ -315,10 +313,6 @@ export class UpstreamPool implements ConnectionHost, CallHost {
     this.sweeper.start();
   }
 
-  private stopSweep(): void {
-    this.sweeper.stop();
-  }
-
   private readonly sweep = (): void => {
     const now = (this.now = performance.now());
     let call = this.queueHead;
@@ -333,7 +327,7 @@ export class UpstreamPool implements ConnectionHost, CallHost {
       if (conn !== undefined) conn.checkTimeouts(now);
     }
     this.pump();
-    if (this.connections.length === 0 && this.queueLength === 0) this.stopSweep();
+    if (this.connections.length === 0 && this.queueLength === 0) this.sweeper.stop();
   };
 }
 
