@@ -21,15 +21,15 @@ export class HealthPush {
   ) {}
 
   /**
-   * `now`: push a change at once even during the interval. For the report that goes with a table just
+   * `immediately`: push a change at once even during the interval. For the report that goes with a table just
    * handed to the workers: each worker then gets the table and the report that counts its endpoints
    * back to back, so /healthcheck never lags what is routed (a deferred push could trail it by up to
    * minIntervalMs).
    */
-  update(status: HealthMessage['status'], body: string, now = false): void {
+  update(status: HealthMessage['status'], body: string, immediately = false): void {
     if (this.current && this.current.status === status && this.current.body === body) return;
     this.current = { type: 'health', status, body };
-    if (now || status !== this.lastStatus) return this.push();
+    if (immediately || status !== this.lastStatus) return this.push();
     if (this.timer) return;
     const waitMs = this.lastPushAt + this.minIntervalMs - this.now();
     if (waitMs <= 0) return this.push();

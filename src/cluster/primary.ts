@@ -266,8 +266,8 @@ class Primary {
     return config.middleware.length === 0 && Object.keys(config.kvStores).length === 0 ? [] : [LOCAL_STORE, ...Object.keys(config.kvStores)];
   }
 
-  /** Re-renders the health report, latches readiness, and pushes the report when it changed (`now`: see HealthPush.update). */
-  private refreshHealth(now = false): void {
+  /** Re-renders the health report, latches readiness, and pushes the report when it changed (`immediately`: see HealthPush.update). */
+  private refreshHealth(immediately = false): void {
     const slots = this.supervisor.slots;
     const config = this.config;
     const listeners = componentStates([...(config.accessLog.enabled ? [ACCESS_LOG_LISTENER] : []), ...config.listeners.map((l) => l.id)], slots, 'listeners');
@@ -297,7 +297,7 @@ class Primary {
         kvStores: this.storeNames().length > 0 ? this.stores.health(this.storeNames()) : undefined,
       }),
     );
-    this.health.update(this.operational ? 200 : 503, body, now);
+    this.health.update(this.operational ? 200 : 503, body, immediately);
   }
 
   private async shutdown(signal: NodeJS.Signals): Promise<void> {
