@@ -10,7 +10,9 @@
  * arrives after its timeout is dropped; the commands a hung server holds are bounded by the breaker
  * (at most `breakerFailures` plus one probe per breakerResetMs). Details: ./README.md.
  */
-import { ErrorReply, RESP_TYPES, createClient } from 'redis';
+// First: node-redis must find the stand-in when it loads (see the module).
+import { shimInEffect } from './verbatim-string-shim.js';
+import { ErrorReply, RESP_TYPES, VerbatimString, createClient } from 'redis';
 import { StoreBreaker, type StoreBreakerState } from './breaker.js';
 import type { RedisStoreConfig } from './config.js';
 import { StoreError } from './errors.js';
@@ -69,6 +71,14 @@ function reconnectDelay(retries: number): number {
 }
 
 const BUFFER_REPLIES = { [RESP_TYPES.BLOB_STRING]: Buffer } as const;
+
+if (!shimInEffect(VerbatimString)) {
+  process.emitWarning(
+    "node-redis's VerbatimString extends String here (its module moved, or redis was loaded before the store): " +
+      'on Node 20 that makes string method calls slower in this whole process (src/stores/verbatim-string-shim.ts)',
+    'RedisClientWarning',
+  );
+}
 
 export class RedisStore implements RateLimitStore, KeyValueStore {
   readonly name: string;
