@@ -124,3 +124,27 @@ t.test('/metrics counts decisions per middleware id', async (t) => {
   t.ok(((metrics.middleware!.limit.rejected as Record<string, number>)['429'] ?? 0) >= 19, 'limit rejected 429');
   t.ok(((metrics.middleware!.auth.rejected as Record<string, number>)['401'] ?? 0) >= 5, 'auth rejected 401 (bob before his key, alice after hers was removed)');
 });
+
+t.test('two consumers taking turns on one connection (one worker) each have their own bucket', async (t) => {
+  gateway.writeConfig(config([{ consumer: 'carol', key: 'carol-key' }, { consumer: 'dave', key: 'dave-key' }]));
+  gateway.signal('SIGHUP');
+  await eventually(
+    async () => ((await httpRequest(gateway.port, '/open')).status === 200 && (await httpRequest(gateway.port, '/private', { headers: { 'x-api-key': 'dave-key' } })).status === 200 ? true : undefined),
+    10_000,
+    100,
+    'carol and dave known',
+  );
+  const agent = new Agent({ connections: 1, pipelining: 1 });
+  t.teardown(() => agent.close());
+  const statuses: Record<string, number[]> = { carol: [], dave: [] };
+  for (let i = 0; i < 7; i++) {
+    for (const who of ['carol', 'dave']) {
+      const res = await request(`http://127.0.0.1:${gateway.port}/global/a`, { headers: { 'x-api-key': `${who}-key` }, dispatcher: agent });
+      await res.body.dump();
+      statuses[who].push(res.statusCode);
+    }
+  }
+  // global-limit: 5 per consumer; the requests alternate, so each bucket key differs from the one before.
+  t.same(statuses.carol, [200, 200, 200, 200, 200, 429, 429], 'carol: 5');
+  t.same(statuses.dave, [200, 200, 200, 200, 200, 429, 429], 'dave: 5, not what carol left');
+});

@@ -4,7 +4,7 @@
 import net from 'node:net';
 import t from 'tap';
 import { Counters } from '../src/metrics/counters.js';
-import { Pipeline } from '../src/middleware/pipeline.js';
+import { DECIDING, Pipeline } from '../src/middleware/pipeline.js';
 import { problem, type Decision, type Middleware } from '../src/middleware/types.js';
 import { startDataPlane } from '../src/proxy/data-plane.js';
 import type { RequestContext } from '../src/proxy/request-context.js';
@@ -69,6 +69,57 @@ t.test('entries run in order; each sees what the previous one wrote; an answer s
   t.same(stopped.responses[0].headers['x-why'], ['test']);
   t.same(stopped.responses[0].headers['x-added'], ['by-first'], 'and on the middleware\'s own answers');
   t.same(order, ['first', 'second saw 1'], 'third did not run');
+  t.equal(upstream.requests.length, before, 'nothing forwarded');
+});
+
+t.test('Pipeline.decide: synchronous decisions come back at once; the request is held only from the first asynchronous one', async (t) => {
+  const ctx = {} as RequestContext;
+  const ran: string[] = [];
+  const sync = (id: string, answer?: Decision) =>
+    middleware(id, () => {
+      ran.push(id);
+      return answer;
+    });
+  const counters = new Counters();
+  let holds = 0;
+  const goingAsync = (held: RequestContext) => {
+    holds++;
+    t.equal(held, ctx, 'the held request is the one deciding');
+    return (answer: Decision | null) => void ran.push(`async outcome ${answer == null ? 'forward' : answer.status}`);
+  };
+
+  const admitting = [sync('a'), sync('b')];
+  t.equal(new Pipeline(admitting, counters).decide(ctx, admitting, goingAsync), null, 'all admitted: forward');
+  const refusing = [sync('c', problem(401, 'no')), sync('d')];
+  const refused = new Pipeline(refusing, counters).decide(ctx, refusing, goingAsync);
+  t.equal(refused !== DECIDING && refused !== null ? refused.status : 0, 401, 'the first answer, at once');
+  t.same(ran, ['a', 'b', 'c'], 'd did not run');
+  t.equal(holds, 0, 'nothing held while every decision was synchronous');
+
+  ran.length = 0;
+  const slow = middleware('slow', () => delay(5).then(() => void ran.push('slow')));
+  const entries = [sync('e'), slow, sync('f')];
+  const outcome = new Pipeline(entries, counters).decide(ctx, entries, goingAsync);
+  t.equal(outcome, DECIDING);
+  t.equal(holds, 1, 'held once, at the asynchronous decision');
+  t.same(ran, ['e']);
+  await delay(50);
+  t.same(ran, ['e', 'slow', 'f', 'async outcome forward'], 'the rest ran after it; the outcome came once');
+  t.equal(holds, 1);
+});
+
+t.test('a synchronous admit forwards a streamed body; a synchronous answer leaves the body unread and closes', async (t) => {
+  use(middleware('admit', (ctx) => void ctx.addResponseHeader('x-admitted', 'yes')));
+  const body = Buffer.alloc(256 * 1024, 'c');
+  const res = await rawRequest(plane.port, [`POST /items HTTP/1.1\r\nHost: gw\r\nContent-Length: ${body.length}\r\n\r\n`, body.toString()], { responses: 1, waitMs: 5000 });
+  t.equal(res.responses[0]?.status, 200);
+  t.same(res.responses[0]?.headers['x-admitted'], ['yes']);
+  t.ok(upstream.requests[upstream.requests.length - 1].body.equals(body), 'the body, byte for byte');
+  use(middleware('refuse', () => problem(429, 'slow down')));
+  const before = upstream.requests.length;
+  const refused = await rawRequest(plane.port, [`POST /items HTTP/1.1\r\nHost: gw\r\nContent-Length: ${body.length}\r\n\r\n`, 'partial'], { responses: 1, waitMs: 3000 });
+  t.equal(refused.responses[0]?.status, 429);
+  t.same(refused.responses[0]?.headers.connection, ['close'], 'the unread body ends the connection');
   t.equal(upstream.requests.length, before, 'nothing forwarded');
 });
 

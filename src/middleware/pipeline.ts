@@ -14,6 +14,9 @@ import { problem, type Answer, type Decision, type Middleware, type MiddlewareMe
 /** Called once per run: the answer to send, or null to forward the request. */
 export type PipelineDone = (answer: Answer | null) => void;
 
+/** Pipeline.decide's outcome while a middleware's asynchronous decision is pending. */
+export const DECIDING = Symbol('deciding');
+
 /** Counter names of one middleware, built once (no string is built per request). */
 class CounterNames {
   readonly admitted: string;
@@ -81,8 +84,23 @@ export class Pipeline {
     return list;
   }
 
+  /**
+   * Runs `list` for `ctx` as far as its middleware decide synchronously: the answer (null to forward)
+   * when every one did. At the first asynchronous decision it calls `goingAsync` (still synchronously,
+   * so the caller can hold the request while its handler runs), returns DECIDING, and later passes the
+   * outcome to the callback `goingAsync` returned, exactly once.
+   */
+  decide(ctx: RequestContext, list: readonly Middleware[], goingAsync: (ctx: RequestContext) => PipelineDone): Answer | null | typeof DECIDING {
+    return this.decideFrom(ctx, list, 0, goingAsync);
+  }
+
   /** Runs `list` from `from` for `ctx`; `done` is called exactly once, possibly synchronously. */
   run(ctx: RequestContext, list: readonly Middleware[], from: number, done: PipelineDone): void {
+    const outcome = this.decideFrom(ctx, list, from, () => done);
+    if (outcome !== DECIDING) done(outcome);
+  }
+
+  private decideFrom(ctx: RequestContext, list: readonly Middleware[], from: number, goingAsync: (ctx: RequestContext) => PipelineDone): Answer | null | typeof DECIDING {
     for (let i = from; i < list.length; i++) {
       const middleware = list[i];
       let decision: Decision | Promise<Decision>;
@@ -92,17 +110,16 @@ export class Pipeline {
         decision = this.failed(middleware);
       }
       if (decision instanceof Promise) {
-        this.await(ctx, list, i, decision, done);
-        return;
+        this.await(ctx, list, i, decision, goingAsync(ctx));
+        return DECIDING;
       }
       if (decision !== undefined) {
         this.metrics.add(this.names.get(middleware)!.of(decision));
-        done(decision);
-        return;
+        return decision;
       }
       this.metrics.add(this.names.get(middleware)!.admitted);
     }
-    done(null);
+    return null;
   }
 
   private await(ctx: RequestContext, list: readonly Middleware[], index: number, pending: Promise<Decision>, done: PipelineDone): void {

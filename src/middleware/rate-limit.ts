@@ -93,6 +93,11 @@ class RateLimit implements Middleware {
   /** Key prefix per route (scope "endpoint"): built once per route, not per request. */
   private readonly prefixes = new WeakMap<object, string>();
   private readonly globalPrefix: string;
+  /** The last bucket key built and its parts (see bucketKey). */
+  private lastKey = '';
+  private lastPrefix = '';
+  private lastTag = '';
+  private lastSubject = '';
 
   constructor(
     config: RateLimitConfig,
@@ -137,10 +142,22 @@ class RateLimit implements Middleware {
 
   private bucketKey(ctx: RequestContext): string {
     let subject: string | undefined;
-    if (this.header !== null) subject = ctx.requestHeader(this.header);
-    else if (this.byConsumer) subject = ctx.consumer === null ? undefined : `c:${ctx.consumer}`;
+    let tag = '';
+    if (this.header !== null) {
+      subject = ctx.requestHeader(this.header);
+    } else if (this.byConsumer && ctx.consumer !== null) {
+      subject = ctx.consumer;
+      tag = 'c:';
+    }
     subject ??= ctx.clientAddress;
-    return this.prefixOf(ctx) + subject;
+    const prefix = this.prefixOf(ctx);
+    // Consecutive requests mostly come from the same client: the same key object, whose hash the
+    // store's Map has already computed, instead of a new string to build and hash.
+    if (subject === this.lastSubject && tag === this.lastTag && prefix === this.lastPrefix) return this.lastKey;
+    this.lastSubject = subject;
+    this.lastTag = tag;
+    this.lastPrefix = prefix;
+    return (this.lastKey = prefix + tag + subject);
   }
 
   private prefixOf(ctx: RequestContext): string {

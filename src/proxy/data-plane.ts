@@ -34,7 +34,7 @@ import { Exchange, type ExchangeHost } from './forward.js';
 import { RequestContext, type ResponseObserver } from './request-context.js';
 import { HeldRequest, type HeldRequestHost } from './held-request.js';
 import { Capture, type RequestListener } from '../listeners/capture.js';
-import { Pipeline } from '../middleware/pipeline.js';
+import { DECIDING, Pipeline } from '../middleware/pipeline.js';
 import { problem, type Answer, type ContentAnswer, type Middleware } from '../middleware/types.js';
 import type { ForwardFailure } from './forward-errors.js';
 import type { Counters } from '../metrics/counters.js';
@@ -344,14 +344,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
 
     const exchange = this.newExchange(res, ctx);
     if (exchange === null) return this.answer(res, ctx, 503, NO_HOST);
-    this.inFlightCount++;
-    res.onAborted(() => exchange.onClientAborted());
-    const hasBody = ctx.hasBody;
-    if (hasBody) {
-      this.awaitBody(exchange);
-      res.onData((chunk, isLast) => exchange.onClientData(chunk, isLast));
-    }
-    exchange.start(hasBody);
+    this.forwardNow(res, exchange);
   }
 
   /** Picks the host (balancer, breakers) and prepares the exchange; null when no host may take it now. */
@@ -397,12 +390,54 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
   private hold(res: UwsResponse, ctx: RequestContext, middleware: readonly Middleware[]): void {
     // Rate limits key on it: decided once, here.
     ctx.clientAddress = this.trust.clientAddress(ctx.peer, ctx.forwardedFor);
+    this.deciding = res;
+    const outcome = this.pipeline.decide(ctx, middleware, this.holdUntilDecided);
+    this.deciding = null;
+    if (outcome === DECIDING) return;
+    // Every middleware decided at once (auth, a local rate limit with tokens, a cache miss): nothing is
+    // held; answered, or forwarded as a request without middleware is. Body bytes are still unread.
+    if (outcome !== null) return this.answerUnforwarded(res, ctx, outcome);
+    const exchange = this.newExchange(res, ctx);
+    if (exchange === null) {
+      const instead = ctx.observers === null ? null : substituteFor(ctx.observers, 503);
+      return this.answerUnforwarded(res, ctx, instead ?? problem(503, NO_HOST));
+    }
+    this.forwardNow(res, exchange);
+  }
+
+  /** The exchange goes upstream now; `res` is watched for the client leaving, its body streamed. */
+  private forwardNow(res: UwsResponse, exchange: Exchange): void {
+    this.inFlightCount++;
+    res.onAborted(() => exchange.onClientAborted());
+    const hasBody = exchange.ctx.hasBody;
+    if (hasBody) {
+      this.awaitBody(exchange);
+      res.onData((chunk, isLast) => exchange.onClientData(chunk, isLast));
+    }
+    exchange.start(hasBody);
+  }
+
+  /** Answers a request that goes no further than its middleware, inside its handler. */
+  private answerUnforwarded(res: UwsResponse, ctx: RequestContext, answer: Answer): void {
+    this.writeAnswer(res, ctx, answer, ctx.hasBody);
+    this.unforwarded(ctx);
+  }
+
+  /** The response of the request the pipeline is deciding now (read by holdUntilDecided). */
+  private deciding: UwsResponse | null = null;
+
+  /**
+   * A middleware decides asynchronously: the request is held (its connection watched, its body kept)
+   * until the pipeline's outcome. Called inside the uWS handler.
+   */
+  private readonly holdUntilDecided = (ctx: RequestContext): ((answer: Answer | null) => void) => {
+    const res = this.deciding!;
     const held = new HeldRequest(this, res, ctx);
     this.inFlightCount++;
     res.onAborted(() => held.onAborted());
     if (ctx.hasBody) res.onData((chunk, isLast) => held.onData(chunk, isLast));
-    this.pipeline.run(ctx, middleware, 0, (answer) => held.decided(answer));
-  }
+    return (answer) => held.decided(answer);
+  };
 
   forwardHeld(held: HeldRequest): Exchange | null {
     const exchange = this.newExchange(held.res, held.ctx);
@@ -419,7 +454,17 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
   }
 
   answerHeld(held: HeldRequest, answer: Answer, close: boolean): void {
-    const { res, ctx } = held;
+    this.writeAnswer(held.res, held.ctx, answer, close);
+  }
+
+  heldDone(held: HeldRequest): void {
+    this.inFlightCount--;
+    this.unforwarded(held.ctx);
+    if (this.inFlightCount === 0) this.onDrained?.();
+  }
+
+  /** A middleware's answer (or one in place of an upstream's); `close` when body bytes remain unread. */
+  private writeAnswer(res: UwsResponse, ctx: RequestContext, answer: Answer, close: boolean): void {
     res.cork(() => {
       ctx.status = answer.status;
       const headersOnly = ctx.method === 'HEAD';
@@ -434,13 +479,11 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     });
   }
 
-  heldDone(held: HeldRequest): void {
-    // No upstream answer reached the client: observers a middleware registered learn it is over.
-    const observers = held.ctx.observers;
+  /** It ended without an upstream answer: observers a middleware registered learn it is over; reported. */
+  private unforwarded(ctx: RequestContext): void {
+    const observers = ctx.observers;
     if (observers !== null) for (let i = observers.length - 1; i >= 0; i--) observers[i].onAbort();
-    this.inFlightCount--;
-    this.emitDone(held.ctx);
-    if (this.inFlightCount === 0) this.onDrained?.();
+    this.emitDone(ctx);
   }
 
   /**

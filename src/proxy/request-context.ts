@@ -109,7 +109,8 @@ export class RequestContext {
       headers[to++] = headers[from];
       headers[to++] = headers[from + 1];
     }
-    headers.length = to;
+    // Setting length is a runtime call even when nothing was removed (the usual case).
+    if (to !== headers.length) headers.length = to;
   }
 
   addResponseHeader(name: string, value: string): void {
