@@ -100,6 +100,9 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
   });
   private readonly counters = { commands: 0, errors: 0, timeouts: 0, failedFast: 0 };
   private readonly takeQueues = new Map<string, TakeQueue>();
+  /** The last key given to take and its bucket's Redis key (see bucketOf). */
+  private lastKey: string | null = null;
+  private lastBucket = '';
 
   constructor(options: RedisStoreOptions) {
     this.name = options.name;
@@ -169,11 +172,25 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
    * on this Redis. Rejects with a StoreError; never waits longer than min(commandTimeoutMs, maxWaitMs)
    * in all, however many round trips.
    */
-  async take(key: string, policy: GcraPolicy, maxWaitMs = Infinity, n = 1): Promise<RateDecision> {
-    if (!Number.isInteger(n) || n < 1 || n > policy.limit) throw new RangeError(`take: n must be an integer 1..${policy.limit}, got ${n}`);
+  take(key: string, policy: GcraPolicy, maxWaitMs = Infinity, n = 1): Promise<RateDecision> {
+    if (!Number.isInteger(n) || n < 1 || n > policy.limit) return Promise.reject(new RangeError(`take: n must be an integer 1..${policy.limit}, got ${n}`));
     const deadline = Date.now() + Math.min(this.commandTimeoutMs, maxWaitMs);
-    const bucket = `${this.keyPrefix}rl:${boundKey(key)}`;
-    if (n === 1) return this.takeOne(bucket, policy, deadline);
+    // Not an async function: a single take (every request of a rate limit) returns takeOne's promise
+    // itself, without a wrapping promise and the microtask hops of resolving one with another.
+    if (n === 1) return this.takeOne(this.bucketOf(key), policy, deadline);
+    return this.takeMany(this.bucketOf(key), policy, n, deadline);
+  }
+
+  /** The Redis key of a bucket; a client's consecutive takes reuse the string (its hash computed once). */
+  private bucketOf(key: string): string {
+    if (key !== this.lastKey) {
+      this.lastKey = key;
+      this.lastBucket = `${this.keyPrefix}rl:${boundKey(key)}`;
+    }
+    return this.lastBucket;
+  }
+
+  private async takeMany(bucket: string, policy: GcraPolicy, n: number, deadline: number): Promise<RateDecision> {
     const args = [String(policy.limit), String(policy.windowMs), String(n), this.clock === undefined ? '' : String(this.clock())];
     const reply = await this.runScript(GCRA_TAKE_SHA1, GCRA_TAKE_LUA, bucket, args, deadline);
     if (!Array.isArray(reply) || reply.length !== 4) throw new StoreError(this.name, 'server-error', `unexpected reply to the rate-limit script: ${String(reply)}`);
