@@ -6,10 +6,13 @@
  * values with inner spaces, tabs and obs-text, in one read or cut in two. The gateway copies the kept headers to uWS in one
  * writeStatus call (src/proxy/forward.ts writeHeadBlock); a reference model says what must arrive:
  * every end-to-end header in order with its value as sent (outer whitespace trimmed), no upstream Date
- * (uWS writes one), one Via with the upstream's values then ours, no hop-by-hop header.
+ * (uWS writes one), one Via with the upstream's values then ours, no hop-by-hop header. Headers a
+ * middleware adds follow them as it added them (uWS writes them, UTF-8), in a spilled head too.
  */
 import fc from 'fast-check';
 import t from 'tap';
+import { Counters } from '../src/metrics/counters.js';
+import { Pipeline } from '../src/middleware/pipeline.js';
 import { startDataPlane } from '../src/proxy/data-plane.js';
 import { RoutingTable } from '../src/routing/table.js';
 import { rawRequest } from './helpers/raw-http.js';
@@ -39,6 +42,27 @@ const config = testConfig({ upstreams: [{ serviceType: 'static', serviceLocation
 const plane = await startDataPlane({ config });
 const { table } = RoutingTable.compile([entry('GET', '/h', upstream.url)]);
 plane.setTable(table);
+/** The headers the middleware adds to the next answer. */
+let added: GeneratedHeader[] = [];
+plane.setPipeline(
+  new Pipeline(
+    [
+      {
+        id: 'adds',
+        type: 'test',
+        slaMs: 1000,
+        failClosed: false,
+        decide: (ctx) => {
+          for (const { name, value } of added) ctx.addResponseHeader(name, value);
+          return undefined;
+        },
+        ready: () => Promise.resolve(),
+        close: () => Promise.resolve(),
+      },
+    ],
+    new Counters(),
+  ),
+);
 t.teardown(async () => {
   await plane.close();
   await upstream.close();
@@ -64,12 +88,20 @@ const header: fc.Arbitrary<GeneratedHeader> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ name: fc.constant('X-Named-Hop'), value: fc.constant('dropped') }) },
 );
 
+// What a middleware adds: mostly plain ASCII, sometimes a character past ASCII.
+const addedValue = fc.oneof(
+  { weight: 4, arbitrary: value.filter((v) => /^[\x20-\x7e\t]*$/.test(v)) },
+  { weight: 1, arbitrary: fc.constantFrom('café', 'r=5;t=60 €', 'naïve value') },
+);
+const addedHeader: fc.Arbitrary<GeneratedHeader> = fc.record({ name: token.map((name) => `x-mw-${name}`), value: addedValue });
+
 const heads = fc.record({
   // At most 45 x ~330 bytes: under the 16 KiB an upstream head may have (maxResponseHeaderBytes).
   headers: fc.array(header, { maxLength: 45, size: 'max' }),
   // Connection: close would close the upstream socket; keep-alive plus a named header tests the named-drop path.
   connection: fc.constantFrom(null, 'keep-alive', 'keep-alive, X-Named-Hop'),
   split: fc.oneof(fc.constant(-1), fc.integer({ min: 1, max: 16_000 })),
+  middleware: fc.array(addedHeader, { maxLength: 4 }),
 });
 
 /** What the client must see of the upstream's headers, in order, names lower-cased. */
@@ -100,7 +132,8 @@ t.test(`generated upstream heads arrive at the client header for header (seed ${
   let largest = 0;
   let splitHeads = 0;
   await fc.assert(
-    fc.asyncProperty(heads, async ({ headers, connection, split }) => {
+    fc.asyncProperty(heads, async ({ headers, connection, split, middleware }) => {
+      added = middleware;
       const body = 'body';
       let head = 'HTTP/1.1 200 OK\r\n';
       for (const { name, value } of headers) head += `${name}: ${value}\r\n`;
@@ -130,7 +163,9 @@ t.test(`generated upstream heads arrive at the client header for header (seed ${
         if (!WRITTEN_BY_UWS.has(name)) got.push([name, v]);
       }
       const want = expected(headers, connection);
-      t.same(got, want.kept, 'end-to-end headers, in order, values as sent');
+      // The middleware's headers come last, their values UTF-8 on the wire (read here as latin1).
+      const fromMiddleware = middleware.map(({ name, value }): [string, string] => [name.toLowerCase(), Buffer.from(value, 'utf8').toString('latin1').replace(/^[ \t]+|[ \t]+$/g, '')]);
+      t.same(got, [...want.kept, ...fromMiddleware], 'end-to-end headers, in order, values as sent; then the middleware\'s');
       t.same(via, [want.via], 'one Via: the upstream values, then ours');
       t.equal(dates.length, 1, 'one Date (uWS writes it)');
       t.not(dates[0], 'Mon, 23 Nov 2026 10:00:00 GMT', "the upstream's Date is not passed on");
@@ -141,10 +176,26 @@ t.test(`generated upstream heads arrive at the client header for header (seed ${
       endOnFailure: true,
       examples: [
         // Always one head of about 12 KiB, so the growth of the head block is reached whatever the seed.
-        [{ headers: Array.from({ length: 40 }, (_, i) => ({ name: `X-Long-${i}`, value: `${i} `.padEnd(290, 'v') })), connection: null, split: 5000 }],
+        [
+          {
+            headers: Array.from({ length: 40 }, (_, i) => ({ name: `X-Long-${i}`, value: `${i} `.padEnd(290, 'v') })),
+            connection: null,
+            split: 5000,
+            middleware: [{ name: 'RateLimit-Policy', value: '"limit";q=20;w=60' }, { name: 'x-mw-a', value: 'café' }],
+          },
+        ],
         // And one just under the 16 KiB an upstream head may have: too large to share a cork with the
         // body, it goes out in corks of its own (Exchange.spillHead: writeStatus, then writeHeader).
-        [{ headers: Array.from({ length: 53 }, (_, i) => ({ name: `X-Long-${i}`, value: `${i} `.padEnd(289, 'v') })), connection: 'keep-alive', split: -1 }],
+        [
+          {
+            headers: Array.from({ length: 53 }, (_, i) => ({ name: `X-Long-${i}`, value: `${i} `.padEnd(289, 'v') })),
+            connection: 'keep-alive',
+            split: -1,
+            middleware: [{ name: 'RateLimit', value: '"limit";r=19;t=3' }],
+          },
+        ],
+        // A small head with plain ASCII middleware headers, a tab inside and an empty value.
+        [{ headers: [{ name: 'Content-Type', value: 'application/json' }], connection: null, split: -1, middleware: [{ name: 'x-mw-b', value: 'b\tc' }, { name: 'x-mw-c', value: '' }] }],
       ],
     },
   );
