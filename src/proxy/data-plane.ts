@@ -104,6 +104,8 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     clientAddress: '',
     disabledListeners: NO_LISTENERS,
   };
+  /** The response of the request the pipeline is deciding now (read by holdUntilDecided). */
+  private deciding: UwsResponse | null = null;
   /** Route whose hosts the balancer is asking about (spares a closure per pick). */
   private pickingRouteId = -1;
   /** A host left out of the pick: the one a retry moves away from. */
@@ -422,9 +424,6 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     this.writeAnswer(res, ctx, answer, ctx.hasBody);
     this.unforwarded(ctx);
   }
-
-  /** The response of the request the pipeline is deciding now (read by holdUntilDecided). */
-  private deciding: UwsResponse | null = null;
 
   /**
    * A middleware decides asynchronously: the request is held (its connection watched, its body kept)
