@@ -33,12 +33,18 @@ function loopNs() {
   return best;
 }`;
 
-t.test('loading the Redis store leaves String.prototype out of every prototype chain', async (t) => {
-  const { out, stderr } = run(`
+/** Loads the store after `before` in a fresh process: whether node-redis's VerbatimString is a String subclass, and stderr. */
+function storeLoadedAfter(before: string): { extendsString: unknown; stderr: string } {
+  const { out, stderr } = run(`${before}
     await import(${JSON.stringify(STORE)});
     const { VerbatimString } = await import('redis');
     console.log(JSON.stringify({ extendsString: VerbatimString.prototype instanceof String }));`);
-  t.equal(out.extendsString, false, "node-redis uses the stand-in, not its String subclass");
+  return { extendsString: out.extendsString, stderr };
+}
+
+t.test('loading the Redis store leaves String.prototype out of every prototype chain', async (t) => {
+  const { extendsString, stderr } = storeLoadedAfter('');
+  t.equal(extendsString, false, "node-redis uses the stand-in, not its String subclass");
   t.notMatch(stderr, /RedisClientWarning/, 'no warning');
 });
 
@@ -57,13 +63,10 @@ t.test('string method calls run as fast after loading the store as before (ratio
 });
 
 t.test('redis loaded before the store: the store warns (the process runs, slower)', async (t) => {
-  const { out, stderr } = run(`
+  const { extendsString, stderr } = storeLoadedAfter(`
     import { createRequire } from 'node:module';
-    createRequire(${JSON.stringify(STORE)})('redis');
-    await import(${JSON.stringify(STORE)});
-    const { VerbatimString } = await import('redis');
-    console.log(JSON.stringify({ extendsString: VerbatimString.prototype instanceof String }));`);
-  t.equal(out.extendsString, true, 'too late: node-redis has its own class');
+    createRequire(${JSON.stringify(STORE)})('redis');`);
+  t.equal(extendsString, true, 'too late: node-redis has its own class');
   t.match(stderr, /RedisClientWarning/, 'the store says so');
 });
 

@@ -400,10 +400,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     // held; answered, or forwarded as a request without middleware is. Body bytes are still unread.
     if (outcome !== null) return this.answerUnforwarded(res, ctx, outcome);
     const exchange = this.newExchange(res, ctx);
-    if (exchange === null) {
-      const instead = ctx.observers === null ? null : substituteFor(ctx.observers, 503);
-      return this.answerUnforwarded(res, ctx, instead ?? problem(503, NO_HOST));
-    }
+    if (exchange === null) return this.answerUnforwarded(res, ctx, noHostAnswer(ctx));
     this.forwardNow(res, exchange);
   }
 
@@ -441,9 +438,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
   forwardHeld(held: HeldRequest): Exchange | null {
     const exchange = this.newExchange(held.res, held.ctx);
     if (exchange === null) {
-      // No host may take it (breakers open): an upstream failure, which observers may answer for (stale-if-error).
-      const instead = held.ctx.observers === null ? null : substituteFor(held.ctx.observers, 503);
-      this.answerHeld(held, instead ?? problem(503, NO_HOST), !held.complete);
+      this.answerHeld(held, noHostAnswer(held.ctx), !held.complete);
       this.heldDone(held);
       return null;
     }
@@ -588,6 +583,15 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
 }
 
 /** The first content an observer offers in place of a failed answer (in reverse registration order), or null. */
+/**
+ * The answer when no host may take a routed request (breakers open): an upstream failure, which
+ * observers a middleware registered may answer for (stale-if-error), else a 503.
+ */
+function noHostAnswer(ctx: RequestContext): Answer {
+  const instead = ctx.observers === null ? null : substituteFor(ctx.observers, 503);
+  return instead ?? problem(503, NO_HOST);
+}
+
 function substituteFor(observers: readonly ResponseObserver[], status: number): ContentAnswer | null {
   for (let i = observers.length - 1; i >= 0; i--) {
     const answer = observers[i].substitute(status);

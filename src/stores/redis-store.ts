@@ -175,10 +175,10 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
   take(key: string, policy: GcraPolicy, maxWaitMs = Infinity, n = 1): Promise<RateDecision> {
     if (!Number.isInteger(n) || n < 1 || n > policy.limit) return Promise.reject(new RangeError(`take: n must be an integer 1..${policy.limit}, got ${n}`));
     const deadline = Date.now() + Math.min(this.commandTimeoutMs, maxWaitMs);
+    const bucket = this.bucketOf(key);
     // Not an async function: a single take (every request of a rate limit) returns takeOne's promise
     // itself, without a wrapping promise and the microtask hops of resolving one with another.
-    if (n === 1) return this.takeOne(this.bucketOf(key), policy, deadline);
-    return this.takeMany(this.bucketOf(key), policy, n, deadline);
+    return n === 1 ? this.takeOne(bucket, policy, deadline) : this.takeMany(bucket, policy, n, deadline);
   }
 
   /** The Redis key of a bucket; a client's consecutive takes reuse the string (its hash computed once). */

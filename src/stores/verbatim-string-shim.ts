@@ -56,14 +56,15 @@ export type ShimOutcome = 'installed' | 'already-loaded' | 'not-found';
  * file or URL whose node_modules hold @redis/client). Must run before `redis` is first required.
  */
 export function installVerbatimStringShim(from: string = import.meta.url): ShimOutcome {
+  const require = createRequire(from);
   let file: string;
   try {
-    file = join(dirname(createRequire(from).resolve('@redis/client')), 'lib', 'RESP', 'verbatim-string.js');
+    file = join(dirname(require.resolve('@redis/client')), 'lib', 'RESP', 'verbatim-string.js');
   } catch {
     return 'not-found';
   }
   if (!existsSync(file)) return 'not-found';
-  const cache = createRequire(from).cache;
+  const cache = require.cache;
   if (cache[file] !== undefined) return cache[file]!.exports?.VerbatimString === VerbatimString ? 'installed' : 'already-loaded';
   const stand = new Module(file);
   stand.filename = file;
@@ -78,4 +79,4 @@ export function shimInEffect(verbatimString: unknown): boolean {
   return typeof verbatimString === 'function' && !(verbatimString.prototype instanceof String);
 }
 
-export const shimOutcome = installVerbatimStringShim();
+installVerbatimStringShim();
