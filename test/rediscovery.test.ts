@@ -66,12 +66,15 @@ t.test('at start: the valid doc is routed, the invalid one is failed', async (t)
 });
 
 t.test('an endpoint added to the doc is routed after the next re-fetch', async (t) => {
-  // When each doc fetch reached the upstream (this process's clock, the gateway's logs share it).
+  // When each doc fetch reached the upstream (this process's clock, the gateway's logs share it). Taken
+  // before the upstream's handler answers (prependListener): taken after it, a test process preempted
+  // between its answer and the timestamp let the gateway read the answer and log the change first, and
+  // the fetch that saw the change fell outside the window (CI, about 1 run in 5 on a loaded machine).
   const fetchedAt: number[] = [];
   const onRequest = (req: { method?: string; url?: string }): void => {
     if (req.method === 'GET' && req.url === '/spec') fetchedAt.push(Date.now());
   };
-  users.server.on('request', onRequest);
+  users.server.prependListener('request', onRequest);
   t.teardown(() => void users.server.off('request', onRequest));
   const changedAt = Date.now();
   usersOptions.spec = swaggerDoc('users', { '/users/{id}': ['GET'], '/orders': ['GET', 'POST'] });
@@ -81,9 +84,7 @@ t.test('an endpoint added to the doc is routed after the next re-fetch', async (
   // The next re-fetch picks the change up, not a later one: at most the fetch already on its way when
   // the doc changed, then the one that saw it (a count, so a busy machine cannot flip it).
   const fetches = fetchedAt.filter((at) => at >= changedAt && at <= Number(noticed.time)).length;
-  // At most 2; not at least 1: CI saw, about 1 run in 5 on a loaded machine, the change noticed with
-  // no fetch counted in this window (not explained yet; the bound that matters is the upper one).
-  t.ok(fetches <= 2, `noticed at the next re-fetch (${fetches} doc fetches since the change; routed on both workers after ${tookMs} ms)`);
+  t.ok(fetches >= 1 && fetches <= 2, `noticed at the next re-fetch (${fetches} doc fetches since the change; routed on both workers after ${tookMs} ms)`);
   t.match((await health()).upstreams[0], { state: 'ready', endpoints: 3 });
 });
 
