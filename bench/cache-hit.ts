@@ -59,9 +59,14 @@ async function gatewayRole(mode: Mode, upstreamUrl: string): Promise<void> {
   let cpuAtFirst: NodeJS.CpuUsage | null = null;
   const plane = await startDataPlane({
     config: testConfig({ upstreams: [{ serviceType: 'static', serviceLocation: upstreamUrl, weight: 1, specPath: '/spec' }] }),
-    onRequestDone: () => {
-      if (requests++ === 0) cpuAtFirst = process.cpuUsage();
-    },
+    listeners: [
+      {
+        id: 'cpu-from-first',
+        done: () => {
+          if (requests++ === 0) cpuAtFirst = process.cpuUsage();
+        },
+      },
+    ],
   });
   process.on('SIGTERM', () => {
     const used = process.cpuUsage(cpuAtFirst ?? undefined);
@@ -102,7 +107,7 @@ async function gatewayRole(mode: Mode, upstreamUrl: string): Promise<void> {
 
 async function decisionCost(): Promise<void> {
   const { buildPipeline } = await import('../src/middleware/registry.js');
-  const { RequestContext } = await import('../src/proxy/request-context.js');
+  const { RequestContext } = await import('../src/exchange/context.js');
   const { LocalCacheStore } = await import('../src/cache/local-store.js');
   const { judge } = await import('../src/cache/rules.js');
   const { StoredResponse } = await import('../src/cache/record.js');
@@ -133,7 +138,7 @@ async function decisionCost(): Promise<void> {
           if (--left === 0) resolve();
         };
         for (let i = 0; i < n; i++) {
-          const ctx = new RequestContext('GET', '/items/1', '', '127.0.0.1', undefined, 0, false, request.slice());
+          const ctx = new RequestContext({ method: 'GET', url: '/items/1', query: '', peer: '127.0.0.1', startedAt: 0, xForwardedFor: undefined, hasBody: false, contentLength: -1, forward: request.slice() });
           ctx.route = route;
           pipeline.run(ctx, pipeline.entries, 0, done);
         }

@@ -11,8 +11,12 @@ import fc from 'fast-check';
 import { CORK_BUFFER_BYTES, endWithBody } from '../src/http/cork-budget.js';
 import { writeContent } from '../src/http/problem.js';
 import type { UwsBytes, UwsResponse } from '../src/native/uws-types.js';
-import { Exchange, type ExchangeHost } from '../src/proxy/forward.js';
-import { RequestContext } from '../src/proxy/request-context.js';
+import { RequestContext } from '../src/exchange/context.js';
+import { ProxiedResponse } from '../src/lifecycle/proxied-response.js';
+import { ResponseChain } from '../src/lifecycle/respond.js';
+import { RetryHandler, type RetryHost } from '../src/lifecycle/retry-handler.js';
+import { UwsClient } from '../src/lifecycle/uws/uws-client.js';
+import type { UpstreamHandler } from '../src/upstream/call.js';
 import type { UpstreamPool } from '../src/upstream/pool.js';
 import { ResponseHead } from '../src/upstream/response-parser.js';
 
@@ -127,22 +131,35 @@ class RecordingResponse {
   }
 }
 
-const host: ExchangeHost = {
-  via: '1.1 gw',
-  viaBytes: Buffer.from('1.1 gw'),
-  maxBodyBytes: 1 << 30,
-  breakers: { onSuccess() {}, onFailure() {} } as unknown as ExchangeHost['breakers'],
-  closing: false,
-  exchangeDone() {},
+const host: RetryHost = {
   retryTarget: () => null,
-  poolFor: () => {
-    throw new Error('no retry here');
-  },
+  poolFor: () => fakePool,
   upstreamFailed() {},
+  breakerSuccess() {},
+  breakerFailure() {},
 };
 
 const fakeCall = { abort() {}, resume() {}, writeBody: () => true, endBody() {} };
-const fakePool = { request: () => fakeCall } as unknown as UpstreamPool;
+let handler: UpstreamHandler | null = null;
+const fakePool = {
+  request: (_m: string, _p: string, _h: readonly string[], _b: unknown, h: UpstreamHandler) => {
+    handler = h;
+    return fakeCall;
+  },
+} as unknown as UpstreamPool;
+
+/** An exchange as the forward phase makes one (client side, response, retry handler); returns the upstream call's handler. */
+function exchange(res: RecordingResponse): UpstreamHandler {
+  const ctx = new RequestContext({ method: 'GET', url: '/x', query: '', peer: '127.0.0.1', startedAt: 0, xForwardedFor: undefined, hasBody: false, contentLength: -1, forward: [] });
+  ctx.upstream = 'http://u';
+  const client = new UwsClient(res as unknown as UwsResponse, ctx, { via: '1.1 gw', viaBytes: Buffer.from('1.1 gw'), closing: false });
+  const response = new ProxiedResponse(ctx, client, new ResponseChain(() => {}));
+  const retry = new RetryHandler(host, response, 'GET', '/x');
+  response.leg = retry;
+  client.watch(response);
+  retry.send('http://u', null);
+  return handler!;
+}
 
 interface Answer {
   headers: Array<[string, number]>;
@@ -153,25 +170,22 @@ interface Answer {
 /** Runs one answer through an Exchange; returns the recording and the body the upstream sent. */
 async function run(answer: Answer): Promise<{ res: RecordingResponse; sent: Buffer }> {
   const res = new RecordingResponse();
-  const ctx = new RequestContext('GET', '/x', '', '127.0.0.1', undefined, 0, false, []);
-  ctx.upstream = 'http://u';
-  const exchange = new Exchange(host, res as unknown as UwsResponse, ctx, fakePool, 'GET', '/x');
-  exchange.start(false);
+  const upstream = exchange(res);
   const raw: Buffer[] = [];
   for (const [name, valueBytes] of answer.headers) raw.push(Buffer.from(name), Buffer.alloc(valueBytes, 'v'));
   const parts = answer.chunks.map((n, i) => Buffer.alloc(n, 97 + (i % 26)));
   const sent = Buffer.concat(parts);
   const total = answer.sized ? sent.length : -1;
-  exchange.onHead(200, ResponseHead.fromHeaders(200, raw, total, total, answer.sized && parts.length > 0));
+  upstream.onHead(200, ResponseHead.fromHeaders(200, raw, total, total, answer.sized && parts.length > 0));
   await Promise.resolve();
   for (const part of parts) {
-    if (!exchange.onData(part)) {
+    if (!upstream.onData(part)) {
       // The client is behind: let it take everything, as onWritable would be called.
       res.takeAtMost = Infinity;
       res.writable?.(res.offset);
     }
   }
-  exchange.onEnd();
+  upstream.onEnd();
   await Promise.resolve();
   return { res, sent };
 }
@@ -244,17 +258,14 @@ t.test('the shortcuts and their other paths are both reached', async (t) => {
 t.test('a sized body the socket takes in part is finished from onWritable', async (t) => {
   const res = new RecordingResponse();
   res.takeAtMost = 1000;
-  const ctx = new RequestContext('GET', '/x', '', '127.0.0.1', undefined, 0, false, []);
-  ctx.upstream = 'http://u';
-  const exchange = new Exchange(host, res as unknown as UwsResponse, ctx, fakePool, 'GET', '/x');
-  exchange.start(false);
+  const upstream = exchange(res);
   const body = Buffer.alloc(100_000, 'q');
-  exchange.onHead(200, ResponseHead.fromHeaders(200, [], body.length, body.length, true));
-  t.equal(exchange.onData(body), false, 'the upstream is paused');
+  upstream.onHead(200, ResponseHead.fromHeaders(200, [], body.length, body.length, true));
+  t.equal(upstream.onData(body), false, 'the upstream is paused');
   t.notOk(res.ended);
   res.takeAtMost = Infinity;
   res.writable!(res.offset);
-  exchange.onEnd();
+  upstream.onEnd();
   t.ok(res.ended);
   t.ok(res.received().equals(body));
 });

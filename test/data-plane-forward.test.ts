@@ -1,6 +1,7 @@
 import t from 'tap';
 import { Agent, request } from 'undici';
-import { startDataPlane, type RequestDoneInfo } from '../src/proxy/data-plane.js';
+import { startDataPlane } from '../src/proxy/data-plane.js';
+import { recordInto, type FinishedInfo } from './helpers/finished.js';
 import { RoutingTable } from '../src/routing/table.js';
 import { rawRequest } from './helpers/raw-http.js';
 import { afterBody, echoHandler, entry, startUpstream, testConfig, type Upstream } from './helpers/upstream-server.js';
@@ -13,10 +14,10 @@ const config = testConfig({
     { serviceType: 'static', serviceLocation: b.url, weight: 1, specPath: '/spec' },
   ],
 });
-const done: RequestDoneInfo[] = [];
+const done: FinishedInfo[] = [];
 const plane = await startDataPlane({
   config,
-  onRequestDone: (info) => done.push({ ...info }),
+  listeners: [recordInto(done)],
   builtins: (method, path) =>
     path === '/healthcheck' && method === 'GET'
       ? { status: 200, headers: { 'content-type': 'application/json' }, body: '{"builtin":true}' }
@@ -253,7 +254,7 @@ t.test('upstream statuses pass through unchanged', async (t) => {
   t.equal(res.text, 'upstream says no');
 });
 
-t.test('onRequestDone reports each request once', async (t) => {
+t.test('listeners are told of each request once', async (t) => {
   done.length = 0;
   await get('/listeners?x=1', { 'x-forwarded-for': '198.51.100.1' });
   await get('/nowhere');
@@ -281,7 +282,7 @@ t.test('trustedProxies: the client address and X-Forwarded-Proto/-Host come from
   const seen: string[] = [];
   const trusting = await startDataPlane({
     config: testConfig({ trustedProxies: ['127.0.0.1'] }),
-    onRequestDone: (info) => seen.push(info.clientAddress),
+    listeners: [{ id: 'seen', done: (ctx) => void seen.push(ctx.clientAddress) }],
   });
   t.teardown(() => trusting.close());
   trusting.setTable(RoutingTable.compile([entry('GET', '/users/{id}', a.url)]).table);

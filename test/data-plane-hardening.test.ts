@@ -3,7 +3,8 @@
 // trust, encoded slashes.
 import http from 'node:http';
 import t from 'tap';
-import { startDataPlane, type DataPlane, type RequestDoneInfo } from '../src/proxy/data-plane.js';
+import { startDataPlane, type DataPlane } from '../src/proxy/data-plane.js';
+import { recordInto, type FinishedInfo } from './helpers/finished.js';
 import { RoutingTable } from '../src/routing/table.js';
 import type { GatewayConfig } from '../src/config/types.js';
 import type { Teardown } from './helpers/gateway-process.js';
@@ -14,12 +15,12 @@ import { echoHandler, entry, startUpstream, testConfig, type ConfigOverrides } f
 const echo = await startUpstream();
 t.teardown(() => echo.close());
 
-async function planeFor(t: Teardown, upstream: string, overrides: ConfigOverrides = {}, done?: RequestDoneInfo[]): Promise<DataPlane> {
+async function planeFor(t: Teardown, upstream: string, overrides: ConfigOverrides = {}, done?: FinishedInfo[]): Promise<DataPlane> {
   const config: GatewayConfig = testConfig({
     ...overrides,
     upstreams: [{ serviceType: 'static', serviceLocation: upstream, weight: 1, specPath: '/spec' }],
   });
-  const plane = await startDataPlane({ config, onRequestDone: done ? (info) => done.push({ ...info }) : null });
+  const plane = await startDataPlane({ config, listeners: done ? [recordInto(done)] : [] });
   plane.setTable(RoutingTable.compile([entry('GET', '/users/{id}', upstream), entry('POST', '/users', upstream), entry('GET', '/files/{+path}', upstream)]).table);
   t.teardown(() => plane.close());
   return plane;
@@ -148,7 +149,7 @@ t.test('ambiguous request heads are 400 and nothing is forwarded', async (t) => 
 });
 
 t.test('untrusted peer: its X-Forwarded-*, Forwarded and X-Real-IP are replaced by the gateway\'s own', async (t) => {
-  const done: RequestDoneInfo[] = [];
+  const done: FinishedInfo[] = [];
   const plane = await planeFor(t, echo.url, { trustedProxies: ['10.0.0.0/8'] }, done);
   const res = await rawRequest(
     plane.port,
@@ -167,7 +168,7 @@ t.test('untrusted peer: its X-Forwarded-*, Forwarded and X-Real-IP are replaced 
 });
 
 t.test('trusted peer: headers kept and extended, client = rightmost hop that is not a trusted proxy', async (t) => {
-  const done: RequestDoneInfo[] = [];
+  const done: FinishedInfo[] = [];
   const plane = await planeFor(t, echo.url, { trustedProxies: ['127.0.0.0/8', '10.0.0.0/8'] }, done);
   const res = await rawRequest(
     plane.port,

@@ -11,7 +11,7 @@ import { Counters } from '../src/metrics/counters.js';
 import { Pipeline } from '../src/middleware/pipeline.js';
 import type { Middleware } from '../src/middleware/types.js';
 import { startDataPlane, type DataPlane } from '../src/proxy/data-plane.js';
-import type { ResponseObserver } from '../src/proxy/request-context.js';
+import type { ResponseObserver } from '../src/exchange/context.js';
 import { RoutingTable } from '../src/routing/table.js';
 import { rawRequest, type ParsedResponse } from './helpers/raw-http.js';
 import { startRawServer } from './helpers/raw-upstream.js';

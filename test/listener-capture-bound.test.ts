@@ -2,7 +2,8 @@
 // (RequestListener.maxCaptureBytes): sampled requests of a listener with a small bound do not hold
 // bodies up to limits.maxBodyBytes.
 import t from 'tap';
-import type { Capture, RequestListener } from '../src/listeners/capture.js';
+import type { Capture } from '../src/exchange/capture.js';
+import type { RequestListener } from '../src/exchange/listener.js';
 import { startDataPlane } from '../src/proxy/data-plane.js';
 import { RoutingTable } from '../src/routing/table.js';
 import { rawRequest } from './helpers/raw-http.js';
@@ -17,7 +18,7 @@ t.teardown(() => plane.close());
 plane.setTable(RoutingTable.compile([entry('POST', '/items', upstream.url)]).table);
 
 function spy(id: string, maxCaptureBytes: number | undefined, seen: Capture[]): RequestListener {
-  return { id, maxCaptureBytes, sample: () => true, done: (_ctx, capture) => seen.push(capture) };
+  return { id, maxCaptureBytes, sample: () => true, done: (_ctx, capture) => seen.push(capture!) };
 }
 
 const post = (body: string) =>

@@ -9,7 +9,7 @@ import { Counters } from '../src/metrics/counters.js';
 import { Pipeline } from '../src/middleware/pipeline.js';
 import { problem, type ContentAnswer, type Decision, type Middleware } from '../src/middleware/types.js';
 import { startDataPlane } from '../src/proxy/data-plane.js';
-import type { RequestContext, ResponseObserver } from '../src/proxy/request-context.js';
+import type { RequestContext, ResponseObserver } from '../src/exchange/context.js';
 import { RoutingTable } from '../src/routing/table.js';
 import { rawRequest } from './helpers/raw-http.js';
 import { entry, startUpstream, testConfig } from './helpers/upstream-server.js';

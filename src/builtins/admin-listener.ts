@@ -7,7 +7,7 @@ import { writeProblem } from '../http/problem.js';
 import { writeBuiltinAnswer } from './write-answer.js';
 import type { LoadedUws } from '../native/uws.js';
 import type { UwsListenSocket, UwsRequest, UwsResponse } from '../native/uws-types.js';
-import type { BuiltinsHook } from '../proxy/data-plane-types.js';
+import type { BuiltinsHook } from '../exchange/builtins.js';
 import { emptyHeaderView } from '../http/request-head.js';
 
 export interface AdminListener {

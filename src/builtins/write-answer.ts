@@ -2,7 +2,7 @@
 import { endWithBody, headerBytes } from '../http/cork-budget.js';
 import { statusLine } from '../http/status-line.js';
 import type { UwsResponse } from '../native/uws-types.js';
-import type { BuiltinAnswer } from '../proxy/data-plane-types.js';
+import type { BuiltinAnswer } from '../exchange/answer.js';
 
 /**
  * Status, headers and body; for `headersOnly` (HEAD) the body's Content-Length only. With

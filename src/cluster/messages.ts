@@ -1,7 +1,7 @@
 import type { GatewayConfig } from '../config/types.js';
 import type { RenderedSpec } from './compile-task.js';
 import type { MetricsDelta } from '../metrics/delta.js';
-import type { UpstreamWeight } from '../proxy/data-plane-types.js';
+import type { UpstreamWeight } from '../lifecycle/forward.js';
 import type { CircuitReport } from '../proxy/breaker.js';
 import type { LeaseBankMessage } from '../stores/lease-messages.js';
 import type { StoreSnapshot } from '../stores/config.js';

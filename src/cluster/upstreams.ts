@@ -4,7 +4,7 @@ import type { UpstreamHealth, UpstreamState } from '../builtins/healthcheck.js';
 import type { TemplateProblem } from '../routing/types.js';
 import { docsEqual, entriesEqual, type DiscoveredUpstream, type DiscoveryOptions, type EndpointProblem } from '../discovery/index.js';
 import type { Logger } from '../log.js';
-import type { UpstreamWeight } from '../proxy/data-plane-types.js';
+import type { UpstreamWeight } from '../lifecycle/forward.js';
 
 export type DiscoverFn = (upstream: UpstreamConfig, options: DiscoveryOptions) => Promise<DiscoveredUpstream>;
 

@@ -7,6 +7,7 @@
  * The `local` store is this worker's LeaseClient: one for the worker's life, talking to the primary's
  * LeaseBank. Redis stores are rebuilt only when `kvStores` changes.
  */
+import type { RequestListener } from '../exchange/listener.js';
 import type { GatewayConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { Counters } from '../metrics/counters.js';
@@ -14,7 +15,7 @@ import type { Pipeline } from '../middleware/pipeline.js';
 import { buildPipeline } from '../middleware/registry.js';
 import type { MiddlewareContext } from '../middleware/types.js';
 import { buildListeners, type Listener } from '../listeners/registry.js';
-import type { DataPlane } from '../proxy/data-plane-types.js';
+import type { DataPlane } from '../proxy/data-plane.js';
 import { RemoteCacheStore } from '../cache/remote-store.js';
 import { createStores, type StoreSnapshot, type Stores } from '../stores/config.js';
 import { LeaseClient } from '../stores/lease-client.js';
@@ -30,6 +31,8 @@ export interface WorkerComponentsOptions {
   onReadiness(): void;
   /** Sends a message to the primary's lease bank. */
   sendToBank(message: LeaseWorkerMessage): void;
+  /** The built-in listeners (metrics, access log) that come before the configured ones. */
+  builtinListeners(): readonly RequestListener[];
 }
 
 /** Something with an id that gets ready (a middleware, a listener). */
@@ -121,7 +124,7 @@ export class WorkerComponents {
       const listeners = buildListeners(config.listeners, { metrics: counters, warn });
       const previous = this.listeners;
       this.listeners = listeners;
-      dataPlane.setListeners(listeners);
+      dataPlane.setListeners([...this.options.builtinListeners(), ...listeners]);
       this.track('listeners', listeners, () => this.listeners === listeners);
       for (const listener of previous) void listener.close();
     }

@@ -1,6 +1,9 @@
 // Entry point of every cluster worker: serves HTTP with the table, spec and reports the primary pushes.
 import cluster from 'node:cluster';
-import { startDataPlane, type DataPlane, type RequestDoneInfo } from '../proxy/data-plane.js';
+import { startDataPlane, type DataPlane } from '../proxy/data-plane.js';
+import type { RequestListener } from '../exchange/listener.js';
+import { builtinListeners } from '../listeners/registry.js';
+import { recorderListener } from '../metrics/recorder-listener.js';
 import { loadUws } from '../native/uws.js';
 import { RoutingTable } from '../routing/table.js';
 import { MetricsRecorder } from '../metrics/recorder.js';
@@ -44,7 +47,7 @@ let adminListener: AdminListener | null = null;
 /** The table version this worker serves; null until the first is applied. */
 let servingVersion: number | null = null;
 let applying = false;
-const components = new WorkerComponents({ counters, log, onReadiness: () => sendReady(), sendToBank: (message) => send(message) });
+const components = new WorkerComponents({ counters, log, onReadiness: () => sendReady(), sendToBank: (message) => send(message), builtinListeners: () => builtins_() });
 /** The store snapshot last sent, as JSON (sent again only when it changed). */
 let storesSent = '';
 let graceMs = 10_000;
@@ -57,17 +60,17 @@ function send(message: WorkerToPrimary | LeaseWorkerMessage): void {
   if (process.connected) process.send?.(message);
 }
 
-function onRequestDone(info: RequestDoneInfo): void {
-  if (metricsEnabled) {
-    if (info.routeTemplate === null || info.routeId < 0) {
-      recorder.requestFinished(info.routeTemplate === null ? null : `${info.method} ${info.routeTemplate}`, info.upstream, info.status, info.latencyMs * 1000);
-    } else {
-      // Keyed by route id: no "METHOD template" string built per request.
-      recorder.routeFinished(info.routeId, info.method, info.routeTemplate, info.upstream, info.status, info.latencyMs * 1000);
-    }
+const metricsListener = recorderListener(
+  recorder,
+  () => metricsEnabled,
+  () => {
     unshipped = true;
-  }
-  accessLog?.record(info);
+  },
+);
+
+/** The built-in listeners: metrics, and the access log once created. */
+function builtins_(): RequestListener[] {
+  return builtinListeners(metricsListener, accessLog);
 }
 
 let breakersQueued = false;
@@ -116,7 +119,7 @@ async function startServing(message: PublishMessage): Promise<DataPlane> {
     accessLog = createAccessLog({ workerId });
     await accessLog.ready;
   }
-  const started = await startDataPlane({ config: message.config, builtins: builtins.handle, onRequestDone, counters, onBreakersChanged });
+  const started = await startDataPlane({ config: message.config, builtins: builtins.handle, listeners: builtins_(), counters, onBreakersChanged });
   log.info({ port: started.port }, 'worker listening');
   const admin = message.config.admin;
   if (admin !== undefined) {

@@ -31,6 +31,10 @@ export function emptyHeaderView(): HeaderView {
 
 export class RequestHead {
   method = '';
+  /** The connection's peer address (set by the accept adapter). */
+  peer = '';
+  /** performance.now() when the request arrived (set by the accept adapter). */
+  startedAt = 0;
   url = '';
   query = '';
   /** Sum of header name and value lengths (what limits.maxHeaderBytes bounds). */

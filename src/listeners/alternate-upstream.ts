@@ -16,10 +16,10 @@
  */
 import { resolve as resolvePath } from 'node:path';
 import { Pool, type Dispatcher } from 'undici';
-import type { RequestContext } from '../proxy/request-context.js';
+import type { RequestContext } from '../exchange/context.js';
 import { normalizeServiceLocation } from '../config/service-location.js';
 import { openAppendLog, type AppendLog } from './append-log.js';
-import type { Capture } from './capture.js';
+import type { Capture } from '../exchange/capture.js';
 import { mismatchLine, type BodyReport, type MismatchRecord } from './mismatch-line.js';
 import { Sampler } from './sampler.js';
 import { bodyDifference } from './shadow-body.js';

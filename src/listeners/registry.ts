@@ -9,6 +9,9 @@ import type { ConfigProblem } from '../config/problem.js';
 import { ACCESS_LOG_LISTENER } from './access-log.js';
 import { alternateUpstreamSchema, createAlternateUpstream, type AlternateUpstreamConfig } from './alternate-upstream.js';
 import type { Listener, ListenerContext } from './types.js';
+import type { RequestListener } from '../exchange/listener.js';
+import type { AccessLog } from './access-log.js';
+import { accessLogListener } from './access-log-listener.js';
 import { typedListSchema, type TypeSchema } from '../config/typed-list-schema.js';
 
 export type { AlternateUpstreamConfig } from './alternate-upstream.js';
@@ -81,4 +84,16 @@ export function buildListeners(entries: readonly ListenerConfig[], context: List
     throw err;
   }
   return built;
+}
+
+/**
+ * The listeners every worker runs before the configured ones: the metrics recorder (when /metrics is
+ * on) and the access log (when enabled). Together with buildListeners' they are the one list the done
+ * phase walks.
+ */
+export function builtinListeners(metrics: RequestListener | null, accessLog: AccessLog | null): RequestListener[] {
+  const list: RequestListener[] = [];
+  if (metrics !== null) list.push(metrics);
+  if (accessLog !== null) list.push(accessLogListener(accessLog));
+  return list;
 }

@@ -8,7 +8,7 @@
  * configured key, so no client can grow it), sparing a hash per request for the usual steady clients.
  */
 import { createHash } from 'node:crypto';
-import type { RequestContext } from '../proxy/request-context.js';
+import type { RequestContext } from '../exchange/context.js';
 import { problem, type Decision, type Middleware, type MiddlewareContext, type ProblemAnswer } from './types.js';
 
 export interface ApiKeyAuthConfig {

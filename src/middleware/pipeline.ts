@@ -8,7 +8,7 @@
  * answered.<status> (an answer with content: a cache hit), slaMisses, errors.
  */
 import type { Route } from '../routing/table.js';
-import type { RequestContext } from '../proxy/request-context.js';
+import type { RequestContext } from '../exchange/context.js';
 import { problem, type Answer, type Decision, type Middleware, type MiddlewareMetrics } from './types.js';
 
 /** Called once per run: the answer to send, or null to forward the request. */

@@ -8,7 +8,7 @@
  * contract writes them): `RateLimit-Policy: "<id>";q=<limit>;w=<window s>` and
  * `RateLimit: "<id>";r=<remaining>;t=<s until full>`. Over the limit: 429 with Retry-After.
  */
-import type { RequestContext } from '../proxy/request-context.js';
+import type { RequestContext } from '../exchange/context.js';
 import { gcraPolicy, type GcraPolicy, type RateDecision } from '../stores/gcra.js';
 import type { RateLimitStore } from '../stores/types.js';
 import { problem, type Decision, type Middleware, type MiddlewareContext } from './types.js';

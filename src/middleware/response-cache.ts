@@ -38,7 +38,7 @@ import { LocalCacheStore } from '../cache/local-store.js';
 import { hasDirective, headerValue, StoredResponse, VaryIndex, type CacheRecord } from '../cache/record.js';
 import { judge, policyRequest } from '../cache/rules.js';
 import type { CacheStore } from '../cache/store.js';
-import type { RequestContext, ResponseObserver } from '../proxy/request-context.js';
+import type { RequestContext, ResponseObserver } from '../exchange/context.js';
 import { problem, type ContentAnswer, type Decision, type Middleware, type MiddlewareContext, type MiddlewareMetrics } from './types.js';
 
 export interface ResponseCacheConfig {

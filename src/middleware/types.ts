@@ -4,27 +4,11 @@
  */
 import type { RateLimitStoreLookup, StoreSettled } from './rate-limit.js';
 import type { CacheStoreLookup } from '../cache/store.js';
-import type { RequestContext } from '../proxy/request-context.js';
+import type { RequestContext } from '../exchange/context.js';
+import type { Answer } from '../exchange/answer.js';
 
-/** A problem+json answer of the gateway's own (401, 429, 503, ...), with headers of the middleware's. */
-export interface ProblemAnswer {
-  readonly kind: 'problem';
-  readonly status: number;
-  readonly detail: string;
-  /** Extra response headers, flat [name, value, ...]. */
-  readonly headers?: readonly string[];
-}
-
-/** An answer with content of the middleware's (a cached response): status, headers and body as given. */
-export interface ContentAnswer {
-  readonly kind: 'content';
-  readonly status: number;
-  /** Flat [name, value, ...]; framing headers (Content-Length, Transfer-Encoding) are the writer's. */
-  readonly headers: readonly string[];
-  readonly body: Uint8Array;
-}
-
-export type Answer = ProblemAnswer | ContentAnswer;
+export type { Answer, ContentAnswer, ProblemAnswer } from '../exchange/answer.js';
+export { problem } from '../exchange/answer.js';
 
 /** Answers the request itself instead of forwarding it; undefined lets it go on. */
 export type Decision = Answer | undefined;
@@ -63,8 +47,4 @@ export interface MiddlewareContext {
   rateLimitStores?: RateLimitStoreLookup;
   /** Resolves once the named store answered once or gave up connecting (middleware readiness). */
   storeSettled?: StoreSettled;
-}
-
-export function problem(status: number, detail: string, headers?: readonly string[]): ProblemAnswer {
-  return headers === undefined ? { kind: 'problem', status, detail } : { kind: 'problem', status, detail, headers };
 }

@@ -3,22 +3,9 @@
  * alternateUpstream listener replays and compares). Only sampled requests are captured; each side is
  * kept up to `maxBytes` (past that it is marked truncated and no more is kept).
  */
-import type { ContentAnswer } from '../middleware/types.js';
-import type { RequestContext, ResponseObserver } from '../proxy/request-context.js';
-
-/** A listener that runs after the client's answer completed (contract 10); it never delays or changes it. */
-export interface RequestListener {
-  readonly id: string;
-  /**
-   * Most body bytes of each side (request, answer) this listener can use; the capture keeps no more
-   * than the largest need among the listeners that sampled the request. Unset: all the gateway accepts.
-   */
-  readonly maxCaptureBytes?: number;
-  /** At routing time: whether to capture this request for `done` (sampling, methods, in-flight bound). */
-  sample(ctx: RequestContext): boolean;
-  /** The client's answer is over; `capture` holds what was kept. Must not throw. */
-  done(ctx: RequestContext, capture: Capture): void;
-}
+import type { ContentAnswer } from './answer.js';
+import type { RequestListener } from './listener.js';
+import type { ResponseObserver } from './observer.js';
 
 export class Capture implements ResponseObserver {
   readonly requestBody: Buffer[] = [];

@@ -1,31 +1,32 @@
 /**
- * What the stages of one request share: the data plane fills it as it reads, routes and forwards the
- * request; middleware reads it and writes its decisions into it (the consumer, headers for the upstream
- * and for the client); the exchange records the outcome; listeners read it when the request is done.
- * One object per request, created when the request arrives.
+ * The one object a request carries through its lifecycle (src/lifecycle/request-lifecycle.ts): accept
+ * fills it from the parsed head, route adds the endpoint and its hosts, middleware read it and write
+ * their decisions into it (the consumer, headers for the upstream and for the client), forward records
+ * the host and the outcome, and the done phase hands it to every listener.
  */
 import type { Route, RouteTarget } from '../routing/table.js';
-import type { ContentAnswer } from '../middleware/types.js';
-import type { Capture } from '../listeners/capture.js';
+import type { Capture } from './capture.js';
+import type { ClientSide } from './client.js';
+import type { ResponseObserver } from './observer.js';
 
-/**
- * Watches the upstream's answer on its way to the client (a middleware's response side, e.g. the
- * response cache storing it). Observers are called in the reverse order of their registration.
- */
-export interface ResponseObserver {
-  /** The upstream's status and end-to-end headers (flat, names lower-case), before the client gets them. */
-  onHead(status: number, headers: readonly string[]): void;
-  /** A body chunk, before the client gets it; valid only during the call unless copied. */
-  onData(chunk: Uint8Array): void;
-  /** The answer reached the client whole. */
-  onEnd(): void;
-  /** It did not: the upstream broke off, the client left, or the gateway answered instead. */
-  onAbort(): void;
-  /**
-   * The upstream failed (no answer, or a 5xx) and nothing has reached the client yet: content to send
-   * instead (stale-if-error), or null.
-   */
-  substitute(status: number): ContentAnswer | null;
+export type { ResponseObserver } from './observer.js';
+
+/** What the accept phase read of a request's head (src/http/request-head.ts is one). */
+export interface ParsedRequestHead {
+  readonly method: string;
+  /** The request path as sent (origin form). */
+  readonly url: string;
+  readonly query: string;
+  /** The connection's peer address. */
+  readonly peer: string;
+  /** performance.now() when the request arrived. */
+  readonly startedAt: number;
+  readonly xForwardedFor: string | undefined;
+  readonly hasBody: boolean;
+  /** Declared Content-Length; -1 when none. */
+  readonly contentLength: number;
+  /** End-to-end headers to forward, flat [name, value, ...]; a fresh array per request. */
+  readonly forward: string[];
 }
 
 const NONE: readonly RouteTarget[] = Object.freeze([]);
@@ -81,16 +82,28 @@ export class RequestContext {
   bytesOut = 0;
   /** The client's address as decided by trustedProxies (see src/http/trusted-proxies.ts). */
   clientAddress = '';
+  /** performance.now() when the request was over (the done phase sets it). */
+  endedAt = 0;
+  /** The client's side of this request (its transport adapter); set by the accept phase. */
+  client: ClientSide | null = null;
+  /** Counted among the worker's in-flight requests: held or forwarded, and not over yet. */
+  inFlight = false;
 
-  constructor(method: string, path: string, query: string, peer: string, forwardedFor: string | undefined, startedAt: number, hasBody: boolean, headers: string[]) {
-    this.method = method;
-    this.path = path;
-    this.query = query;
-    this.peer = peer;
-    this.forwardedFor = forwardedFor;
-    this.startedAt = startedAt;
-    this.hasBody = hasBody;
-    this.headers = headers;
+  constructor(head: ParsedRequestHead) {
+    this.method = head.method;
+    this.path = head.url;
+    this.query = head.query;
+    this.peer = head.peer;
+    this.forwardedFor = head.xForwardedFor;
+    this.startedAt = head.startedAt;
+    this.hasBody = head.hasBody;
+    this.bodyLength = head.contentLength;
+    this.headers = head.forward;
+  }
+
+  /** Milliseconds from arrival to the end of the answer (set by the done phase). */
+  get latencyMs(): number {
+    return this.endedAt - this.startedAt;
   }
 
   /** The first value of a request header the upstream would get (lower-case name); undefined when absent. */

@@ -1,0 +1,97 @@
+/**
+ * Accept: the checks a request head must pass before anything else looks at it (limits, framing,
+ * characters, encoded slashes, path normalization), then who the client is (trustedProxies) and the
+ * forwarding headers the upstream will get. Returns the gateway's refusal, or null to route it.
+ * Synchronous, inside the transport's handler: the head is only valid now.
+ */
+import type { GatewayConfig } from '../config/types.js';
+import { problem, type ProblemAnswer } from '../exchange/answer.js';
+import type { RequestContext } from '../exchange/context.js';
+import { normalizePath } from '../http/normalize-path.js';
+import type { RequestHead } from '../http/request-head.js';
+import { hasEncodedSlash, isVisibleAscii } from '../http/request-target.js';
+import { TrustedProxies } from '../http/trusted-proxies.js';
+
+export class AcceptPhase {
+  private readonly trust: TrustedProxies;
+  private readonly rejectEncodedSlashes: boolean;
+  private readonly maxHeaderBytes: number;
+  private readonly maxBodyBytes: number;
+
+  constructor(
+    config: GatewayConfig,
+    /** `1.1 <name>`, appended to the client's Via. */
+    private readonly via: string,
+  ) {
+    this.trust = new TrustedProxies(config.trustedProxies);
+    this.rejectEncodedSlashes = config.encodedSlashes === 'reject';
+    this.maxHeaderBytes = config.limits.maxHeaderBytes;
+    this.maxBodyBytes = config.limits.maxBodyBytes;
+  }
+
+  /** The refusal of a head that cannot go on (its `close`: the connection is closed after it), or null. */
+  check(head: RequestHead, ctx: RequestContext): Refusal | null {
+    if (head.headerBytes > this.maxHeaderBytes) {
+      return refuse(431, `the request headers are larger than ${this.maxHeaderBytes} bytes`);
+    }
+    // Bad framing or an ambiguous head leaves the connection untrustworthy: it is closed after the answer.
+    if (head.badFraming) return refuse(400, 'conflicting or invalid Content-Length / Transfer-Encoding', true);
+    if (head.conflict !== '') return refuse(400, head.conflict, true);
+    if (head.contentLength > this.maxBodyBytes) {
+      return refuse(413, `the request body is larger than ${this.maxBodyBytes} bytes`);
+    }
+    if (!isVisibleAscii(head.url) || !isVisibleAscii(ctx.query)) {
+      return refuse(400, 'the request target holds characters that must be percent-encoded');
+    }
+    if (this.rejectEncodedSlashes && hasEncodedSlash(head.url)) {
+      return refuse(400, 'the path holds an encoded "/" or "\\" (%2F, %5C), which an upstream could read as a segment boundary');
+    }
+    const path = normalizePath(head.url);
+    if (path === null) return refuse(400, 'the request path is malformed or climbs above the root');
+    ctx.path = path;
+    return null;
+  }
+
+  /** The client's address per trustedProxies (rate limits key on it, logs show it). */
+  clientAddress(ctx: RequestContext): string {
+    return ctx.clientAddress === '' ? (ctx.clientAddress = this.trust.clientAddress(ctx.peer, ctx.forwardedFor)) : ctx.clientAddress;
+  }
+
+  /**
+   * End-to-end request headers plus X-Forwarded-*, Via and, from a trusted proxy only, the client's
+   * Forwarded and X-Real-IP (docs/reference/forward.md). From any other peer the gateway speaks for
+   * the client itself. Only for routed requests: nothing else goes upstream.
+   */
+  addForwardingHeaders(head: RequestHead, ctx: RequestContext): void {
+    const headers = ctx.headers;
+    const peer = ctx.peer;
+    const host = head.view.host;
+    if (this.trust.isTrusted(peer)) {
+      headers.push('x-forwarded-for', head.xForwardedFor === undefined ? peer : `${head.xForwardedFor}, ${peer}`);
+      headers.push('x-forwarded-proto', head.xForwardedProto ?? 'http');
+      const forwardedHost = head.xForwardedHost ?? host;
+      if (forwardedHost) headers.push('x-forwarded-host', forwardedHost);
+      if (head.forwarded !== undefined) headers.push('forwarded', `${head.forwarded}, for=${forwardedNode(peer)}`);
+      if (head.xRealIp !== undefined) headers.push('x-real-ip', head.xRealIp);
+    } else {
+      headers.push('x-forwarded-for', peer, 'x-forwarded-proto', 'http');
+      if (host) headers.push('x-forwarded-host', host);
+    }
+    headers.push('via', head.via === undefined ? this.via : `${head.via}, ${this.via}`);
+  }
+}
+
+/** A refusal of the accept phase; `close` when the connection cannot be trusted after it. */
+export interface Refusal {
+  readonly answer: ProblemAnswer;
+  readonly close: boolean;
+}
+
+function refuse(status: number, detail: string, close = false): Refusal {
+  return { answer: problem(status, detail), close };
+}
+
+/** A Forwarded `for=` node (RFC 7239 6): IPv6 is quoted and bracketed. */
+function forwardedNode(address: string): string {
+  return address.indexOf(':') === -1 ? address : `"[${address}]"`;
+}

@@ -1,0 +1,91 @@
+/**
+ * The data plane's control surface: what the worker swaps (table, upstreams, middleware, listeners),
+ * asks (in-flight count, breakers) and ends (close). A separate object from the request lifecycle,
+ * which reads what this one sets through the shared DataPlaneState.
+ */
+import type { GatewayConfig } from '../config/types.js';
+import type { RequestListener } from '../exchange/listener.js';
+import type { Pipeline } from '../middleware/pipeline.js';
+import type { LoadedUws } from '../native/uws.js';
+import type { CircuitReport } from '../proxy/breaker.js';
+import type { DataPlane } from '../proxy/data-plane-types.js';
+import type { RoutingTable } from '../routing/table.js';
+import type { UpstreamWeight } from './forward.js';
+import type { RequestLifecycle } from './request-lifecycle.js';
+import type { DataPlaneState } from './state.js';
+import type { UwsAcceptor } from './uws/uws-accept.js';
+
+export class DataPlaneControl implements DataPlane {
+  private closed: Promise<void> | null = null;
+
+  constructor(
+    readonly uws: LoadedUws,
+    private readonly state: DataPlaneState,
+    private readonly lifecycle: RequestLifecycle,
+    private readonly acceptor: UwsAcceptor,
+  ) {}
+
+  get port(): number {
+    return this.acceptor.port;
+  }
+
+  setTable(table: RoutingTable): void {
+    this.state.table = table;
+    this.lifecycle.forwarder.setTable(table);
+  }
+
+  setPipeline(pipeline: Pipeline): void {
+    this.state.pipeline = pipeline;
+  }
+
+  setListeners(listeners: readonly RequestListener[]): void {
+    this.state.setListeners(listeners);
+  }
+
+  setUpstreams(upstreams: readonly UpstreamWeight[], config?: GatewayConfig): void {
+    this.lifecycle.forwarder.setUpstreams(upstreams, config);
+  }
+
+  inFlight(): number {
+    return this.state.inFlight;
+  }
+
+  breakerReport(): CircuitReport[] {
+    const routes = this.state.table?.routes() ?? [];
+    return this.lifecycle.forwarder.breakers.report((routeId) => {
+      const route = routes[routeId];
+      return route === undefined ? null : `${route.method} ${route.template}`;
+    });
+  }
+
+  tripBreaker(upstream: string, endpoint: string | null): void {
+    const breakers = this.lifecycle.forwarder.breakers;
+    if (endpoint === null) return breakers.trip(upstream, null);
+    const route = this.state.table?.routes().find((r) => `${r.method} ${r.template}` === endpoint);
+    if (route !== undefined) breakers.trip(upstream, route.id);
+  }
+
+  close(): Promise<void> {
+    this.closed ??= this.shutDown();
+    return this.closed;
+  }
+
+  private async shutDown(): Promise<void> {
+    const state = this.state;
+    state.closing = true;
+    this.acceptor.stopListening();
+    const graceMs = state.config.timeouts.shutdownGraceMs;
+    if (state.inFlight > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, graceMs);
+        state.onDrained = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      state.onDrained = null;
+    }
+    this.acceptor.closeConnections();
+    await this.lifecycle.forwarder.close(Math.min(graceMs, 1000));
+  }
+}

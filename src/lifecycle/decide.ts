@@ -1,0 +1,61 @@
+/**
+ * Decide: the route's middleware, in config order (Pipeline). Synchronous decisions cost a loop step
+ * and hold nothing; at the first asynchronous one the request is held (counted in flight, its client
+ * watched, its body kept by a BodyPump) until the outcome, then answered or forwarded.
+ */
+import type { Answer } from '../exchange/answer.js';
+import type { RequestContext } from '../exchange/context.js';
+import { DECIDING, type PipelineDone } from '../middleware/pipeline.js';
+import { BodyPump } from './body-pump.js';
+import type { DataPlaneState } from './state.js';
+
+/** What happens to a held request once its middleware decided. */
+export interface DecisionTaker {
+  /** Answer it (`answer`), or forward it with what `pump` holds (`answer` null). */
+  decided(ctx: RequestContext, pump: BodyPump, answer: Answer | null): void;
+  /** The client left while its middleware decided: the request is over. */
+  abandoned(ctx: RequestContext): void;
+}
+
+/** The request is held until its middleware decide; the DecisionTaker finishes it. */
+export const HELD = Symbol('held');
+
+export class DecidePhase {
+  constructor(
+    private readonly state: DataPlaneState,
+    private readonly taker: DecisionTaker,
+  ) {}
+
+  /** Runs the routed request's middleware: an answer, null to forward now, or HELD. */
+  decide(ctx: RequestContext): Answer | null | typeof HELD {
+    const state = this.state;
+    const middleware = state.pipeline.forRoute(ctx.route!, state.table!.routes());
+    if (middleware.length === 0) return null;
+    const outcome = state.pipeline.decide(ctx, middleware, this.hold);
+    return outcome === DECIDING ? HELD : outcome;
+  }
+
+  /** A middleware decides asynchronously: called inside the handler, so the client can be watched now. */
+  private readonly hold = (ctx: RequestContext): PipelineDone => {
+    const client = ctx.client!;
+    const pump = new BodyPump(ctx, client, this.state.config.limits.maxBodyBytes);
+    ctx.inFlight = true;
+    this.state.inFlight++;
+    let over = false;
+    client.watch({
+      onClientAborted: () => {
+        if (over) return;
+        over = true;
+        pump.stop();
+        ctx.status = 499;
+        this.taker.abandoned(ctx);
+      },
+      onClientData: (chunk, isLast) => pump.onClientData(chunk, isLast),
+    });
+    return (answer) => {
+      if (over) return;
+      over = true;
+      this.taker.decided(ctx, pump, answer);
+    };
+  };
+}

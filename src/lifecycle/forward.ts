@@ -1,0 +1,201 @@
+/**
+ * Forward: a routed, admitted request goes to one host of its endpoint. The balancer picks among the
+ * hosts the breakers let through; the call goes through the upstream pool with a RetryHandler around
+ * the ProxiedResponse; the request body (if any) is pumped into it. Also the hosts' side of the
+ * control surface: weights, pools, breakers.
+ */
+import { performance } from 'node:perf_hooks';
+import type { GatewayConfig } from '../config/types.js';
+import { problem, type Answer } from '../exchange/answer.js';
+import type { ClientSide } from '../exchange/client.js';
+import type { RequestContext } from '../exchange/context.js';
+import type { Counters } from '../metrics/counters.js';
+import type { RoutingTable } from '../routing/table.js';
+import type { UpstreamPool } from '../upstream/pool.js';
+import { HostWeights, RouteBalancer } from '../proxy/balancer.js';
+import { Breakers } from '../proxy/breaker.js';
+import type { ForwardFailure } from '../proxy/forward-errors.js';
+import { poolSettings, UpstreamPools } from '../proxy/upstream-pool.js';
+import { BodyPump } from './body-pump.js';
+import { ProxiedResponse } from './proxied-response.js';
+import type { ResponseChain } from './respond.js';
+import { RetryHandler, type BodySink, type RetryHost } from './retry-handler.js';
+import type { DataPlaneState } from './state.js';
+
+export interface UpstreamWeight {
+  serviceLocation: string;
+  weight: number;
+}
+
+const DEFAULT_WEIGHT = 1;
+const NO_HOST = 'no upstream can take this request now (circuit breakers open)';
+
+/** A route's balancer and its availability question (breakers for that route), made once per route. */
+class RouteHosts {
+  readonly balancer = new RouteBalancer();
+  readonly isAvailable: (upstream: string) => boolean;
+
+  constructor(breakers: Breakers, routeId: number) {
+    this.isAvailable = (upstream) => breakers.canSend(upstream, routeId);
+  }
+}
+
+export class ForwardPhase implements RetryHost {
+  readonly breakers: Breakers;
+  private readonly weights: HostWeights;
+  private readonly configuredUpstreams = new Set<string>();
+  private readonly pools: UpstreamPools;
+  private routes: Array<RouteHosts | undefined> = [];
+  /** Pumps still receiving a request body, checked against timeouts.clientRequestMs. */
+  private readonly receiving = new Set<BodyPump>();
+  private readonly sweepTimer: NodeJS.Timeout;
+
+  constructor(
+    private readonly state: DataPlaneState,
+    private readonly chain: ResponseChain,
+    private readonly counters: Counters | null,
+    onBreakersChanged: (() => void) | null,
+  ) {
+    const config = state.config;
+    this.breakers = new Breakers(config.circuitBreaker, Date.now, onBreakersChanged);
+    this.weights = new HostWeights(config.upstreamWeighting);
+    this.pools = new UpstreamPools(poolSettings(config));
+    this.pools.configure(config.upstreams);
+    this.setUpstreams(config.upstreams);
+    const sweepEvery = Math.max(20, Math.min(1000, config.timeouts.clientRequestMs / 4));
+    this.sweepTimer = setInterval(() => this.sweepSlowClients(), sweepEvery);
+    this.sweepTimer.unref();
+  }
+
+  /**
+   * Forwards `ctx` now; `pump` holds what arrived of its body while middleware decided (null: nothing
+   * was held). Returns the answer to give instead when no host may take it now (breakers open).
+   */
+  forward(ctx: RequestContext, client: ClientSide, pump: BodyPump | null): Answer | null {
+    const route = ctx.route!;
+    let hosts = this.routes[route.id];
+    if (hosts === undefined) this.routes[route.id] = hosts = new RouteHosts(this.breakers, route.id);
+    const target = hosts.balancer.pick(ctx.targets, this.weights, hosts.isAvailable);
+    if (target === null) return this.noHostAnswer(ctx);
+    ctx.upstream = target.upstream;
+    ctx.disabledListeners = target.disabledListeners;
+
+    const state = this.state;
+    if (!ctx.inFlight) {
+      ctx.inFlight = true;
+      state.inFlight++;
+    }
+    const response = new ProxiedResponse(ctx, client, this.chain);
+    const retry = new RetryHandler(this, response, ctx.headAsGet ? 'GET' : ctx.method, ctx.query === '' ? ctx.path : `${ctx.path}?${ctx.query}`);
+    response.leg = retry;
+    client.watch(response);
+    if (!ctx.hasBody) {
+      retry.send(target.upstream, null);
+      return null;
+    }
+    const wasHeld = pump !== null;
+    pump ??= new BodyPump(ctx, client, state.config.limits.maxBodyBytes);
+    response.pump = pump;
+    retry.onBodyDrain = () => pump.drained();
+    if (!pump.whole) {
+      pump.deadline = ctx.startedAt + state.config.timeouts.clientRequestMs;
+      this.receiving.add(pump);
+    }
+    const upstream = target.upstream;
+    pump.attach(response, {
+      sendWhole: (body) => retry.send(upstream, body),
+      sendStreamed: (length): BodySink => {
+        retry.sendStreamed(upstream, length);
+        return retry;
+      },
+    }, wasHeld);
+    return null;
+  }
+
+  /**
+   * The answer when no host may take a routed request (breakers open): an upstream failure, which
+   * observers a middleware registered may answer for (stale-if-error), else a 503.
+   */
+  private noHostAnswer(ctx: RequestContext): Answer {
+    return this.chain.substitute(ctx, 503) ?? problem(503, NO_HOST);
+  }
+
+  // ---- RetryHost -------------------------------------------------------------------------------
+
+  retryTarget(ctx: RequestContext, failure: ForwardFailure): string | null {
+    if (ctx.targets.length < 2 || this.state.closing) return null;
+    const hosts = this.routes[ctx.routeId];
+    if (hosts === undefined) return null;
+    const failed = ctx.upstream ?? '';
+    const target = hosts.balancer.pick(ctx.targets, this.weights, (u) => u !== failed && hosts.isAvailable(u), false);
+    if (target === null) return null;
+    this.counters?.add(failure.retry === 'unsent' ? 'retries.afterConnectFailure' : 'retries.afterNoAnswer');
+    return target.upstream;
+  }
+
+  poolFor(upstream: string): UpstreamPool {
+    return this.pools.get(upstream);
+  }
+
+  upstreamFailed(failure: ForwardFailure): void {
+    if (failure.counter !== null) this.counters?.add(failure.counter);
+  }
+
+  breakerSuccess(upstream: string, routeId: number): void {
+    this.breakers.onSuccess(upstream, routeId);
+  }
+
+  breakerFailure(upstream: string, routeId: number): void {
+    this.breakers.onFailure(upstream, routeId);
+  }
+
+  // ---- control ---------------------------------------------------------------------------------
+
+  /** A new table: balancers and route breakers start over; its hosts get the default weight unless configured. */
+  setTable(table: RoutingTable): void {
+    this.routes = [];
+    this.breakers.forgetRoutes();
+    for (const route of table.routes()) {
+      for (const target of route.targets) {
+        if (!this.configuredUpstreams.has(target.upstream)) {
+          this.configuredUpstreams.add(target.upstream);
+          this.weights.set(target.upstream, DEFAULT_WEIGHT);
+        }
+      }
+    }
+  }
+
+  setUpstreams(upstreams: readonly UpstreamWeight[], config?: GatewayConfig): void {
+    if (config !== undefined) this.pools.configure(config.upstreams);
+    const listed = new Set<string>();
+    for (const { serviceLocation, weight } of upstreams) {
+      listed.add(serviceLocation);
+      this.weights.set(serviceLocation, weight);
+    }
+    for (const known of this.configuredUpstreams) {
+      if (!listed.has(known)) this.weights.remove(known);
+    }
+    this.configuredUpstreams.clear();
+    for (const upstream of listed) this.configuredUpstreams.add(upstream);
+    this.pools.retain(listed);
+  }
+
+  close(graceMs: number): Promise<void> {
+    clearInterval(this.sweepTimer);
+    return this.pools.close(graceMs);
+  }
+
+  private sweepSlowClients(): void {
+    if (this.receiving.size === 0) return;
+    const now = performance.now();
+    for (const pump of this.receiving) {
+      if (!pump.receiving) {
+        // The body is complete (or the request over); the upstream's answer is bounded by upstreamMs.
+        this.receiving.delete(pump);
+      } else if (now > pump.deadline) {
+        this.receiving.delete(pump);
+        pump.tooSlow();
+      }
+    }
+  }
+}

@@ -1,0 +1,216 @@
+/**
+ * The upstream call's handler, composed the way undici composes its RetryHandler: each try at one host
+ * is an Attempt (the pool's handler, with that try's state), and the RetryHandler around them decides,
+ * on a failure, whether a new Attempt goes to another host of the endpoint (once, before any of the
+ * answer reached the client, and only with a body still held whole) or the failure goes on to the
+ * ProxiedResponse. Breakers and failure counters are fed per attempt.
+ */
+import type { RequestContext } from '../exchange/context.js';
+import type { UpstreamCall, UpstreamHandler } from '../upstream/call.js';
+import type { UpstreamError } from '../upstream/errors.js';
+import type { UpstreamPool } from '../upstream/pool.js';
+import type { ResponseHead } from '../upstream/response-parser.js';
+import { classifyUpstreamError, isIdempotent, type ForwardFailure } from '../proxy/forward-errors.js';
+import type { ProxiedResponse, UpstreamLeg } from './proxied-response.js';
+
+/** What the retry handler needs of the forward phase. */
+export interface RetryHost {
+  /** A host of this request's endpoint other than the one that failed, which may take it now; null when none. Counts the retry. */
+  retryTarget(ctx: RequestContext, failure: ForwardFailure): string | null;
+  poolFor(upstream: string): UpstreamPool;
+  /** An attempt failed (counted for /metrics). */
+  upstreamFailed(failure: ForwardFailure): void;
+  breakerSuccess(upstream: string, routeId: number): void;
+  breakerFailure(upstream: string, routeId: number): void;
+}
+
+/** A request body the pump streams as it arrives, of a known length or (-1) chunked. */
+const UNKNOWN_LENGTH = Object.freeze({ length: -1 });
+
+/** Where the body pump writes a streamed request body. */
+export interface BodySink {
+  /** False: hold on until onBodyDrain (the pump pauses the client). */
+  writeBody(chunk: Buffer): boolean;
+  endBody(): void;
+}
+
+export class RetryHandler implements UpstreamLeg, BodySink {
+  /** The try under way; replaced by a retry. */
+  private attempt: Attempt | null = null;
+  private retried = false;
+  /** The body goes to the upstream as it arrives: it cannot be sent twice. */
+  private streamed = false;
+  private body: Buffer | null = null;
+  /** Called when a streamed body's writer may write more. */
+  onBodyDrain: (() => void) | null = null;
+
+  constructor(
+    private readonly host: RetryHost,
+    readonly response: ProxiedResponse,
+    private readonly method: string,
+    /** Path and query as forwarded. */
+    private readonly target: string,
+  ) {}
+
+  /** Sends the request with its whole body (or none): it may be retried. */
+  send(upstream: string, body: Buffer | null): void {
+    this.body = body;
+    this.attempt = new Attempt(this, upstream, this.host.poolFor(upstream), body);
+  }
+
+  /** Sends the request while its body still arrives (`length` -1: chunked): never retried. */
+  sendStreamed(upstream: string, length: number): void {
+    this.streamed = true;
+    this.attempt = new Attempt(this, upstream, this.host.poolFor(upstream), length >= 0 ? { length } : UNKNOWN_LENGTH);
+  }
+
+  writeBody(chunk: Buffer): boolean {
+    return this.attempt?.call?.writeBody(chunk) ?? true;
+  }
+
+  endBody(): void {
+    this.attempt?.call?.endBody();
+  }
+
+  abort(): void {
+    this.attempt?.stop();
+  }
+
+  resume(): void {
+    this.attempt?.resume();
+  }
+
+  // ---- from an attempt -------------------------------------------------------------------------
+
+  /** `attempt` failed; answered here by a retry, else passed on. */
+  failed(attempt: Attempt, failure: ForwardFailure): void {
+    const ctx = this.response.ctx;
+    this.host.upstreamFailed(failure);
+    if (failure.upstreamFault) attempt.breakerFailure();
+    if (this.mayRetry(failure)) {
+      const next = this.host.retryTarget(ctx, failure);
+      if (next !== null) {
+        this.retried = true;
+        ctx.upstream = next;
+        ctx.status = 0;
+        this.attempt = new Attempt(this, next, this.host.poolFor(next), this.body);
+        return;
+      }
+    }
+    this.response.failed(failure);
+  }
+
+  breakerSuccess(upstream: string): void {
+    this.host.breakerSuccess(upstream, this.response.ctx.routeId);
+  }
+
+  breakerFailure(upstream: string): void {
+    this.host.breakerFailure(upstream, this.response.ctx.routeId);
+  }
+
+  request(pool: UpstreamPool, body: Buffer | null | { length: number }, handler: Attempt): UpstreamCall {
+    return pool.request(this.method, this.target, this.response.ctx.headers, body, handler);
+  }
+
+  /**
+   * Once, before any of the answer reached the client, and only with a body we still hold whole (a
+   * streamed one was consumed by the failed attempt).
+   */
+  private mayRetry(failure: ForwardFailure): boolean {
+    if (this.retried || this.response.client.ended || this.response.client.streaming || failure.retry === 'never' || this.streamed) return false;
+    return failure.retry === 'unsent' || isIdempotent(this.method);
+  }
+}
+
+/** One try at one host: the pool's handler for it. */
+class Attempt implements UpstreamHandler {
+  call: UpstreamCall | null;
+  /** The call has nothing more to tell (it ended or failed), or we stopped it. */
+  private settled = false;
+  private paused = false;
+  private failureCounted = false;
+
+  constructor(
+    private readonly retry: RetryHandler,
+    private readonly upstream: string,
+    pool: UpstreamPool,
+    body: Buffer | null | { length: number },
+  ) {
+    this.call = null;
+    this.call = retry.request(pool, body, this);
+  }
+
+  stop(): void {
+    if (this.settled) return;
+    this.settled = true;
+    const call = this.call;
+    this.call = null;
+    call?.abort();
+  }
+
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.call?.resume();
+  }
+
+  breakerFailure(): void {
+    if (this.failureCounted) return;
+    this.failureCounted = true;
+    this.retry.breakerFailure(this.upstream);
+  }
+
+  onHead(status: number, head: ResponseHead): boolean {
+    const response = this.retry.response;
+    try {
+      if (status >= 500) this.breakerFailure();
+      else this.retry.breakerSuccess(this.upstream);
+      return response.head(status, head);
+    } catch (err) {
+      response.internalError(err);
+      return true;
+    }
+  }
+
+  onData(chunk: Buffer): boolean {
+    const response = this.retry.response;
+    try {
+      if (response.data(chunk)) return true;
+      this.paused = true;
+      return false;
+    } catch (err) {
+      response.internalError(err);
+      return true;
+    }
+  }
+
+  onEnd(): void {
+    this.settled = true;
+    this.call = null;
+    try {
+      this.retry.response.end();
+    } catch (err) {
+      this.retry.response.internalError(err);
+    }
+  }
+
+  onError(err: UpstreamError): void {
+    const weStoppedIt = this.settled;
+    this.settled = true;
+    this.call = null;
+    if (weStoppedIt || this.retry.response.clientGone) return;
+    try {
+      this.retry.failed(this, classifyUpstreamError(err));
+    } catch (thrown) {
+      this.retry.response.internalError(thrown);
+    }
+  }
+
+  onBodyDrain(): void {
+    try {
+      this.retry.onBodyDrain?.();
+    } catch (err) {
+      this.retry.response.internalError(err);
+    }
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * Route: the built-in endpoints first (/healthcheck, /metrics, /spec win over any upstream's), then the
+ * routing table: the most specific endpoint whose template matches the path and that declares the
+ * method, its hosts narrowed by content negotiation. Fills ctx.route, ctx.targets and ctx.headAsGet,
+ * or returns the local reply (a built-in's answer, 404/405/406/415, 200 to OPTIONS, 503 before the
+ * first table).
+ */
+import { problem, type LocalReply } from '../exchange/answer.js';
+import type { BuiltinsHook } from '../exchange/builtins.js';
+import type { RequestContext } from '../exchange/context.js';
+import type { RequestHead } from '../http/request-head.js';
+import { emptySelection } from '../routing/table.js';
+import type { DataPlaneState } from './state.js';
+
+export class RoutePhase {
+  /** Reused by every select (the table fills it; read before the next request). */
+  private readonly selection = emptySelection();
+
+  constructor(
+    private readonly state: DataPlaneState,
+    private readonly builtins: BuiltinsHook | null,
+  ) {}
+
+  /** Null when routed to an endpoint; else the reply. */
+  route(head: RequestHead, ctx: RequestContext): LocalReply | null {
+    const method = ctx.method;
+    const path = ctx.path;
+    const view = head.view;
+    if (this.builtins !== null) {
+      const answer = this.builtins(method, path, ctx.query, view);
+      if (answer !== null) return { kind: 'builtin', answer };
+    }
+    const table = this.state.table;
+    if (table === null) return problem(503, 'the routing table is not loaded yet');
+    const selection = table.select(method, path, view['content-type'], view.accept, ctx.hasBody, this.selection);
+    if (selection.status !== 200) {
+      return { kind: 'problem', status: selection.status, detail: rejectionDetail(selection.status, method), allow: selection.allow };
+    }
+    if (selection.autoOptions) return { kind: 'options', allow: selection.allow };
+    ctx.route = selection.route!;
+    ctx.targets = selection.targets;
+    ctx.headAsGet = selection.headAsGet;
+    return null;
+  }
+}
+
+function rejectionDetail(status: number, method: string): string {
+  switch (status) {
+    case 404:
+      return 'no endpoint matches this path';
+    case 405:
+      return `no endpoint matching this path accepts ${method}`;
+    case 406:
+      return 'no endpoint for this request can produce what Accept asks for';
+    case 415:
+      return 'no endpoint for this request consumes this Content-Type';
+    default:
+      return 'the request cannot be routed';
+  }
+}

@@ -1,0 +1,37 @@
+/**
+ * What the control surface (src/lifecycle/control.ts) swaps and the request lifecycle reads: the
+ * routing table, the middleware, the listeners, whether the worker is closing. One per data plane;
+ * nothing about any single request is kept here.
+ */
+import type { GatewayConfig } from '../config/types.js';
+import type { RequestListener } from '../exchange/listener.js';
+import { Pipeline } from '../middleware/pipeline.js';
+import type { RoutingTable } from '../routing/table.js';
+import type { ClientSettings } from './uws/uws-client.js';
+
+const EMPTY_PIPELINE = new Pipeline([], { add: () => {} });
+
+export class DataPlaneState implements ClientSettings {
+  readonly via: string;
+  readonly viaBytes: Buffer;
+  table: RoutingTable | null = null;
+  pipeline: Pipeline = EMPTY_PIPELINE;
+  /** Every listener, told when a request is over (the done phase). */
+  listeners: readonly RequestListener[] = [];
+  /** Those of them that may want a capture (they have sample()). */
+  samplers: readonly RequestListener[] = [];
+  closing = false;
+  /** Requests held or forwarded and not over yet (local replies inside the handler never count). */
+  inFlight = 0;
+  onDrained: (() => void) | null = null;
+
+  constructor(readonly config: GatewayConfig) {
+    this.via = `1.1 ${config.name}`;
+    this.viaBytes = Buffer.from(this.via, 'latin1');
+  }
+
+  setListeners(listeners: readonly RequestListener[]): void {
+    this.listeners = listeners;
+    this.samplers = listeners.filter((l) => l.sample !== undefined);
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * The accept adapter for uWebSockets.js: the app and its listen socket (SO_REUSEPORT, so every worker
+ * binds the same port), and the handler that reads a request's head, builds its context and client
+ * side, and runs the lifecycle. uWS hands the head only during the handler.
+ */
+// The module binding, not the global: globalThis.performance is an accessor, read on every call (about 12% of a now() call on Node 20).
+import { performance } from 'node:perf_hooks';
+import { RequestContext } from '../../exchange/context.js';
+import { remoteAddress } from '../../http/remote-address.js';
+import { RequestHead } from '../../http/request-head.js';
+import type { LoadedUws } from '../../native/uws.js';
+import type { UwsApp, UwsListenSocket, UwsRequest, UwsResponse } from '../../native/uws-types.js';
+import type { RequestLifecycle } from '../request-lifecycle.js';
+import { reportBug } from '../report-bug.js';
+import type { DataPlaneState } from '../state.js';
+import { UwsClient } from './uws-client.js';
+
+export class UwsAcceptor {
+  port = 0;
+  private readonly app: UwsApp;
+  private listenSocket: UwsListenSocket | null = null;
+  /** Read anew for every request (uWS's request object is valid only in the handler). */
+  private readonly head = new RequestHead();
+
+  constructor(
+    private readonly uws: LoadedUws,
+    private readonly state: DataPlaneState,
+    private readonly lifecycle: RequestLifecycle,
+  ) {
+    this.app = uws.uws.App();
+    this.app.any('/*', this.onRequest);
+  }
+
+  listen(host: string, port: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      // uWS's default listen options set SO_REUSEPORT on Linux: every worker binds the same port.
+      this.app.listen(host, port, (listenSocket) => {
+        if (listenSocket === false) {
+          reject(new Error(`could not listen on ${host}:${port} (in use without SO_REUSEPORT, or not an address of this host)`));
+          return;
+        }
+        this.listenSocket = listenSocket;
+        this.port = this.uws.uws.us_socket_local_port(listenSocket);
+        resolve();
+      });
+    });
+  }
+
+  /** No new connections; open ones go on. */
+  stopListening(): void {
+    if (this.listenSocket === null) return;
+    this.uws.uws.us_listen_socket_close(this.listenSocket);
+    this.listenSocket = null;
+  }
+
+  /** Closes idle keep-alive connections and whatever is still open (their onAborted runs now). */
+  closeConnections(): void {
+    this.app.close?.();
+  }
+
+  private readonly onRequest = (res: UwsResponse, req: UwsRequest): void => {
+    const startedAt = performance.now();
+    const head = this.head.read(req);
+    head.startedAt = startedAt;
+    head.peer = remoteAddress(res.getRemoteAddress());
+    const ctx = new RequestContext(head);
+    const client = new UwsClient(res, ctx, this.state);
+    try {
+      this.lifecycle.handle(head, ctx, client);
+    } catch (err) {
+      // A bug of ours must not take the worker down with every connection it holds.
+      reportBug(err);
+      try {
+        this.lifecycle.failed(ctx, client);
+      } catch {
+        // The response was already answered or closed.
+      }
+    }
+  };
+}

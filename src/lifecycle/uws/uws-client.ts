@@ -1,0 +1,591 @@
+/**
+ * The respond adapter for uWebSockets.js: one request's client side (ClientSide) on a uWS response.
+ * Writes local replies and streams upstream answers within uWS's cork budget (src/http/cork-budget.ts),
+ * with tryEnd backpressure; reads the request body with pause/resume.
+ *
+ * A streamed answer's header names and values and its body chunks are views of the upstream
+ * connection's read buffer, valid until reading goes on (see UpstreamHandler): the head is written
+ * within the same read (with the first body bytes, or at the end of the read's microtasks), and a
+ * chunk uWS could not take whole is held only while the upstream is paused.
+ */
+import { CHUNK_PIECE_BYTES, CORK_BUFFER_BYTES, CORK_SLACK_BYTES, fitsInCork, headerBytes } from '../../http/cork-budget.js';
+import { writeContent, writeProblem } from '../../http/problem.js';
+import { statusLine, statusLineBytes } from '../../http/status-line.js';
+import { writeBuiltinAnswer } from '../../builtins/write-answer.js';
+import type { UwsResponse } from '../../native/uws-types.js';
+import type { LocalReply } from '../../exchange/answer.js';
+import type { ClientEvents, ClientSide, ResponseStream } from '../../exchange/client.js';
+import type { RequestContext } from '../../exchange/context.js';
+import type { ResponseHead } from '../../upstream/response-parser.js';
+import { isDateHeader, isViaHeader } from '../../proxy/headers.js';
+
+/** Per worker: what every answer carries and whether connections should close. */
+export interface ClientSettings {
+  /** `1.1 <name>`, the gateway's Via entry. */
+  readonly via: string;
+  /** The same, as bytes (uWS copies a Buffer as it is; a string it converts first). */
+  readonly viaBytes: Buffer;
+  /** Shutting down: ask clients to close their connections. */
+  readonly closing: boolean;
+}
+
+const enum BodyMode {
+  /** HEAD, 204, 304: headers only. */
+  None,
+  /** Content-Length known: tryEnd. */
+  Sized,
+  /** Length unknown: chunked write. */
+  Chunked,
+}
+
+const EMPTY = new Uint8Array(0);
+const CONTENT_LENGTH = Buffer.from('content-length');
+
+export class UwsClient implements ClientSide {
+  ended = false;
+  headSent = false;
+  receiving: boolean;
+
+  private completed = false;
+  private events: ClientEvents | null = null;
+  private paused = false;
+  private stream: ResponseStream | null = null;
+  /** The upstream's head, waiting to be written together with the first body bytes. */
+  private pendingHead: ResponseHead | null = null;
+  /** The head's status line and headers went out already, in corks of their own (spillHead). */
+  private headSpilled = false;
+  private mode = BodyMode.Chunked;
+  private totalSize = 0;
+  /** Part of a Sized chunk uWS did not take yet, and the write offset where that chunk started. */
+  private pending: Uint8Array | null = null;
+  private pendingOffset = 0;
+  /** finish() came while a chunk was still draining: onWritable ends the answer. */
+  private finishWhenDrained = false;
+  private writableRegistered = false;
+
+  constructor(
+    readonly res: UwsResponse,
+    readonly ctx: RequestContext,
+    private readonly settings: ClientSettings,
+  ) {
+    this.receiving = ctx.hasBody;
+  }
+
+  get streaming(): boolean {
+    return this.headSent || this.pendingHead !== null;
+  }
+
+  // ---- request body (RequestBodySource) ------------------------------------------------------
+
+  watch(events: ClientEvents): void {
+    const watched = this.events !== null;
+    this.events = events;
+    if (watched) return;
+    this.res.onAborted(() => this.onAborted());
+    if (this.ctx.hasBody) this.res.onData((chunk, isLast) => this.onData(chunk, isLast));
+  }
+
+  private onAborted(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.receiving = false;
+    this.events?.onClientAborted();
+  }
+
+  private onData(chunk: ArrayBuffer, isLast: boolean): void {
+    if (isLast) this.receiving = false;
+    if (this.ended) return;
+    this.events?.onClientData(chunk, isLast);
+  }
+
+  pause(): void {
+    if (this.paused || this.ended) return;
+    this.paused = true;
+    this.res.pause();
+  }
+
+  /** Also before ending the response: a paused socket would never read the rest. */
+  resume(): void {
+    if (!this.paused || this.ended) return;
+    this.paused = false;
+    this.res.resume();
+  }
+
+  // ---- local replies ---------------------------------------------------------------------------
+
+  reply(reply: LocalReply, close: boolean): void {
+    this.pendingHead = null;
+    replyTarget = this;
+    replyWhat = reply;
+    replyClose = close;
+    this.res.cork(corkedReply);
+    replyWhat = null;
+  }
+
+  /** Corked: see reply(). */
+  writeReply(reply: LocalReply, close: boolean): void {
+    const ctx = this.ctx;
+    const res = this.res;
+    const settings = this.settings;
+    const headersOnly = ctx.method === 'HEAD';
+    const closeConnection = close || settings.closing;
+    this.resume();
+    this.ended = true;
+    ctx.status = reply.kind === 'builtin' ? reply.answer.status : reply.kind === 'options' ? 200 : reply.status;
+    switch (reply.kind) {
+      case 'problem': {
+        const own = ctx.responseHeaders;
+        const headers = reply.headers === undefined ? own : own === null ? reply.headers : [...reply.headers, ...own];
+        ctx.bytesOut = writeProblem(res, reply.status, reply.detail, { allow: reply.allow, via: settings.via, headersOnly, closeConnection, headers });
+        return;
+      }
+      case 'content':
+        ctx.bytesOut = writeContent(res, reply.status, reply.headers, reply.body, { via: settings.via, headersOnly, closeConnection, headers: ctx.responseHeaders });
+        return;
+      case 'builtin':
+        // A HEAD has no body left unread: only a closing gateway asks for the connection to close.
+        ctx.bytesOut = writeBuiltinAnswer(res, reply.answer, headersOnly, headersOnly ? settings.closing : closeConnection);
+        return;
+      case 'options':
+        res.writeStatus(statusLine(200));
+        res.writeHeader('allow', reply.allow);
+        res.writeHeader('via', settings.via);
+        res.end('', closeConnection);
+        ctx.bytesOut = 0;
+        return;
+    }
+  }
+
+  // ---- streamed upstream answers ---------------------------------------------------------------
+
+  startStream(stream: ResponseStream, status: number, head: ResponseHead): boolean {
+    this.stream = stream;
+    this.pendingHead = head;
+    if (mayOverflowCork(head)) this.spillHead(head);
+    if (this.ctx.method === 'HEAD' || status === 204 || status === 304) {
+      this.mode = BodyMode.None;
+      corkTarget = this;
+      this.res.cork(corkedHeadOnly);
+      return true;
+    }
+    const length = head.contentLength;
+    if (length >= 0) {
+      this.mode = BodyMode.Sized;
+      this.totalSize = length;
+    } else {
+      this.mode = BodyMode.Chunked;
+    }
+    // The head goes out with the first body bytes (one write for a small answer). When none follow
+    // in this read, it goes out at the end of the read (its views are valid until then).
+    if (!head.bodyFollows) queueHead(this);
+    return false;
+  }
+
+  body(chunk: Buffer): boolean {
+    if (this.ended || this.mode === BodyMode.None) return true;
+    this.ctx.bytesOut += chunk.length;
+    corkTarget = this;
+    corkChunk = chunk;
+    corkOversized = false;
+    this.res.cork(corkedBodyChunk);
+    corkChunk = EMPTY;
+    if (corkOversized) return this.writeChunkPieces(chunk);
+    return corkWriteOk;
+  }
+
+  finish(): void {
+    if (this.ended) return;
+    // A Sized chunk still draining: onWritable ends the response once the rest is written.
+    if (this.pending !== null) {
+      this.finishWhenDrained = true;
+      return;
+    }
+    corkTarget = this;
+    this.res.cork(corkedFinish);
+  }
+
+  cut(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.receiving = false;
+    this.streamEnded(false);
+    // onAborted runs synchronously from close(); `ended` makes it a no-op.
+    this.res.close();
+  }
+
+  /**
+   * A chunk larger than one cork may carry (src/http/cork-budget.ts): chunked writes of a cork each.
+   * uWS keeps whatever the socket does not take; then the upstream waits for onWritable.
+   */
+  private writeChunkPieces(chunk: Buffer): boolean {
+    let writable = true;
+    for (let at = 0; at < chunk.length && !this.ended; at += CHUNK_PIECE_BYTES) {
+      corkTarget = this;
+      corkChunk = chunk.subarray(at, Math.min(at + CHUNK_PIECE_BYTES, chunk.length));
+      this.res.cork(corkedChunkPiece);
+      if (!corkWriteOk) writable = false;
+    }
+    corkChunk = EMPTY;
+    if (writable || this.ended) return true;
+    this.awaitWritable();
+    return false;
+  }
+
+  /**
+   * Corked: status line and upstream headers (hop-by-hop already dropped by the client; Date dropped,
+   * Via appended). Returns the bytes written (the cork budget).
+   */
+  writeHead(): number {
+    const res = this.res;
+    const head = this.pendingHead!;
+    this.pendingHead = null;
+    this.headSent = true;
+    const ctx = this.ctx;
+    let bytes = this.headSpilled ? 0 : writeHeadBlock(res, statusLineBytes(ctx.status), head.source, head.spans, this.settings.viaBytes);
+    // uWS frames Sized/Chunked bodies itself; a headers-only answer carries the length a GET would have had.
+    if (this.mode === BodyMode.None && ctx.status !== 204 && head.declaredLength >= 0) {
+      res.writeHeader(CONTENT_LENGTH, String(head.declaredLength));
+    }
+    const added = ctx.responseHeaders;
+    if (added !== null) {
+      for (let i = 0; i < added.length; i += 2) {
+        res.writeHeader(added[i], added[i + 1]);
+        bytes += headerBytes(added[i], added[i + 1]);
+      }
+    }
+    if (this.settings.closing || this.receiving) res.writeHeader('connection', 'close');
+    return bytes;
+  }
+
+  /**
+   * Not corked: a head too large to share one cork with what follows it (src/http/cork-budget.ts)
+   * goes out now, in corks of at most HEAD_PIECE_BYTES each, cut at line ends: the status line and
+   * the first headers by writeStatus, the others by writeHeader. writeHead then adds only the rest
+   * (Content-Length of a headers-only answer, the middleware's headers, Connection: close) in the
+   * cork that carries the body. Heads this large are rare (the upstream client admits 16 KiB).
+   */
+  private spillHead(head: ResponseHead): void {
+    const length = fillHeadBlock(statusLineBytes(this.ctx.status), head.source, head.spans, this.settings.viaBytes);
+    let rest = 0;
+    const added = this.ctx.responseHeaders;
+    if (added !== null) for (let i = 0; i < added.length; i += 2) rest += headerBytes(added[i], added[i + 1]);
+    if (length + STATUS_FRAMING + rest + HEAD_REST_BYTES <= HEAD_PIECE_BYTES) return;
+    this.headSpilled = true;
+    const res = this.res;
+    const block = headBlock;
+    let start = 0;
+    while (start < length) {
+      const end = pieceEnd(block, start, length);
+      const piece = block.subarray(start, end);
+      if (start === 0) {
+        res.cork(() => res.writeStatus(piece));
+      } else {
+        res.cork(() => {
+          for (let at = 0; at < piece.length; ) {
+            let lineEnd = nextLineEnd(piece, at);
+            if (lineEnd === -1) lineEnd = piece.length;
+            const colon = piece.indexOf(0x3a, at);
+            // "name: value": the name is a token (no colon), the block puts one space after it.
+            res.writeHeader(piece.subarray(at, colon), piece.subarray(colon + 2, lineEnd));
+            at = lineEnd + 2;
+          }
+        });
+      }
+      start = end + 2;
+    }
+  }
+
+  /** Corked: a headers-only answer. */
+  writeHeadOnly(): void {
+    this.writeHead();
+    this.resume();
+    this.ended = true;
+    this.completed = true;
+    // No argument: see native-notes.md on endWithoutBody in uWS 20.30.
+    this.res.endWithoutBody();
+    this.streamEnded(true);
+  }
+
+  /**
+   * Corked: one upstream body chunk. False when the client is behind (the upstream is then paused).
+   * A chunked one too large for this cork is left to writeChunkPieces (corkOversized).
+   */
+  writeBodyChunk(chunk: Buffer): boolean {
+    const res = this.res;
+    const head = this.pendingHead !== null ? this.writeHead() : 0;
+    if (this.mode === BodyMode.Sized) {
+      // uWS's write offset before this chunk: every earlier chunk was taken whole (a partly taken one
+      // pauses the upstream until onWritable has written the rest), so it is the body sent before it.
+      const offset = this.ctx.bytesOut - chunk.length;
+      if (offset === 0 && chunk.length === this.totalSize && fitsInCork(head, chunk.length)) {
+        // The whole body in one chunk (most answers): end() takes it all at once (buffering what the
+        // socket cannot take now), without tryEnd's result array.
+        res.end(chunk);
+        this.responseComplete();
+        return true;
+      }
+      const [ok, done] = res.tryEnd(chunk, this.totalSize);
+      if (done) {
+        this.responseComplete();
+        return true;
+      }
+      if (ok) return true;
+      // uWS did not take all of it: the view stays valid while the upstream is paused (see the file comment).
+      this.pending = chunk;
+      this.pendingOffset = offset;
+    } else if (!fitsInCork(head, chunk.length)) {
+      corkOversized = true;
+      return true;
+    } else if (res.write(chunk)) {
+      return true;
+    }
+    this.awaitWritable();
+    return false;
+  }
+
+  /** Corked: the upstream answer is complete. */
+  finishResponse(): void {
+    if (this.ended) return;
+    const res = this.res;
+    if (this.pendingHead !== null) this.writeHead();
+    this.resume();
+    if (this.mode === BodyMode.Sized) {
+      const [, done] = res.tryEnd(EMPTY, this.totalSize);
+      if (done) {
+        this.responseComplete();
+        return;
+      }
+      // Fewer bytes than the upstream's Content-Length (the client refuses such answers): a broken answer.
+      this.cut();
+      return;
+    }
+    this.ended = true;
+    this.completed = true;
+    res.end();
+    this.streamEnded(true);
+  }
+
+  private onWritable(offset: number): boolean {
+    if (this.ended) return true;
+    const pending = this.pending;
+    if (pending !== null) {
+      const [ok, done] = this.res.tryEnd(pending.subarray(offset - this.pendingOffset), this.totalSize);
+      if (done) {
+        this.pending = null;
+        this.responseComplete();
+        this.stream?.onClientWritable();
+        return true;
+      }
+      if (!ok) return false;
+      this.pending = null;
+      if (this.finishWhenDrained) {
+        this.finishResponse();
+        return true;
+      }
+    }
+    // The upstream may go on reading right here (its data and end come from inside onClientWritable).
+    this.stream?.onClientWritable();
+    return true;
+  }
+
+  private responseComplete(): void {
+    this.ended = true;
+    this.completed = true;
+    this.streamEnded(true);
+  }
+
+  private streamEnded(completed: boolean): void {
+    const stream = this.stream;
+    if (stream === null) return;
+    this.stream = null;
+    this.receiving = false;
+    stream.onResponseEnded(completed && this.completed);
+  }
+
+  private awaitWritable(): void {
+    if (this.writableRegistered) return;
+    this.writableRegistered = true;
+    this.res.onWritable((offset) => {
+      try {
+        return this.onWritable(offset);
+      } catch (err) {
+        process.emitWarning(err instanceof Error ? err : new Error(String(err)), 'DataPlaneError');
+        this.cut();
+        return true;
+      }
+    });
+  }
+
+  /** The queued head goes out now unless body bytes or the end carried it out already. */
+  flushHead(): void {
+    if (this.pendingHead === null || this.ended) return;
+    corkTarget = this;
+    try {
+      this.res.cork(corkedHead);
+    } catch (err) {
+      process.emitWarning(err instanceof Error ? err : new Error(String(err)), 'DataPlaneError');
+      this.cut();
+    }
+  }
+
+  /**
+   * Corked: the head alone, its body still to come. With a known length, uWS completes the head on
+   * the wire (Content-Length and the blank line) by an empty tryEnd; a chunked head is completed by
+   * uWS with the first chunk only.
+   */
+  writeHeadAhead(): void {
+    this.writeHead();
+    if (this.mode === BodyMode.Sized) this.res.tryEnd(EMPTY, this.totalSize);
+  }
+}
+
+/**
+ * The status line, the upstream's headers and Via go to uWS in one writeStatus call: uWS writes
+ * "HTTP/1.1 ", the bytes given, then CRLF, so "200 OK\r\nname: value\r\nvia: 1.1 gw" is the status line
+ * followed by header lines, exactly what one writeHeader call per header would write. One native call
+ * and no view per name and value instead of a call and two views per header (a GitHub-like answer has
+ * 20-30 headers). Safe because the upstream client admitted only token names and values free of CR,
+ * LF and NUL. Date is left out (uWS writes its own); the upstream's Via values come first in ours.
+ * Returns the bytes written (the cork budget).
+ */
+function writeHeadBlock(res: UwsResponse, statusLine: Buffer, source: Buffer, spans: readonly number[], ourVia: Buffer): number {
+  const p = fillHeadBlock(statusLine, source, spans, ourVia);
+  res.writeStatus(new Uint8Array(headBlock.buffer, headBlock.byteOffset, p));
+  return p + 2;
+}
+
+/** Writes status line, headers and Via into headBlock (see writeHeadBlock); returns the length. */
+function fillHeadBlock(statusLine: Buffer, source: Buffer, spans: readonly number[], ourVia: Buffer): number {
+  // Every upstream header counted whole (name, ": ", value, CRLF) covers what its Via value adds (", " + value).
+  let size = statusLine.length + VIA_LINE.length + ourVia.length;
+  for (let i = 0; i < spans.length; i += 4) size += spans[i + 1] - spans[i] + spans[i + 3] - spans[i + 2] + 4;
+  if (size > headBlock.length) headBlock = Buffer.allocUnsafeSlow(Math.max(size, 2 * headBlock.length));
+  const block = headBlock;
+  block.set(statusLine, 0);
+  let p = statusLine.length;
+  let vias = 0;
+  for (let i = 0; i < spans.length; i += 4) {
+    const nameStart = spans[i];
+    const nameEnd = spans[i + 1];
+    const nameLength = nameEnd - nameStart;
+    if (nameLength === 4 && isDateHeader(source, nameStart)) continue;
+    if (nameLength === 3 && isViaHeader(source, nameStart)) {
+      vias++;
+      continue;
+    }
+    block[p++] = 0x0d;
+    block[p++] = 0x0a;
+    for (let j = nameStart; j < nameEnd; j++) block[p++] = source[j];
+    block[p++] = 0x3a;
+    block[p++] = 0x20;
+    for (let j = spans[i + 2], end = spans[i + 3]; j < end; j++) block[p++] = source[j];
+  }
+  block.set(VIA_LINE, p);
+  p += VIA_LINE.length;
+  if (vias > 0) {
+    // Rare (another proxy upstream of us): the upstream's values, in order, before ours.
+    for (let i = 0; i < spans.length; i += 4) {
+      if (spans[i + 1] - spans[i] !== 3 || !isViaHeader(source, spans[i])) continue;
+      for (let j = spans[i + 2], end = spans[i + 3]; j < end; j++) block[p++] = source[j];
+      block[p++] = 0x2c;
+      block[p++] = 0x20;
+    }
+  }
+  block.set(ourVia, p);
+  p += ourVia.length;
+  return p;
+}
+
+/** The bytes of one cork of a spilled head, uWS's "HTTP/1.1 " and CRLF included. */
+const HEAD_PIECE_BYTES = CORK_BUFFER_BYTES - CORK_SLACK_BYTES;
+/** What writeStatus adds around the block: "HTTP/1.1 " and CRLF. */
+const STATUS_FRAMING = 11;
+/** The most writeHead adds after the block itself: Content-Length of a headers-only answer and Connection: close. */
+const HEAD_REST_BYTES = 64;
+/** Headers spanning at most this many bytes of the answer cannot make a head block that needs spilling. */
+const SMALL_HEAD_SPAN = 8 * 1024;
+
+/**
+ * Whether the head may be too large for one cork: the bytes from its first kept name to its last kept
+ * value bound the block (each header's ": " and CRLF may add a byte or two over the wire's; Via adds
+ * its own). O(1), so that the common head costs nothing more; spillHead measures the block exactly.
+ */
+function mayOverflowCork(head: ResponseHead): boolean {
+  const spans = head.spans;
+  return spans.length !== 0 && spans[spans.length - 1] - spans[0] > SMALL_HEAD_SPAN;
+}
+
+/**
+ * Where the piece of a spilled head that starts at `start` ends: the last line end (CRLF) within
+ * HEAD_PIECE_BYTES, or the end of the block; a single longer line is a piece of its own.
+ */
+function pieceEnd(block: Buffer, start: number, length: number): number {
+  if (length - start + STATUS_FRAMING <= HEAD_PIECE_BYTES) return length;
+  const limit = start + HEAD_PIECE_BYTES - STATUS_FRAMING;
+  let end = -1;
+  for (let at = nextLineEnd(block, start); at !== -1 && at <= limit; at = nextLineEnd(block, at + 2)) end = at;
+  if (end !== -1) return end;
+  const next = nextLineEnd(block, start);
+  return next === -1 || next > length ? length : next;
+}
+
+function nextLineEnd(block: Buffer, from: number): number {
+  return block.indexOf(CRLF, from);
+}
+const CRLF = Buffer.from('\r\n', 'latin1');
+
+/** Grown to the largest head seen; uWS copies what writeStatus is given before it returns. */
+let headBlock = Buffer.allocUnsafeSlow(4096);
+const VIA_LINE = Buffer.from('\r\nvia: ', 'latin1');
+
+// uWS's cork takes a callback; these module-level trampolines spare a closure per call (one writer is
+// corked at a time: cork runs its callback before it returns).
+let corkTarget: UwsClient;
+let corkChunk: Buffer | Uint8Array = EMPTY;
+let corkWriteOk = true;
+/** Set by writeBodyChunk: the chunk goes out in pieces, after the cork. */
+let corkOversized = false;
+
+function corkedBodyChunk(): void {
+  corkWriteOk = corkTarget.writeBodyChunk(corkChunk as Buffer);
+}
+function corkedChunkPiece(): void {
+  corkWriteOk = corkTarget.res.write(corkChunk);
+}
+function corkedFinish(): void {
+  corkTarget.finishResponse();
+}
+function corkedHeadOnly(): void {
+  corkTarget.writeHeadOnly();
+}
+let replyTarget: UwsClient;
+let replyWhat: LocalReply | null = null;
+let replyClose = false;
+function corkedReply(): void {
+  replyTarget.writeReply(replyWhat!, replyClose);
+}
+function corkedHead(): void {
+  corkTarget.writeHeadAhead();
+}
+
+const headQueue: UwsClient[] = [];
+let headFlushQueued = false;
+/** A promise reaction is a microtask at about half the cost of queueMicrotask (no AsyncResource). */
+const RESOLVED = Promise.resolve();
+
+/**
+ * Writes the head at the end of this tick unless body bytes or completion carried it out first. The
+ * microtask runs before the upstream connection reads again, so the head's views are still valid.
+ */
+function queueHead(client: UwsClient): void {
+  headQueue.push(client);
+  if (headFlushQueued) return;
+  headFlushQueued = true;
+  void RESOLVED.then(flushHeads);
+}
+
+function flushHeads(): void {
+  headFlushQueued = false;
+  for (let i = 0; i < headQueue.length; i++) headQueue[i].flushHead();
+  headQueue.length = 0;
+}

@@ -1,0 +1,10 @@
+import type { RequestListener } from '../exchange/listener.js';
+import { ACCESS_LOG_LISTENER, type AccessLog } from './access-log.js';
+
+/** The built-in access log as a listener: one line per finished request. */
+export function accessLogListener(log: AccessLog): RequestListener {
+  return {
+    id: ACCESS_LOG_LISTENER,
+    done: (ctx) => log.record(ctx),
+  };
+}
