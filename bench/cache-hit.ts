@@ -53,6 +53,7 @@ async function gatewayRole(mode: Mode, upstreamUrl: string): Promise<void> {
   const { LocalCacheStore } = await import('../src/cache/local-store.js');
   const { Counters } = await import('../src/metrics/counters.js');
   const { testConfig, entry } = await import('../test/helpers/upstream-server.js');
+  const { storeLookup } = await import('../test/helpers/stores.js');
   // CPU time from the first request on: the data plane's cost per request, less sensitive than req/s
   // to other load on the machine.
   let requests = 0;
@@ -98,7 +99,7 @@ async function gatewayRole(mode: Mode, upstreamUrl: string): Promise<void> {
       defaultTtlMs: 0,
       staleIfErrorMs: 60000,
     };
-    plane.setPipeline(buildPipeline([config], { metrics: counters, warn: () => {}, cacheStores: () => asyncStore }));
+    plane.setPipeline(buildPipeline([config], { metrics: counters, warn: () => {}, stores: storeLookup({ cache: () => asyncStore }) }));
   }
   console.log(JSON.stringify({ port: plane.port }));
 }
@@ -112,6 +113,7 @@ async function decisionCost(): Promise<void> {
   const { judge } = await import('../src/cache/rules.js');
   const { StoredResponse } = await import('../src/cache/record.js');
   const { primaryKey } = await import('../src/cache/key.js');
+  const { storeLookup } = await import('../test/helpers/stores.js');
   type Route = NonNullable<InstanceType<typeof RequestContext>['route']>;
   const route = { id: 0, method: 'GET', template: '/items/{id}', canonical: '/items/{}', targets: [], paramNames: ['id'] } as unknown as Route;
   const local = new LocalCacheStore(1 << 26, { added: () => {}, removed: () => {} });
@@ -129,7 +131,7 @@ async function decisionCost(): Promise<void> {
   const request = ['accept', '*/*', 'user-agent', 'bench', 'x-forwarded-for', '127.0.0.1', 'x-forwarded-proto', 'http', 'via', '1.1 gw'];
   for (const store of ['sync', 'async', 'sync', 'async']) {
     const config = { id: 'c', type: 'responseCache' as const, slaMs: 1000, store, maxEntryBytes: 131072, maxBytes: 1 << 26, defaultTtlMs: 0, staleIfErrorMs: 0 };
-    const pipeline = buildPipeline([config], { metrics: { add: () => {} }, warn: () => {}, cacheStores: (name) => (name === 'sync' ? local : behindPromise) });
+    const pipeline = buildPipeline([config], { metrics: { add: () => {} }, warn: () => {}, stores: storeLookup({ cache: (name) => (name === 'sync' ? local : behindPromise) }) });
     const batch = (n: number) =>
       new Promise<void>((resolve) => {
         let left = n;

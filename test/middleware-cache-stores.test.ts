@@ -1,8 +1,9 @@
-// responseCache with a store other than `local` (contract 9 and 11), through the `cacheStores` lookup
+// responseCache with a store other than `local` (contract 9 and 11), through the middleware store lookup
 // of the middleware context: a store that keeps bytes and answers asynchronously, shared by two data
 // planes (two instances), stands in for Redis: each serves the other's entries, variants and stale
 // entries included, and coalescing still holds. A store that fails costs no request its answer; one
 // slower than slaMs leaves the request labelled.
+import { storeLookup } from './helpers/stores.js';
 import type http from 'node:http';
 import t from 'tap';
 import { decodeRecord, encodeRecord } from '../src/cache/codec.js';
@@ -91,8 +92,8 @@ function use(store: CacheStore, overrides: Partial<MiddlewareConfig> = {}): void
   } as MiddlewareConfig;
   const cacheStores = (name: string) => (name === 'shared' ? store : undefined);
   // Each instance builds its own pipeline, as each worker of each instance does.
-  planeA.setPipeline(buildPipeline([config], { metrics: counters, warn: () => {}, cacheStores }));
-  planeB.setPipeline(buildPipeline([config], { metrics: counters, warn: () => {}, cacheStores }));
+  planeA.setPipeline(buildPipeline([config], { metrics: counters, warn: () => {}, stores: storeLookup({ cache: cacheStores }) }));
+  planeB.setPipeline(buildPipeline([config], { metrics: counters, warn: () => {}, stores: storeLookup({ cache: cacheStores }) }));
 }
 
 function answering(headers: http.OutgoingHttpHeaders, body: string | ((req: http.IncomingMessage) => string), status = 200, delayMs = 0): UpstreamHandler {

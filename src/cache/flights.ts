@@ -3,7 +3,7 @@
  * that miss on the same key (followers) wait for its outcome instead of going upstream too. Each
  * follower waits at most its own deadline (the cache's slaMs); then it goes on without the leader.
  */
-import type { ContentAnswer } from '../middleware/types.js';
+import type { ContentAnswer } from '../exchange/answer.js';
 
 export interface FlightOutcome {
   /** The leader's answer was stored: look again. */

@@ -8,7 +8,7 @@
  * second of age, so a hit allocates nothing beyond its key.
  */
 import CachePolicy from 'http-cache-semantics';
-import type { ContentAnswer } from '../middleware/types.js';
+import type { ContentAnswer } from '../exchange/answer.js';
 
 export type CacheStatus = 'HIT' | 'STALE';
 

@@ -8,6 +8,7 @@
  * (or throws): the cache counts it and goes on as if nothing were stored.
  */
 import type { CacheRecord } from './record.js';
+import type { StoreKind } from '../stores/lookup.js';
 
 export interface CacheStore {
   /** The record under `key`, or undefined (absent or expired). */
@@ -22,7 +23,7 @@ export interface CacheStore {
 }
 
 /**
- * Finds the store a responseCache entry names (a kvStores name): undefined when there is none.
- * `owner` is the middleware id, for a store that keeps several caches apart by key prefix.
+ * The kind of store a responseCache names (a kvStores name); the lookup's `owner` is the middleware
+ * id, for a store that keeps several caches apart by key prefix.
  */
-export type CacheStoreLookup = (name: string, owner: string) => CacheStore | undefined;
+export const CACHE_STORE: StoreKind<CacheStore> = Object.freeze({ kind: 'cache' });

@@ -17,6 +17,9 @@ import type { MiddlewareContext } from '../middleware/types.js';
 import { buildListeners, type Listener } from '../listeners/registry.js';
 import type { DataPlane } from '../proxy/data-plane.js';
 import { RemoteCacheStore } from '../cache/remote-store.js';
+import { CACHE_STORE } from '../cache/store.js';
+import { RATE_LIMIT_STORE } from '../middleware/rate-limit.js';
+import type { StoreKind } from '../stores/lookup.js';
 import { createStores, type StoreSnapshot, type Stores } from '../stores/config.js';
 import { LeaseClient } from '../stores/lease-client.js';
 import type { LeaseBankMessage, LeaseWorkerMessage } from '../stores/lease-messages.js';
@@ -104,11 +107,16 @@ export class WorkerComponents {
       const context: MiddlewareContext = {
         metrics: counters,
         warn,
-        rateLimitStores: (name) => stores.rateLimitStore(name),
-        storeSettled: (name) => stores.settled(name),
-        cacheStores: (name, owner) => {
-          const store = stores.keyValueStore(name);
-          return store === undefined ? undefined : new RemoteCacheStore(store, owner, () => stores.settled(name));
+        stores: {
+          find<T>(kind: StoreKind<T>, name: string, owner: string): T | undefined {
+            if (kind === RATE_LIMIT_STORE) return stores.rateLimitStore(name) as T | undefined;
+            if (kind === CACHE_STORE) {
+              const store = stores.keyValueStore(name);
+              return (store === undefined ? undefined : new RemoteCacheStore(store, owner, () => stores.settled(name))) as T | undefined;
+            }
+            return undefined;
+          },
+          settled: (name) => stores.settled(name),
         },
       };
       const pipeline = buildPipeline(config.middleware, context);

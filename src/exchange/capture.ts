@@ -4,6 +4,8 @@
  * kept up to `maxBytes` (past that it is marked truncated and no more is kept).
  */
 import type { ContentAnswer } from './answer.js';
+// Type-only circle with listener.ts and context.ts: these contracts describe one another (a capture is
+// kept for the listeners that sampled a request; a listener is handed the context and its capture).
 import type { RequestListener } from './listener.js';
 import type { ResponseObserver } from './observer.js';
 

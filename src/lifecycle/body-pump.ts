@@ -10,16 +10,10 @@
  */
 import type { ClientSide } from '../exchange/client.js';
 import type { RequestContext } from '../exchange/context.js';
-import type { BodySink } from './retry-handler.js';
+import type { BodyOwner, BodySink, ClientBody } from './legs.js';
 
 /** Past this much held body, the client socket is paused (TCP pushes back) until the decision. */
 const HOLD_BYTES = 64 * 1024;
-
-/** Who the pump tells about the body. */
-export interface BodyOwner {
-  /** The pump refuses the request (413, 408): answer it so, or cut it. */
-  refuse(status: number, detail: string): void;
-}
 
 /** How the pump starts the upstream call once it knows how the body comes. */
 export interface BodyDispatch {
@@ -29,7 +23,7 @@ export interface BodyDispatch {
   sendStreamed(length: number): BodySink;
 }
 
-export class BodyPump {
+export class BodyPump implements ClientBody {
   /** performance.now() by which the whole request must have arrived. */
   deadline = 0;
   /** More than limits.maxBodyBytes arrived while held; answered 413 at the decision. */

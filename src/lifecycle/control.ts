@@ -6,23 +6,30 @@
 import type { GatewayConfig } from '../config/types.js';
 import type { RequestListener } from '../exchange/listener.js';
 import type { Pipeline } from '../middleware/pipeline.js';
-import type { LoadedUws } from '../native/uws.js';
 import type { CircuitReport } from '../proxy/breaker.js';
 import type { DataPlane } from '../proxy/data-plane-types.js';
 import type { RoutingTable } from '../routing/table.js';
 import type { UpstreamWeight } from './forward.js';
 import type { RequestLifecycle } from './request-lifecycle.js';
 import type { DataPlaneState } from './state.js';
-import type { UwsAcceptor } from './uws/uws-accept.js';
+
+/** The transport's listening side, as the control surface drives it. */
+export interface Acceptor {
+  readonly port: number;
+  /** No new connections; open ones go on. */
+  stopListening(): void;
+  /** Closes idle keep-alive connections and whatever is still open. */
+  closeConnections(): void;
+}
 
 export class DataPlaneControl implements DataPlane {
   private closed: Promise<void> | null = null;
 
   constructor(
-    readonly uws: LoadedUws,
+    readonly uws: DataPlane['uws'],
     private readonly state: DataPlaneState,
     private readonly lifecycle: RequestLifecycle,
-    private readonly acceptor: UwsAcceptor,
+    private readonly acceptor: Acceptor,
   ) {}
 
   get port(): number {

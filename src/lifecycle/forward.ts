@@ -19,7 +19,8 @@ import { poolSettings, UpstreamPools } from '../proxy/upstream-pool.js';
 import { BodyPump } from './body-pump.js';
 import { ProxiedResponse } from './proxied-response.js';
 import type { ResponseChain } from './respond.js';
-import { RetryHandler, type BodySink, type RetryHost } from './retry-handler.js';
+import type { BodySink } from './legs.js';
+import { RetryHandler, type RetryHost } from './retry-handler.js';
 import type { DataPlaneState } from './state.js';
 
 export interface UpstreamWeight {

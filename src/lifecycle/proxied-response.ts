@@ -12,25 +12,17 @@ import type { ClientEvents, ClientSide, ResponseStream } from '../exchange/clien
 import type { RequestContext } from '../exchange/context.js';
 import type { ResponseHead } from '../upstream/response-parser.js';
 import type { ForwardFailure } from '../proxy/forward-errors.js';
-import type { BodyPump } from './body-pump.js';
+import type { BodyOwner, ClientBody, UpstreamLeg } from './legs.js';
 import type { ResponseChain } from './respond.js';
 import { reportBug } from './report-bug.js';
 
-/** The upstream call as the answer's side controls it. */
-export interface UpstreamLeg {
-  /** Nothing more is wanted from the upstream; a request not yet sent never will be. */
-  abort(): void;
-  /** The client caught up: read the upstream again. */
-  resume(): void;
-}
-
 const INTERNAL_DETAIL = 'the gateway failed to handle the upstream answer';
 
-export class ProxiedResponse implements ResponseStream, ClientEvents {
+export class ProxiedResponse implements ResponseStream, ClientEvents, BodyOwner {
   /** Set by the forward phase right after construction. */
   leg!: UpstreamLeg;
   /** The request body's pump, when there is a body. */
-  pump: BodyPump | null = null;
+  pump: ClientBody | null = null;
   /** The client left (its connection closed) before its answer was complete. */
   clientGone = false;
   private reported = false;

@@ -11,7 +11,8 @@ import type { UpstreamError } from '../upstream/errors.js';
 import type { UpstreamPool } from '../upstream/pool.js';
 import type { ResponseHead } from '../upstream/response-parser.js';
 import { classifyUpstreamError, isIdempotent, type ForwardFailure } from '../proxy/forward-errors.js';
-import type { ProxiedResponse, UpstreamLeg } from './proxied-response.js';
+import type { BodySink, UpstreamLeg } from './legs.js';
+import type { ProxiedResponse } from './proxied-response.js';
 
 /** What the retry handler needs of the forward phase. */
 export interface RetryHost {
@@ -26,13 +27,6 @@ export interface RetryHost {
 
 /** A request body the pump streams as it arrives, of a known length or (-1) chunked. */
 const UNKNOWN_LENGTH = Object.freeze({ length: -1 });
-
-/** Where the body pump writes a streamed request body. */
-export interface BodySink {
-  /** False: hold on until onBodyDrain (the pump pauses the client). */
-  writeBody(chunk: Buffer): boolean;
-  endBody(): void;
-}
 
 export class RetryHandler implements UpstreamLeg, BodySink {
   /** The try under way; replaced by a retry. */

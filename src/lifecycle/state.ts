@@ -7,11 +7,10 @@ import type { GatewayConfig } from '../config/types.js';
 import type { RequestListener } from '../exchange/listener.js';
 import { Pipeline } from '../middleware/pipeline.js';
 import type { RoutingTable } from '../routing/table.js';
-import type { ClientSettings } from './uws/uws-client.js';
 
 const EMPTY_PIPELINE = new Pipeline([], { add: () => {} });
 
-export class DataPlaneState implements ClientSettings {
+export class DataPlaneState {
   readonly via: string;
   readonly viaBytes: Buffer;
   table: RoutingTable | null = null;

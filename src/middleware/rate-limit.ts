@@ -11,6 +11,7 @@
 import type { RequestContext } from '../exchange/context.js';
 import { gcraPolicy, type GcraPolicy, type RateDecision } from '../stores/gcra.js';
 import type { RateLimitStore } from '../stores/types.js';
+import type { StoreKind } from '../stores/lookup.js';
 import { problem, type Decision, type Middleware, type MiddlewareContext } from './types.js';
 
 export interface RateLimitConfig {
@@ -66,11 +67,8 @@ export const rateLimitSchema = {
   },
 } as const;
 
-/** Finds the store a rateLimit entry names: `local` or a kvStores name; undefined when there is none. */
-export type RateLimitStoreLookup = (name: string) => RateLimitStore | undefined;
-
-/** When the store is there to answer: resolves once it answered once or gave up connecting. */
-export type StoreSettled = (name: string) => Promise<void>;
+/** The kind of store a rateLimit names: `local` or a kvStores name. */
+export const RATE_LIMIT_STORE: StoreKind<RateLimitStore> = Object.freeze({ kind: 'rateLimit' });
 
 class RateLimit implements Middleware {
   readonly type = 'rateLimit';
@@ -182,10 +180,10 @@ class RateLimit implements Middleware {
 }
 
 export function createRateLimit(config: RateLimitConfig, context: MiddlewareContext): Middleware {
-  const store = context.rateLimitStores?.(config.store);
+  const store = context.stores?.find(RATE_LIMIT_STORE, config.store, config.id);
   if (store === undefined) {
     throw new Error(`middleware "${config.id}": store "${config.store}" is neither "local" nor the name of a kvStores entry`);
   }
-  const settled = context.storeSettled?.(config.store) ?? Promise.resolve();
+  const settled = context.stores?.settled(config.store) ?? Promise.resolve();
   return new RateLimit(config, store, settled, context);
 }

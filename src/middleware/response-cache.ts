@@ -37,7 +37,7 @@ import { primaryKey, variantKey } from '../cache/key.js';
 import { LocalCacheStore } from '../cache/local-store.js';
 import { hasDirective, headerValue, StoredResponse, VaryIndex, type CacheRecord } from '../cache/record.js';
 import { judge, policyRequest } from '../cache/rules.js';
-import type { CacheStore } from '../cache/store.js';
+import { CACHE_STORE, type CacheStore } from '../cache/store.js';
 import type { RequestContext, ResponseObserver } from '../exchange/context.js';
 import { problem, type ContentAnswer, type Decision, type Middleware, type MiddlewareContext, type MiddlewareMetrics } from './types.js';
 
@@ -159,7 +159,7 @@ export class ResponseCache implements Middleware {
         },
       });
     }
-    const store = context.cacheStores?.(config.store, config.id);
+    const store = context.stores?.find(CACHE_STORE, config.store, config.id);
     if (store === undefined) {
       throw new Error(`${where}: store "${config.store}" is neither "local" nor the name of a kvStores entry`);
     }

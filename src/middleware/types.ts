@@ -1,9 +1,7 @@
 /**
- * What a middleware is to the pipeline (contract section 9). A type lives in a file of its own that
+ * What a middleware is to the pipeline (docs/reference/decide.md). A type lives in a file of its own that
  * exports a MiddlewareType (its config schema and its factory); registry.ts lists the types.
  */
-import type { RateLimitStoreLookup, StoreSettled } from './rate-limit.js';
-import type { CacheStoreLookup } from '../cache/store.js';
 import type { RequestContext } from '../exchange/context.js';
 import type { Answer } from '../exchange/answer.js';
 
@@ -37,14 +35,14 @@ export interface MiddlewareMetrics {
   add(name: string, n?: number): void;
 }
 
+import type { StoreLookup } from '../stores/lookup.js';
+
+export type { StoreKind, StoreLookup } from '../stores/lookup.js';
+
 export interface MiddlewareContext {
   metrics: MiddlewareMetrics;
   /** Writes a log line (warnings about stores, ...). */
   warn(message: string, fields?: Record<string, unknown>): void;
-  /** The kvStores a responseCache may name as its `store` (absent: only "local"). */
-  cacheStores?: CacheStoreLookup;
-  /** The stores a rateLimit may name (`local` and the kvStores); absent: none, so no rateLimit can be built. */
-  rateLimitStores?: RateLimitStoreLookup;
-  /** Resolves once the named store answered once or gave up connecting (middleware readiness). */
-  storeSettled?: StoreSettled;
+  /** The stores middleware may name; absent: only the cache's own `local` store exists. */
+  stores?: StoreLookup;
 }

@@ -1,6 +1,6 @@
 import Negotiator from 'negotiator';
 import typeis from 'type-is';
-import type { RouteTarget } from './table.js';
+import type { RouteTarget } from './types.js';
 
 /**
  * Content negotiation among equivalent endpoints (contract section 3): keep the targets that consume

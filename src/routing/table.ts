@@ -4,14 +4,9 @@ import { compareSpecificity } from './specificity.js';
 import { compileSegmentRegex, type SegmentRegex } from './segment-regex.js';
 import { parseTemplate, TemplateSyntaxError, type ParsedTemplate } from './template.js';
 import { NodeKind, TOO_COMPLEX, Trie, TrieBuilder, TrieNode } from './trie.js';
-import type { EndpointDetails, RouteEntry, TemplateProblem } from './types.js';
+import type { EndpointDetails, RouteEntry, RouteTarget, TemplateProblem } from './types.js';
 
-/** One endpoint inside an equivalence group: which upstream serves it and what it declared. */
-export interface RouteTarget extends EndpointDetails {
-  readonly upstream: string;
-  /** The template as this upstream wrote it. */
-  readonly template: string;
-}
+export type { RouteTarget } from './types.js';
 
 /** An equivalence group: every endpoint with the same method and canonical template. */
 export interface Route {

@@ -29,3 +29,10 @@ export interface TemplateProblem {
   /** Human-readable, names the upstream and the template. */
   readonly message: string;
 }
+
+/** One endpoint inside an equivalence group: which upstream serves it and what it declared. */
+export interface RouteTarget extends EndpointDetails {
+  readonly upstream: string;
+  /** The template as this upstream wrote it. */
+  readonly template: string;
+}

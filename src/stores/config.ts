@@ -4,7 +4,9 @@
  * factory that builds a worker's stores.
  */
 import type { LeaseClient } from './lease-client.js';
-import type { RedisStore, RedisStoreState, RedisStoreStats } from './redis-store.js';
+import type { RedisStore, RedisStoreConfig, RedisStoreState, RedisStoreStats } from './redis-store.js';
+
+export type { RedisStoreConfig } from './redis-store.js';
 import type { KeyValueStore, RateLimitStore } from './types.js';
 
 /** The always-present store; no `kvStores` entry may take its name. */
@@ -86,23 +88,6 @@ export const kvStoresSchema = {
   additionalProperties: redisStoreSchema,
 } as const;
 
-export interface RedisStoreConfig {
-  type: 'redis';
-  /** `redis://[user:password@]host:port[/db]` or `rediss://...` (TLS). */
-  url: string;
-  /** Prepended to every key; lets several gateways (or other users) share one Redis database. */
-  keyPrefix: string;
-  /** One TCP (and TLS) connection attempt. */
-  connectTimeoutMs: number;
-  /** One command, from the call to the reply. */
-  commandTimeoutMs: number;
-  /** Failed connection attempts after which the store counts as settled (down) for readiness; it keeps retrying. */
-  connectAttempts: number;
-  /** Consecutive failed commands that open the breaker. */
-  breakerFailures: number;
-  /** How long the open breaker fails fast before one probe command. */
-  breakerResetMs: number;
-}
 
 /** `kvStores` after schema validation and defaults. */
 export type KvStoresConfig = Record<string, RedisStoreConfig>;

@@ -14,12 +14,29 @@
 import { shimInEffect } from './verbatim-string-shim.js';
 import { ErrorReply, RESP_TYPES, VerbatimString, createClient } from 'redis';
 import { StoreBreaker, type StoreBreakerState } from './breaker.js';
-import type { RedisStoreConfig } from './config.js';
 import { StoreError } from './errors.js';
 import type { GcraPolicy, RateDecision } from './gcra.js';
 import { boundKey } from './keys.js';
 import { GCRA_TAKE_EACH_LUA, GCRA_TAKE_EACH_SHA1, GCRA_TAKE_LUA, GCRA_TAKE_SHA1 } from './redis-gcra.js';
 import type { KeyValueStore, RateLimitStore } from './types.js';
+
+export interface RedisStoreConfig {
+  type: 'redis';
+  /** `redis://[user:password@]host:port[/db]` or `rediss://...` (TLS). */
+  url: string;
+  /** Prepended to every key; lets several gateways (or other users) share one Redis database. */
+  keyPrefix: string;
+  /** One TCP (and TLS) connection attempt. */
+  connectTimeoutMs: number;
+  /** One command, from the call to the reply. */
+  commandTimeoutMs: number;
+  /** Failed connection attempts after which the store counts as settled (down) for readiness; it keeps retrying. */
+  connectAttempts: number;
+  /** Consecutive failed commands that open the breaker. */
+  breakerFailures: number;
+  /** How long the open breaker fails fast before one probe command. */
+  breakerResetMs: number;
+}
 
 export interface RedisStoreOptions extends Omit<RedisStoreConfig, 'type'> {
   /** The store's name in `kvStores`. */

@@ -4,6 +4,8 @@
  */
 import { UpstreamError, type UpstreamErrorCode } from './errors.js';
 import type { ResponseHead } from './response-parser.js';
+// Type-only circle with connection.ts, on purpose: a call knows the connection carrying it and a
+// connection the calls it carries; neither module loads the other.
 import type { UpstreamConnection } from './connection.js';
 
 /**
