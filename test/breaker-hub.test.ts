@@ -2,7 +2,7 @@
 // opens a breaker on all of them at the threshold; the /metrics summary merges their states.
 import t from 'tap';
 import { BreakerHub, type BreakerTrip } from '../src/cluster/breaker-hub.js';
-import { Breakers, type CircuitReport } from '../src/proxy/breaker.js';
+import { Breakers, type CircuitReport } from '../src/proxy/upstream-breakers.js';
 
 const H = 'http://10.0.0.1:8080';
 const settings = { hostFailures: 10, endpointFailures: 4, resetMs: 1000 };

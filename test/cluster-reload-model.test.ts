@@ -10,7 +10,7 @@ import type { DiscoveredUpstream } from '../src/discovery/index.js';
 import type { Logger } from '../src/log.js';
 import type { Published, PublishOutcome, PublishState } from '../src/cluster/publisher.js';
 import { Reloader, type PublishTarget, type ReloadResult, type WorkerReplacement } from '../src/cluster/reloader.js';
-import type { DiscoverFn, UpstreamRegistry } from '../src/cluster/upstreams.js';
+import type { DiscoverFn, UpstreamRegistry } from '../src/cluster/discovered-upstreams.js';
 import { testConfig } from './helpers/upstream-server.js';
 
 const silentLog = (): Logger => {

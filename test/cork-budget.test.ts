@@ -9,7 +9,7 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { CORK_BUFFER_BYTES, endWithBody } from '../src/http/cork-budget.js';
-import { writeContent } from '../src/http/problem.js';
+import { writeContent } from '../src/http/problem-json.js';
 import type { UwsBytes, UwsResponse } from '../src/native/uws-types.js';
 import { RequestContext } from '../src/exchange/context.js';
 import { ProxiedResponse } from '../src/lifecycle/proxied-response.js';
@@ -167,7 +167,7 @@ interface Answer {
   sized: boolean;
 }
 
-/** Runs one answer through an Exchange; returns the recording and the body the upstream sent. */
+/** Runs one answer through an exchange; returns the recording and the body the upstream sent. */
 async function run(answer: Answer): Promise<{ res: RecordingResponse; sent: Buffer }> {
   const res = new RecordingResponse();
   const upstream = exchange(res);

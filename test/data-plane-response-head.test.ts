@@ -4,7 +4,7 @@
  * more than one cork may carry beside the body), names in any case, repeated
  * names, Date and Via anywhere and repeated, hop-by-hop headers and headers a Connection header names,
  * values with inner spaces, tabs and obs-text, in one read or cut in two. The gateway copies the kept headers to uWS in one
- * writeStatus call (src/proxy/forward.ts writeHeadBlock); a reference model says what must arrive:
+ * writeStatus call (src/lifecycle/uws/uws-client.ts writeHeadBlock); a reference model says what must arrive:
  * every end-to-end header in order with its value as sent (outer whitespace trimmed), no upstream Date
  * (uWS writes one), one Via with the upstream's values then ours, no hop-by-hop header. Headers a
  * middleware adds follow them as it added them (uWS writes them, UTF-8), in a spilled head too.
@@ -185,7 +185,7 @@ t.test(`generated upstream heads arrive at the client header for header (seed ${
           },
         ],
         // And one just under the 16 KiB an upstream head may have: too large to share a cork with the
-        // body, it goes out in corks of its own (Exchange.spillHead: writeStatus, then writeHeader).
+        // body, it goes out in corks of its own (UwsClient.spillHead: writeStatus, then writeHeader).
         [
           {
             headers: Array.from({ length: 53 }, (_, i) => ({ name: `X-Long-${i}`, value: `${i} `.padEnd(289, 'v') })),

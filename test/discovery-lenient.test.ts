@@ -9,7 +9,7 @@ import { swaggerPath } from '../src/discovery/swagger-path.js';
 import { validateDoc } from '../src/discovery/validate-doc.js';
 import { buildCombinedSpec, buildCombinedSpecWithNamespaces } from '../src/builtins/spec.js';
 import { guardSpec } from '../src/builtins/spec-guard.js';
-import { UpstreamRegistry, type DiscoverFn } from '../src/cluster/upstreams.js';
+import { UpstreamRegistry, type DiscoverFn } from '../src/cluster/discovered-upstreams.js';
 import type { Logger } from '../src/log.js';
 import { Rank } from '../src/routing/template.js';
 import { catalogDoc, filesDoc, usersDoc } from '../examples/upstream-docs.js';

@@ -4,7 +4,7 @@ import type { UpstreamConfig } from '../src/config/types.js';
 import type { DiscoveredUpstream } from '../src/discovery/index.js';
 import type { Logger } from '../src/log.js';
 import { Rediscovery } from '../src/cluster/rediscovery.js';
-import { UpstreamRegistry, type DiscoverFn } from '../src/cluster/upstreams.js';
+import { UpstreamRegistry, type DiscoverFn } from '../src/cluster/discovered-upstreams.js';
 
 function fakeLog(): Logger & { said: string[] } {
   const said: string[] = [];

@@ -3,7 +3,7 @@
 // never under-admitted for long, bounded memory.
 import fc from 'fast-check';
 import t from 'tap';
-import { StoreError } from '../src/stores/errors.js';
+import { StoreError } from '../src/stores/store-errors.js';
 import { type GcraState, type RateDecision, gcraPolicy, gcraTryTake } from '../src/stores/gcra.js';
 import { MAX_KEY_LENGTH } from '../src/stores/keys.js';
 import { LeaseBank } from '../src/stores/lease-bank.js';

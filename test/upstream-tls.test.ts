@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import t from 'tap';
 import { UpstreamPool, type UpstreamTlsOptions } from '../src/upstream/pool.js';
-import type { UpstreamError } from '../src/upstream/errors.js';
+import type { UpstreamError } from '../src/upstream/call-errors.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'specgate-tls-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));

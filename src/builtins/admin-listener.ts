@@ -3,12 +3,12 @@
  * their own, so they need not face the internet. Every worker binds it (SO_REUSEPORT, like the public
  * port); anything that is not a built-in path is 404. Its requests are not counted in /metrics.
  */
-import { writeProblem } from '../http/problem.js';
+import { writeProblem } from '../http/problem-json.js';
 import { writeBuiltinAnswer } from './write-answer.js';
 import type { LoadedUws } from '../native/uws.js';
 import type { UwsListenSocket, UwsRequest, UwsResponse } from '../native/uws-types.js';
 import type { BuiltinsHook } from '../exchange/builtins.js';
-import { emptyHeaderView } from '../http/request-head.js';
+import { emptyHeaderView } from '../http/client-request-head.js';
 
 export interface AdminListener {
   readonly port: number;

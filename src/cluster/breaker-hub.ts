@@ -8,7 +8,7 @@
  *
  * It also renders the `breakers` field of /metrics.
  */
-import type { BreakerSettings, BreakerStateName, CircuitReport } from '../proxy/breaker.js';
+import type { BreakerSettings, BreakerStateName, CircuitReport } from '../proxy/upstream-breakers.js';
 
 export interface BreakerTrip {
   upstream: string;

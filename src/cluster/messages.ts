@@ -2,7 +2,7 @@ import type { GatewayConfig } from '../config/types.js';
 import type { RenderedSpec } from './compile-task.js';
 import type { MetricsDelta } from '../metrics/delta.js';
 import type { UpstreamWeight } from '../lifecycle/forward.js';
-import type { CircuitReport } from '../proxy/breaker.js';
+import type { CircuitReport } from '../proxy/upstream-breakers.js';
 import type { LeaseBankMessage } from '../stores/lease-messages.js';
 import type { StoreSnapshot } from '../stores/config.js';
 import type { TransferableTable } from '../routing/table.js';

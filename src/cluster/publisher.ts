@@ -5,7 +5,7 @@ import type { Logger } from '../log.js';
 import type { CompileInput, CompileOutput } from './compile-task.js';
 import type { PublishMessage } from './messages.js';
 import type { TemplateProblem } from '../routing/types.js';
-import type { UpstreamRegistry } from './upstreams.js';
+import type { UpstreamRegistry } from './discovered-upstreams.js';
 
 /** What a publish is made from: the config and the upstreams as discovered so far. */
 export interface PublishState {

@@ -1,6 +1,6 @@
 import type { GatewayConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
-import type { DiscoverFn, UpstreamRegistry } from './upstreams.js';
+import type { DiscoverFn, UpstreamRegistry } from './discovered-upstreams.js';
 
 export interface RediscoveryOptions {
   registry: UpstreamRegistry;

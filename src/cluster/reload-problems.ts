@@ -1,5 +1,5 @@
 import type { TemplateProblem } from '../routing/types.js';
-import type { UpstreamRecord, UpstreamRegistry } from './upstreams.js';
+import type { UpstreamRecord, UpstreamRegistry } from './discovered-upstreams.js';
 
 const problemKey = (p: TemplateProblem): string => `${p.upstream} ${p.method} ${p.template}`;
 

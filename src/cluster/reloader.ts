@@ -2,7 +2,7 @@ import type { GatewayConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { Published, PublishOutcome, PublishState } from './publisher.js';
 import { describeReloadProblems, newFailures, newTemplateProblems } from './reload-problems.js';
-import { UpstreamRegistry, type DiscoverFn } from './upstreams.js';
+import { UpstreamRegistry, type DiscoverFn } from './discovered-upstreams.js';
 
 /** Settings a running gateway cannot change: the listening socket and the number of workers. */
 export const RESTART_ONLY = ['port', 'host', 'workers', 'admin'] as const;

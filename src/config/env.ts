@@ -1,7 +1,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import { ENV_OVERRIDES, configSchema } from './schema.js';
 import { describeSchemaErrors } from './schema-errors.js';
-import type { ConfigProblem } from './problem.js';
+import type { ConfigProblem } from './config-problem.js';
 
 type OverriddenKey = (typeof ENV_OVERRIDES)[keyof typeof ENV_OVERRIDES];
 

@@ -7,10 +7,10 @@ import { readEnvOverrides } from './env.js';
 import { checkConfigRules } from './semantic-checks.js';
 import { loadUpstreamTls } from './tls-files.js';
 import { normalizeServiceLocation } from './service-location.js';
-import type { ConfigProblem } from './problem.js';
+import type { ConfigProblem } from './config-problem.js';
 import type { GatewayConfig } from './types.js';
 
-export type { ConfigProblem } from './problem.js';
+export type { ConfigProblem } from './config-problem.js';
 
 /**
  * A config that cannot be used. `file`, `pointer` and `reason` describe the first problem; `problems`

@@ -1,5 +1,5 @@
 import jsonc from 'jsonc-parser';
-import { escapePointerToken, type ConfigProblem } from './problem.js';
+import { escapePointerToken, type ConfigProblem } from './config-problem.js';
 
 /**
  * Parses a config file's text: JSON, plus `//` and `/* *\/` comments so shipped configs can explain

@@ -1,7 +1,7 @@
 import type { ErrorObject } from 'ajv';
 import { BUILTIN_PATH_PATTERN, METHOD_PATTERN, NAME_PATTERN, SPEC_PATH_PATTERN, configSchema } from './schema.js';
 import { closestMatch } from './suggest.js';
-import { escapePointerToken, shown, type ConfigProblem } from './problem.js';
+import { escapePointerToken, shown, type ConfigProblem } from './config-problem.js';
 
 const PATTERN_REASONS: Record<string, string> = {
   [BUILTIN_PATH_PATTERN]: 'must start with "/" and hold no query, fragment or whitespace',

@@ -1,6 +1,6 @@
 import type { GatewayConfig } from './types.js';
 import { normalizeServiceLocation } from './service-location.js';
-import type { ConfigProblem } from './problem.js';
+import type { ConfigProblem } from './config-problem.js';
 import { rangeProblem } from '../http/trusted-proxies.js';
 import { checkListeners } from '../listeners/registry.js';
 import { LOCAL_STORE, kvStoreProblems } from '../stores/config.js';

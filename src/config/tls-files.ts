@@ -8,7 +8,7 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import tls from 'node:tls';
-import type { ConfigProblem } from './problem.js';
+import type { ConfigProblem } from './config-problem.js';
 import type { GatewayConfig } from './types.js';
 
 /** Reads every upstream's TLS files (relative paths from `baseDir`); the problems found, none when all is well. */

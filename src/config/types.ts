@@ -94,7 +94,7 @@ export interface UpstreamConfig {
   tls?: UpstreamTlsConfig;
 }
 
-/** upstreamPool (see src/proxy/upstream-pool.ts). */
+/** upstreamPool (see src/proxy/host-pools.ts). */
 export interface UpstreamPoolConfig {
   /** Most connections one worker keeps open to one upstream. */
   connections: number;

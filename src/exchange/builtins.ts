@@ -1,7 +1,7 @@
-import type { HeaderView } from '../http/request-head.js';
+import type { HeaderView } from '../http/client-request-head.js';
 import type { BuiltinAnswer } from './answer.js';
 
-export type { HeaderView } from '../http/request-head.js';
+export type { HeaderView } from '../http/client-request-head.js';
 
 /**
  * Consulted first for every request that passed the accept phase, with the normalized path and the

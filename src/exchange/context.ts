@@ -11,7 +11,7 @@ import type { ResponseObserver } from './observer.js';
 
 export type { ResponseObserver } from './observer.js';
 
-/** What the accept phase read of a request's head (src/http/request-head.ts is one). */
+/** What the accept phase read of a request's head (src/http/client-request-head.ts is one). */
 export interface ParsedRequestHead {
   readonly method: string;
   /** The request path as sent (origin form). */

@@ -13,7 +13,7 @@
  * writeHeader, write, end) stay within CORK_BUFFER_BYTES. tryEnd's body is an optional write (what
  * the socket does not take is reported back), so it is safe at any size. An upstream head too large
  * to share a cork with what follows it goes out first, in corks of its own cut at line ends
- * (Exchange.spillHead in src/proxy/forward.ts). Left: a single header line longer than the buffer,
+ * (UwsClient.spillHead in src/lifecycle/uws/uws-client.ts). Left: a single header line longer than the buffer,
  * which only a maxResponseHeaderBytes raised past 16 KiB admits; native-notes.md says so.
  */
 import type { UwsBytes, UwsResponse } from '../native/uws-types.js';

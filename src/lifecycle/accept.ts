@@ -8,7 +8,7 @@ import type { GatewayConfig } from '../config/types.js';
 import { problem, type ProblemAnswer } from '../exchange/answer.js';
 import type { RequestContext } from '../exchange/context.js';
 import { normalizePath } from '../http/normalize-path.js';
-import type { RequestHead } from '../http/request-head.js';
+import type { RequestHead } from '../http/client-request-head.js';
 import { hasEncodedSlash, isVisibleAscii } from '../http/request-target.js';
 import { TrustedProxies } from '../http/trusted-proxies.js';
 

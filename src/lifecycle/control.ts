@@ -6,7 +6,7 @@
 import type { GatewayConfig } from '../config/types.js';
 import type { RequestListener } from '../exchange/listener.js';
 import type { Pipeline } from '../middleware/pipeline.js';
-import type { CircuitReport } from '../proxy/breaker.js';
+import type { CircuitReport } from '../proxy/upstream-breakers.js';
 import type { DataPlane } from '../proxy/data-plane-types.js';
 import type { RoutingTable } from '../routing/table.js';
 import type { UpstreamWeight } from './forward.js';

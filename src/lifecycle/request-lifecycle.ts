@@ -16,7 +16,7 @@ import { problem, type Answer, type LocalReply } from '../exchange/answer.js';
 import type { BuiltinsHook } from '../exchange/builtins.js';
 import type { ClientSide } from '../exchange/client.js';
 import type { RequestContext } from '../exchange/context.js';
-import type { RequestHead } from '../http/request-head.js';
+import type { RequestHead } from '../http/client-request-head.js';
 import { AcceptPhase } from './accept.js';
 import type { BodyPump } from './body-pump.js';
 import { DecidePhase, HELD, type DecisionTaker } from './decide.js';

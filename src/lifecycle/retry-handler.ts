@@ -7,7 +7,7 @@
  */
 import type { RequestContext } from '../exchange/context.js';
 import type { UpstreamCall, UpstreamHandler } from '../upstream/call.js';
-import type { UpstreamError } from '../upstream/errors.js';
+import type { UpstreamError } from '../upstream/call-errors.js';
 import type { UpstreamPool } from '../upstream/pool.js';
 import type { ResponseHead } from '../upstream/response-parser.js';
 import { classifyUpstreamError, isIdempotent, type ForwardFailure } from '../proxy/forward-errors.js';

@@ -8,7 +8,7 @@
 import { problem, type LocalReply } from '../exchange/answer.js';
 import type { BuiltinsHook } from '../exchange/builtins.js';
 import type { RequestContext } from '../exchange/context.js';
-import type { RequestHead } from '../http/request-head.js';
+import type { RequestHead } from '../http/client-request-head.js';
 import { emptySelection } from '../routing/table.js';
 import type { DataPlaneState } from './state.js';
 

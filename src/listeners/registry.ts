@@ -5,7 +5,7 @@
  * is reserved.
  */
 import { normalizeServiceLocation } from '../config/service-location.js';
-import type { ConfigProblem } from '../config/problem.js';
+import type { ConfigProblem } from '../config/config-problem.js';
 import { ACCESS_LOG_LISTENER } from './access-log.js';
 import { alternateUpstreamSchema, createAlternateUpstream, type AlternateUpstreamConfig } from './alternate-upstream.js';
 import type { Listener, ListenerContext } from './types.js';

@@ -2,7 +2,7 @@ import type { GatewayConfig } from '../config/types.js';
 import type { LoadedUws } from '../native/uws.js';
 import type { RoutingTable } from '../routing/table.js';
 import type { Counters } from '../metrics/counters.js';
-import type { CircuitReport } from './breaker.js';
+import type { CircuitReport } from './upstream-breakers.js';
 import type { Pipeline } from '../middleware/pipeline.js';
 import type { BuiltinsHook } from '../exchange/builtins.js';
 import type { RequestListener } from '../exchange/listener.js';

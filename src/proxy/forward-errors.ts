@@ -1,5 +1,5 @@
-/** How a failed upstream call (src/upstream/errors.ts) turns into the gateway's answer (contract 6). */
-import type { UpstreamError } from '../upstream/errors.js';
+/** How a failed upstream call (src/upstream/call-errors.ts) turns into the gateway's answer (contract 6). */
+import type { UpstreamError } from '../upstream/call-errors.js';
 
 /**
  * Whether a failed request may go to another host of its endpoint (once):

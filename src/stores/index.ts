@@ -3,7 +3,7 @@
  * instance across its workers) and `redis` (one limit across instances; Buffer values with a TTL).
  * Design, accuracy and bounds: ./README.md.
  */
-export { StoreError, type StoreErrorCode } from './errors.js';
+export { StoreError, type StoreErrorCode } from './store-errors.js';
 export { type GcraPolicy, type RateDecision, gcraPolicy } from './gcra.js';
 export { LeaseBank, type LeaseBankOptions, type LeaseBankStats } from './lease-bank.js';
 export { LeaseClient, type LeaseClientOptions, type LeaseClientStats, type TakeResult } from './lease-client.js';

@@ -3,7 +3,7 @@
  * LeaseBank (./lease-bank.ts), so a worker under steady load decides locally and talks to the primary
  * once per lease, not once per request. Protocol, sizing and accuracy: ./README.md.
  */
-import { StoreError } from './errors.js';
+import { StoreError } from './store-errors.js';
 import type { GcraPolicy, RateDecision } from './gcra.js';
 import { type ClockEntry, MAX_KEY_LENGTH, boundKey, evictOne } from './keys.js';
 import type { LeaseBankMessage, LeaseGrantMessage, LeaseReport, LeaseWorkerMessage } from './lease-messages.js';

@@ -13,8 +13,8 @@
 // First: node-redis must find the stand-in when it loads (see the module).
 import { shimInEffect } from './verbatim-string-shim.js';
 import { ErrorReply, RESP_TYPES, VerbatimString, createClient } from 'redis';
-import { StoreBreaker, type StoreBreakerState } from './breaker.js';
-import { StoreError } from './errors.js';
+import { StoreBreaker, type StoreBreakerState } from './store-breaker.js';
+import { StoreError } from './store-errors.js';
 import type { GcraPolicy, RateDecision } from './gcra.js';
 import { boundKey } from './keys.js';
 import { GCRA_TAKE_EACH_LUA, GCRA_TAKE_EACH_SHA1, GCRA_TAKE_LUA, GCRA_TAKE_SHA1 } from './redis-gcra.js';

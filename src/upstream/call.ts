@@ -2,7 +2,7 @@
  * One request through a pool: the handle the caller holds (writeBody/endBody/resume/abort) and
  * the state the pool and its connection keep about it. The only object allocated per request.
  */
-import { UpstreamError, type UpstreamErrorCode } from './errors.js';
+import { UpstreamError, type UpstreamErrorCode } from './call-errors.js';
 import type { ResponseHead } from './response-parser.js';
 // Type-only circle with connection.ts, on purpose: a call knows the connection carrying it and a
 // connection the calls it carries; neither module loads the other.

@@ -5,8 +5,8 @@
  */
 import net from 'node:net';
 import tls from 'node:tls';
-import type { UpstreamErrorCode } from './errors.js';
-import { serializeHead } from './request-head.js';
+import type { UpstreamErrorCode } from './call-errors.js';
+import { serializeHead } from './upstream-request-head.js';
 import { PARSE_FAILED, ResponseParser, type ResponseHead, type ResponseSink } from './response-parser.js';
 import type { CallHost, UpstreamCall } from './call.js';
 

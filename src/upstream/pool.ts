@@ -8,7 +8,7 @@ import net from 'node:net';
 import type tls from 'node:tls';
 import { UpstreamCall, type CallHost, type UpstreamHandler } from './call.js';
 import { UpstreamConnection, type ConnectionHost } from './connection.js';
-import type { RequestBody } from './request-head.js';
+import type { RequestBody } from './upstream-request-head.js';
 import { SweepTimer } from '../sweep-timer.js';
 
 export interface UpstreamTlsOptions {

@@ -27,7 +27,7 @@ export class ResponseHead {
     /**
      * The bytes the head was parsed from, and where its headers are in them: 4 numbers per header,
      * [nameStart, nameEnd, valueStart, valueEnd], in the upstream's order. The data plane copies the
-     * headers to the client from here, without a view per name and value (see Exchange.writeHead).
+     * headers to the client from here, without a view per name and value (see UwsClient.writeHead in src/lifecycle/uws/uws-client.ts).
      */
     readonly source: Buffer,
     readonly spans: readonly number[],

@@ -7,7 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import { RequestContext } from '../../exchange/context.js';
 import { remoteAddress } from '../../http/remote-address.js';
-import { RequestHead } from '../../http/request-head.js';
+import { RequestHead } from '../../http/client-request-head.js';
 import type { LoadedUws } from '../../native/uws.js';
 import type { UwsApp, UwsListenSocket, UwsRequest, UwsResponse } from '../../native/uws-types.js';
 import type { RequestLifecycle } from '../request-lifecycle.js';

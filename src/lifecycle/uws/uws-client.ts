@@ -9,7 +9,7 @@
  * chunk uWS could not take whole is held only while the upstream is paused.
  */
 import { CHUNK_PIECE_BYTES, CORK_BUFFER_BYTES, CORK_SLACK_BYTES, fitsInCork, headerBytes } from '../../http/cork-budget.js';
-import { writeContent, writeProblem } from '../../http/problem.js';
+import { writeContent, writeProblem } from '../../http/problem-json.js';
 import { statusLine, statusLineBytes } from '../../http/status-line.js';
 import { writeBuiltinAnswer } from '../../builtins/write-answer.js';
 import type { UwsResponse } from '../../native/uws-types.js';
