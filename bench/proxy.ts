@@ -392,7 +392,7 @@ http {
       proxy_pass http://bench_upstream;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
-      # The header work the gateway does too (contract 7).
+      # The header work the gateway does too (docs/reference/forward.md#forwarding-headers).
       proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
       proxy_set_header X-Forwarded-Proto $scheme;
       proxy_set_header X-Forwarded-Host $host;

@@ -1,4 +1,4 @@
-// Breakers across workers (issue 9, item 10): the primary sums every worker's consecutive failures and
+// Breakers across workers (docs/reference/forward.md#circuit-breakers): the primary sums every worker's consecutive failures and
 // opens a breaker on all of them at the threshold; the /metrics summary merges their states.
 import t from 'tap';
 import { BreakerHub, type BreakerTrip } from '../src/cluster/breaker-hub.js';

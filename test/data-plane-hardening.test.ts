@@ -1,4 +1,4 @@
-// Issue 9 hardening, against a real data plane and real sockets: response framing whatever the
+// Hardening (docs/reference/respond.md#upstream-answers, docs/reference/accept.md#head-checks), against a real data plane and real sockets: response framing whatever the
 // header count, every Connection header honoured, ambiguous request heads refused, forwarded-header
 // trust, encoded slashes.
 import http from 'node:http';

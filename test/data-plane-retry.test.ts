@@ -1,4 +1,4 @@
-// Issue 9, item 7: a request that could not reach one host goes to another host of its endpoint, once:
+// docs/reference/forward.md#retries: a request that could not reach one host goes to another host of its endpoint, once:
 // for any method when nothing was sent (connect failed), only for idempotent methods without a
 // streamed body when bytes may have reached the upstream, never after a timeout.
 import net from 'node:net';

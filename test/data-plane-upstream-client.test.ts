@@ -1,5 +1,5 @@
 /**
- * The data plane on the gateway's own upstream client (issue 12): an upstream that tries to smuggle
+ * The data plane on the gateway's own upstream client (docs/reference/forward.md#upstream-client): an upstream that tries to smuggle
  * a second answer (ambiguous framing, an answer glued to the first, a body after a 204) gets a 502 or
  * nothing at all through, is counted in upstreamFailures.*, and never answers another request; a
  * handler callback that throws (a middleware's observer) ends only its own exchange; a full wait

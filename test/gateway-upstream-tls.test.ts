@@ -1,5 +1,5 @@
 /**
- * HTTPS upstreams through the running gateway (issue 12): a private CA passed as upstreams[].tls.caFile
+ * HTTPS upstreams through the running gateway (docs/reference/forward.md#upstream-client): a private CA passed as upstreams[].tls.caFile
  * (made at test time with the openssl CLI), used both to fetch a doc and to forward; serverName for
  * SNI and the name check; a client certificate; a certificate for another name or from another CA is
  * a 502, counted as upstreamFailures.tlsFailures. A reload re-reads the files: a data plane given the

@@ -1,4 +1,4 @@
-// alternateUpstream (contract 10, issue 11): shadow traffic through a real data plane, a real primary
+// alternateUpstream (docs/reference/listeners.md#alternateupstream): shadow traffic through a real data plane, a real primary
 // upstream and a real alternate upstream. What the alternate gets, how answers are compared, what is
 // counted and logged, and that the client never waits for the alternate.
 import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';

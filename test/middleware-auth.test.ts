@@ -1,4 +1,4 @@
-// apiKeyAuth through a real data plane and a real upstream (contract 9): 401 with a challenge for a
+// apiKeyAuth through a real data plane and a real upstream (docs/reference/api-key-auth.md): 401 with a challenge for a
 // missing or unknown key, X-Consumer to the upstream (never the client's), the key hidden, a query key,
 // x-disabled-middleware, and a body held while the decision is made.
 import t from 'tap';

@@ -1,4 +1,4 @@
-// responseCache (contract 9) through a real data plane, real upstream servers and raw client sockets:
+// responseCache (docs/reference/response-cache.md) through a real data plane, real upstream servers and raw client sockets:
 // what is stored and what never is, X-Cache and Age, Vary, Authorization, coalescing of concurrent
 // misses, stale-if-error (503, connection refused, timeout, open breaker), request no-cache, the byte
 // bound, HEAD from the GET entry, bodies too large or cut off, and an unsafe method's invalidation.
@@ -190,7 +190,7 @@ t.test('Authorization: stored and served only with public or s-maxage', async (t
   t.equal((await get('/items/auth-smaxage', auth)).xCache, 'MISS');
   t.equal((await get('/items/auth-smaxage', auth)).xCache, 'HIT', 's-maxage counts as public');
   upstream.setHandler(answering({ 'cache-control': 'max-age=60, must-revalidate' }));
-  t.equal((await get('/items/auth-revalidate', auth)).xCache, 'BYPASS', 'must-revalidate does not make it shareable (contract)');
+  t.equal((await get('/items/auth-revalidate', auth)).xCache, 'BYPASS', 'must-revalidate does not make it shareable');
 
   upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'anonymous view'));
   t.equal((await get('/items/auth-anon')).xCache, 'MISS');

@@ -1,4 +1,4 @@
-// Response observers of a request that never reaches an Exchange (contract 9; src/proxy/data-plane.ts):
+// Response observers of a request that never reaches an Exchange (docs/reference/middleware.md#order; src/proxy/data-plane.ts):
 // a later middleware answers, or the client leaves while a decision is pending: the observer still
 // learns that the answer is over (onAbort), so what it holds for the request (a cache's in-flight
 // miss) is released. With every host's breaker open, observers may answer in place of the 503. An

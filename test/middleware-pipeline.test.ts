@@ -1,4 +1,4 @@
-// The request pipeline (contract 9) against a real data plane: order, asynchronous decisions with the
+// The request pipeline (docs/reference/middleware.md) against a real data plane: order, asynchronous decisions with the
 // body held (and the socket paused) meanwhile, slaMs (skip and count; fail closed with 503), a client
 // leaving while a decision is pending, response headers added by middleware on every answer.
 import net from 'node:net';

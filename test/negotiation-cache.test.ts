@@ -1,4 +1,4 @@
-// The negotiation cache's byte budget (issue 9, item 6): short client values are cached within the
+// The negotiation cache's byte budget (docs/reference/routing.md#content-negotiation-415-406): short client values are cached within the
 // table's budget, long ones never, and answers stay the same either way.
 import t from 'tap';
 import { MAX_CACHED_CHARS, NEGOTIATION_CACHE_BYTES, NegotiationCacheBudget, TargetNegotiation } from '../src/routing/negotiate.js';

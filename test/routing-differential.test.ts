@@ -3,7 +3,7 @@ import t from 'tap';
 import { RoutingTable } from '../src/routing/table.js';
 import { entry, oracleFor } from './helpers/routes.js';
 
-// Differential test: the trie must pick exactly what the contract's oracle picks (sorted templates,
+// Differential test: the trie must pick exactly what the oracle of docs/reference/routing.md#specificity picks (sorted templates,
 // one anchored regex each, first match wins), on random template sets that use every form.
 
 const LITERALS = ['a', 'ab', 'user', 'users', 'x', 'v1', 'a.b', ':cancel', '$count', 'foo'];

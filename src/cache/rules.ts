@@ -1,6 +1,6 @@
 /**
  * Whether an upstream answer may be stored, by RFC 9111 shared-cache rules as http-cache-semantics
- * implements them, plus the contract's stricter ones (section 9, responseCache):
+ * implements them, plus the stricter ones of docs/reference/response-cache.md#what-is-stored:
  *
  * - never with Set-Cookie (the library allows it with `public`), never with `Vary: *` in any position;
  * - only an explicit lifetime counts (max-age, s-maxage, Expires): no heuristic from Last-Modified,

@@ -1,5 +1,5 @@
 /**
- * Request path normalization (contract section 7), done before routing; the normalized path is also
+ * Request path normalization (docs/reference/accept.md#path-normalization), done before routing; the normalized path is also
  * what is forwarded upstream.
  *
  * - percent-encoded unreserved characters (ALPHA DIGIT - . _ ~) are decoded, other escapes are kept

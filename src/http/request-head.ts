@@ -47,7 +47,7 @@ export class RequestHead {
   xForwardedProto: string | undefined = undefined;
   xForwardedHost: string | undefined = undefined;
   via: string | undefined = undefined;
-  /** Forwarded (RFC 7239) and X-Real-IP: kept only from a trusted proxy (contract 7). */
+  /** Forwarded (RFC 7239) and X-Real-IP: kept only from a trusted proxy (docs/reference/accept.md#trusted-proxies). */
   forwarded: string | undefined = undefined;
   xRealIp: string | undefined = undefined;
   /** End-to-end headers to forward, flat [name, value, ...]; a fresh array per request (the upstream pool may queue it). */
@@ -99,7 +99,7 @@ export class RequestHead {
 
   /**
    * "GET http://host/path HTTP/1.1" (RFC 9112 3.2.2): routed by its path; a Host header that names
-   * another authority is a 400, since the two could be read differently along the way (contract 7).
+   * another authority is a 400, since the two could be read differently along the way (docs/reference/accept.md#head-checks).
    * Anything else that does not start with "/" is left for path normalization to refuse.
    */
   private readAbsoluteForm(): void {
@@ -123,7 +123,7 @@ function combine(previous: string | undefined, value: string): string {
   return previous === undefined ? value : `${previous}, ${value}`;
 }
 
-/** uWS hands names lower-cased. Hop-by-hop headers are recorded, not forwarded (contract 7). */
+/** uWS hands names lower-cased. Hop-by-hop headers are recorded, not forwarded (docs/reference/accept.md#request-headers). */
 function collectHeader(name: string, value: string): void {
   const head = current;
   head.headerBytes += name.length + value.length;

@@ -1,5 +1,5 @@
 /**
- * alternateUpstream (contract 10): shadow traffic. A sampled share of the requests of the listed
+ * alternateUpstream (docs/reference/listeners.md#alternateupstream): shadow traffic. A sampled share of the requests of the listed
  * methods is sent again, after the client's answer completed, to another service (a rewrite being
  * rolled out); its answer is compared with the one the client got, the outcome counted under
  * `listeners.<id>.` and every mismatch written as one JSON line to the mismatch log.
@@ -60,7 +60,7 @@ const TOKEN = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
 
 export const alternateUpstreamSchema = {
   description:
-    'Shadow traffic (contract 10): a sampled share of requests is sent again to another service after the ' +
+    'Shadow traffic: a sampled share of requests is sent again to another service after the ' +
     "client's answer, and the two answers are compared. Never delays or changes the client's answer.",
   required: ['serviceLocation'],
   properties: {

@@ -1,7 +1,7 @@
 /**
- * Which headers of the two answers are compared, and how (alternateUpstream, contract 10).
+ * Which headers of the two answers are compared, and how (docs/reference/listeners.md#alternateupstream).
  *
- * Never compared: hop-by-hop headers (contract 7, and any header a Connection header names), and the
+ * Never compared: hop-by-hop headers (docs/reference/respond.md#upstream-answers, and any header a Connection header names), and the
  * headers the gateway itself rewrites on every answer, so the client's copy of them says nothing
  * about the primary: Content-Length (framing; the bodies are compared instead), Date (uWS writes its
  * own) and Via (the gateway appends itself). The listener's `ignoreHeaders` come on top.

@@ -1,6 +1,6 @@
 /**
- * responseCache (contract 9): an RFC 9111 shared cache of GET answers, with HEAD served from the GET
- * entry. The rules are http-cache-semantics' plus the contract's (src/cache/rules.ts); keys and Vary
+ * responseCache (docs/reference/response-cache.md): an RFC 9111 shared cache of GET answers, with HEAD served from the GET
+ * entry. The rules are http-cache-semantics' plus our stricter ones (src/cache/rules.ts); keys and Vary
  * in src/cache/key.ts; stores in src/cache/store.ts.
  *
  * X-Cache on every answer of an endpoint it runs on:
@@ -54,7 +54,7 @@ export interface ResponseCacheConfig {
 }
 
 export const responseCacheSchema = {
-  description: 'A shared cache of GET answers by RFC 9111 rules (contract 9, responseCache).',
+  description: 'A shared cache of GET answers by RFC 9111 rules (docs/reference/response-cache.md).',
   required: [],
   properties: {
     store: {

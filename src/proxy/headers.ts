@@ -1,5 +1,5 @@
 /**
- * Header rules of the proxy's response side (contract 7). The upstream client has already removed the
+ * Header rules of the proxy's response side (docs/reference/respond.md#upstream-answers). The upstream client has already removed the
  * framing and hop-by-hop headers (every header any Connection header names included; see
  * src/upstream/README.md); what the data plane still does by name: Date is dropped (uWS writes its
  * own), Via gets the gateway's entry appended.

@@ -1,7 +1,7 @@
 import type { ParsedTemplate } from './template.js';
 
 /**
- * The specificity order of contract section 3: negative when `a` is more specific than `b`.
+ * The specificity order (docs/reference/routing.md#specificity): negative when `a` is more specific than `b`.
  * 1. the first position where the ranks differ decides, lower rank first;
  * 2. on equal overlapping ranks, the longer template first;
  * 3. then the canonical strings by UTF-16 code units, ascending.

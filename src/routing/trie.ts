@@ -9,7 +9,7 @@ import { Rank, type ParsedTemplate } from './template.js';
  * Every template carries its position in the global specificity order (its "index"). A lookup looks
  * for the matching template with the smallest index, branch and bound: children are tried best-first
  * by the smallest index in their subtree, and a subtree that cannot beat the best match found so far
- * is skipped. That picks exactly what the contract's first-match-in-sorted-order oracle picks, while
+ * is skipped. That picks exactly what the first-match-in-sorted-order oracle picks (docs/reference/routing.md#specificity), while
  * touching only the few nodes along the path in practice.
  */
 export const enum NodeKind {

@@ -1,5 +1,5 @@
 /*
- * `kvStores` (contract section 11): the JSON-schema fragment the gateway's config schema plugs in as
+ * `kvStores` (docs/reference/stores.md#redis): the JSON-schema fragment the gateway's config schema plugs in as
  * `properties.kvStores`, its TypeScript type after defaults, the checks a schema cannot say, and the
  * factory that builds a worker's stores.
  */

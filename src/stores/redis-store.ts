@@ -1,5 +1,5 @@
 /*
- * A `redis` store (contract section 11): rate-limit buckets shared by every gateway on the Redis, and
+ * A `redis` store (docs/reference/stores.md#redis): rate-limit buckets shared by every gateway on the Redis, and
  * Buffer values with a TTL for the response cache. node-redis 5, one connection per worker.
  *
  * A dead or slow Redis costs a caller at most its budget: every command has a timeout
