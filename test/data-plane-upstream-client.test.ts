@@ -37,7 +37,7 @@ async function scripted(script: (path: string, socket: net.Socket, poison: () =>
   const server = await startRawServer((socket, head) => {
     const line = head.slice(0, head.indexOf('\r\n'));
     requests.push(line);
-    if (!poisoned.has(socket)) script(line.split(' ')[1], socket, () => poisoned.add(socket));
+    if (!poisoned.has(socket)) script(line.split(' ')[1]!, socket, () => poisoned.add(socket));
   });
   return { url: server.url, requests, connections: () => server.connections, close: () => server.close() };
 }
@@ -59,7 +59,7 @@ let headSeen = Promise.resolve();
 const upstream = await scripted((path, socket, poison) => {
   const name = path.slice(1);
   if (name in AMBIGUOUS) {
-    socket.write(AMBIGUOUS[name]);
+    socket.write(AMBIGUOUS[name]!);
     poison();
   } else if (name === 'glued') {
     // A valid answer with a second one right behind it in the same write.

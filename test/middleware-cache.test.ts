@@ -370,7 +370,7 @@ t.test('bytesStored goes up on store and back to 0 when the cache closes', async
   upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'y'.repeat(2000)));
   await get('/items/bytes-2', 'Cache-Control: no-cache\r\n');
   const stored = local.take() ?? {};
-  const bytes = stored['middleware.cache.bytesStored'];
+  const bytes = stored['middleware.cache.bytesStored']!;
   t.ok(bytes > 3000 && bytes < 3000 + 3 * 1024, `about the two bodies (${bytes}); the replaced one no longer counts`);
   await pipeline.close();
   t.equal(bytes + ((local.take() ?? {})['middleware.cache.bytesStored'] ?? 0), 0, 'closing gives it all back');
@@ -429,7 +429,7 @@ t.test('other methods are BYPASS; a successful DELETE drops the entry of its URL
   t.same([(await get('/items/gone')).xCache, (await get('/items/gone')).body], ['MISS', 'item again']);
   const body = 'x=1';
   const post = await rawRequest(plane.port, `POST /items HTTP/1.1\r\nHost: gw\r\nContent-Length: ${body.length}\r\n\r\n${body}`, { responses: 1 });
-  t.same(post.responses[0].headers['x-cache'], ['BYPASS']);
+  t.same(post.responses[0]!.headers['x-cache'], ['BYPASS']);
 });
 
 t.test('every request is counted once: hits, misses, stale, bypass', async (t) => {

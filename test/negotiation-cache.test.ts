@@ -16,8 +16,8 @@ t.test('distinct short values stay within the budget, across routes', async (t) 
   let peak = 0;
   for (let i = 0; i < 20_000; i++) {
     const accept = `application/json;q=0.9, text/x-${i.toString(36).padEnd(300, 'y')}`;
-    const left = routes[i % routes.length].filter('application/json', accept, true);
-    if (left.length !== 1 || left[0].upstream !== 'http://a') t.fail(`request ${i}: ${left.map((l) => l.upstream)}`);
+    const left = routes[i % routes.length]!.filter('application/json', accept, true);
+    if (left.length !== 1 || left[0]!.upstream !== 'http://a') t.fail(`request ${i}: ${left.map((l) => l.upstream)}`);
     peak = Math.max(peak, budget.usedBytes);
   }
   t.ok(peak <= budget.maxBytes, `peak ${peak} bytes within ${budget.maxBytes}`);
