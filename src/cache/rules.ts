@@ -38,7 +38,7 @@ const FORBIDDEN: Verdict = { storable: false, policy: null, vary: [] };
 export function judge(url: string, requestHeaders: readonly string[], status: number, headers: readonly string[], defaultTtlMs: number): Verdict {
   const response: CachePolicy.Headers = {};
   for (let i = 0; i < headers.length; i += 2) {
-    const name = headers[i];
+    const name = headers[i]!;
     if (name === 'set-cookie') return FORBIDDEN;
     const previous = response[name];
     response[name] = previous === undefined ? headers[i + 1] : `${previous as string}, ${headers[i + 1]}`;

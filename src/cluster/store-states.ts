@@ -58,7 +58,7 @@ export class StoreStates {
       for (const stores of this.byWorker.values()) {
         for (const [counter, value] of Object.entries(stores[name]?.stats ?? {})) totals[counter] = (totals[counter] ?? 0) + value;
       }
-      out[name] = { state: health[name].state, readyWorkers: health[name].readyWorkers, ...totals };
+      out[name] = { state: health[name]!.state, readyWorkers: health[name]!.readyWorkers, ...totals };
     }
     return out;
   }

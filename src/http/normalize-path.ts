@@ -54,7 +54,7 @@ function removeDotSegments(path: string): string | null {
   const output: string[] = [];
   const last = input.length - 1;
   for (let i = 1; i <= last; i++) {
-    const segment = input[i];
+    const segment = input[i]!;
     if (segment === '.') {
       if (i === last) output.push('');
     } else if (segment === '..') {

@@ -105,7 +105,7 @@ export class RequestHead {
   private readAbsoluteForm(): void {
     const match = /^https?:\/\/([^/?#]*)/i.exec(this.url);
     if (match === null) return;
-    const authority = match[1].toLowerCase();
+    const authority = match[1]!.toLowerCase();
     const host = this.view.host;
     if (host !== undefined && host.toLowerCase() !== authority) {
       this.conflict ||= 'the Host header names another authority than the request target';
@@ -222,9 +222,9 @@ function dropConnectionNamed(forward: string[], connection: string): void {
   if (named === null) return;
   let to = 0;
   for (let from = 0; from < forward.length; from += 2) {
-    if (named.includes(forward[from])) continue;
-    forward[to++] = forward[from];
-    forward[to++] = forward[from + 1];
+    if (named.includes(forward[from]!)) continue;
+    forward[to++] = forward[from]!;
+    forward[to++] = forward[from + 1]!;
   }
   forward.length = to;
 }

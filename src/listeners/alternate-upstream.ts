@@ -346,7 +346,7 @@ class AlternateUpstream implements Listener {
         }
         chunks.push(chunk);
       }
-      if (!answer.tooLarge) answer.body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, bytes);
+      if (!answer.tooLarge) answer.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes);
       return answer;
     } catch (err) {
       // undici rejects with the abort reason, or with its own error when the signal's reason is lost.
@@ -365,7 +365,7 @@ class AlternateUpstream implements Listener {
         const length = Number(firstParsed(answer.headers, 'content-length'));
         body = { kind: 'tooLarge', alternateBytes: Number.isSafeInteger(length) ? length : null, limit: this.maxBodyBytes };
       } else {
-        const clientBody = capture.responseBody.length === 1 ? capture.responseBody[0] : Buffer.concat(capture.responseBody);
+        const clientBody = capture.responseBody.length === 1 ? capture.responseBody[0]! : Buffer.concat(capture.responseBody);
         body = await bodyDifference(
           { bytes: clientBody, contentType: firstFlat(capture.headers, 'content-type'), contentEncoding: firstFlat(capture.headers, 'content-encoding') },
           { bytes: answer.body!, contentType: firstParsed(answer.headers, 'content-type'), contentEncoding: firstParsed(answer.headers, 'content-encoding') },

@@ -490,7 +490,7 @@ class CacheRequest implements ResponseObserver {
     const headers = this.headers;
     for (let i = 0; i < headers.length; i += 2) {
       // Age is the cache's to say; X-Cache is this gateway's.
-      if (headers[i] !== 'age' && headers[i] !== 'x-cache') served.push(headers[i], headers[i + 1]);
+      if (headers[i] !== 'age' && headers[i] !== 'x-cache') served.push(headers[i]!, headers[i + 1]!);
     }
     const record = new StoredResponse(this.status, served, body, this.policy!, this.primary, now);
     const ttl = Math.max(0, record.freshUntil - now) + (record.mustRevalidate ? 0 : this.cache.staleIfErrorMs);

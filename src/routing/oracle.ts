@@ -61,7 +61,7 @@ export class RoutingOracle {
       const { route, match } = chosen;
       const entries: Array<[string, string]> = [];
       route.template.paramNames.forEach((name, i) => {
-        const value = match![route.groups[i]];
+        const value = match![route.groups[i]!];
         if (value !== undefined) entries.push([name, value]);
       });
       const params: Record<string, string> = Object.fromEntries(entries);

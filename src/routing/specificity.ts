@@ -12,7 +12,7 @@ export function compareSpecificity(a: ParsedTemplate, b: ParsedTemplate): number
   const rb = b.ranks;
   const overlap = Math.min(ra.length, rb.length);
   for (let i = 0; i < overlap; i++) {
-    if (ra[i] !== rb[i]) return ra[i] - rb[i];
+    if (ra[i] !== rb[i]) return ra[i]! - rb[i]!;
   }
   if (ra.length !== rb.length) return rb.length - ra.length;
   return a.canonical < b.canonical ? -1 : a.canonical > b.canonical ? 1 : 0;

@@ -208,7 +208,7 @@ export async function createStores(kvStores: KvStoresConfig, options: { local: L
       const out: Record<string, StoreSnapshot> = { [LOCAL_STORE]: { type: 'local', state: 'ready', lastError: null } };
       for (const [name, store] of redis) {
         const state = store.state();
-        out[name] = { type: 'redis', url: redactedUrl(kvStores[name].url), ...state, stats: store.stats() };
+        out[name] = { type: 'redis', url: redactedUrl(kvStores[name]!.url), ...state, stats: store.stats() };
       }
       return out;
     },
