@@ -75,7 +75,7 @@ function anchorsOf(markdown: string): Set<string> {
 const anchorCache = new Map<string, Set<string> | null>();
 function anchorsOfFile(path: string): Set<string> | null {
   if (!anchorCache.has(path)) {
-    let anchors: Set<string> | null = null;
+    let anchors: Set<string> | null;
     try {
       anchors = anchorsOf(readFileSync(join(root, path), 'utf8'));
     } catch {

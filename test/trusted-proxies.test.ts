@@ -42,7 +42,7 @@ t.test('inRange agrees with node:net BlockList on random addresses and ranges', 
   );
 });
 
-t.test('inRange agrees with BlockList near range boundaries (addresses that share the prefix, or differ in one bit of it)', async (t) => {
+t.test('inRange agrees with BlockList near range boundaries (addresses that share the prefix, or differ in one bit of it)', async () => {
   fc.assert(
     fc.property(fc.nat(0xffffffff), fc.nat(32), fc.nat(0xffffffff), fc.option(fc.nat(31), { nil: undefined }), (base, prefix, low, flip) => {
       const mask = prefix === 0 ? 0 : ~(0xffffffff >>> prefix) >>> 0;

@@ -1,5 +1,5 @@
 /** The last address decoded: consecutive requests mostly come from the same few peers. */
-let lastRaw = new Uint8Array(16);
+const lastRaw = new Uint8Array(16);
 let lastLength = -1;
 let lastText = '';
 

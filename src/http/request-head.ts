@@ -170,8 +170,8 @@ function collectHeader(name: string, value: string): void {
     case 'te':
     case 'trailer':
     case 'upgrade':
-    // uWS answers "Expect: 100-continue" itself, and the upstream client does not send Expect (the body is already on its way).
     case 'expect':
+      // uWS answers "Expect: 100-continue" itself, and the upstream client does not send Expect (the body is already on its way).
       return;
     case 'accept':
       head.view.accept = combine(head.view.accept, value);
