@@ -219,7 +219,7 @@ function load(url: string): Promise<LoadResult> {
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
+  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 async function main(): Promise<void> {
@@ -265,7 +265,7 @@ if (role === 'upstream') {
   void upstreamRole();
   process.on('SIGTERM', () => process.exit(0));
 } else if (role === 'gateway') {
-  void gatewayRole(process.argv[3] as Mode, process.argv[4]);
+  void gatewayRole(process.argv[3] as Mode, process.argv[4]!);
 } else {
   const cleanUp = () => {
     for (const child of children) child.kill('SIGTERM');

@@ -6,6 +6,7 @@ import proxy from '@fastify/http-proxy';
 import { runClusterContender } from './cluster-contender.js';
 
 const [upstream, portText, processesText] = process.argv.slice(2);
+if (upstream === undefined) throw new Error('usage: node dist/bench/proxy-fastify.js <upstream origin> <port> [processes]');
 const port = Number(portText);
 const processes = Number(processesText ?? 2);
 

@@ -11,6 +11,7 @@ import type { UwsResponse } from '../src/native/uws-types.js';
 import { runClusterContender } from './cluster-contender.js';
 
 const [upstream, portText, processesText] = process.argv.slice(2);
+if (upstream === undefined) throw new Error('usage: node dist/bench/proxy-floor.js <upstream origin> <port> [processes]');
 const port = Number(portText);
 const processes = Number(processesText ?? 2);
 const origin = new URL(upstream);
@@ -44,12 +45,12 @@ class FloorConnection {
     // Assumes the whole answer arrives in one read (true for the bench's small fixed body).
     const headEnd = buf.indexOf(CRLFCRLF, 0);
     if (headEnd < 0 || headEnd > nread) return this.fail();
-    let at = buf.indexOf(CONTENT_LENGTH[0], 0);
-    if (at < 0 || at > headEnd) at = buf.indexOf(CONTENT_LENGTH[1], 0);
+    let at = buf.indexOf(CONTENT_LENGTH[0]!, 0);
+    if (at < 0 || at > headEnd) at = buf.indexOf(CONTENT_LENGTH[1]!, 0);
     let length = 0;
     if (at >= 0 && at < headEnd) {
-      for (let i = at + CONTENT_LENGTH[0].length; i < headEnd; i++) {
-        const c = buf[i];
+      for (let i = at + CONTENT_LENGTH[0]!.length; i < headEnd; i++) {
+        const c = buf[i]!;
         if (c >= 48 && c <= 57) length = length * 10 + c - 48;
         else if (c === 13) break;
       }

@@ -214,7 +214,7 @@ async function runPaced(job: LoadJob, durationS: number, record: boolean): Promi
 }
 
 async function main(): Promise<void> {
-  const job = JSON.parse(process.argv[2]) as LoadJob;
+  const job = JSON.parse(process.argv[2]!) as LoadJob;
   const run = job.mode === 'paced' ? runPaced : runAutocannon;
   if (job.warmupS > 0) await run(job, job.warmupS, false);
   // The parent starts counting the contender's CPU time here.

@@ -9,6 +9,7 @@ import type { UwsResponse } from '../src/native/uws-types.js';
 import { runClusterContender } from './cluster-contender.js';
 
 const [upstream, portText, processesText] = process.argv.slice(2);
+if (upstream === undefined) throw new Error('usage: node dist/bench/proxy-naive.js <upstream origin> <port> [processes]');
 const port = Number(portText);
 const processes = Number(processesText ?? 2);
 
@@ -68,7 +69,7 @@ class Forward implements Dispatcher.DispatchHandler {
       this.res.writeStatus(String(this.status));
       const raw = this.headers;
       for (let i = 0; i < raw.length; i += 2) {
-        if (!DROPPED.has(raw[i].toString('latin1').toLowerCase())) this.res.writeHeader(raw[i], raw[i + 1]);
+        if (!DROPPED.has(raw[i]!.toString('latin1').toLowerCase())) this.res.writeHeader(raw[i]!, raw[i + 1]!);
       }
       this.res.end(this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks));
     });

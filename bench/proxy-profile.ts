@@ -52,7 +52,7 @@ export function selfTimes(files: string[]): { total: number; rows: SelfTime[] } 
     const nodeById = new Map<number, ProfileNode>();
     for (const node of profile.nodes) nodeById.set(node.id, node);
     for (let i = 0; i < profile.samples.length; i++) {
-      const node = nodeById.get(profile.samples[i]);
+      const node = nodeById.get(profile.samples[i]!);
       if (node === undefined) continue;
       const us = profile.timeDeltas[i] ?? 0;
       const { functionName, url, lineNumber } = node.callFrame;

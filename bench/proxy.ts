@@ -392,7 +392,7 @@ http {
       proxy_pass http://bench_upstream;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
-      # The header work the gateway does too (contract 7).
+      # The header work the gateway does too (docs/reference/forward.md#forwarding-headers).
       proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
       proxy_set_header X-Forwarded-Proto $scheme;
       proxy_set_header X-Forwarded-Host $host;
@@ -491,7 +491,7 @@ function runWrk(url: string, durationS: number, headers: Record<string, string> 
       const non2xx = /Non-2xx or 3xx responses:\s*(\d+)/.exec(out);
       const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
       const failures = Number(non2xx?.[1] ?? 0) + (socket === null ? 0 : socket.slice(1).reduce((sum, n) => sum + Number(n), 0));
-      resolve({ rps: Number(rps[1]), requests: Number(total[1]), p50Ms: parseWrkTime(p50[1]), p99Ms: parseWrkTime(p99[1]), failures, cpuUsPerRequest: NaN });
+      resolve({ rps: Number(rps[1]), requests: Number(total[1]), p50Ms: parseWrkTime(p50[1]!), p99Ms: parseWrkTime(p99[1]!), failures, cpuUsPerRequest: NaN });
     });
   });
 }
@@ -517,14 +517,14 @@ async function measure(tool: Tool, contender: Contender, warmupS: number): Promi
 /** p99 of `runs` less p99 of `direct` round by round (run i beside direct run i), and their median. */
 function addedP99(runs: readonly LoadResult[], direct: readonly LoadResult[]): { perRound: number[]; median: number } {
   const perRound: number[] = [];
-  for (let i = 0; i < runs.length && i < direct.length; i++) perRound.push(runs[i].p99Ms - direct[i].p99Ms);
+  for (let i = 0; i < runs.length && i < direct.length; i++) perRound.push(runs[i]!.p99Ms - direct[i]!.p99Ms);
   return { perRound, median: median(perRound) };
 }
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 function medianOf(runs: Measurement[]): Measurement {
@@ -622,7 +622,7 @@ async function main(): Promise<void> {
   for (let round = 0; round < ROUNDS; round++) {
     for (const tool of tools) {
       for (let k = 0; k < active.length; k++) {
-        const contender = active[(k + round) % active.length];
+        const contender = active[(k + round) % active.length]!;
         spotlight(active, contender);
         const m = await measure(tool, contender, round === 0 ? FIRST_WARMUP_S : LATER_WARMUP_S);
         const key = `${contender.id}\0${tool}`;
@@ -671,7 +671,7 @@ async function main(): Promise<void> {
   out.push(`## bench:proxy — ${new Date().toISOString()}`);
   out.push('');
   out.push(
-    `${cpu.length} CPUs (${cpu[0]?.model ?? '?'}), load average before ${loadavg()[0].toFixed(2)}; Node ${process.version}. ` +
+    `${cpu.length} CPUs (${cpu[0]?.model ?? '?'}), load average before ${loadavg()[0]!.toFixed(2)}; Node ${process.version}. ` +
       `GET ${REQUEST_PATH} (${endpoints.length} templates on the gateway), ${CONNECTIONS} connections, no pipelining, ` +
       `${DURATION_S} s per run after a warm-up, ${ROUNDS} interleaved round(s), medians. The load generator runs on the same ` +
       `${cpu.length} cores as the proxy and the upstream (the same for every contender). CPU µs/req: on-CPU time of the ` +

@@ -27,7 +27,7 @@ export function corpusPath(): string {
   for (const up of ['../../..', '../..', '..']) {
     const candidate = join(here, up, 'shared/data/route-corpus.json');
     try {
-      readFileSync(candidate, { flag: 'r' }).length;
+      readFileSync(candidate, { flag: 'r' });
       return candidate;
     } catch {
       // keep looking
@@ -66,14 +66,14 @@ export function realisticRouteSet(count: number, corpus = loadCorpus()): BenchRo
   // Take endpoints round-robin so that every service contributes about count/50 templates.
   for (let round = 0; routes.length < count && round < 100_000; round++) {
     const i = round % services.length;
-    const service = services[i];
+    const service = services[i]!;
     const slug = service.api.replace(/\.json$/, '').replace(/[^a-z0-9]+/gi, '-').toLowerCase();
     if (next[i] === 0 && i % 10 === 0) {
       // A few regex and catch-all templates, as gateways in front of file and order services have.
       push(`GET`, `/${slug}/static/{+path}`, slug);
       push(`GET`, `/${slug}/orders/{id: [0-9]+}`, slug);
     }
-    const endpoint = service.endpoints[next[i]++];
+    const endpoint = service.endpoints[next[i]!++];
     if (endpoint === undefined) continue;
     push(endpoint[0].toUpperCase(), `/${slug}${endpoint[1] === '/' ? '' : endpoint[1]}`, slug);
   }
@@ -95,6 +95,6 @@ export function instantiate(template: string, rnd: () => number): string {
     if (expr.startsWith('+')) return 'assets/img/logo.png';
     if (expr.startsWith('.')) return '.json';
     if (expr.includes(':')) return String(1000 + Math.floor(rnd() * 9000));
-    return VALUES[Math.floor(rnd() * VALUES.length)];
+    return VALUES[Math.floor(rnd() * VALUES.length)]!;
   });
 }

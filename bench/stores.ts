@@ -19,7 +19,7 @@ function leaseTakeCost(): void {
   client = new LeaseClient({ sweepIntervalMs: 0, send: (message) => bank.receive(1, message) });
   const policy = gcraPolicy(10_000_000, 1000);
   const keys = Array.from({ length: 64 }, (_, i) => `limit|GET /users/{id}|10.0.${i >> 8}.${i & 255}`);
-  for (let i = 0; i < 200_000; i++) client.take(keys[i & 63], policy); // warm-up, leases grown
+  for (let i = 0; i < 200_000; i++) client.take(keys[i & 63]!, policy); // warm-up, leases grown
   let ops = 0;
   let admitted = 0;
   const started = process.hrtime.bigint();
@@ -27,7 +27,7 @@ function leaseTakeCost(): void {
   let now = started;
   while (now < until) {
     for (let i = 0; i < 10_000; i++) {
-      const decision = client.take(keys[i & 63], policy);
+      const decision = client.take(keys[i & 63]!, policy);
       if (!(decision instanceof Promise) && decision.admitted) admitted++;
     }
     ops += 10_000;
@@ -40,7 +40,7 @@ function leaseTakeCost(): void {
   let sink = 0;
   const floorStarted = process.hrtime.bigint();
   for (let i = 0; i < 2_000_000; i++) {
-    floor.get(keys[i & 63])!.n++;
+    floor.get(keys[i & 63]!)!.n++;
     sink += Date.now() & 1;
   }
   const floorNs = Number(process.hrtime.bigint() - floorStarted) / 2_000_000;
@@ -66,9 +66,9 @@ async function messagesPerThousand(label: string, workers: number, perWorkerPerS
       sim.drain();
     }
     for (let w = 0; w < workers; w++) {
-      credit[w] += perWorkerPerSecond / 1000;
-      while (credit[w] >= 1) {
-        credit[w]--;
+      credit[w]! += perWorkerPerSecond / 1000;
+      while (credit[w]! >= 1) {
+        credit[w]!--;
         requests++;
         if ((await settle(sim, sim.take(w, 'limit|global|hot', policy))).admitted) admitted++;
       }

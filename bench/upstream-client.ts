@@ -202,7 +202,7 @@ function measure(contender: Contender, concurrency: number, ms: number): Promise
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 async function main(): Promise<void> {
@@ -230,7 +230,7 @@ async function main(): Promise<void> {
   for (const c of contenders) await measure(c, concurrency, 500); // warm-up: connections and JIT
   for (let round = 0; round < rounds; round++) {
     for (let i = 0; i < contenders.length; i++) {
-      const c = contenders[(i + round) % contenders.length];
+      const c = contenders[(i + round) % contenders.length]!;
       const sample = await measure(c, concurrency, roundMs);
       samples.get(c.id)!.push(sample);
       process.stderr.write(`[bench:client] round ${round + 1} ${c.id}: ${Math.round(sample.rps)} req/s, ${sample.cpuUs.toFixed(1)} CPU µs/req\n`);

@@ -88,7 +88,7 @@ t.test('lines parse to what pino wrote, keys in the same order, ASCII only', asy
   const log = createAccessLog({ workerId: 3, fd, flushIntervalMs: 10_000 });
   await log.ready;
   for (const request of requests) log.record(request);
-  log.record({ ...requests[0], path: '/quiet', disabledListeners: ['accessLog'] });
+  log.record({ ...requests[0]!, path: '/quiet', disabledListeners: ['accessLog'] });
   await log.flush();
   closeSync(fd);
   const text = readFileSync(file, 'latin1');
@@ -96,10 +96,10 @@ t.test('lines parse to what pino wrote, keys in the same order, ASCII only', asy
   const lines = text.trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
   t.equal(lines.length, requests.length, 'the disabled one is not logged');
   for (let i = 0; i < requests.length; i++) {
-    const expected = pinoLine(3, requests[i]);
-    t.type(lines[i].time, 'number');
-    t.ok(Math.abs((lines[i].time as number) - (expected.time as number)) < 5000);
-    t.same(Object.keys(lines[i]), Object.keys(expected), 'key order');
+    const expected = pinoLine(3, requests[i]!);
+    t.type(lines[i]!.time, 'number');
+    t.ok(Math.abs((lines[i]!.time as number) - (expected.time as number)) < 5000);
+    t.same(Object.keys(lines[i]!), Object.keys(expected), 'key order');
     t.same({ ...lines[i], time: 0 }, { ...expected, time: 0 });
   }
 });
@@ -110,7 +110,7 @@ t.test('many lines, written in chunks, all arrive in order', async (t) => {
   await log.ready;
   const N = 5000;
   for (let i = 0; i < N; i++) {
-    log.record({ ...requests[0], path: `/users/${i}` });
+    log.record({ ...requests[0]!, path: `/users/${i}` });
     if (i % 1000 === 0) await new Promise((resolve) => setTimeout(resolve, 10));
   }
   await log.flush();
@@ -135,15 +135,15 @@ t.test('latencyMs is written to the microsecond', async (t) => {
   const log = createAccessLog({ workerId: 1, fd, flushIntervalMs: 10_000 });
   await log.ready;
   const latencies = [0, 0.0004, 0.0005, 0.001, 0.01, 0.1, 0.9476680000007036, 1, 12, 12.05, 12.5, 1.23456, 999.9999, 86_400_000.25, 5e9 + 0.1234, 1e300, Number.NaN, Number.POSITIVE_INFINITY];
-  for (const latencyMs of latencies) log.record({ ...requests[0], latencyMs });
+  for (const latencyMs of latencies) log.record({ ...requests[0]!, latencyMs });
   await log.flush();
   closeSync(fd);
   const lines = readFileSync(file, 'latin1').trimEnd().split('\n');
   t.equal(lines.length, latencies.length);
   latencies.forEach((latencyMs, i) => {
     const expected = Number.isFinite(latencyMs) ? Math.round(latencyMs * 1000) / 1000 : null;
-    const text = /"latencyMs":([^,]*),/.exec(lines[i])![1];
-    t.equal(JSON.parse(lines[i]).latencyMs, expected, `latency ${i}`);
+    const text = /"latencyMs":([^,]*),/.exec(lines[i]!)![1];
+    t.equal(JSON.parse(lines[i]!).latencyMs, expected, `latency ${i}`);
     if (expected !== null) t.equal(text, JSON.stringify(expected), `latency ${i} is written as JSON writes it`);
   });
 });

@@ -10,7 +10,7 @@ const endpoints = [
   { method: 'GET', path: '/quiet', 'x-disabled-listeners': ['accessLog'] },
 ];
 
-t.test('one line per request with the contract fields', async (t) => {
+t.test('one line per request with the documented fields', async (t) => {
   const gateway = await startGateway(t, {
     config: testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints }], { trustedProxies: ['127.0.0.1'] }),
     waitFor: (line) => line.msg === 'gateway operational',

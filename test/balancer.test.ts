@@ -155,14 +155,14 @@ t.test('remove drops to 0 at once; a host set again later applies at once', asyn
 
 t.test('subsets of the targets share one state per host', async (t) => {
   const all = ['a', 'b', 'c'].map(target);
-  const subset = [all[2], all[0]];
+  const subset = [all[2]!, all[0]!];
   const hw = fixedWeights({ a: 1, b: 2, c: 3 });
   const balancer = new RouteBalancer();
   for (let round = 0; round < 5; round++) {
     t.same(countOf(picks(balancer, all, hw, 6)), { a: 1, b: 2, c: 3 });
     t.same(countOf(picks(balancer, subset, hw, 8)), { a: 2, c: 6 });
   }
-  const dup = [all[0], all[1], all[0]];
+  const dup = [all[0]!, all[1]!, all[0]!];
   t.same(countOf(picks(new RouteBalancer(), dup, hw, 30)), { a: 10, b: 20 }, 'a host listed twice counts once');
 });
 
@@ -172,23 +172,23 @@ t.test('property: SWRR counts against exact weighted shares', async (t) => {
       const W = ws.reduce((a, b) => a + b, 0);
       const hosts = ws.map((_, i) => `h${i}`);
       const targets = hosts.map(target);
-      const hw = fixedWeights(Object.fromEntries(hosts.map((h, i) => [h, ws[i]])));
+      const hw = fixedWeights(Object.fromEntries(hosts.map((h, i) => [h, ws[i]!])));
       const balancer = new RouteBalancer();
       const counts = ws.map(() => 0);
       const positive = ws.filter((w) => w > 0).length;
       const n = W === 0 ? ws.length * periods : W * periods;
       for (let k = 1; k <= n; k++) {
         const picked = balancer.pick(targets, hw, always);
-        counts[hosts.indexOf(picked!.upstream)]++;
+        counts[hosts.indexOf(picked!.upstream)]!++;
         if (W === 0) continue;
         for (let i = 0; i < ws.length; i++) {
-          const deviation = counts[i] - (k * ws[i]) / W;
+          const deviation = counts[i]! - (k * ws[i]!) / W;
           // count_i - k*w_i/W = -current_i/W, and -W < current_i < (hosts - 1) * W: never a whole pick
           // ahead; behind by less than (hosts - 1). (Behind by more than 1 does happen from 5 hosts on,
           // e.g. weights 1,7,5,1,99,99,5,5 — so "within ±1 of N*w/W" is not an SWRR property.)
           if (!(deviation < 1 && deviation > -(positive - 1) - 1e-9)) return false;
         }
-        if (k % W === 0 && counts.some((c, i) => c !== (k / W) * ws[i])) return false;
+        if (k % W === 0 && counts.some((c, i) => c !== (k / W) * ws[i]!)) return false;
       }
       return W > 0 || counts.every((c) => c === periods); // all weight 0: plain round-robin
     }),

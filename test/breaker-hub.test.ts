@@ -1,4 +1,4 @@
-// Breakers across workers (issue 9, item 10): the primary sums every worker's consecutive failures and
+// Breakers across workers (docs/reference/forward.md#circuit-breakers): the primary sums every worker's consecutive failures and
 // opens a breaker on all of them at the threshold; the /metrics summary merges their states.
 import t from 'tap';
 import { BreakerHub, type BreakerTrip } from '../src/cluster/breaker-hub.js';
@@ -38,7 +38,7 @@ t.test('summary: worst state, summed failures, open past resetMs shows half-open
   hub.report(2, [circuit(3, null, 'open', 9_900), circuit(0, 'GET /a')]);
   t.same(hub.summary(), { [H]: { state: 'open', failures: 5, endpoints: { 'GET /b': { state: 'open', failures: 5 } } } });
   now = 11_000;
-  t.same(hub.summary()[H].endpoints['GET /b'], { state: 'half-open', failures: 5 }, 'open for resetMs: its next request is the trial');
+  t.same(hub.summary()[H]!.endpoints['GET /b'], { state: 'half-open', failures: 5 }, 'open for resetMs: its next request is the trial');
 });
 
 t.test('Breakers.trip opens a closed breaker now and tells onChange; report names endpoints', async (t) => {
@@ -60,6 +60,6 @@ t.test('Breakers.trip opens a closed breaker now and tells onChange; report name
   clock.now += settings.resetMs;
   t.ok(breakers.canSend(H, 7), 'after resetMs: the trial');
   breakers.onSuccess(H, 7);
-  t.equal(breakers.report(() => null)[0].state, 'closed', 'the trial closed it');
+  t.equal(breakers.report(() => null)[0]!.state, 'closed', 'the trial closed it');
   t.ok(changes >= 3, 'the trial outcome was reported');
 });

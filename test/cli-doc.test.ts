@@ -1,4 +1,4 @@
-// gateway routes / explain --doc FILE: an operator checks a service's doc offline (issue 8).
+// gateway routes / explain --doc FILE: an operator checks a service's doc offline (docs/reference/upstreams.md#lenient-discovery).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,7 +37,7 @@ t.test('routes --doc: a YAML doc\'s endpoints, the file name as their upstream',
       ['GET', '/v1/files/{+path}', formsYaml],
       ['GET', '/v1/doc{.ext}', formsYaml],
     ],
-    'most specific first (contract section 3)',
+    'most specific first (docs/reference/routing.md#specificity)',
   );
 });
 

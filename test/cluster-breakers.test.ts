@@ -1,4 +1,4 @@
-// Issue 9, item 10, through the running gateway with 2 workers: a failing host's breaker opens after
+// docs/reference/forward.md#circuit-breakers, through the running gateway with 2 workers: a failing host's breaker opens after
 // about hostFailures failures in all (not hostFailures per worker), on both workers, and /metrics shows it.
 import t from 'tap';
 import { askWorker, eventually, httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
@@ -43,7 +43,7 @@ t.test('a host failing on both workers trips once the failures add up to the thr
     },
     5000,
   );
-  t.ok(breakers[failing.location].failures >= THRESHOLD, `/metrics: open, ${breakers[failing.location].failures} failures summed`);
+  t.ok(breakers[failing.location]!.failures >= THRESHOLD, `/metrics: open, ${breakers[failing.location]!.failures} failures summed`);
   const text = (await httpRequest(gateway.port, '/metrics', { headers: { accept: 'text/plain' } })).body;
   t.match(text, new RegExp(`gateway_circuit_breaker_open\\{upstream="${failing.location.replace(/[.]/g, '\\.')}",endpoint=""\\} 1`));
 });

@@ -48,8 +48,9 @@ t.test('health: the middleware are ready; the local store is listed', async (t) 
 async function askAsAlice(path: string): Promise<{ worker: string; status: number; headers: Record<string, string[]> }> {
   const head = (p: string, extra = '') => `GET ${p} HTTP/1.1\r\nHost: gw\r\n${extra}\r\n`;
   const result = await rawRequest(gateway.port, head('/healthcheck') + head(path, 'X-Api-Key: alice-key\r\n'), { responses: 2, waitMs: 5000 });
-  const [health, answer] = result.responses;
-  return { worker: health.headers['x-gateway-worker']![0], status: answer.status, headers: answer.headers };
+  const health = result.responses[0]!;
+  const answer = result.responses[1]!;
+  return { worker: health.headers['x-gateway-worker']![0]!, status: answer.status, headers: answer.headers };
 }
 
 t.test('a limit of 20 admits 20 of 40 requests spread over both workers, with the RateLimit fields', async (t) => {
@@ -60,15 +61,15 @@ t.test('a limit of 20 admits 20 of 40 requests spread over both workers, with th
   t.equal(answers.filter((a) => a.status === 429).length, 40 - admitted.length, 'the rest are 429');
   const workers = new Set(admitted.map((a) => a.worker));
   t.equal(workers.size, 2, 'both workers admitted some: the limit held for the instance, not per worker');
-  t.same(admitted[0].headers['ratelimit-policy'], ['"limit";q=20;w=60']);
-  t.match(admitted[0].headers.ratelimit[0], /^"limit";r=\d+;t=\d+$/);
+  t.same(admitted[0]!.headers['ratelimit-policy'], ['"limit";q=20;w=60']);
+  t.match(admitted[0]!.headers.ratelimit![0], /^"limit";r=\d+;t=\d+$/);
   const denied = answers.find((a) => a.status === 429)!;
   t.same(denied.headers['content-type'], ['application/problem+json']);
   t.same(denied.headers['ratelimit-policy'], ['"limit";q=20;w=60'], 'the policy on the 429 too');
-  const retryAfter = Number(denied.headers['retry-after'][0]);
+  const retryAfter = Number(denied.headers['retry-after']![0]);
   t.ok(retryAfter >= 1 && retryAfter <= 3, `Retry-After ${retryAfter} s (one token every 3 s)`);
-  const rate = /^"limit";r=0;t=(\d+)$/.exec(denied.headers.ratelimit[0]);
-  t.ok(rate !== null && Number(rate[1]) <= 60, `${denied.headers.ratelimit[0]}: nothing left, full again within the window`);
+  const rate = /^"limit";r=0;t=(\d+)$/.exec(denied.headers.ratelimit![0]!);
+  t.ok(rate !== null && Number(rate[1]) <= 60, `${denied.headers.ratelimit![0]}: nothing left, full again within the window`);
 });
 
 t.test('one keep-alive connection gets the whole limit, not limit / workers', async (t) => {
@@ -120,9 +121,9 @@ t.test('/metrics counts decisions per middleware id', async (t) => {
     const authRejected = (body.middleware?.auth?.rejected as Record<string, number> | undefined)?.['401'] ?? 0;
     return ((body.middleware?.limit?.admitted as number | undefined) ?? 0) >= 40 && authRejected >= 5 ? body : undefined;
   }, 5000);
-  t.ok((metrics.middleware!.limit.admitted as number) >= 40, `limit admitted ${metrics.middleware!.limit.admitted}`);
-  t.ok(((metrics.middleware!.limit.rejected as Record<string, number>)['429'] ?? 0) >= 19, 'limit rejected 429');
-  t.ok(((metrics.middleware!.auth.rejected as Record<string, number>)['401'] ?? 0) >= 5, 'auth rejected 401 (bob before his key, alice after hers was removed)');
+  t.ok((metrics.middleware!.limit!.admitted as number) >= 40, `limit admitted ${metrics.middleware!.limit!.admitted}`);
+  t.ok(((metrics.middleware!.limit!.rejected as Record<string, number>)['429'] ?? 0) >= 19, 'limit rejected 429');
+  t.ok(((metrics.middleware!.auth!.rejected as Record<string, number>)['401'] ?? 0) >= 5, 'auth rejected 401 (bob before his key, alice after hers was removed)');
 });
 
 t.test('two consumers taking turns on one connection (one worker) each have their own bucket', async (t) => {
@@ -141,7 +142,7 @@ t.test('two consumers taking turns on one connection (one worker) each have thei
     for (const who of ['carol', 'dave']) {
       const res = await request(`http://127.0.0.1:${gateway.port}/global/a`, { headers: { 'x-api-key': `${who}-key` }, dispatcher: agent });
       await res.body.dump();
-      statuses[who].push(res.statusCode);
+      statuses[who]!.push(res.statusCode);
     }
   }
   // global-limit: 5 per consumer; the requests alternate, so each bucket key differs from the one before.

@@ -1,4 +1,4 @@
-// Middleware on a real Redis (contract 11), through two running gateway instances: one rate limit shared
+// Middleware on a real Redis (docs/reference/stores.md#redis), through two running gateway instances: one rate limit shared
 // by both, every key written with an expiry, Redis killed (onStoreError allow / deny, each request
 // answered without waiting on Redis) and back (the limit applies again), a hung Redis skipped after
 // slaMs and counted, and two instances serving each other's cached answers.

@@ -1,4 +1,4 @@
-// Issue 9, item 8: SIGHUPs during a slow initial discovery. A good SIGHUP followed quickly by one whose
+// docs/reference/processes.md#reload-sighup: SIGHUPs during a slow initial discovery. A good SIGHUP followed quickly by one whose
 // file is broken must not leave the slow upstream pending forever: once its doc arrives it is ready,
 // routed on every worker, and the health check reaches 200.
 import t from 'tap';

@@ -10,7 +10,7 @@ import type { DiscoveredUpstream } from '../src/discovery/index.js';
 import type { Logger } from '../src/log.js';
 import type { Published, PublishOutcome, PublishState } from '../src/cluster/publisher.js';
 import { Reloader, type PublishTarget, type ReloadResult, type WorkerReplacement } from '../src/cluster/reloader.js';
-import type { DiscoverFn, UpstreamRegistry } from '../src/cluster/discovered-upstreams.js';
+import type { DiscoverFn } from '../src/cluster/discovered-upstreams.js';
 import { testConfig } from './helpers/upstream-server.js';
 
 const silentLog = (): Logger => {
@@ -241,7 +241,7 @@ function lastIndex<T>(items: readonly T[], predicate: (item: T) => boolean): num
 const sameUpstreams = (a: GatewayConfig, b: GatewayConfig): boolean =>
   JSON.stringify(a.upstreams) === JSON.stringify(b.upstreams) && a.name === b.name;
 
-t.test('random SIGHUP sequences: every serving upstream settles, the serving state is published complete, the last SIGHUP gets an outcome', async (t) => {
+t.test('random SIGHUP sequences: every serving upstream settles, the serving state is published complete, the last SIGHUP gets an outcome', async () => {
   await fc.assert(
     fc.asyncProperty(fc.array(command, { maxLength: 30 }), fc.array(fc.boolean(), { minLength: 1, maxLength: 4 }), async (commands, oks) => {
       const world = new World();

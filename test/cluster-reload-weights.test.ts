@@ -1,5 +1,5 @@
 // A weight change arriving by SIGHUP moves linearly over upstreamWeighting.stepCount steps of
-// stepDurationMs (contract section 4), on every worker: not at once. The step timing itself (which
+// stepDurationMs (docs/reference/forward.md#weights), on every worker: not at once. The step timing itself (which
 // share in which step) is checked against an injected clock in test/balancer.test.ts ("weight
 // transition"); this real-process check asserts order, not time windows: in the order the answers
 // came, the heavy upstream's share starts at the old split, passes through values in between, never

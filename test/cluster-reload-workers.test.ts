@@ -1,4 +1,4 @@
-// Issue 9, item 9: a reload that replaces the workers (it changes a setting read at worker start) whose
+// docs/reference/processes.md#reload-sighup: a reload that replaces the workers (it changes a setting read at worker start) whose
 // new workers cannot start. A successor that exits, or does not report ready in time, is treated as
 // failed: the old workers keep serving (no request fails), the reload is rolled back and recorded as
 // `applied: false` with the reason, and the primary takes the next SIGHUP.

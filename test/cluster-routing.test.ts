@@ -1,4 +1,4 @@
-// Requests through the real gateway (primary + 2 workers) land on the upstream the contract says.
+// Requests through the real gateway (primary + 2 workers) land on the upstream docs/reference/routing.md says.
 import t from 'tap';
 import { eventually, httpRequest, startGateway, startUpstream, swaggerDoc, testConfig } from './helpers/gateway-process.js';
 

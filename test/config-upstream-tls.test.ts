@@ -40,7 +40,7 @@ function refusal(tls: unknown, serviceLocation?: string): ConfigError {
 
 t.test('files are read into the config, relative paths from the config file', async (t) => {
   const config = load({ caFile: 'ca.crt', certFile: file('client.crt'), keyFile: 'client.key', serverName: 'api.internal' });
-  const tls = config.upstreams[0].tls!;
+  const tls = config.upstreams[0]!.tls!;
   t.equal(tls.ca, readFileSync(file('ca.crt'), 'utf8'));
   t.equal(tls.cert, readFileSync(file('client.crt'), 'utf8'));
   t.equal(tls.key, readFileSync(file('client.key'), 'utf8'));
@@ -82,7 +82,7 @@ t.test('rules a schema cannot say', async (t) => {
 t.test('upstreamPool: defaults, and bad values refused', async (t) => {
   const config = load(undefined, 'http://10.0.0.7:8080');
   t.same(config.upstreamPool, { connections: 1024, maxQueue: 1024, idleTimeoutMs: 4000, maxResponseHeaderBytes: 16384 });
-  t.notOk('tls' in config.upstreams[0]);
+  t.notOk('tls' in config.upstreams[0]!);
   const configFile = file('gateway.json');
   for (const [pool, pointer] of [
     [{ connections: 0 }, '/upstreamPool/connections'],

@@ -58,8 +58,8 @@ t.test('upstream defaults and normalization', async (t) => {
     FILE,
   );
   t.same(config.upstreams[0], { serviceType: 'swagger2', serviceLocation: 'http://svc1:8081', weight: 1, specPath: '/spec' });
-  t.equal(config.upstreams[1].serviceLocation, 'https://api.example.com', 'default port dropped');
-  t.equal(config.upstreams[1].endpoints![0].method, 'GET', 'method upper-cased');
+  t.equal(config.upstreams[1]!.serviceLocation, 'https://api.example.com', 'default port dropped');
+  t.equal(config.upstreams[1]!.endpoints![0]!.method, 'GET', 'method upper-cased');
   t.same(config.paths, { healthcheck: '/healthcheck', metrics: '/stats', spec: '/spec' }, 'partial object keeps other defaults');
 });
 
@@ -129,7 +129,7 @@ t.test('every problem is listed, one line each; the first is in the fields', asy
   t.equal(error.problems.length, 2);
   t.equal(error.message.split('\n').length, 2);
   t.match(error.message, `${FILE}: /workers: must be >= 0 (got -1)`);
-  t.equal(error.pointer, error.problems[0].pointer);
+  t.equal(error.pointer, error.problems[0]!.pointer);
 });
 
 t.test('serviceLocation must be scheme://host:port', async (t) => {
@@ -153,7 +153,7 @@ t.test('serviceLocation must be scheme://host:port', async (t) => {
   );
   t.equal(at('http://a:99999'), `${FILE}: /upstreams/1/serviceLocation: "http://a:99999" is not a URL; give only scheme://host:port, e.g. "http://10.0.0.7:8080"`);
   t.equal(at('http://a:1//'), `${FILE}: /upstreams/1/serviceLocation: "http://a:1//" has a path; give only scheme://host:port`);
-  t.equal(parseConfig(JSON.stringify({ upstreams: [swagger2('http://a:1/')] }), FILE).upstreams[0].serviceLocation, 'http://a:1', 'a lone "/" is accepted');
+  t.equal(parseConfig(JSON.stringify({ upstreams: [swagger2('http://a:1/')] }), FILE).upstreams[0]!.serviceLocation, 'http://a:1', 'a lone "/" is accepted');
 });
 
 t.test('weight', async (t) => {
@@ -161,7 +161,7 @@ t.test('weight', async (t) => {
   t.equal(at(-1), `${FILE}: /upstreams/2/weight: must be >= 0 (got -1)`);
   t.equal(at(1.5), `${FILE}: /upstreams/2/weight: must be an integer (got 1.5)`);
   t.equal(at('2'), `${FILE}: /upstreams/2/weight: must be an integer (got "2")`);
-  t.equal(parseConfig(JSON.stringify({ upstreams: [swagger2('http://a:1', { weight: 0 })] }), FILE).upstreams[0].weight, 0);
+  t.equal(parseConfig(JSON.stringify({ upstreams: [swagger2('http://a:1', { weight: 0 })] }), FILE).upstreams[0]!.weight, 0);
 });
 
 t.test('serviceType, specPath and endpoints', async (t) => {
@@ -195,7 +195,7 @@ t.test('serviceType, specPath and endpoints', async (t) => {
     `${FILE}: /upstreams/0/specPath: must start with "/" and hold no fragment or whitespace (got "spec")`,
   );
   const withQuery = parseConfig(JSON.stringify({ upstreams: [swagger2('http://a:1', { specPath: '/v2/api-docs?group=x' })] }), FILE);
-  t.equal(withQuery.upstreams[0].specPath, '/v2/api-docs?group=x', 'a query in specPath is fine');
+  t.equal(withQuery.upstreams[0]!.specPath, '/v2/api-docs?group=x', 'a query in specPath is fine');
 });
 
 t.test('duplicate serviceLocations are refused, also when spelled differently', async (t) => {
@@ -280,7 +280,7 @@ t.test('every key of the schema has a description (the README reference is built
 t.test('the commented examples load and explain every key', async (t) => {
   const full = loadConfig('config/examples/full.jsonc', {});
   t.equal(full.upstreams.length, 3);
-  t.equal(loadConfig('config/examples/minimal.jsonc', {}).upstreams[0].specPath, '/openapi.json');
+  t.equal(loadConfig('config/examples/minimal.jsonc', {}).upstreams[0]!.specPath, '/openapi.json');
   t.same(loadConfig('config/examples/edge.jsonc', {}).middleware.map((m) => m.type), ['apiKeyAuth', 'rateLimit', 'rateLimit'], 'edge.jsonc loads');
   const text = (await import('node:fs')).readFileSync('config/examples/full.jsonc', 'utf8');
   const keys = new Set<string>();

@@ -201,7 +201,7 @@ function expectedHead(headers: Array<[string, number]>): string[] {
   return ['200 OK', ...headers.map(([name, v]) => `${name}: ${'v'.repeat(v)}`), 'via: 1.1 gw'];
 }
 
-t.test('no cork carries more than uWS buffers, and every body byte arrives in order', async (t) => {
+t.test('no cork carries more than uWS buffers, and every body byte arrives in order', async () => {
   await fc.assert(
     fc.asyncProperty(
       headerSets,

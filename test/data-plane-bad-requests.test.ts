@@ -43,11 +43,11 @@ async function stillServes(t: Test, seenBefore: number): Promise<void> {
   const ok = await rawRequest(plane.port, 'GET /ok/after HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
   t.equal(ok.responses[0]?.status, 200, 'a normal request succeeds afterwards');
   t.equal(upstream.requests.length, seenBefore + 1);
-  t.equal(upstream.requests[upstream.requests.length - 1].url, '/ok/after');
+  t.equal(upstream.requests[upstream.requests.length - 1]!.url, '/ok/after');
 }
 
 function expectProblem(t: Test, result: RawResult, status: number, closes: boolean): void {
-  const response = result.responses[0];
+  const response = result.responses[0]!;
   t.equal(response?.status, status, `answered ${status}`);
   t.same(response?.headers['content-type'], ['application/problem+json']);
   const body = JSON.parse(response.body.toString()) as Record<string, unknown>;
@@ -68,7 +68,7 @@ t.test('uWS drops unparsable heads without answering; the connection closes at i
   // Concurrently: each takes uWS's idle timeout (~10-14 s).
   const results = await Promise.all(Object.values(cases).map((payload) => send(payload, UWS_IDLE_CLOSE_MS)));
   Object.keys(cases).forEach((name, i) => {
-    const result = results[i];
+    const result = results[i]!;
     t.equal(result.data.length, 0, `${name}: no response bytes at all`);
     t.ok(result.closedByServer, `${name}: closed by the server (after ${result.elapsedMs} ms)`);
   });
@@ -97,7 +97,7 @@ t.test('two equal Content-Lengths are one', async (t) => {
     responses: 1,
   });
   t.equal(result.responses[0]?.status, 200);
-  t.equal(upstream.requests[upstream.requests.length - 1].body.toString(), 'hello');
+  t.equal(upstream.requests[upstream.requests.length - 1]!.body.toString(), 'hello');
 });
 
 t.test('headers over limits.maxHeaderBytes: 431', async (t) => {
@@ -145,7 +145,7 @@ t.test('paths that climb above the root or carry bad escapes: 400, nothing forwa
   for (const path of ['/../etc/passwd', '/ok/../../x', '/ok/%2e%2e/%2E%2E/x', '/ok/%zz', '/ok/%4']) {
     const result = await rawRequest(plane.port, `GET ${path} HTTP/1.1\r\nHost: gw\r\n\r\n`, { responses: 1 });
     t.equal(result.responses[0]?.status, 400, `${path}: 400`);
-    t.match(JSON.parse(result.responses[0].body.toString()), { status: 400, title: 'Bad Request' });
+    t.match(JSON.parse(result.responses[0]!.body.toString()), { status: 400, title: 'Bad Request' });
   }
   await stillServes(t, before);
 });
@@ -155,7 +155,7 @@ t.test('raw non-ASCII bytes in the target: 400, nothing forwarded', async (t) =>
   for (const target of ['/ok/caf\u00e9', '/ok/x?q=\u00e9t\u00e9']) {
     const result = await rawRequest(plane.port, Buffer.from(`GET ${target} HTTP/1.1\r\nHost: gw\r\n\r\n`, 'utf8'), { responses: 1 });
     t.equal(result.responses[0]?.status, 400, `${target}: 400`);
-    t.match(JSON.parse(result.responses[0].body.toString()), { status: 400, detail: /percent-encoded/ });
+    t.match(JSON.parse(result.responses[0]!.body.toString()), { status: 400, detail: /percent-encoded/ });
   }
   await stillServes(t, before);
 });

@@ -83,7 +83,7 @@ t.test('an upstream resetting the connection before answering: 502 problem', asy
   dying.setHandler((req) => req.socket.destroy());
   const result = await rawRequest(plane.port, 'GET /dying/reset HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
   t.equal(result.responses[0]?.status, 502);
-  t.match(problemOf(result.responses[0].body.toString()), { status: 502, title: 'Bad Gateway' });
+  t.match(problemOf(result.responses[0]!.body.toString()), { status: 502, title: 'Bad Gateway' });
 });
 
 t.test('an upstream not answering within timeouts.upstreamMs: 504 problem', async (t) => {
@@ -151,7 +151,7 @@ t.test('a client that goes away aborts the upstream request', async (t) => {
   t.ok(result.timedOut, 'the client left before any answer');
   const gone = await Promise.race([closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 2000))]);
   t.ok(gone, "the upstream saw its request's connection closed");
-  t.ok(abortable.requests[0].aborted, 'recorded as aborted at the upstream');
+  t.ok(abortable.requests[0]!.aborted, 'recorded as aborted at the upstream');
   await new Promise((r) => setTimeout(r, 50));
   t.equal(plane.inFlight(), 0, 'nothing left in flight');
 });
@@ -182,7 +182,7 @@ t.test('a client sending its body too slowly is cut off after timeouts.clientReq
   });
   t.ok(result.closedByServer, 'closed by the gateway');
   t.equal(result.responses[0]?.status, 408);
-  t.match(problemOf(result.responses[0].body.toString()), { status: 408, title: 'Request Timeout' });
+  t.match(problemOf(result.responses[0]!.body.toString()), { status: 408, title: 'Request Timeout' });
   t.ok(result.elapsedMs >= CLIENT_REQUEST_MS - 20, `after ${result.elapsedMs} ms`);
   t.notOk(result.timedOut, `the gateway cut it off before the client gave up at ${FIRED_WITHIN_MS} ms`);
   await new Promise((r) => setTimeout(r, 50));

@@ -48,7 +48,9 @@ t.teardown(async () => {
 });
 
 function last(upstream: Upstream) {
-  return upstream.requests[upstream.requests.length - 1];
+  const request = upstream.requests[upstream.requests.length - 1];
+  if (request === undefined) throw new Error(`${upstream.url} got no request`);
+  return request;
 }
 
 async function get(path: string, headers: Record<string, string> = {}, method = 'GET') {
@@ -99,7 +101,7 @@ t.test('method, normalized path, raw query and end-to-end headers are forwarded'
   t.equal(seen.headers.accept, 'application/json');
   t.equal(seen.headers['x-custom'], 'kept');
   t.same(
-    seen.rawHeaders.filter((_, i, all) => i % 2 === 1 && all[i - 1].toLowerCase() === 'x-multi'),
+    seen.rawHeaders.filter((_, i, all) => i % 2 === 1 && all[i - 1]!.toLowerCase() === 'x-multi'),
     ['one', 'two'],
     'repeated headers keep both values in order',
   );
@@ -112,7 +114,7 @@ t.test('method, normalized path, raw query and end-to-end headers are forwarded'
   t.equal(seen.headers['x-forwarded-proto'], 'http', 'untrusted client value replaced (no trustedProxies)');
   t.equal(seen.headers['x-forwarded-host'], 'gw.example:8080');
   t.equal(seen.headers.via, '1.0 edge, 1.1 specgate-test');
-  t.same(res.responses[0].headers.via, ['1.1 specgate-test'], 'Via on the response');
+  t.same(res.responses[0]!.headers.via, ['1.1 specgate-test'], 'Via on the response');
 });
 
 t.test('hop-by-hop response headers are dropped, Via appended to the upstream one', async (t) => {
@@ -129,7 +131,7 @@ t.test('hop-by-hop response headers are dropped, Via appended to the upstream on
   });
   t.teardown(() => a.setHandler(echoHandler));
   const res = await rawRequest(plane.port, 'GET /users/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
-  const response = res.responses[0];
+  const response = res.responses[0]!;
   t.equal(response.status, 200);
   t.equal(response.body.toString(), 'ok');
   t.same(response.headers['x-end-to-end'], ['yes']);
@@ -155,7 +157,7 @@ t.test('an answer with more headers than the per-exchange bit masks hold: the la
   });
   t.teardown(() => a.setHandler(echoHandler));
   const res = await rawRequest(plane.port, 'GET /users/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
-  const response = res.responses[0];
+  const response = res.responses[0]!;
   t.equal(response.status, 200);
   t.equal(response.body.toString(), 'ok');
   for (let i = 0; i < 40; i++) t.same(response.headers[`x-many-${i}`], [String(i)], `x-many-${i}`);
@@ -207,7 +209,7 @@ t.test('404, 405 with Allow, automatic OPTIONS, as problem+json', async (t) => {
 
 t.test('HEAD: served by GET without a body, or forwarded as HEAD when declared', async (t) => {
   const viaGet = await rawRequest(plane.port, 'HEAD /users/5 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1, head: true, waitMs: 2000 });
-  const response = viaGet.responses[0];
+  const response = viaGet.responses[0]!;
   t.equal(response?.status, 200);
   t.equal(last(a).method, 'GET', 'the upstream got GET');
   const getLength = Buffer.byteLength(
@@ -259,7 +261,8 @@ t.test('listeners are told of each request once', async (t) => {
   await get('/listeners?x=1', { 'x-forwarded-for': '198.51.100.1' });
   await get('/nowhere');
   t.equal(done.length, 2);
-  const [proxied, rejected] = done;
+  const proxied = done[0]!;
+  const rejected = done[1]!;
   t.match(proxied, {
     method: 'GET',
     path: '/listeners',

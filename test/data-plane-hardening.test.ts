@@ -1,4 +1,4 @@
-// Issue 9 hardening, against a real data plane and real sockets: response framing whatever the
+// Hardening (docs/reference/respond.md#upstream-answers, docs/reference/accept.md#head-checks), against a real data plane and real sockets: response framing whatever the
 // header count, every Connection header honoured, ambiguous request heads refused, forwarded-header
 // trust, encoded slashes.
 import http from 'node:http';
@@ -96,7 +96,7 @@ t.test('an answer with 34 headers, Content-Length first: one Content-Length reac
   }
   // HEAD keeps the upstream's length (no body to frame), still once.
   const head = await rawRequest(plane.port, 'HEAD /users/3 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1, head: true });
-  t.same(head.responses[0].headers['content-length'], ['5'], 'HEAD: one Content-Length, the upstream\'s');
+  t.same(head.responses[0]!.headers['content-length'], ['5'], 'HEAD: one Content-Length, the upstream\'s');
 });
 
 t.test('headers named by every one of several Connection headers are dropped', async (t) => {
@@ -145,7 +145,7 @@ t.test('ambiguous request heads are 400 and nothing is forwarded', async (t) => 
     { responses: 1 },
   );
   t.equal(same.responses[0]?.status, 200, 'the same Content-Type twice is one Content-Type');
-  t.same(echo.requests[echo.requests.length - 1].headers['content-type'], 'application/json', 'forwarded once');
+  t.same(echo.requests[echo.requests.length - 1]!.headers['content-type'], 'application/json', 'forwarded once');
 });
 
 t.test('untrusted peer: its X-Forwarded-*, Forwarded and X-Real-IP are replaced by the gateway\'s own', async (t) => {
@@ -158,13 +158,13 @@ t.test('untrusted peer: its X-Forwarded-*, Forwarded and X-Real-IP are replaced 
     { responses: 1 },
   );
   t.equal(res.responses[0]?.status, 200);
-  const seen = echo.requests[echo.requests.length - 1].headers;
+  const seen = echo.requests[echo.requests.length - 1]!.headers;
   t.equal(seen['x-forwarded-for'], '127.0.0.1', 'the peer only');
   t.equal(seen['x-forwarded-proto'], 'http');
   t.equal(seen['x-forwarded-host'], 'gw.example', 'the Host the client sent');
   t.notOk('forwarded' in seen, 'Forwarded dropped');
   t.notOk('x-real-ip' in seen, 'X-Real-IP dropped');
-  t.equal(done[0].clientAddress, '127.0.0.1', 'the client is the peer');
+  t.equal(done[0]!.clientAddress, '127.0.0.1', 'the client is the peer');
 });
 
 t.test('trusted peer: headers kept and extended, client = rightmost hop that is not a trusted proxy', async (t) => {
@@ -177,13 +177,13 @@ t.test('trusted peer: headers kept and extended, client = rightmost hop that is 
     { responses: 1 },
   );
   t.equal(res.responses[0]?.status, 200);
-  const seen = echo.requests[echo.requests.length - 1].headers;
+  const seen = echo.requests[echo.requests.length - 1]!.headers;
   t.equal(seen['x-forwarded-for'], '1.1.1.1, 203.0.113.7, 10.1.2.3, 127.0.0.1', 'extended with the peer');
   t.equal(seen['x-forwarded-proto'], 'https');
   t.equal(seen['x-forwarded-host'], 'api.example.com');
   t.equal(seen.forwarded, 'for=203.0.113.7, for=127.0.0.1', 'Forwarded extended');
   t.equal(seen['x-real-ip'], '203.0.113.7', 'X-Real-IP kept');
-  t.equal(done[0].clientAddress, '203.0.113.7', '10.1.2.3 is a trusted proxy, 203.0.113.7 is not: the client; 1.1.1.1 is its claim');
+  t.equal(done[0]!.clientAddress, '203.0.113.7', '10.1.2.3 is a trusted proxy, 203.0.113.7 is not: the client; 1.1.1.1 is its claim');
 });
 
 t.test('encoded slashes: rejected by default, routed as one segment with "keep"', async (t) => {
@@ -200,7 +200,7 @@ t.test('encoded slashes: rejected by default, routed as one segment with "keep"'
   const keeping = await planeFor(t, echo.url, { encodedSlashes: 'keep' });
   const kept = await rawRequest(keeping.port, 'GET /users/..%2F..%2Fadmin HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
   t.equal(kept.responses[0]?.status, 200);
-  t.equal(echo.requests[echo.requests.length - 1].url, '/users/..%2F..%2Fadmin', 'forwarded as routed: one segment, still encoded');
+  t.equal(echo.requests[echo.requests.length - 1]!.url, '/users/..%2F..%2Fadmin', 'forwarded as routed: one segment, still encoded');
 });
 
 echo.setHandler(echoHandler);

@@ -1,4 +1,4 @@
-// Issue 9, item 7: a request that could not reach one host goes to another host of its endpoint, once:
+// docs/reference/forward.md#retries: a request that could not reach one host goes to another host of its endpoint, once:
 // for any method when nothing was sent (connect failed), only for idempotent methods without a
 // streamed body when bytes may have reached the upstream, never after a timeout.
 import net from 'node:net';
@@ -78,7 +78,7 @@ t.test('a refused connection is retried for any method, the body going to the ot
   for (let i = 0; i < 6; i++) {
     const res = await send(plane, 'POST', '/items', `{"n":${i}}`);
     t.equal(res.status, 200, `POST ${i}`);
-    t.equal(live.requests[live.requests.length - 1].body.toString(), `{"n":${i}}`);
+    t.equal(live.requests[live.requests.length - 1]!.body.toString(), `{"n":${i}}`);
   }
 });
 
@@ -96,7 +96,7 @@ t.test('no answer after the request was sent: idempotent methods retried, POST i
   const failed = posts.filter((r) => r.status === 502).length;
   t.ok(failed > 0, `POSTs that reached the hanging-up host failed with 502 (${failed} of 8)`);
   t.equal(live.requests.filter((r) => r.method === 'POST').length - livePostsBefore, 8 - failed, 'and were not sent again');
-  t.ok((counters.take() ?? {})['retries.afterNoAnswer'] > 0, 'counted as afterNoAnswer');
+  t.ok((counters.take() ?? {})['retries.afterNoAnswer']! > 0, 'counted as afterNoAnswer');
 });
 
 t.test('only one host: no retry; a timeout is never retried', async (t) => {

@@ -1,5 +1,5 @@
 /**
- * The data plane on the gateway's own upstream client (issue 12): an upstream that tries to smuggle
+ * The data plane on the gateway's own upstream client (docs/reference/forward.md#upstream-client): an upstream that tries to smuggle
  * a second answer (ambiguous framing, an answer glued to the first, a body after a 204) gets a 502 or
  * nothing at all through, is counted in upstreamFailures.*, and never answers another request; a
  * handler callback that throws (a middleware's observer) ends only its own exchange; a full wait
@@ -37,7 +37,7 @@ async function scripted(script: (path: string, socket: net.Socket, poison: () =>
   const server = await startRawServer((socket, head) => {
     const line = head.slice(0, head.indexOf('\r\n'));
     requests.push(line);
-    if (!poisoned.has(socket)) script(line.split(' ')[1], socket, () => poisoned.add(socket));
+    if (!poisoned.has(socket)) script(line.split(' ')[1]!, socket, () => poisoned.add(socket));
   });
   return { url: server.url, requests, connections: () => server.connections, close: () => server.close() };
 }
@@ -59,7 +59,7 @@ let headSeen = Promise.resolve();
 const upstream = await scripted((path, socket, poison) => {
   const name = path.slice(1);
   if (name in AMBIGUOUS) {
-    socket.write(AMBIGUOUS[name]);
+    socket.write(AMBIGUOUS[name]!);
     poison();
   } else if (name === 'glued') {
     // A valid answer with a second one right behind it in the same write.

@@ -40,7 +40,7 @@ t.test('the shipped default config discovers the bundled examples and /spec vali
 t.test('an example answers with who it is and what it received', async (t) => {
   const examples = await startExampleUpstreams(0);
   t.teardown(() => examples.close());
-  const catalogB = examples.servers[3];
+  const catalogB = examples.servers[3]!;
   const response = await request(`${catalogB.url}/api/products/42?color=red`, { method: 'POST', body: 'abc' });
   t.same(await response.body.json(), {
     service: 'catalog',

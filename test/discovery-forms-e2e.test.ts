@@ -1,4 +1,4 @@
-// Issue 8 end to end: real upstreams serve their docs over HTTP (JSON, YAML with a right, a wrong and no
+// docs/reference/upstreams.md#lenient-discovery end to end: real upstreams serve their docs over HTTP (JSON, YAML with a right, a wrong and no
 // Content-Type, OpenAPI 3 YAML, a sloppy doc, an HTML page, JSON that is no API doc), the real gateway
 // (primary + 2 workers) discovers them, routes every template form to the right upstream, reports the
 // sloppy doc's objections and the two failures in /healthcheck, and /spec validates.

@@ -1,6 +1,6 @@
 // Whatever shape a doc's parts take (null, a number, a string, an empty list, a $ref to nothing or to
 // another file, in any place), discovery either routes the doc with its problems or fails it for not
-// being an API doc, and /spec, guarded, still validates as Swagger 2.0 (issue 8, contract section 5).
+// being an API doc, and /spec, guarded, still validates as Swagger 2.0 (docs/reference/upstreams.md#lenient-discovery, docs/reference/builtins.md#spec).
 import t from 'tap';
 import fc from 'fast-check';
 import SwaggerParser from '@apidevtools/swagger-parser';

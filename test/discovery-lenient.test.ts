@@ -1,4 +1,4 @@
-// Issue 8, unit level: JSON/YAML detection, what counts as no doc at all, the objections swagger-parser
+// docs/reference/upstreams.md#lenient-discovery, unit level: JSON/YAML detection, what counts as no doc at all, the objections swagger-parser
 // finds and how they are said per endpoint, the Swagger 2.0 form of templates, /spec with such docs
 // (collapsed path keys, the guard), and how the registry bounds and logs problems.
 import t from 'tap';
@@ -153,7 +153,7 @@ t.test('/spec: two templates that come out as one path key keep apart, whatever 
     const doc = buildCombinedSpec({ upstreams: order, builtinPaths }) as Json;
     await t.resolves(validate(doc));
     const get = doc.paths['/a/{id}'].get;
-    t.equal(get.operationId, 'byName', '{id} is more specific than {id: regex} (contract section 3): it is described');
+    t.equal(get.operationId, 'byName', '{id} is more specific than {id: regex} (docs/reference/routing.md#specificity): it is described');
     t.same(get['x-collapsed-templates'], [{ template: '/a/{id: [0-9]+}', upstreams: ['http://regex:1'] }], 'the other is named');
     t.same(doc.paths['/a/{id}'].put['x-upstreams'], ['http://plain:1']);
     t.notOk('x-collapsed-templates' in doc.paths['/a/{id}'].put);

@@ -64,10 +64,10 @@ t.test('OpenAPI 3: a relative server URL is relative to where the doc was fetche
   const doc = { ...openapi3WithServer, servers: [{ url: 'v2' }] };
   const location = await upstreamServing(t, json(doc));
   const discovered = await discoverUpstream(upstream('openapi3', location, { specPath: '/api/openapi.json' }), FAST);
-  t.equal(discovered.entries[0].template, '/api/v2/files/{+path}');
+  t.equal(discovered.entries[0]!.template, '/api/v2/files/{+path}');
   const noServers = { ...openapi3WithServer, servers: undefined };
   const bare = await upstreamServing(t, json(noServers));
-  t.equal((await discoverUpstream(upstream('openapi3', bare), FAST)).entries[0].template, '/files/{+path}');
+  t.equal((await discoverUpstream(upstream('openapi3', bare), FAST)).entries[0]!.template, '/files/{+path}');
 });
 
 t.test('a doc a validator objects to is routed, its objections listed per endpoint', async (t) => {
@@ -109,8 +109,8 @@ t.test('a 500 is retried with back-off until the doc comes', async (t) => {
   const discovered = await discoverUpstream(upstream('swagger2', location), { fetchTimeoutMs: 1000, retries: 3, backoffMs: 40 });
   t.equal(discovered.entries.length, 3);
   t.equal(seen.length, 3);
-  t.ok(seen[1] - seen[0] >= 35, `first back-off ~40 ms (was ${seen[1] - seen[0]})`);
-  t.ok(seen[2] - seen[1] >= 75, `second back-off doubles (was ${seen[2] - seen[1]})`);
+  t.ok(seen[1]! - seen[0]! >= 35, `first back-off ~40 ms (was ${seen[1]! - seen[0]!})`);
+  t.ok(seen[2]! - seen[1]! >= 75, `second back-off doubles (was ${seen[2]! - seen[1]!})`);
 });
 
 t.test('retries run out: the last HTTP status is the reason', async (t) => {

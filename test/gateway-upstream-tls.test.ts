@@ -1,5 +1,5 @@
 /**
- * HTTPS upstreams through the running gateway (issue 12): a private CA passed as upstreams[].tls.caFile
+ * HTTPS upstreams through the running gateway (docs/reference/forward.md#upstream-client): a private CA passed as upstreams[].tls.caFile
  * (made at test time with the openssl CLI), used both to fetch a doc and to forward; serverName for
  * SNI and the name check; a client certificate; a certificate for another name or from another CA is
  * a 502, counted as upstreamFailures.tlsFailures. A reload re-reads the files: a data plane given the
@@ -132,7 +132,7 @@ t.test('through the running gateway', async (t) => {
   t.equal(withClientCert.status, 200, 'an upstream that requires a client certificate gets one');
   t.equal(mutual.seen[0]?.clientCN, 'gateway-client');
 
-  for (const [what, route] of [['a certificate for another name', '/wrong-name'], ['a certificate from another CA', '/other-ca']]) {
+  for (const [what, route] of [['a certificate for another name', '/wrong-name'], ['a certificate from another CA', '/other-ca']] as const) {
     const refused = await httpRequest(gateway.port, route);
     t.equal(refused.status, 502, `${what}: 502`);
     t.match(JSON.parse(refused.body), { status: 502, detail: /TLS handshake with the upstream failed/ }, `${what}: problem+json`);
@@ -165,17 +165,17 @@ t.test('a reload reads the files again: the data plane given the new config trus
     }),
   );
   const first = loadConfig(configFile, {});
-  t.equal(first.upstreams[0].tls?.ca, ca1, 'the relative caFile was read from beside the config file');
+  t.equal(first.upstreams[0]!.tls?.ca, ca1, 'the relative caFile was read from beside the config file');
   const counters = new Counters();
   const plane = await startDataPlane({ config: first, counters });
   t.teardown(() => plane.close());
   plane.setTable(RoutingTable.compile([entry('GET', '/other-ca', otherCa.location)]).table);
-  const get = async () => (await rawRequest(plane.port, 'GET /other-ca HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 })).responses[0];
+  const get = async () => (await rawRequest(plane.port, 'GET /other-ca HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 })).responses[0]!;
   t.equal((await get()).status, 502, 'the upstream is signed by another CA: refused');
 
   writeFileSync(trust, ca2);
   const reloaded = loadConfig(configFile, {});
-  t.equal(reloaded.upstreams[0].tls?.ca, ca2, 'the reload read the file again');
+  t.equal(reloaded.upstreams[0]!.tls?.ca, ca2, 'the reload read the file again');
   plane.setUpstreams(reloaded.upstreams, reloaded);
   const after = await get();
   t.equal(after.status, 200, 'a new pool, with the new CA');

@@ -77,7 +77,7 @@ t.test('once the doc arrives every worker answers 200 with the full report', asy
   t.equal(bodies.size, 1, 'every worker gives the same answer');
   const report = [...reports.values()][0]!;
 
-  t.same(Object.keys(report).sort(), ['buildInfo', 'host', 'listeners', 'middleware', 'upstreams', 'workers'], 'the contract\'s fields, and workers (an extra field)');
+  t.same(Object.keys(report).sort(), ['buildInfo', 'host', 'listeners', 'middleware', 'upstreams', 'workers'], 'the documented fields, and workers (an extra field)');
   for (const kind of ['listeners', 'middleware'] as const) {
     t.ok(Array.isArray(report[kind].pending) && Array.isArray(report[kind].ready), `${kind} has pending and ready arrays`);
     t.ok([...report[kind].pending, ...report[kind].ready].every((s) => typeof s === 'string'));

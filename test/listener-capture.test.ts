@@ -39,9 +39,9 @@ t.test('a sampled request: its body and the answer it got, after the answer', as
   await rawRequest(plane.port, 'GET /quiet HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
   await new Promise((resolve) => setTimeout(resolve, 20));
   t.equal(seen.length, 1, 'unsampled and x-disabled-listeners requests are not captured');
-  t.equal(seen[0].path, '/items');
-  t.equal(seen[0].request, 'hello');
-  t.equal(seen[0].status, 200);
-  t.match(JSON.parse(seen[0].response), { method: 'POST', url: '/items', bodyBytes: 5 });
-  t.ok(seen[0].complete);
+  t.equal(seen[0]!.path, '/items');
+  t.equal(seen[0]!.request, 'hello');
+  t.equal(seen[0]!.status, 200);
+  t.match(JSON.parse(seen[0]!.response), { method: 'POST', url: '/items', bodyBytes: 5 });
+  t.ok(seen[0]!.complete);
 });

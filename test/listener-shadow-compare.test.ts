@@ -33,7 +33,7 @@ function shuffledCopy(value: unknown, seed: number): unknown {
     const keys = Object.keys(v);
     for (let i = keys.length - 1; i > 0; i--) {
       const j = next() % (i + 1);
-      [keys[i], keys[j]] = [keys[j], keys[i]];
+      [keys[i], keys[j]] = [keys[j]!, keys[i]!];
     }
     return Object.fromEntries(keys.map((key) => [key, walk((v as Record<string, unknown>)[key])]));
   };

@@ -1,4 +1,4 @@
-// alternateUpstream (contract 10, issue 11): shadow traffic through a real data plane, a real primary
+// alternateUpstream (docs/reference/listeners.md#alternateupstream): shadow traffic through a real data plane, a real primary
 // upstream and a real alternate upstream. What the alternate gets, how answers are compared, what is
 // counted and logged, and that the client never waits for the alternate.
 import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
@@ -74,7 +74,7 @@ async function shadow(options: Partial<ListenerConfig> = {}, id = 'shadow'): Pro
     mismatchLog: log,
     ...options,
   };
-  const [listener] = buildListeners([config], { metrics: counts, warn: (message) => counts.warnings.push(message), seed: 7 });
+  const listener = buildListeners([config], { metrics: counts, warn: (message) => counts.warnings.push(message), seed: 7 })[0]!;
   await listener.ready();
   active.push(listener);
   plane.setListeners([listener]);
@@ -149,7 +149,7 @@ t.test('a changed value is a mismatch, with one log line saying what differed', 
   await until('the comparison', () => counts.settled === 1);
   t.equal(counts.get('mismatched'), 1);
   await until('the log line', () => logLines(log).length === 1);
-  const [line] = logLines(log);
+  const line = logLines(log)[0]!;
   t.equal(line.listener, 'shadow');
   t.equal(line.alternate, alternate.url);
   t.match(line.request, { method: 'GET', path: '/items/7', query: 'verbose=1', endpoint: 'GET /items/{id}', upstream: primary.url });
@@ -170,7 +170,7 @@ t.test('a different status is a mismatch; a key only one side has is reported wi
   alternate.setHandler(json(404, { a: 1, extra: true }));
   await call('/items/2');
   await until('the log line', () => logLines(log).length === 1);
-  const [line] = logLines(log);
+  const line = logLines(log)[0]!;
   t.same(line.status, { client: 200, alternate: 404 });
   t.same(line.differences, ['status', 'body']);
   t.same(line.body, { kind: 'json', pointer: '/extra', client: null, alternate: 'true' });
@@ -309,7 +309,7 @@ t.test('ignoreHeaders, header names in any case, repeated headers as lists', asy
   await until('the comparison', () => defaults.counts.settled === 1);
   t.equal(defaults.counts.get('mismatched'), 1);
   await until('the log line', () => logLines(defaults.log).length === 1);
-  const [line] = logLines(defaults.log);
+  const line = logLines(defaults.log)[0]!;
   t.same(line.headers, [{ name: 'x-build', client: ['1'], alternate: ['2'] }], 'server is ignored by default; x-build differs');
   t.same(line.differences, ['headers']);
 });
@@ -384,7 +384,7 @@ t.test('compressed bodies are compared decoded', async (t) => {
   await call('/items/1', { headers: { 'accept-encoding': 'gzip' } });
   await until('the comparison', () => counts.settled === 2);
   await until('the log line', () => logLines(log).length === 1);
-  t.same(logLines(log)[0].body, { kind: 'json', pointer: '/list/199/name', client: '"item 199"', alternate: '"changed"' });
+  t.same(logLines(log)[0]!.body, { kind: 'json', pointer: '/list/199/name', client: '"item 199"', alternate: '"changed"' });
 });
 
 t.test('an alternate body over maxBodyBytes is a mismatch (tooLarge), read no further', async (t) => {
@@ -394,7 +394,7 @@ t.test('an alternate body over maxBodyBytes is a mismatch (tooLarge), read no fu
   await call('/items/1');
   await until('the log line', () => logLines(log).length === 1);
   t.equal(counts.get('mismatched'), 1);
-  t.match(logLines(log)[0].body, { kind: 'tooLarge', limit: 1000 });
+  t.match(logLines(log)[0]!.body, { kind: 'tooLarge', limit: 1000 });
 
   // The client's answer over maxBodyBytes: nothing to compare it with, so nothing is sent.
   primary.setHandler(json(200, { big: 'x'.repeat(10_000) }));
@@ -417,8 +417,8 @@ t.test('close: no more sampling; in-flight comparisons end first', async (t) => 
   await call('/items/2');
   await new Promise((resolve) => setTimeout(resolve, 20));
   t.notOk(closed, 'close waits for the comparison in flight');
-  held[0].writeHead(200, { 'content-type': 'application/json' });
-  held[0].end('{"ok":true}');
+  held[0]!.writeHead(200, { 'content-type': 'application/json' });
+  held[0]!.end('{"ok":true}');
   await closing;
   t.equal(counts.get('sent'), 1, 'nothing sampled after close');
   t.equal(counts.get('matched'), 1);
@@ -435,7 +435,7 @@ t.test('a mismatch log that cannot be opened: ready() rejects naming the listene
     ignoreHeaders: [],
     mismatchLog: join(dir, 'no-such-dir', 'x.jsonl'),
   };
-  const [listener] = buildListeners([config], { metrics: counts, warn: () => {} });
+  const listener = buildListeners([config], { metrics: counts, warn: () => {} })[0]!;
   await t.rejects(listener.ready(), /listener "bad": mismatchLog: cannot open .*no-such-dir.*ENOENT/);
   await listener.close();
   t.throws(() => buildListeners([{ ...config, serviceLocation: 'http://a:1/path' }], { metrics: counts, warn: () => {} }), /serviceLocation.*has a path/);
@@ -453,7 +453,7 @@ t.test('a relative mismatchLog resolves against the working directory given', as
     sample: 1,
     mismatchLog: 'relative.jsonl',
   };
-  const [listener] = buildListeners([config], { metrics: counts, warn: () => {}, cwd: dir });
+  const listener = buildListeners([config], { metrics: counts, warn: () => {}, cwd: dir })[0]!;
   await listener.ready();
   active.push(listener);
   plane.setListeners([listener]);
@@ -461,5 +461,5 @@ t.test('a relative mismatchLog resolves against the working directory given', as
   alternate.setHandler(json(200, { v: 2 }));
   await call('/items/1');
   await until('the log line', () => logLines(join(dir, 'relative.jsonl')).length === 1);
-  t.equal(logLines(join(dir, 'relative.jsonl'))[0].listener, 'rel');
+  t.equal(logLines(join(dir, 'relative.jsonl'))[0]!.listener, 'rel');
 });

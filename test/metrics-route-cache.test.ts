@@ -31,9 +31,9 @@ t.test('a route id reused by another table goes to its new template', async (t) 
   recorder.routeFinished(3, 'PUT', ['/new', '{id}'].join('/'), 'http://a:1', 204, 100);
   const delta = recorder.takeDelta();
   t.same(Object.keys(delta.endpoints).sort(), ['GET /new/{id}', 'GET /old/{id}', 'PUT /new/{id}']);
-  t.equal(delta.endpoints['GET /old/{id}'].requests, 1);
-  t.equal(delta.endpoints['GET /new/{id}'].requests, 1);
-  t.equal(delta.endpoints['PUT /new/{id}'].requests, 2);
-  t.equal(delta.upstreams['http://a:1'].requests, 4);
+  t.equal(delta.endpoints['GET /old/{id}']!.requests, 1);
+  t.equal(delta.endpoints['GET /new/{id}']!.requests, 1);
+  t.equal(delta.endpoints['PUT /new/{id}']!.requests, 2);
+  t.equal(delta.upstreams['http://a:1']!.requests, 4);
   t.equal(delta.overall.requests, 4);
 });

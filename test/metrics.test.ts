@@ -24,7 +24,7 @@ const STATUSES = [200, 200, 200, 201, 404, 502, 503];
 
 function makeSamples(seed: number, n: number): Sample[] {
   const rnd = lcg(seed);
-  const pick = <T>(xs: readonly T[]) => xs[Math.floor(rnd() * xs.length)];
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(rnd() * xs.length)]!;
   return Array.from({ length: n }, () => ({
     routeKey: pick(ROUTES),
     upstream: pick(UPSTREAMS),
@@ -43,7 +43,7 @@ function ship(delta: MetricsDelta): MetricsDelta {
 function exactPercentile(sorted: number[], p: number): number {
   // p / 100 * n in floating point can land just above an integer (99.9 / 100 * 10000 = 9990.000000000002).
   const rank = Math.ceil((p * sorted.length) / 100 - 1e-9);
-  return sorted[Math.max(1, rank) - 1];
+  return sorted[Math.max(1, rank) - 1]!;
 }
 
 function checkLatency(t: Test, label: string, latency: LatencySummaryMs, micros: number[], relative: number): void {
@@ -89,12 +89,12 @@ function twoWorkers(samplesA: Sample[], samplesB: Sample[], opts: { wasmB?: bool
   aggregator.setWorkerCount(2);
   [samplesA, samplesB].forEach((samples, w) => {
     samples.forEach((s, i) => {
-      workers[w].requestStarted();
-      workers[w].requestFinished(s.routeKey, s.upstream, s.status, s.micros);
-      if (i % 997 === 0) aggregator.addDelta(w + 1, ship(workers[w].takeDelta()));
+      workers[w]!.requestStarted();
+      workers[w]!.requestFinished(s.routeKey, s.upstream, s.status, s.micros);
+      if (i % 997 === 0) aggregator.addDelta(w + 1, ship(workers[w]!.takeDelta()));
     });
-    aggregator.addDelta(w + 1, ship(workers[w].takeDelta()));
-    aggregator.addDelta(w + 1, ship(workers[w].takeDelta())); // an empty delta changes nothing
+    aggregator.addDelta(w + 1, ship(workers[w]!.takeDelta()));
+    aggregator.addDelta(w + 1, ship(workers[w]!.takeDelta())); // an empty delta changes nothing
   });
   return { workers, aggregator };
 }
@@ -115,7 +115,7 @@ t.test('two workers merged: totals, statuses, per upstream and per endpoint, per
   const byUpstream = countBy(all, (s) => s.upstream);
   t.same(Object.keys(report.upstreams).sort(), [...byUpstream.keys()].sort());
   for (const [upstream, samples] of byUpstream) {
-    const series = report.upstreams[upstream];
+    const series = report.upstreams[upstream]!;
     t.equal(series.requests, samples.length, `${upstream} requests`);
     t.same(series.byStatus, statusCounts(samples), `${upstream} statuses`);
     checkLatency(t, upstream, series.latencyMs, samples.map((s) => s.micros), 1 / 128);
@@ -123,9 +123,9 @@ t.test('two workers merged: totals, statuses, per upstream and per endpoint, per
   const byRoute = countBy(all, (s) => s.routeKey);
   t.same(Object.keys(report.endpoints).sort(), [...byRoute.keys()].sort());
   for (const [route, samples] of byRoute) {
-    t.equal(report.endpoints[route].requests, samples.length, `${route} requests`);
-    t.same(report.endpoints[route].byStatus, statusCounts(samples));
-    checkLatency(t, route, report.endpoints[route].latencyMs, samples.map((s) => s.micros), 1 / 128);
+    t.equal(report.endpoints[route]!.requests, samples.length, `${route} requests`);
+    t.same(report.endpoints[route]!.byStatus, statusCounts(samples));
+    checkLatency(t, route, report.endpoints[route]!.latencyMs, samples.map((s) => s.micros), 1 / 128);
   }
   t.same(JSON.parse(JSON.stringify(report)), report, 'report is plain JSON');
 });
@@ -157,7 +157,7 @@ t.test('deltas do not double count across repeated takeDelta()', async (t) => {
   const report = aggregator.report();
   t.equal(report.requests.total, 2);
   t.same(report.requests.byStatus, { 200: 1, 500: 1 });
-  t.same(report.endpoints['GET /a'].byStatus, { 200: 1, 500: 1 });
+  t.same(report.endpoints['GET /a']!.byStatus, { 200: 1, 500: 1 });
   t.equal(report.latencyMs.count, 2);
   t.equal(report.latencyMs.max, 3);
   t.equal(report.latencyMs.p50, 1);
@@ -230,8 +230,8 @@ function checkSummary(t: Test, families: Map<string, PromFamily>, family: string
 t.test('Prometheus exposition parses strictly and agrees with the JSON report', async (t) => {
   // A frozen clock: the report and the exposition are two readings, and a real clock can tick between them.
   const { aggregator, workers } = twoWorkers(makeSamples(5, 3000), makeSamples(6, 2000), { now: () => 1_000_000 });
-  workers[0].requestStarted();
-  aggregator.addDelta(1, workers[0].takeDelta());
+  workers[0]!.requestStarted();
+  aggregator.addDelta(1, workers[0]!.takeDelta());
   aggregator.setExtra('breakers', () => ({
     'http://10.0.0.1:8080': { state: 'open', failures: 50, endpoints: { 'GET /users/{id}': { state: 'half-open', failures: 2 } } },
   }));
@@ -285,7 +285,7 @@ t.test('micro-bench: ns per requestFinished, WebAssembly vs JS histograms (infor
     const run = () => {
       for (let i = 0; i < n; i++) {
         recorder.requestStarted();
-        recorder.requestFinished(routes[i & 3], 'http://10.0.0.1:8080', 200, latencies[i & 4095]);
+        recorder.requestFinished(routes[i & 3]!, 'http://10.0.0.1:8080', 200, latencies[i & 4095]!);
       }
     };
     run();
@@ -314,12 +314,12 @@ t.test('a series report is rendered again only after a delta changed that series
   worker.requestFinished('GET /busy', 'http://u:1', 503, 9000);
   aggregator.addDelta(1, ship(worker.takeDelta()));
   const second = aggregator.report();
-  t.same(second.endpoints['GET /busy'].byStatus, { 200: 1, 503: 1 });
-  t.equal(second.endpoints['GET /busy'].latencyMs.max, 9);
-  t.equal(second.endpoints['GET /busy'].latencyMs.count, 2);
+  t.same(second.endpoints['GET /busy']!.byStatus, { 200: 1, 503: 1 });
+  t.equal(second.endpoints['GET /busy']!.latencyMs.max, 9);
+  t.equal(second.endpoints['GET /busy']!.latencyMs.count, 2);
   t.equal(second.endpoints['GET /quiet'], first.endpoints['GET /quiet'], 'the quiet endpoint reuses its rendered report');
   t.not(second.endpoints['GET /busy'], first.endpoints['GET /busy']);
-  t.equal(first.endpoints['GET /busy'].requests, 1, 'an earlier report is not changed afterwards');
+  t.equal(first.endpoints['GET /busy']!.requests, 1, 'an earlier report is not changed afterwards');
   t.equal(second.requests.total, 3);
   // The Prometheus text of the quiet endpoint comes from its cached lines; the busy one's is new.
   const lines = (text: string, endpoint: string) => text.split('\n').filter((l) => l.includes(`endpoint="${endpoint}"`));
@@ -339,7 +339,7 @@ t.test('one series report rendered under two names gets the lines of each name',
   worker.requestFinished('GET /a', 'http://u:1', 200, 1000);
   aggregator.addDelta(1, ship(worker.takeDelta()));
   const report = aggregator.report();
-  const series = report.endpoints['GET /a'];
+  const series = report.endpoints['GET /a']!;
   const text = aggregator.prometheus({ ...report, upstreams: { 'http://same:1': series }, endpoints: { 'GET /a': series, 'GET /b': series } });
   t.ok(text.includes('gateway_upstream_requests_total{upstream="http://same:1",status="200"} 1'));
   t.ok(text.includes('gateway_endpoint_requests_total{endpoint="GET /a",status="200"} 1'));

@@ -1,4 +1,4 @@
-// apiKeyAuth through a real data plane and a real upstream (contract 9): 401 with a challenge for a
+// apiKeyAuth through a real data plane and a real upstream (docs/reference/api-key-auth.md): 401 with a challenge for a
 // missing or unknown key, X-Consumer to the upstream (never the client's), the key hidden, a query key,
 // x-disabled-middleware, and a body held while the decision is made.
 import t from 'tap';
@@ -70,22 +70,22 @@ t.test('a good key: X-Consumer to the upstream, the client\'s own removed, the k
   use(auth());
   const res = await get('/items/1', 'X-Api-Key: alice-secret\r\nX-Consumer: admin\r\nX-Consumer: root\r\n');
   t.equal(res.status, 200);
-  const seen = upstream.requests[upstream.requests.length - 1];
+  const seen = upstream.requests[upstream.requests.length - 1]!;
   t.equal(seen.headers['x-consumer'], 'alice', 'only the gateway\'s X-Consumer');
   t.notOk('x-api-key' in seen.headers, 'hideCredentials: the key is not forwarded');
   const upper = await get('/items/2', 'X-Api-Key: bob-secret\r\n');
   t.equal(upper.status, 200, 'digests compare case-insensitively');
-  t.equal(upstream.requests[upstream.requests.length - 1].headers['x-consumer'], 'bob');
+  t.equal(upstream.requests[upstream.requests.length - 1]!.headers['x-consumer'], 'bob');
   use(auth({ hideCredentials: false }));
   await get('/items/3', 'X-Api-Key: alice-secret\r\n');
-  t.equal(upstream.requests[upstream.requests.length - 1].headers['x-api-key'], 'alice-secret', 'hideCredentials false: forwarded');
+  t.equal(upstream.requests[upstream.requests.length - 1]!.headers['x-api-key'], 'alice-secret', 'hideCredentials false: forwarded');
 });
 
 t.test('a query key, taken out of the forwarded query when hidden', async (t) => {
   use(auth({ query: 'apikey' }));
   const res = await get('/items/1?a=1&apikey=alice%2Dsecret&b=%20x');
   t.equal(res.status, 200);
-  const seen = upstream.requests[upstream.requests.length - 1];
+  const seen = upstream.requests[upstream.requests.length - 1]!;
   t.equal(seen.url, '/items/1?a=1&b=%20x', 'the other parameters stay byte for byte');
   t.equal(seen.headers['x-consumer'], 'alice');
   const missing = await get('/items/1?apikey=');
@@ -96,7 +96,7 @@ t.test('x-disabled-middleware: the endpoint is public', async (t) => {
   use(auth());
   const res = await get('/public', 'X-Consumer: spoofed\r\n');
   t.equal(res.status, 200);
-  t.equal(upstream.requests[upstream.requests.length - 1].headers['x-consumer'], 'spoofed', 'auth did not run there, so it did not touch the header');
+  t.equal(upstream.requests[upstream.requests.length - 1]!.headers['x-consumer'], 'spoofed', 'auth did not run there, so it did not touch the header');
 });
 
 t.test('a request body arrives whole through the pipeline; a refused one is not read', async (t) => {
@@ -104,7 +104,7 @@ t.test('a request body arrives whole through the pipeline; a refused one is not 
   const body = 'x'.repeat(200_000);
   const ok = await send(`POST /items HTTP/1.1\r\nHost: gw\r\nX-Api-Key: alice-secret\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
   t.equal(ok.status, 200);
-  const seen = upstream.requests[upstream.requests.length - 1];
+  const seen = upstream.requests[upstream.requests.length - 1]!;
   t.equal(seen.bodyBytes, body.length, 'every byte forwarded');
   t.equal(seen.body.toString(), body);
   const refused = await send(`POST /items HTTP/1.1\r\nHost: gw\r\nContent-Length: ${body.length}\r\n\r\n${body}`, true);
@@ -115,6 +115,6 @@ t.test('a request body arrives whole through the pipeline; a refused one is not 
 
 t.test('counted per middleware id', async (t) => {
   const counted = counters.take() ?? {};
-  t.ok(counted['middleware.auth.admitted'] >= 5, `admitted ${counted['middleware.auth.admitted']}`);
-  t.ok(counted['middleware.auth.rejected.401'] >= 4, `rejected.401 ${counted['middleware.auth.rejected.401']}`);
+  t.ok(counted['middleware.auth.admitted']! >= 5, `admitted ${counted['middleware.auth.admitted']}`);
+  t.ok(counted['middleware.auth.rejected.401']! >= 4, `rejected.401 ${counted['middleware.auth.rejected.401']}`);
 });

@@ -1,4 +1,4 @@
-// responseCache with a store other than `local` (contract 9 and 11), through the middleware store lookup
+// responseCache with a store other than `local` (docs/reference/response-cache.md#stores), through the middleware store lookup
 // of the middleware context: a store that keeps bytes and answers asynchronously, shared by two data
 // planes (two instances), stands in for Redis: each serves the other's entries, variants and stale
 // entries included, and coalescing still holds. A store that fails costs no request its answer; one

@@ -1,4 +1,4 @@
-// responseCache (contract 9) through a real data plane, real upstream servers and raw client sockets:
+// responseCache (docs/reference/response-cache.md) through a real data plane, real upstream servers and raw client sockets:
 // what is stored and what never is, X-Cache and Age, Vary, Authorization, coalescing of concurrent
 // misses, stale-if-error (503, connection refused, timeout, open breaker), request no-cache, the byte
 // bound, HEAD from the GET entry, bodies too large or cut off, and an unsafe method's invalidation.
@@ -190,7 +190,7 @@ t.test('Authorization: stored and served only with public or s-maxage', async (t
   t.equal((await get('/items/auth-smaxage', auth)).xCache, 'MISS');
   t.equal((await get('/items/auth-smaxage', auth)).xCache, 'HIT', 's-maxage counts as public');
   upstream.setHandler(answering({ 'cache-control': 'max-age=60, must-revalidate' }));
-  t.equal((await get('/items/auth-revalidate', auth)).xCache, 'BYPASS', 'must-revalidate does not make it shareable (contract)');
+  t.equal((await get('/items/auth-revalidate', auth)).xCache, 'BYPASS', 'must-revalidate does not make it shareable');
 
   upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'anonymous view'));
   t.equal((await get('/items/auth-anon')).xCache, 'MISS');
@@ -370,7 +370,7 @@ t.test('bytesStored goes up on store and back to 0 when the cache closes', async
   upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'y'.repeat(2000)));
   await get('/items/bytes-2', 'Cache-Control: no-cache\r\n');
   const stored = local.take() ?? {};
-  const bytes = stored['middleware.cache.bytesStored'];
+  const bytes = stored['middleware.cache.bytesStored']!;
   t.ok(bytes > 3000 && bytes < 3000 + 3 * 1024, `about the two bodies (${bytes}); the replaced one no longer counts`);
   await pipeline.close();
   t.equal(bytes + ((local.take() ?? {})['middleware.cache.bytesStored'] ?? 0), 0, 'closing gives it all back');
@@ -429,7 +429,7 @@ t.test('other methods are BYPASS; a successful DELETE drops the entry of its URL
   t.same([(await get('/items/gone')).xCache, (await get('/items/gone')).body], ['MISS', 'item again']);
   const body = 'x=1';
   const post = await rawRequest(plane.port, `POST /items HTTP/1.1\r\nHost: gw\r\nContent-Length: ${body.length}\r\n\r\n${body}`, { responses: 1 });
-  t.same(post.responses[0].headers['x-cache'], ['BYPASS']);
+  t.same(post.responses[0]!.headers['x-cache'], ['BYPASS']);
 });
 
 t.test('every request is counted once: hits, misses, stale, bypass', async (t) => {

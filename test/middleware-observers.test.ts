@@ -1,4 +1,4 @@
-// Response observers of a request that is never forwarded (src/lifecycle/respond.ts):
+// Response observers of a request that is never forwarded (docs/reference/middleware.md#order; src/lifecycle/respond.ts):
 // a later middleware answers, or the client leaves while a decision is pending: the observer still
 // learns that the answer is over (onAbort), so what it holds for the request (a cache's in-flight
 // miss) is released. With every host's breaker open, observers may answer in place of the 503. An
@@ -50,7 +50,7 @@ t.test('a later middleware answers: the observer is told the answer is over', as
   const events: string[] = [];
   plane.setPipeline(new Pipeline([watcher(events), middleware('deny', () => problem(429, 'slow down'))], new Counters()));
   const res = await rawRequest(plane.port, 'GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
-  t.equal(res.responses[0].status, 429);
+  t.equal(res.responses[0]!.status, 429);
   t.same(events, ['abort']);
 });
 
@@ -73,13 +73,13 @@ t.test('every host behind an open breaker: an observer may answer instead of the
   plane.tripBreaker(upstream.url, null);
   plane.setPipeline(new Pipeline([watcher(events, offered)], new Counters()));
   const res = await rawRequest(plane.port, 'GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
-  t.equal(res.responses[0].status, 200);
-  t.equal(res.responses[0].body.toString(), 'kept');
+  t.equal(res.responses[0]!.status, 200);
+  t.equal(res.responses[0]!.body.toString(), 'kept');
   t.same(events, ['substitute 503', 'abort']);
   events.length = 0;
   plane.setPipeline(new Pipeline([watcher(events)], new Counters()));
   const refused = await rawRequest(plane.port, 'GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
-  t.equal(refused.responses[0].status, 503, 'nothing offered: the 503 of the open breaker');
+  t.equal(refused.responses[0]!.status, 503, 'nothing offered: the 503 of the open breaker');
   t.same(events, ['substitute 503', 'abort']);
 });
 

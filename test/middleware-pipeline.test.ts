@@ -1,4 +1,4 @@
-// The request pipeline (contract 9) against a real data plane: order, asynchronous decisions with the
+// The request pipeline (docs/reference/middleware.md) against a real data plane: order, asynchronous decisions with the
 // body held (and the socket paused) meanwhile, slaMs (skip and count; fail closed with 503), a client
 // leaving while a decision is pending, response headers added by middleware on every answer.
 import net from 'node:net';
@@ -58,16 +58,16 @@ t.test('entries run in order; each sees what the previous one wrote; an answer s
     }),
   );
   const ok = await rawRequest(plane.port, 'GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
-  t.equal(ok.responses[0].status, 200);
-  t.same(ok.responses[0].headers['x-added'], ['by-first'], 'a response header added by middleware reaches the client');
-  t.equal(upstream.requests[upstream.requests.length - 1].headers['x-first'], '1', 'a request header added by middleware reaches the upstream');
+  t.equal(ok.responses[0]!.status, 200);
+  t.same(ok.responses[0]!.headers['x-added'], ['by-first'], 'a response header added by middleware reaches the client');
+  t.equal(upstream.requests[upstream.requests.length - 1]!.headers['x-first'], '1', 'a request header added by middleware reaches the upstream');
   t.same(order, ['first', 'second saw 1', 'third']);
   order.length = 0;
   const before = upstream.requests.length;
   const stopped = await rawRequest(plane.port, 'GET /items/stop HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
-  t.equal(stopped.responses[0].status, 403);
-  t.same(stopped.responses[0].headers['x-why'], ['test']);
-  t.same(stopped.responses[0].headers['x-added'], ['by-first'], 'and on the middleware\'s own answers');
+  t.equal(stopped.responses[0]!.status, 403);
+  t.same(stopped.responses[0]!.headers['x-why'], ['test']);
+  t.same(stopped.responses[0]!.headers['x-added'], ['by-first'], 'and on the middleware\'s own answers');
   t.same(order, ['first', 'second saw 1'], 'third did not run');
   t.equal(upstream.requests.length, before, 'nothing forwarded');
 });
@@ -114,7 +114,7 @@ t.test('a synchronous admit forwards a streamed body; a synchronous answer leave
   const res = await rawRequest(plane.port, [`POST /items HTTP/1.1\r\nHost: gw\r\nContent-Length: ${body.length}\r\n\r\n`, body.toString()], { responses: 1, waitMs: 5000 });
   t.equal(res.responses[0]?.status, 200);
   t.same(res.responses[0]?.headers['x-admitted'], ['yes']);
-  t.ok(upstream.requests[upstream.requests.length - 1].body.equals(body), 'the body, byte for byte');
+  t.ok(upstream.requests[upstream.requests.length - 1]!.body.equals(body), 'the body, byte for byte');
   use(middleware('refuse', () => problem(429, 'slow down')));
   const before = upstream.requests.length;
   const refused = await rawRequest(plane.port, [`POST /items HTTP/1.1\r\nHost: gw\r\nContent-Length: ${body.length}\r\n\r\n`, 'partial'], { responses: 1, waitMs: 3000 });
@@ -128,7 +128,7 @@ t.test('a 1 MiB body arrives whole while an asynchronous decision is pending (he
   const body = Buffer.alloc(1024 * 1024, 'b');
   const res = await rawRequest(plane.port, [`POST /items HTTP/1.1\r\nHost: gw\r\nContent-Length: ${body.length}\r\n\r\n`, body.toString()], { responses: 1, waitMs: 5000 });
   t.equal(res.responses[0]?.status, 200);
-  const seen = upstream.requests[upstream.requests.length - 1];
+  const seen = upstream.requests[upstream.requests.length - 1]!;
   t.equal(seen.bodyBytes, body.length);
   t.ok(seen.body.equals(body), 'byte for byte');
   const chunked = await rawRequest(
@@ -137,7 +137,7 @@ t.test('a 1 MiB body arrives whole while an asynchronous decision is pending (he
     { responses: 1, waitMs: 5000, partDelayMs: 60 },
   );
   t.equal(chunked.responses[0]?.status, 200, 'a chunked body arriving in parts while held');
-  t.equal(upstream.requests[upstream.requests.length - 1].body.toString(), 'hello world');
+  t.equal(upstream.requests[upstream.requests.length - 1]!.body.toString(), 'hello world');
 });
 
 t.test('slaMs: a decision that takes longer is skipped and counted; one that fails closed is 503', async (t) => {
@@ -149,15 +149,15 @@ t.test('slaMs: a decision that takes longer is skipped and counted; one that fai
   );
   const started = Date.now();
   const res = await rawRequest(plane.port, 'GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
-  t.equal(res.responses[0].status, 200, 'skipped: the request went on');
-  t.equal(upstream.requests[upstream.requests.length - 1].headers['x-after'], 'ran', 'the next middleware ran');
+  t.equal(res.responses[0]!.status, 200, 'skipped: the request went on');
+  t.equal(upstream.requests[upstream.requests.length - 1]!.headers['x-after'], 'ran', 'the next middleware ran');
   t.ok(Date.now() - started >= 50, 'after the SLA');
   t.same(counters.take(), { 'middleware.hangs.slaMisses': 1, 'middleware.after.admitted': 1 });
 
   const closed = use(middleware('auth-like', () => new Promise<Decision>(() => {}), { slaMs: 50, failClosed: true }));
   const refused = await rawRequest(plane.port, 'GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
-  t.equal(refused.responses[0].status, 503);
-  t.match(JSON.parse(refused.responses[0].body.toString()), { detail: /auth-like did not decide within its SLA of 50 ms/ });
+  t.equal(refused.responses[0]!.status, 503);
+  t.match(JSON.parse(refused.responses[0]!.body.toString()), { detail: /auth-like did not decide within its SLA of 50 ms/ });
   t.same(closed.take(), { 'middleware.auth-like.slaMisses': 1, 'middleware.auth-like.rejected.503': 1 });
 });
 
@@ -165,9 +165,9 @@ t.test('a middleware that throws is skipped (or 503 when it fails closed), and t
   const counters = use(middleware('buggy', () => {
     throw new Error('boom');
   }));
-  t.equal((await rawRequest(plane.port, 'GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 })).responses[0].status, 200);
+  t.equal((await rawRequest(plane.port, 'GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 })).responses[0]!.status, 200);
   use(middleware('buggy-closed', () => Promise.reject(new Error('boom')), { failClosed: true }));
-  t.equal((await rawRequest(plane.port, 'GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 })).responses[0].status, 503);
+  t.equal((await rawRequest(plane.port, 'GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 })).responses[0]!.status, 503);
   t.same(counters.take(), { 'middleware.buggy.errors': 1, 'middleware.buggy.admitted': 1 });
 });
 
@@ -190,7 +190,7 @@ t.test('the client leaves while a decision is pending: nothing is forwarded, the
 
 t.test('no middleware: requests take the direct path', async (t) => {
   plane.setPipeline(new Pipeline([], new Counters()));
-  t.equal((await rawRequest(plane.port, 'GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 })).responses[0].status, 200);
+  t.equal((await rawRequest(plane.port, 'GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 })).responses[0]!.status, 200);
 });
 
 t.test('a middleware may answer with content, and watch the answer: head, body, end; or substitute a failure', async (t) => {
@@ -210,15 +210,15 @@ t.test('a middleware may answer with content, and watch the answer: head, body, 
     }),
   );
   const cached = await rawRequest(plane.port, 'GET /items/cached HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
-  t.equal(cached.responses[0].status, 200);
-  t.equal(cached.responses[0].body.toString(), 'kept', 'content answer, body as given');
-  t.same(cached.responses[0].headers['x-from'], ['cache']);
-  t.same(cached.responses[0].headers['content-length'], ['4'], 'framed by the writer');
+  t.equal(cached.responses[0]!.status, 200);
+  t.equal(cached.responses[0]!.body.toString(), 'kept', 'content answer, body as given');
+  t.same(cached.responses[0]!.headers['x-from'], ['cache']);
+  t.same(cached.responses[0]!.headers['content-length'], ['4'], 'framed by the writer');
   const head = await rawRequest(plane.port, 'HEAD /items/cached HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1, head: true });
-  t.same(head.responses[0].headers['content-length'], ['4'], 'HEAD: the length only');
+  t.same(head.responses[0]!.headers['content-length'], ['4'], 'HEAD: the length only');
 
   const watched = await rawRequest(plane.port, 'GET /items/9 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
-  t.equal(watched.responses[0].status, 200);
+  t.equal(watched.responses[0]!.status, 200);
   await delay(20);
   t.same(events[0], 'head 200 true');
   t.match(events[1], /^data \d+$/);
@@ -232,11 +232,11 @@ t.test('a middleware may answer with content, and watch the answer: head, body, 
   events.length = 0;
   offer = true;
   const instead = await rawRequest(plane.port, 'GET /items/9 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
-  t.equal(instead.responses[0].status, 200, 'a 503 from the upstream replaced by the offered content');
-  t.same(instead.responses[0].headers['x-instead-of'], ['503']);
+  t.equal(instead.responses[0]!.status, 200, 'a 503 from the upstream replaced by the offered content');
+  t.same(instead.responses[0]!.headers['x-instead-of'], ['503']);
   await delay(20);
   t.same(events, ['abort'], 'the watched answer did not reach the client');
   offer = false;
   const passed = await rawRequest(plane.port, 'GET /items/9 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
-  t.equal(passed.responses[0].status, 503, 'nothing offered: the upstream\'s answer');
+  t.equal(passed.responses[0]!.status, 503, 'nothing offered: the upstream\'s answer');
 });

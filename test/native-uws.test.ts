@@ -64,16 +64,16 @@ t.test('default listen options share a fixed port (SO_REUSEPORT) and the kernel 
   const served = [0, 0];
   const apps = [0, 1].map((i) =>
     uws.App().get('/*', (res) => {
-      served[i]++;
+      served[i]!++;
       res.end(String(i), true);
     }),
   );
   // uSockets sets SO_REUSEPORT only for a non-zero port: with port 0 the second bind would fail.
   const port = await closedPort();
-  const first = await listen(apps[0], port);
+  const first = await listen(apps[0]!, port);
   t.ok(first, 'first app listening');
   if (!first) return;
-  const second = await listen(apps[1], port);
+  const second = await listen(apps[1]!, port);
   t.ok(second, 'second app bound the same port');
   t.teardown(() => {
     uws.us_listen_socket_close(first);
@@ -84,6 +84,6 @@ t.test('default listen options share a fixed port (SO_REUSEPORT) and the kernel 
     const res = await request(`http://127.0.0.1:${port}/`, { reset: true });
     await res.body.text();
   }
-  t.equal(served[0] + served[1], 40);
-  t.ok(served[0] > 0 && served[1] > 0, `both listeners got connections (${served.join(' / ')})`);
+  t.equal(served[0]! + served[1]!, 40);
+  t.ok(served[0]! > 0 && served[1]! > 0, `both listeners got connections (${served.join(' / ')})`);
 });

@@ -1,4 +1,4 @@
-// The negotiation cache's byte budget (issue 9, item 6): short client values are cached within the
+// The negotiation cache's byte budget (docs/reference/routing.md#content-negotiation-415-406): short client values are cached within the
 // table's budget, long ones never, and answers stay the same either way.
 import t from 'tap';
 import { MAX_CACHED_CHARS, NEGOTIATION_CACHE_BYTES, NegotiationCacheBudget, TargetNegotiation } from '../src/routing/negotiate.js';
@@ -16,8 +16,8 @@ t.test('distinct short values stay within the budget, across routes', async (t) 
   let peak = 0;
   for (let i = 0; i < 20_000; i++) {
     const accept = `application/json;q=0.9, text/x-${i.toString(36).padEnd(300, 'y')}`;
-    const left = routes[i % routes.length].filter('application/json', accept, true);
-    if (left.length !== 1 || left[0].upstream !== 'http://a') t.fail(`request ${i}: ${left.map((l) => l.upstream)}`);
+    const left = routes[i % routes.length]!.filter('application/json', accept, true);
+    if (left.length !== 1 || left[0]!.upstream !== 'http://a') t.fail(`request ${i}: ${left.map((l) => l.upstream)}`);
     peak = Math.max(peak, budget.usedBytes);
   }
   t.ok(peak <= budget.maxBytes, `peak ${peak} bytes within ${budget.maxBytes}`);

@@ -1,4 +1,4 @@
-// Issue 9, item 6: state keyed by client-chosen values is bounded. 16,000 requests with distinct
+// docs/reference/routing.md#content-negotiation-415-406: state keyed by client-chosen values is bounded. 16,000 requests with distinct
 // 7 KB Content-Type and Accept values, spread over 100 endpoints (so no per-endpoint limit is ever
 // reached), must not grow a worker by more than 64 MB.
 import { readFileSync } from 'node:fs';

@@ -3,7 +3,7 @@ import t from 'tap';
 import { RoutingTable } from '../src/routing/table.js';
 import { entry, oracleFor } from './helpers/routes.js';
 
-// Differential test: the trie must pick exactly what the contract's oracle picks (sorted templates,
+// Differential test: the trie must pick exactly what the oracle of docs/reference/routing.md#specificity picks (sorted templates,
 // one anchored regex each, first match wins), on random template sets that use every form.
 
 const LITERALS = ['a', 'ab', 'user', 'users', 'x', 'v1', 'a.b', ':cancel', '$count', 'foo'];
@@ -72,11 +72,11 @@ function instantiate(pieces: Piece[], choices: number[]): string {
   pieces.forEach((p, i) => {
     if (p.kind === 'lit' && lastWasLiteral) out += '/';
     lastWasLiteral = p.kind === 'lit';
-    const pick = (list: string[]) => list[choices[i % choices.length] % list.length];
+    const pick = (list: string[]) => list[choices[i % choices.length]! % list.length];
     switch (p.kind) {
       case 'slash': out += '/'; break;
       case 'lit': out += p.text; break;
-      default: out += pick(SAMPLES[p.kind]); break;
+      default: out += pick(SAMPLES[p.kind]!); break;
     }
   });
   return '/' + out;
@@ -104,7 +104,7 @@ t.test('the trie picks what the oracle picks', async (t) => {
       const { table } = RoutingTable.compile(entries);
       const oracle = oracleFor(entries);
       for (const probe of probes) {
-        const source = templates[probe.from % templates.length];
+        const source = templates[probe.from % templates.length]!;
         const path = mutate(instantiate(source.pieces, probe.choices), probe.mutation, probe.at);
         const method = probe.method ?? source.method;
         const got = table.select(method, path, undefined, undefined, false);
@@ -143,7 +143,7 @@ t.test('transferable round trip keeps every decision', async (t) => {
       const { table } = RoutingTable.compile(entries);
       const copy = RoutingTable.fromTransferable(structuredClone(JSON.parse(JSON.stringify(table.toTransferable()))));
       for (const probe of probes) {
-        const path = instantiate(templates[probe.from % templates.length].pieces, probe.choices);
+        const path = instantiate(templates[probe.from % templates.length]!.pieces, probe.choices);
         const method = probe.method ?? 'GET';
         const a = table.select(method, path, undefined, undefined, false);
         const b = copy.select(method, path, undefined, undefined, false);

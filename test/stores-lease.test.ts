@@ -60,7 +60,7 @@ t.test('a limit of 20 admits 20 of 40 concurrent requests over 2..4 workers, wha
 
 t.test('with real timers and asynchronous delivery: 20 of 40 concurrent, then the sweep timer returns the unused tokens', async (t) => {
   const bank: LeaseBank = new LeaseBank({
-    send: (w, message) => setImmediate(() => workers[w].receive(JSON.parse(JSON.stringify(message)))),
+    send: (w, message) => setImmediate(() => workers[w]!.receive(JSON.parse(JSON.stringify(message)))),
   });
   const workers = [0, 1].map(
     (w) => new LeaseClient({ send: (message) => setImmediate(() => bank.receive(w, JSON.parse(JSON.stringify(message)))) }),
@@ -69,12 +69,12 @@ t.test('with real timers and asynchronous delivery: 20 of 40 concurrent, then th
     for (const worker of workers) worker.close();
     bank.close();
   });
-  const decisions = await Promise.all(Array.from({ length: 40 }, (_, i) => workers[i % 2].take('ip:203.0.113.9', LIMIT_20)));
+  const decisions = await Promise.all(Array.from({ length: 40 }, (_, i) => workers[i % 2]!.take('ip:203.0.113.9', LIMIT_20)));
   t.equal(decisions.filter((d) => d.admitted).length, 20);
   // Grow a lease on a roomy key, then leave it: the idle sweep (every 25 ms, idle after 100 ms) gives it back.
   const roomy = gcraPolicy(1000, 2_000_000_000); // nothing refills while the test runs
-  for (let i = 0; i < 30; i++) await workers[0].take('roomy', roomy);
-  t.ok(workers[0].heldTokens('roomy') > 0, `worker 0 holds ${workers[0].heldTokens('roomy')} unused tokens`);
+  for (let i = 0; i < 30; i++) await workers[0]!.take('roomy', roomy);
+  t.ok(workers[0]!.heldTokens('roomy') > 0, `worker 0 holds ${workers[0]!.heldTokens('roomy')} unused tokens`);
   const started = Date.now();
   while (bank.inspect('roomy')!.held > 0 && Date.now() - started < 3000) await new Promise((resolve) => setTimeout(resolve, 10));
   t.equal(bank.inspect('roomy')!.held, 0, `returned after ${Date.now() - started} ms`);
@@ -123,7 +123,7 @@ t.test('the sweep timers run only while there are keys: an idle worker or primar
   // And start again with the next key.
   t.ok((await client.take('ip:203.0.113.11', LIMIT_20)).admitted);
   await sleep(40);
-  t.ok(clientSweeps > after[0] && bankSweeps > after[1], 'a new key: both sweep again');
+  t.ok(clientSweeps > after[0]! && bankSweeps > after[1]!, 'a new key: both sweep again');
 });
 
 t.test('one worker (of 4) gets the full limit, with exact remaining, reset and retry-after', async (t) => {
@@ -174,12 +174,12 @@ t.test('recall: the bank reclaims another worker\'s unused tokens before it deni
   const sim = new LeaseSim({ workers: 2 });
   // Worker 0 grows its lease on a burst, then leaves tokens unused.
   for (let i = 0; i < 8; i++) await settle(sim, sim.take(0, 'k', LIMIT_20));
-  const heldBefore = sim.workers[0].heldTokens('k');
+  const heldBefore = sim.workers[0]!.heldTokens('k');
   t.ok(heldBefore > 0, `worker 0 holds ${heldBefore} unused tokens`);
   let admittedOn1 = 0;
   for (let i = 0; i < 20; i++) if ((await settle(sim, sim.take(1, 'k', LIMIT_20))).admitted) admittedOn1++;
   t.equal(admittedOn1, 12, 'worker 1 gets everything worker 0 did not spend');
-  t.equal(sim.workers[0].heldTokens('k'), 0, 'worker 0 gave its tokens back');
+  t.equal(sim.workers[0]!.heldTokens('k'), 0, 'worker 0 gave its tokens back');
   t.ok(sim.bank.stats().recalls >= 1, `${sim.bank.stats().recalls} recall(s)`);
   sim.close();
 });
@@ -216,7 +216,7 @@ t.test('a message from a worker already declared gone is ignored', async (t) => 
 t.test('a worker that dies loses its tokens: they count as spent', async (t) => {
   const sim = new LeaseSim({ workers: 3 });
   for (let i = 0; i < 8; i++) await settle(sim, sim.take(0, 'k', LIMIT_20));
-  const held = sim.workers[0].heldTokens('k');
+  const held = sim.workers[0]!.heldTokens('k');
   t.ok(held > 0, `worker 0 holds ${held}`);
   // A recall in flight to the dying worker must not hold the other workers up.
   const pending = sim.take(1, 'k', LIMIT_20);
@@ -246,7 +246,7 @@ t.test('leases go back when they expire and when the key goes idle', async (t) =
   // Busy but over-provisioned: the lease expires after leaseMs even though the key is in use.
   const roomy = gcraPolicy(10_000, 1000);
   for (let i = 0; i < 64; i++) await settle(sim, sim.take(1, 'busy', roomy));
-  let grants = sim.bank.stats().grants;
+  const grants = sim.bank.stats().grants;
   for (let i = 0; i < 10; i++) {
     sim.now += 60;
     sim.sweep();
@@ -254,7 +254,6 @@ t.test('leases go back when they expire and when the key goes idle', async (t) =
     await settle(sim, sim.take(1, 'busy', roomy));
   }
   t.ok(sim.bank.stats().grants > grants, 'a new lease after the old one expired');
-  grants = sim.bank.stats().grants;
   sim.close();
 });
 

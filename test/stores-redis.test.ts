@@ -143,7 +143,7 @@ t.test('concurrent single takes of one bucket are coalesced, and decided as one 
           takes += burst.burst;
           // Arrival order is call order; both policies take from the one stored bucket, as in Redis.
           for (let i = 0; i < policies.length; i++) {
-            const p = policies[i];
+            const p = policies[i]!;
             const want = gcraDecide(state, p, now, 1);
             if (JSON.stringify(got[i]) !== JSON.stringify(want)) throw new Error(`take ${i} of ${burst.burst} (window ${p.windowMs}): redis ${JSON.stringify(got[i])}, gcra.ts ${JSON.stringify(want)}`);
           }

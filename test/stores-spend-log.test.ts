@@ -44,20 +44,20 @@ t.test('property: late, batched, reordered reports give a TAT within one slot ab
         let now = EPOCH;
         const deliver = (worker: number) => {
           const spends: number[] = [];
-          for (const at of unreported[worker]) recordSpend(spends, slotMs, policy, at);
+          for (const at of unreported[worker]!) recordSpend(spends, slotMs, policy, at);
           book.addAll(spends, policy);
-          reported.push(...unreported[worker]);
+          reported.push(...unreported[worker]!);
           unreported[worker] = [];
         };
         for (const event of events) {
           if (oneWorker) event.worker = 0;
           now += event.gap;
-          if (unreported[event.worker].length === 0) unreportedSince[event.worker] = now;
-          unreported[event.worker].push(now);
+          if (unreported[event.worker]!.length === 0) unreportedSince[event.worker] = now;
+          unreported[event.worker]!.push(now);
           if (event.report === 0) deliver((event.worker + 1) % 4);
           // The bank folds only before the oldest unreported spend can date from.
           let before = now;
-          for (let w = 0; w < 4; w++) if (unreported[w].length > 0) before = Math.min(before, unreportedSince[w]);
+          for (let w = 0; w < 4; w++) if (unreported[w]!.length > 0) before = Math.min(before, unreportedSince[w]!);
           book.fold(policy, before);
           const got = book.tat(policy, { tatMs: 0, tatFrac: 0 });
           const truth = trueTat(reported, policy);

@@ -141,15 +141,15 @@ function readWithNode(c: Case): Promise<Outcome> {
 function endToEnd(raw: string[]): string[] {
   const named = new Set<string>();
   for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i].toLowerCase() !== 'connection') continue;
-    for (const token of raw[i + 1].split(',')) named.add(token.trim().toLowerCase());
+    if (raw[i]!.toLowerCase() !== 'connection') continue;
+    for (const token of raw[i + 1]!.split(',')) named.add(token.trim().toLowerCase());
   }
   const hop = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length']);
   const kept: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i].toLowerCase();
+    const name = raw[i]!.toLowerCase();
     if (hop.has(name) || name.startsWith('proxy-') || named.has(name)) continue;
-    kept.push(raw[i], raw[i + 1]);
+    kept.push(raw[i]!, raw[i + 1]!);
   }
   return kept;
 }
@@ -246,8 +246,8 @@ function randomCase(g: Gen, forced: Mutation | null = null): Case {
   const connectionKind = g(() => fc.constantFrom('none', 'none', 'close', 'keep-alive', 'named', 'two-headers'));
   if (connectionKind === 'close' || connectionKind === 'keep-alive') connectionTokens.push(connectionKind);
   if ((connectionKind === 'named' || connectionKind === 'two-headers') && headers.length > 0) {
-    connectionTokens.push(randomCase_(g, headers[g(() => fc.integer({ min: 0, max: headers.length - 1 }))][0]), 'keep-alive');
-    connectionTokens.push(randomCase_(g, headers[g(() => fc.integer({ min: 0, max: headers.length - 1 }))][0]));
+    connectionTokens.push(randomCase_(g, headers[g(() => fc.integer({ min: 0, max: headers.length - 1 }))]![0]), 'keep-alive');
+    connectionTokens.push(randomCase_(g, headers[g(() => fc.integer({ min: 0, max: headers.length - 1 }))]![0]));
   }
   if (connectionKind === 'two-headers' && connectionTokens.length > 1) {
     insertAt(g, headers, ['Connection', connectionTokens.slice(0, 1).join(', ')]);
@@ -288,13 +288,13 @@ function randomCase(g: Gen, forced: Mutation | null = null): Case {
       insertAt(g, headers, added);
       fn(added);
     } else {
-      fn(candidates[g(() => fc.integer({ min: 0, max: candidates.length - 1 }))]);
+      fn(candidates[g(() => fc.integer({ min: 0, max: candidates.length - 1 }))]!);
     }
   };
   const forceFraming = (wanted: string): void => {
     if (framing === wanted) return;
     for (let i = headers.length - 1; i >= 0; i--) {
-      const n = headers[i][0].toLowerCase();
+      const n = headers[i]![0].toLowerCase();
       if (n === 'content-length' || n === 'transfer-encoding') headers.splice(i, 1);
     }
     framing = wanted;
@@ -325,17 +325,17 @@ function randomCase(g: Gen, forced: Mutation | null = null): Case {
       break;
     case 'bad-chunk-size':
       forceFraming('chunked');
-      chunks[0].size = g(() => fc.constantFrom('z', '-2', '0x2', ` ${chunks[0].size}`, `${chunks[0].size} `, `${chunks[0].size}\t`, ''));
-      chunks[0].ext = '';
+      chunks[0]!.size = g(() => fc.constantFrom('z', '-2', '0x2', ` ${chunks[0]!.size}`, `${chunks[0]!.size} `, `${chunks[0]!.size}\t`, ''));
+      chunks[0]!.ext = '';
       break;
     case 'chunk-ext-bad':
       forceFraming('chunked');
-      chunks[0].ext = g(() => fc.constantFrom(' ;a=b', '; a=b', ';a =b', ';a=b\x01', ';a=b/c', ';a(b', ';a="unterminated', ';a="b"c', ';a;'));
+      chunks[0]!.ext = g(() => fc.constantFrom(' ;a=b', '; a=b', ';a =b', ';a=b\x01', ';a=b/c', ';a(b', ';a="unterminated', ';a="b"c', ';a;'));
       break;
     case 'chunk-ext-huge':
       // Node's bound too (16 KiB of extensions per chunk); generated well past it.
       forceFraming('chunked');
-      chunks[0].ext = ';e=' + 'x'.repeat(20000);
+      chunks[0]!.ext = ';e=' + 'x'.repeat(20000);
       break;
     case 'obs-fold':
       mutateHeader((h) => (h[1] = `${h[1]}\r\n ${g(() => fc.constantFrom('more', '', '\tfolded'))}`));
@@ -373,7 +373,7 @@ function randomCase(g: Gen, forced: Mutation | null = null): Case {
       break;
     case 'bad-chunk-end':
       forceFraming('chunked');
-      chunks[0].data = Buffer.concat([chunks[0].data, Buffer.from('X')]);
+      chunks[0]!.data = Buffer.concat([chunks[0]!.data, Buffer.from('X')]);
       break;
     case 'bad-trailer':
       forceFraming('chunked');
@@ -486,7 +486,7 @@ t.test(`our client and Node's agree on generated answers (seed ${SEED}, ${RUNS} 
       run++;
       current = c;
       const ours = await readWithOurs(c);
-      const kind = c.label.split(' ')[0];
+      const kind = c.label.split(' ')[0]!;
       tally.set(kind, (tally.get(kind) ?? 0) + 1);
       if (c.expect === 'we-reject') {
         if (ours.ok) throw new Error(`we accepted what we must refuse: ${summary(ours)}\n${describe(c)}`);

@@ -99,7 +99,7 @@ t.test('connection limit and FIFO wait queue', async (t) => {
     await sleep(20);
     const socket = held.shift();
     if (socket === undefined) continue;
-    order.push(server.requests[order.length].split(' ')[1]);
+    order.push(server.requests[order.length]!.split(' ')[1]!);
     socket.write(OK);
   }
   const results = await Promise.all(calls.map((c) => c.done));
@@ -367,9 +367,9 @@ function longHead(framingAt: number): { wire: string; expected: string[] } {
   ];
   const all: Array<[string, string]> = [...e2e];
   // Hop-by-hop headers at the start, in the middle, at the end.
-  all.unshift(hop[0]);
-  all.splice(20, 0, hop[1], hop[2]);
-  all.push(hop[3], hop[4], hop[5]);
+  all.unshift(hop[0]!);
+  all.splice(20, 0, hop[1]!, hop[2]!);
+  all.push(hop[3]!, hop[4]!, hop[5]!);
   all.splice(Math.min(framingAt, all.length), 0, ['Content-Length', '5']);
   const wire = 'HTTP/1.1 200 OK\r\n' + all.map(([n, v]) => `${n}: ${v}\r\n`).join('') + '\r\nhello';
   const expected = e2e.filter(([n]) => n !== 'X-Secret').flat();
@@ -408,7 +408,7 @@ t.test('several Connection headers: every header any of them names is removed', 
   const r = await send(pool(server.url), 'GET', '/x').done;
   t.same(r.headers, ['X-B', '2']);
   // The views are made by a cheaper constructor than Buffer's own: they must still be Buffers.
-  const name = r.head!.headers[0];
+  const name = r.head!.headers[0]!;
   t.ok(Buffer.isBuffer(name) && name instanceof Buffer, 'header names and values are Buffers');
   t.equal(name.toString('latin1'), 'X-B');
 });
@@ -690,7 +690,7 @@ t.test('close(): waiting calls fail with CLOSED, running ones finish, then every
   await sleep(30);
   const closed = p.close();
   t.equal((await waiting.done).error?.code, 'CLOSED');
-  held[0].write(OK);
+  held[0]!.write(OK);
   t.equal((await running.done).status, 200);
   await closed;
   t.equal(p.stats().connections, 0);
@@ -734,7 +734,7 @@ t.test("the caller's Host, framing and hop-by-hop headers are dropped: the pool 
   const p = pool(server.url);
   const headers = ['Host', 'evil.example', 'content-length', '999', 'Transfer-Encoding', 'chunked', 'connection', 'close', 'Keep-Alive', '1', 'x-kept', 'yes'];
   t.equal((await send(p, 'POST', '/x', { headers, body: Buffer.from('abc') }).done).status, 200);
-  const lines = server.requests[0].split('\r\n');
+  const lines = server.requests[0]!.split('\r\n');
   t.same(lines.slice(1), [`host: 127.0.0.1:${server.port}`, 'x-kept: yes', 'content-length: 3']);
 });
 

@@ -26,7 +26,7 @@ t.test('any CR, LF or NUL in a name or value refuses the whole head', async (t) 
     ['x-a', 'nul\0byte'],
     ['x-a\r\nx-injected', 'in the name'],
     ['x-a\n', 'lf in the name'],
-  ]) {
+  ] as [string, string][]) {
     t.equal(serializeHead('GET', '/a', HOST, ['accept', '*/*', name, value, 'x-b', '2'], -2), null, JSON.stringify([name, value]));
   }
   // Dropped headers never reach the head, whatever they hold.

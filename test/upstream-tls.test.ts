@@ -87,13 +87,13 @@ t.test('trusted through `ca`: works, with SNI from the host name', async (t) => 
   const viaName = await get(`https://localhost:${upstream.port}`, { ca });
   t.equal(viaName.error, null);
   t.equal(viaName.body, 'secure hello');
-  t.equal(upstream.seen[0].servername, 'localhost', 'SNI is the origin host');
+  t.equal(upstream.seen[0]!.servername, 'localhost', 'SNI is the origin host');
   const viaIp = await get(`https://127.0.0.1:${upstream.port}`, { ca });
   t.equal(viaIp.body, 'secure hello', 'an IP origin is checked against the IP SAN');
-  t.notOk(upstream.seen[1].servername, 'no SNI for an IP literal');
+  t.notOk(upstream.seen[1]!.servername, 'no SNI for an IP literal');
   const named = await get(`https://127.0.0.1:${upstream.port}`, { ca, servername: 'api.internal' });
   t.equal(named.body, 'secure hello');
-  t.equal(upstream.seen[2].servername, 'api.internal', 'servername overrides');
+  t.equal(upstream.seen[2]!.servername, 'api.internal', 'servername overrides');
 });
 
 t.test('without the CA: refused with code TLS, nothing sent', async (t) => {
@@ -121,7 +121,7 @@ t.test('client certificate presented when configured', async (t) => {
   t.teardown(() => upstream.close());
   const r = await get(`https://localhost:${upstream.port}`, { ca, cert: client.cert, key: client.key });
   t.equal(r.error, null);
-  t.equal(upstream.seen[0].clientCN, 'gateway-client');
+  t.equal(upstream.seen[0]!.clientCN, 'gateway-client');
   const without = await get(`https://localhost:${upstream.port}`, { ca });
   t.ok(without.error !== null, `without a client certificate the upstream refuses (${without.error?.code})`);
   t.equal(upstream.seen.length, 1);

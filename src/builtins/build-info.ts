@@ -2,7 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
-/** The `buildInfo` object of the health report (contract section 5); every field a string. */
+/** The `buildInfo` object of the health report (docs/reference/builtins.md#healthcheck); every field a string. */
 export interface BuildInfo {
   builtAtMillis: string;
   name: string;

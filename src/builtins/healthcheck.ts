@@ -60,18 +60,18 @@ export interface ComponentStates {
   ready: string[];
 }
 
-/** Contract section 5: every field of the source document, with its type. */
+/** docs/reference/builtins.md#healthcheck: every field, with its type; fields are added, never removed or retyped. */
 export interface HealthReport {
   listeners: ComponentStates;
   middleware: ComponentStates;
   upstreams: UpstreamHealth[];
   buildInfo: BuildInfo;
   host: string;
-  /** Not in the contract's document (extra fields are allowed): the worker processes. */
+  /** An extra field: the worker processes. */
   workers?: WorkersHealth;
-  /** Not in the contract's document (extra fields are allowed): present once a reload happened. */
+  /** An extra field: present once a reload happened. */
   reload?: ReloadStatus;
-  /** Contract 11: the stores middleware use, with their state; present when middleware is configured. */
+  /** An extra field (docs/reference/stores.md#when-a-store-fails): the stores middleware use, with their state; present when middleware is configured. */
   kvStores?: Record<string, StoreHealth>;
 }
 

@@ -11,7 +11,7 @@ const componentStates = {
   properties: { pending: stringList, ready: stringList },
 };
 
-/** /healthcheck, /metrics and /spec, as the gateway serves them (contract section 5). */
+/** /healthcheck, /metrics and /spec, as the gateway serves them (docs/reference/builtins.md). */
 export function builtinPart(paths: { healthcheck: string; metrics: string; spec: string }): SpecPart {
   const part = emptyPart();
   const healthRef = { $ref: `#/definitions/${BUILTIN_NAMESPACE}.HealthReport` };

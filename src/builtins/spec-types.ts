@@ -27,7 +27,7 @@ export function emptyPart(): SpecPart {
 
 /** The placeholders Swagger 2.0 validators look for, exactly as swagger-parser finds them. */
 export function swaggerPlaceholders(path: string): string[] {
-  return [...path.matchAll(/\{([^/}]+)}/g)].map((match) => match[1]);
+  return [...path.matchAll(/\{([^/}]+)}/g)].map((match) => match[1]!);
 }
 
 /** Response used where an upstream said nothing Swagger 2.0 can carry. */

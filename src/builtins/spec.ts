@@ -32,7 +32,7 @@ export interface CombinedSpecInput {
  *   whose template says more than its path key keeps it in `x-template`. Path parameters the upstream
  *   left undeclared are declared as required strings.
  * - Two templates that come out as one path key (`/a/{id: [0-9]+}` and `/a/{id}`) with the same method:
- *   the one the router tries first (contract section 3) is described, the others are named, with their
+ *   the one the router tries first (docs/reference/routing.md#specificity) is described, the others are named, with their
  *   upstreams, in its `x-collapsed-templates`.
  * - Names an upstream gives its definitions, parameters, responses and security schemes are prefixed
  *   with its namespace (`svc1_8081.User`), and its `$ref`s follow.

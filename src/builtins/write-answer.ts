@@ -14,8 +14,8 @@ export function writeBuiltinAnswer(res: UwsResponse, answer: BuiltinAnswer, head
   const headers = answer.headers;
   let head = 0;
   for (const name in headers) {
-    res.writeHeader(name, headers[name]);
-    head += headerBytes(name, headers[name]);
+    res.writeHeader(name, headers[name]!);
+    head += headerBytes(name, headers[name]!);
   }
   const body = answer.body;
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;

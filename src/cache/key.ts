@@ -1,5 +1,5 @@
 /**
- * Cache keys (contract 9, responseCache): the endpoint, the normalized path and the raw query. The
+ * Cache keys (docs/reference/response-cache.md#keys-and-vary): the endpoint, the normalized path and the raw query. The
  * endpoint is its canonical template (identifiers erased), so GET /items/{id} and DELETE
  * /items/{itemId} address the same entries. Keys are printable: a remote store shows them as they are.
  *

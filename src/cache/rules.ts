@@ -1,6 +1,6 @@
 /**
  * Whether an upstream answer may be stored, by RFC 9111 shared-cache rules as http-cache-semantics
- * implements them, plus the contract's stricter ones (section 9, responseCache):
+ * implements them, plus the stricter ones of docs/reference/response-cache.md#what-is-stored:
  *
  * - never with Set-Cookie (the library allows it with `public`), never with `Vary: *` in any position;
  * - only an explicit lifetime counts (max-age, s-maxage, Expires): no heuristic from Last-Modified,
@@ -38,7 +38,7 @@ const FORBIDDEN: Verdict = { storable: false, policy: null, vary: [] };
 export function judge(url: string, requestHeaders: readonly string[], status: number, headers: readonly string[], defaultTtlMs: number): Verdict {
   const response: CachePolicy.Headers = {};
   for (let i = 0; i < headers.length; i += 2) {
-    const name = headers[i];
+    const name = headers[i]!;
     if (name === 'set-cookie') return FORBIDDEN;
     const previous = response[name];
     response[name] = previous === undefined ? headers[i + 1] : `${previous as string}, ${headers[i + 1]}`;

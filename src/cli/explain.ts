@@ -37,8 +37,8 @@ export async function runExplain(argv: string[]): Promise<number> {
   reportOnStderr(offline);
   const contentType = values['content-type'];
   for (let i = 0; i < positionals.length; i += 2) {
-    const method = positionals[i].toUpperCase();
-    const path = positionals[i + 1];
+    const method = positionals[i]!.toUpperCase();
+    const path = positionals[i + 1]!;
     const query = path.indexOf('?');
     const normalized = normalizePath(query === -1 ? path : path.slice(0, query));
     const base = { method, path };

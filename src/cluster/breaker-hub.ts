@@ -94,6 +94,6 @@ export class BreakerHub {
     for (const host of Object.values(out)) {
       for (const [endpoint, circuit] of Object.entries(host.endpoints)) if (circuit.state === 'closed') delete host.endpoints[endpoint];
     }
-    return Object.fromEntries(Object.keys(out).sort().map((upstream) => [upstream, out[upstream]]));
+    return Object.fromEntries(Object.keys(out).sort().map((upstream) => [upstream, out[upstream]!]));
   }
 }

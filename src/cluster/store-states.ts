@@ -1,5 +1,5 @@
 /**
- * The primary's view of the stores (contract 11): every worker reports its stores' states and counters;
+ * The primary's view of the stores (docs/reference/stores.md): every worker reports its stores' states and counters;
  * the health report's `kvStores` shows each store's worst state over the workers (a Redis one worker
  * cannot reach is a problem to see), /metrics the summed counters.
  */
@@ -58,7 +58,7 @@ export class StoreStates {
       for (const stores of this.byWorker.values()) {
         for (const [counter, value] of Object.entries(stores[name]?.stats ?? {})) totals[counter] = (totals[counter] ?? 0) + value;
       }
-      out[name] = { state: health[name].state, readyWorkers: health[name].readyWorkers, ...totals };
+      out[name] = { state: health[name]!.state, readyWorkers: health[name]!.readyWorkers, ...totals };
     }
     return out;
   }

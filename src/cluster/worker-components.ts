@@ -1,5 +1,5 @@
 /**
- * A worker's middleware (contract 9), listeners (contract 10) and stores (contract 11), built from the
+ * A worker's middleware (docs/reference/middleware.md), listeners (docs/reference/listeners.md) and stores (docs/reference/stores.md), built from the
  * published config and swapped in on the running data plane when the config changes them (a SIGHUP that
  * changes an API key replaces no worker). The primary learns which are ready (built, and their store
  * answered or gave up; a listener's log file open) through `onReadiness`, for the health report.

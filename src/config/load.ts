@@ -30,10 +30,11 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
     this.file = file;
     this.problems = problems;
-    this.pointer = problems[0].pointer;
-    this.reason = problems[0].reason;
-    this.line = problems[0].line;
-    this.column = problems[0].column;
+    const first = problems[0]!; // never empty: see above
+    this.pointer = first.pointer;
+    this.reason = first.reason;
+    this.line = first.line;
+    this.column = first.column;
   }
 }
 

@@ -44,6 +44,7 @@ function findDuplicateKey(node: jsonc.Node, pointer: string): ((text: string) =>
     const seen = new Map<string, number>();
     for (const property of node.children ?? []) {
       const [keyNode, valueNode] = property.children ?? [];
+      if (keyNode === undefined) continue;
       const key = String(keyNode.value);
       const childPointer = `${pointer}/${escapePointerToken(key)}`;
       const firstOffset = seen.get(key);
@@ -63,7 +64,7 @@ function findDuplicateKey(node: jsonc.Node, pointer: string): ((text: string) =>
   } else if (node.type === 'array') {
     const items = node.children ?? [];
     for (let i = 0; i < items.length; i++) {
-      const found = findDuplicateKey(items[i], `${pointer}/${i}`);
+      const found = findDuplicateKey(items[i]!, `${pointer}/${i}`);
       if (found) return found;
     }
   }
@@ -74,7 +75,7 @@ function findDuplicateKey(node: jsonc.Node, pointer: string): ((text: string) =>
 function toValue(node: jsonc.Node): unknown {
   switch (node.type) {
     case 'object':
-      return Object.fromEntries((node.children ?? []).map((p) => [String(p.children![0].value), toValue(p.children![1])]));
+      return Object.fromEntries((node.children ?? []).map((p) => [String(p.children![0]!.value), toValue(p.children![1]!)]));
     case 'array':
       return (node.children ?? []).map(toValue);
     default:

@@ -73,7 +73,7 @@ function checkUpstreams(config: GatewayConfig): ConfigProblem[] {
         pointer,
         reason:
           `${JSON.stringify(upstream.serviceLocation)} is the same upstream as /upstreams/${first} ` +
-          `(${JSON.stringify(config.upstreams[first].serviceLocation)}); each serviceLocation may appear once`,
+          `(${JSON.stringify(config.upstreams[first]!.serviceLocation)}); each serviceLocation may appear once`,
       });
       return;
     }

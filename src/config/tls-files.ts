@@ -70,7 +70,7 @@ function certificatesProblem(pem: string): string | null {
   if (blocks === null) return 'holds no PEM certificate ("-----BEGIN CERTIFICATE-----")';
   for (let i = 0; i < blocks.length; i++) {
     try {
-      new X509Certificate(blocks[i]);
+      new X509Certificate(blocks[i]!);
     } catch (err) {
       return `certificate ${i + 1} of ${blocks.length} does not parse (${(err as Error).message})`;
     }

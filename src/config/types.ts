@@ -14,7 +14,7 @@ export interface GatewayConfig {
   name: string;
   /** pino level (env GATEWAY_LOG_LEVEL). */
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
-  /** Addresses and CIDR ranges of proxies that may speak for a client (contract 7). */
+  /** Addresses and CIDR ranges of proxies that may speak for a client (docs/reference/accept.md#trusted-proxies). */
   trustedProxies: string[];
   /** What a path holding %2F or %5C gets: 400, or routed as one segment. */
   encodedSlashes: 'reject' | 'keep';
@@ -60,11 +60,11 @@ export interface GatewayConfig {
     refreshIntervalMs: number;
   };
   accessLog: { enabled: boolean };
-  /** Named stores middleware refer to (contract 11); "local" always exists besides. */
+  /** Named stores middleware refer to (docs/reference/stores.md); "local" always exists besides. */
   kvStores: KvStoresConfig;
-  /** Run in order for every routed request (contract 9). */
+  /** Run in order for every routed request (docs/reference/middleware.md). */
   middleware: MiddlewareConfig[];
-  /** Run after each routed request's answer (contract 10); the access log is configured apart. */
+  /** Run after each routed request's answer (docs/reference/listeners.md); the access log is configured apart. */
   listeners: ListenerConfig[];
   metrics: { enabled: boolean };
 }

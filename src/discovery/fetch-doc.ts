@@ -30,7 +30,7 @@ export async function fetchDoc(url: string, options: DiscoveryOptions, tls?: Ups
         if (attempt > 1) await sleep(options.backoffMs * 2 ** (attempt - 2), undefined, { signal: options.signal });
         return await fetchOnce(url, options, dispatcher);
       } catch (error) {
-        if (options.signal?.aborted) throw new Error(`GET ${url}: discovery was cancelled`);
+        if (options.signal?.aborted) throw new Error(`GET ${url}: discovery was cancelled`, { cause: error });
         if (!(error instanceof TransientFetchError)) throw error;
         lastReason = error.message;
       }

@@ -12,7 +12,7 @@ type Json = Record<string, any>;
 /**
  * swagger-parser's spec objections, one operation at a time, on a dereferenced doc. The path key is
  * first written the Swagger 2.0 way (`{+path}` -> `{path}`) and declared path parameters are taken by
- * their bare identifier, so a doc that uses every form of the contract, declared by identifier, has
+ * their bare identifier, so a doc that uses every segment form (docs/reference/routing.md#segment-forms), declared by identifier, has
  * nothing to object to. OpenAPI 3 operations are checked for their path parameters only (swagger-parser
  * checks nothing else of OpenAPI 3 beyond its schema). A path key the router refuses is not checked
  * here: the routing compiler reports it, naming the upstream.

@@ -119,8 +119,8 @@ export class RequestContext {
     let to = 0;
     for (let from = 0; from < headers.length; from += 2) {
       if (headers[from] === name) continue;
-      headers[to++] = headers[from];
-      headers[to++] = headers[from + 1];
+      headers[to++] = headers[from]!;
+      headers[to++] = headers[from + 1]!;
     }
     // Setting length is a runtime call even when nothing was removed (the usual case).
     if (to !== headers.length) headers.length = to;

@@ -51,7 +51,7 @@ export class RequestHead {
   xForwardedProto: string | undefined = undefined;
   xForwardedHost: string | undefined = undefined;
   via: string | undefined = undefined;
-  /** Forwarded (RFC 7239) and X-Real-IP: kept only from a trusted proxy (contract 7). */
+  /** Forwarded (RFC 7239) and X-Real-IP: kept only from a trusted proxy (docs/reference/accept.md#trusted-proxies). */
   forwarded: string | undefined = undefined;
   xRealIp: string | undefined = undefined;
   /** End-to-end headers to forward, flat [name, value, ...]; a fresh array per request (the upstream pool may queue it). */
@@ -103,13 +103,13 @@ export class RequestHead {
 
   /**
    * "GET http://host/path HTTP/1.1" (RFC 9112 3.2.2): routed by its path; a Host header that names
-   * another authority is a 400, since the two could be read differently along the way (contract 7).
+   * another authority is a 400, since the two could be read differently along the way (docs/reference/accept.md#head-checks).
    * Anything else that does not start with "/" is left for path normalization to refuse.
    */
   private readAbsoluteForm(): void {
     const match = /^https?:\/\/([^/?#]*)/i.exec(this.url);
     if (match === null) return;
-    const authority = match[1].toLowerCase();
+    const authority = match[1]!.toLowerCase();
     const host = this.view.host;
     if (host !== undefined && host.toLowerCase() !== authority) {
       this.conflict ||= 'the Host header names another authority than the request target';
@@ -127,7 +127,7 @@ function combine(previous: string | undefined, value: string): string {
   return previous === undefined ? value : `${previous}, ${value}`;
 }
 
-/** uWS hands names lower-cased. Hop-by-hop headers are recorded, not forwarded (contract 7). */
+/** uWS hands names lower-cased. Hop-by-hop headers are recorded, not forwarded (docs/reference/accept.md#request-headers). */
 function collectHeader(name: string, value: string): void {
   const head = current;
   head.headerBytes += name.length + value.length;
@@ -174,8 +174,8 @@ function collectHeader(name: string, value: string): void {
     case 'te':
     case 'trailer':
     case 'upgrade':
-    // uWS answers "Expect: 100-continue" itself, and the upstream client does not send Expect (the body is already on its way).
     case 'expect':
+      // uWS answers "Expect: 100-continue" itself, and the upstream client does not send Expect (the body is already on its way).
       return;
     case 'accept':
       head.view.accept = combine(head.view.accept, value);
@@ -226,9 +226,9 @@ function dropConnectionNamed(forward: string[], connection: string): void {
   if (named === null) return;
   let to = 0;
   for (let from = 0; from < forward.length; from += 2) {
-    if (named.includes(forward[from])) continue;
-    forward[to++] = forward[from];
-    forward[to++] = forward[from + 1];
+    if (named.includes(forward[from]!)) continue;
+    forward[to++] = forward[from]!;
+    forward[to++] = forward[from + 1]!;
   }
   forward.length = to;
 }

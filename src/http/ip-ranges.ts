@@ -28,7 +28,7 @@ export function parseIp(text: string): ParsedIp | null {
   if (words === null) return null;
   // ::ffff:a.b.c.d is the IPv4 address a.b.c.d.
   if (words[0] === 0 && words[1] === 0 && words[2] === 0 && words[3] === 0 && words[4] === 0 && words[5] === 0xffff) {
-    return { v4: ((words[6] << 16) | words[7]) >>> 0, v6: null };
+    return { v4: ((words[6]! << 16) | words[7]!) >>> 0, v6: null };
   }
   return { v4: 0, v6: words };
 }
@@ -65,7 +65,7 @@ export function inRange(ip: ParsedIp, range: IpRange): boolean {
   let bits = range.prefix;
   for (let i = 0; i < 8 && bits > 0; i++, bits -= 16) {
     const mask = bits >= 16 ? 0xffff : (0xffff << (16 - bits)) & 0xffff;
-    if ((ip.v6[i] & mask) !== (base.v6![i] & mask)) return false;
+    if ((ip.v6[i]! & mask) !== (base.v6![i]! & mask)) return false;
   }
   return true;
 }
@@ -117,14 +117,14 @@ function parseV6(text: string): Uint16Array | null {
   const hexParts = v4Tail >= 0 ? parts.length - 1 : parts.length;
   const values: number[] = [];
   for (let i = 0; i < hexParts; i++) {
-    const part = parts[i];
+    const part = parts[i]!;
     if (!/^[0-9a-fA-F]{1,4}$/.test(part)) return null;
     values.push(parseInt(part, 16));
   }
   if (v4Tail >= 0) values.push(v4Tail >>> 16, v4Tail & 0xffff);
   const headWords = doubleColon === -1 ? values.length : headParts.length;
-  for (let i = 0; i < headWords; i++) words[i] = values[i];
+  for (let i = 0; i < headWords; i++) words[i] = values[i]!;
   const tailWords = values.length - headWords;
-  for (let i = 0; i < tailWords; i++) words[8 - tailWords + i] = values[headWords + i];
+  for (let i = 0; i < tailWords; i++) words[8 - tailWords + i] = values[headWords + i]!;
   return words;
 }

@@ -1,5 +1,5 @@
 /**
- * Request path normalization (contract section 7), done before routing; the normalized path is also
+ * Request path normalization (docs/reference/accept.md#path-normalization), done before routing; the normalized path is also
  * what is forwarded upstream.
  *
  * - percent-encoded unreserved characters (ALPHA DIGIT - . _ ~) are decoded, other escapes are kept
@@ -54,7 +54,7 @@ function removeDotSegments(path: string): string | null {
   const output: string[] = [];
   const last = input.length - 1;
   for (let i = 1; i <= last; i++) {
-    const segment = input[i];
+    const segment = input[i]!;
     if (segment === '.') {
       if (i === last) output.push('');
     } else if (segment === '..') {

@@ -59,7 +59,7 @@ export function writeProblem(res: UwsResponse, status: number, detail: string, o
   if (options?.allow) res.writeHeader('allow', options.allow);
   if (options?.via) res.writeHeader('via', options.via);
   const headers = options?.headers;
-  if (headers) for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i], headers[i + 1]);
+  if (headers) for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i]!, headers[i + 1]!);
   if (options?.headersOnly) {
     res.writeHeader('content-length', String(Buffer.byteLength(body)));
     // uWS only closes for end(body, true); a HEAD answer asks the client to close instead.
@@ -90,16 +90,16 @@ export function writeContent(res: UwsResponse, status: number, headers: readonly
   res.writeStatus(statusLine(status));
   let head = 0;
   for (let i = 0; i < headers.length; i += 2) {
-    res.writeHeader(headers[i], headers[i + 1]);
-    head += headerBytes(headers[i], headers[i + 1]);
+    res.writeHeader(headers[i]!, headers[i + 1]!);
+    head += headerBytes(headers[i]!, headers[i + 1]!);
   }
   res.writeHeader('via', options.via);
   head += headerBytes('via', options.via);
   const extra = options.headers;
   if (extra) {
     for (let i = 0; i < extra.length; i += 2) {
-      res.writeHeader(extra[i], extra[i + 1]);
-      head += headerBytes(extra[i], extra[i + 1]);
+      res.writeHeader(extra[i]!, extra[i + 1]!);
+      head += headerBytes(extra[i]!, extra[i + 1]!);
     }
   }
   if (options.headersOnly) {

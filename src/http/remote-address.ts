@@ -1,5 +1,5 @@
 /** The last address decoded: consecutive requests mostly come from the same few peers. */
-let lastRaw = new Uint8Array(16);
+const lastRaw = new Uint8Array(16);
 let lastLength = -1;
 let lastText = '';
 
@@ -38,7 +38,7 @@ function decode(bytes: Uint8Array): string {
   let text = '';
   for (let i = 0; i < 16; i += 2) {
     if (i > 0) text += ':';
-    text += HEX[bytes[i]] + HEX[bytes[i + 1]];
+    text += HEX[bytes[i]!]! + HEX[bytes[i + 1]!]!;
   }
   return text;
 }

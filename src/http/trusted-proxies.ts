@@ -1,5 +1,5 @@
 /**
- * Which peers may speak for a client (contract 7, `trustedProxies`), and the one function that decides
+ * Which peers may speak for a client (`trustedProxies`, docs/reference/accept.md#trusted-proxies), and the one function that decides
  * a request's client address: the access log, metrics and rate limits all use it.
  */
 import { inRange, parseIp, parseRange, type IpRange } from './ip-ranges.js';

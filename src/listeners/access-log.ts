@@ -164,7 +164,7 @@ export function createAccessLog({ workerId, fd = 1, flushIntervalMs = 250 }: Acc
     }
     writing = null;
     // A buffer none of whose chunks is queued any more is reused for later lines.
-    if (chunk.buffer !== encoder.buffer && (queue.length === 0 || queue[0].buffer !== chunk.buffer)) encoder.release(chunk.buffer);
+    if (chunk.buffer !== encoder.buffer && (queue.length === 0 || queue[0]!.buffer !== chunk.buffer)) encoder.release(chunk.buffer);
     kick();
   };
 
@@ -200,19 +200,19 @@ export function createAccessLog({ workerId, fd = 1, flushIntervalMs = 250 }: Acc
     batch.size = 0;
     const e = encoder;
     for (let i = 0; i < n; i++) {
-      const now = batch.time[i];
+      const now = batch.time[i]!;
       if (now !== headTime) {
         headTime = now;
         head = fragment(`${HEAD_START}${now}${base}`);
       }
-      const method = batch.method[i];
+      const method = batch.method[i]!;
       if (method !== lastMethod || methodPart === EMPTY) {
         lastMethod = method;
         methodPart = fragment(`${jsonString(method)}${PATH_KEY}`);
       }
-      const status = batch.status[i];
-      const endpoint = batch.endpoint[i];
-      const upstream = batch.upstream[i];
+      const status = batch.status[i]!;
+      const endpoint = batch.endpoint[i]!;
+      const upstream = batch.upstream[i]!;
       if (status !== lastStatus || endpoint !== lastEndpoint || upstream !== lastUpstream || routePart === EMPTY) {
         lastStatus = status;
         lastEndpoint = endpoint;
@@ -221,7 +221,7 @@ export function createAccessLog({ workerId, fd = 1, flushIntervalMs = 250 }: Acc
           `${STATUS_KEY}${jsonNumber(status)}${ENDPOINT_KEY}${jsonStringOrNull(endpoint)}${UPSTREAM_KEY}${jsonStringOrNull(upstream)}${LATENCY_KEY}`,
         );
       }
-      const client = batch.client[i];
+      const client = batch.client[i]!;
       if (client !== lastClient || clientPart === EMPTY) {
         lastClient = client;
         clientPart = fragment(`${CLIENT_KEY}${jsonString(client)}${LINE_END}`);
@@ -235,10 +235,10 @@ export function createAccessLog({ workerId, fd = 1, flushIntervalMs = 250 }: Acc
       e.lineStart = e.pos;
       e.bytes(head);
       e.bytes(methodPart);
-      e.string(batch.path[i]);
+      e.string(batch.path[i]!);
       e.bytes(routePart);
-      e.milliseconds(batch.latencyMs[i]);
-      const bytesIn = batch.bytesIn[i];
+      e.milliseconds(batch.latencyMs[i]!);
+      const bytesIn = batch.bytesIn[i]!;
       if (bytesIn === 0) {
         e.bytes(NO_BYTES_IN);
       } else {
@@ -246,7 +246,7 @@ export function createAccessLog({ workerId, fd = 1, flushIntervalMs = 250 }: Acc
         e.number(bytesIn);
         e.bytes(BYTES_OUT);
       }
-      e.number(batch.bytesOut[i]);
+      e.number(batch.bytesOut[i]!);
       e.bytes(clientPart);
       const lineStart = e.lineStart;
       queuedBytes += e.pos - lineStart;

@@ -1,5 +1,5 @@
 /**
- * alternateUpstream (contract 10): shadow traffic. A sampled share of the requests of the listed
+ * alternateUpstream (docs/reference/listeners.md#alternateupstream): shadow traffic. A sampled share of the requests of the listed
  * methods is sent again, after the client's answer completed, to another service (a rewrite being
  * rolled out); its answer is compared with the one the client got, the outcome counted under
  * `listeners.<id>.` and every mismatch written as one JSON line to the mismatch log.
@@ -60,7 +60,7 @@ const TOKEN = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
 
 export const alternateUpstreamSchema = {
   description:
-    'Shadow traffic (contract 10): a sampled share of requests is sent again to another service after the ' +
+    'Shadow traffic: a sampled share of requests is sent again to another service after the ' +
     "client's answer, and the two answers are compared. Never delays or changes the client's answer.",
   required: ['serviceLocation'],
   properties: {
@@ -346,7 +346,7 @@ class AlternateUpstream implements Listener {
         }
         chunks.push(chunk);
       }
-      if (!answer.tooLarge) answer.body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, bytes);
+      if (!answer.tooLarge) answer.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes);
       return answer;
     } catch (err) {
       // undici rejects with the abort reason, or with its own error when the signal's reason is lost.
@@ -365,7 +365,7 @@ class AlternateUpstream implements Listener {
         const length = Number(firstParsed(answer.headers, 'content-length'));
         body = { kind: 'tooLarge', alternateBytes: Number.isSafeInteger(length) ? length : null, limit: this.maxBodyBytes };
       } else {
-        const clientBody = capture.responseBody.length === 1 ? capture.responseBody[0] : Buffer.concat(capture.responseBody);
+        const clientBody = capture.responseBody.length === 1 ? capture.responseBody[0]! : Buffer.concat(capture.responseBody);
         body = await bodyDifference(
           { bytes: clientBody, contentType: firstFlat(capture.headers, 'content-type'), contentEncoding: firstFlat(capture.headers, 'content-encoding') },
           { bytes: answer.body!, contentType: firstParsed(answer.headers, 'content-type'), contentEncoding: firstParsed(answer.headers, 'content-encoding') },

@@ -103,11 +103,11 @@ export function openAppendLog(path: string, onBroken: (err: NodeJS.ErrnoExceptio
       return;
     }
     let count = 1;
-    let bytes = queue[0].length;
-    while (count < queue.length && bytes + queue[count].length <= MAX_LINE_BYTES) bytes += queue[count++].length;
+    let bytes = queue[0]!.length;
+    while (count < queue.length && bytes + queue[count]!.length <= MAX_LINE_BYTES) bytes += queue[count++]!.length;
     const lines = queue.splice(0, count);
     writing = true;
-    writeOut(lines.length === 1 ? lines[0] : Buffer.concat(lines, bytes));
+    writeOut(lines.length === 1 ? lines[0]! : Buffer.concat(lines, bytes));
   };
 
   return {

@@ -45,7 +45,7 @@ export function firstJsonDifference(client: unknown, alternate: unknown): JsonDi
     const right = b as Record<string, unknown>;
     const keys = unionOfKeys(left, right);
     for (let i = keys.length - 1; i >= 0; i--) {
-      const key = keys[i];
+      const key = keys[i]!;
       stack.push({ client: ownValue(left, key), alternate: ownValue(right, key), parent: frame, token: key });
     }
   }
@@ -98,6 +98,6 @@ function difference(frame: Frame): JsonDifference {
   const tokens: string[] = [];
   for (let f: Frame | null = frame; f !== null && f.parent !== null; f = f.parent) tokens.push(f.token);
   let pointer = '';
-  for (let i = tokens.length - 1; i >= 0; i--) pointer += '/' + tokens[i].replace(/~/g, '~0').replace(/\//g, '~1');
+  for (let i = tokens.length - 1; i >= 0; i--) pointer += '/' + tokens[i]!.replace(/~/g, '~0').replace(/\//g, '~1');
   return { pointer, client: frame.client, alternate: frame.alternate };
 }

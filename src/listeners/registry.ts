@@ -1,5 +1,5 @@
 /**
- * The listener types of the `listeners` config array (contract 10). A type is one file exporting its
+ * The listener types of the `listeners` config array (docs/reference/listeners.md). A type is one file exporting its
  * config schema (the keys beyond id and type) and its factory; adding a type means adding that file and
  * a line here. The built-in access log is configured apart (`accessLog.enabled`); its id, "accessLog",
  * is reserved.

@@ -1,5 +1,5 @@
 /**
- * Compares the body the client got with the alternate's (alternateUpstream, contract 10).
+ * Compares the body the client got with the alternate's (docs/reference/listeners.md#alternateupstream).
  *
  * Each side is first decoded by its own Content-Encoding (gzip, deflate, br; identity as is), so two
  * compressors writing the same content differently do not count as a difference (the header

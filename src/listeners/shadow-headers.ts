@@ -1,7 +1,7 @@
 /**
- * Which headers of the two answers are compared, and how (alternateUpstream, contract 10).
+ * Which headers of the two answers are compared, and how (docs/reference/listeners.md#alternateupstream).
  *
- * Never compared: hop-by-hop headers (contract 7, and any header a Connection header names), and the
+ * Never compared: hop-by-hop headers (docs/reference/respond.md#upstream-answers, and any header a Connection header names), and the
  * headers the gateway itself rewrites on every answer, so the client's copy of them says nothing
  * about the primary: Content-Length (framing; the bodies are compared instead), Date (uWS writes its
  * own) and Via (the gateway appends itself). The listener's `ignoreHeaders` come on top.
@@ -37,11 +37,11 @@ export function isNeverCompared(name: string): boolean {
 export function headerMapFromFlat(flat: readonly string[], ignore: ReadonlySet<string>): HeaderMap {
   const map: HeaderMap = new Map();
   for (let i = 0; i < flat.length; i += 2) {
-    const name = flat[i].toLowerCase();
+    const name = flat[i]!.toLowerCase();
     if (isNeverCompared(name) || ignore.has(name)) continue;
     const values = map.get(name);
-    if (values === undefined) map.set(name, [flat[i + 1]]);
-    else values.push(flat[i + 1]);
+    if (values === undefined) map.set(name, [flat[i + 1]!]);
+    else values.push(flat[i + 1]!);
   }
   return map;
 }
@@ -99,9 +99,9 @@ function connectionNamed(connection: string | string[] | undefined): ReadonlySet
 export function shadowRequestHeaders(forwarded: readonly string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < forwarded.length; i += 2) {
-    const name = forwarded[i];
+    const name = forwarded[i]!;
     if (name === 'content-length' || name === 'transfer-encoding' || name === 'host') continue;
-    out.push(name, forwarded[i + 1]);
+    out.push(name, forwarded[i + 1]!);
   }
   return out;
 }

@@ -1,5 +1,5 @@
 /**
- * What a configured listener is to the worker: a RequestListener (src/exchange/listener.ts) the data
+ * What a configured listener is to the worker (docs/reference/listeners.md): a RequestListener (src/exchange/listener.ts) the data
  * plane asks at routing time and tells when the client's answer is over, plus readiness and shutdown.
  * A type lives in a file of its own exporting its config schema and factory; registry.ts lists them.
  */

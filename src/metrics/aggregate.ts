@@ -143,14 +143,14 @@ export class MetricsAggregator {
 /** "retries.afterConnectFailure" = 3 becomes report.retries.afterConnectFailure = 3; never over a built-in field. */
 function nestCounter(report: MetricsReport, name: string, count: number): void {
   const path = name.split('.');
-  if (REPORT_FIELDS.has(path[0])) return;
+  if (REPORT_FIELDS.has(path[0]!)) return;
   let node = report as Record<string, unknown>;
   for (let i = 0; i < path.length - 1; i++) {
-    const next = node[path[i]];
-    if (typeof next !== 'object' || next === null) node[path[i]] = {};
-    node = node[path[i]] as Record<string, unknown>;
+    const next = node[path[i]!];
+    if (typeof next !== 'object' || next === null) node[path[i]!] = {};
+    node = node[path[i]!] as Record<string, unknown>;
   }
-  node[path[path.length - 1]] = count;
+  node[path[path.length - 1]!] = count;
 }
 
 function addAll(totals: Map<string, SeriesTotals>, deltas: Record<string, SeriesDelta>): void {

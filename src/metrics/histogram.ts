@@ -105,12 +105,12 @@ function addRawV2(target: Histogram, bytes: Buffer): boolean {
   let p = RAW_V2_HEADER_BYTES;
   while (p < payloadEnd) {
     // ZigZag LEB128 of at most 9 bytes; counts stay far below 2^53, so plain arithmetic is exact.
-    let byte = bytes[p++];
+    let byte = bytes[p++]!;
     let value = byte & 0x7f;
     let scale = 128;
     while (byte & 0x80) {
       if (p >= payloadEnd || scale > 2 ** 56) throw new Error('metrics histogram: a count of the raw V2 encoding is cut short');
-      byte = bytes[p++];
+      byte = bytes[p++]!;
       value += (byte & 0x7f) * scale;
       scale *= 128;
     }
@@ -129,15 +129,15 @@ function addRawV2(target: Histogram, bytes: Buffer): boolean {
   // of thousand buckets: 815 µs that way, 60 µs this way).
   let total = 0;
   for (let i = 0; i < found.length; i += 2) {
-    buckets.addToCountAtIndex(found[i], found[i + 1]);
-    total += found[i + 1];
+    buckets.addToCountAtIndex(found[i]!, found[i + 1]!);
+    total += found[i + 1]!;
   }
   if (found.length > 0) {
     buckets.addToTotalCount(total);
-    buckets.updateMinAndMax(buckets.valueFromIndex(found[found.length - 2]));
+    buckets.updateMinAndMax(buckets.valueFromIndex(found[found.length - 2]!));
     // The smallest non-zero value: bucket 0 holds the value 0, which min/max tracking skips.
     for (let i = 0; i < found.length && i < 4; i += 2) {
-      const value = buckets.valueFromIndex(found[i]);
+      const value = buckets.valueFromIndex(found[i]!);
       buckets.updateMinAndMax(value);
       if (value !== 0) break;
     }

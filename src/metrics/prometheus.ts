@@ -26,7 +26,7 @@ class Exposition {
 
   /** Lines rendered elsewhere (a series' cached lines). */
   append(lines: readonly string[]): void {
-    for (let i = 0; i < lines.length; i++) this.lines.push(lines[i]);
+    for (let i = 0; i < lines.length; i++) this.lines.push(lines[i]!);
   }
 
   text(): string {

@@ -25,7 +25,7 @@ class SeriesRecorder {
 
   record(statusSlot: number, micros: number): void {
     this.requests++;
-    this.byStatus[statusSlot]++;
+    this.byStatus[statusSlot]!++;
     this.latencySumMicros += micros;
     if (micros > this.latencyMaxMicros) this.latencyMaxMicros = micros;
     this.histogram.recordValue(micros);
@@ -35,7 +35,7 @@ class SeriesRecorder {
     const byStatus: Record<string, number> = {};
     if (this.requests > 0) {
       for (let status = 0; status < STATUS_SLOTS; status++) {
-        const count = this.byStatus[status];
+        const count = this.byStatus[status]!;
         if (count > 0) byStatus[status] = count;
       }
     }

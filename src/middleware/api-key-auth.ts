@@ -1,5 +1,5 @@
 /**
- * apiKeyAuth (contract section 9): a key from a header (or a query parameter), checked against SHA-256
+ * apiKeyAuth (docs/reference/api-key-auth.md): a key from a header (or a query parameter), checked against SHA-256
  * digests from the config. An admitted request reaches the upstream with `X-Consumer: <consumer>` (a
  * client-sent X-Consumer never does) and, with hideCredentials, without the key.
  *
@@ -24,7 +24,7 @@ export interface ApiKeyAuthConfig {
 }
 
 export const apiKeyAuthSchema = {
-  description: 'Admits requests that carry a known API key (contract 9, apiKeyAuth).',
+  description: 'Admits requests that carry a known API key (docs/reference/api-key-auth.md).',
   required: ['keys'],
   properties: {
     header: {

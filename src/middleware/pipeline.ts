@@ -1,5 +1,5 @@
 /**
- * The one place a routed request passes the configured middleware (contract section 9): in array
+ * The one place a routed request passes the configured middleware (docs/reference/middleware.md#order): in array
  * order, before forwarding; the first answer ends it. A decision that is synchronous costs a loop
  * step; an asynchronous one (a store round trip) is bounded by the middleware's slaMs: past it the
  * middleware is skipped and the miss counted, or, for one that fails closed, the request is answered 503.
@@ -102,7 +102,7 @@ export class Pipeline {
 
   private decideFrom(ctx: RequestContext, list: readonly Middleware[], from: number, goingAsync: (ctx: RequestContext) => PipelineDone): Answer | null | typeof DECIDING {
     for (let i = from; i < list.length; i++) {
-      const middleware = list[i];
+      const middleware = list[i]!;
       let decision: Decision | Promise<Decision>;
       try {
         decision = middleware.decide(ctx);
@@ -123,7 +123,7 @@ export class Pipeline {
   }
 
   private await(ctx: RequestContext, list: readonly Middleware[], index: number, pending: Promise<Decision>, done: PipelineDone): void {
-    const middleware = list[index];
+    const middleware = list[index]!;
     const names = this.names.get(middleware)!;
     let settled = false;
     const settle = (decision: Decision): void => {

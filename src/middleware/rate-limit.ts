@@ -1,11 +1,11 @@
 /**
- * rateLimit (contract section 9): a GCRA bucket of `limit` requests per `windowMs` per key (the client
+ * rateLimit (docs/reference/rate-limit.md): a GCRA bucket of `limit` requests per `windowMs` per key (the client
  * address, the consumer, or a header), per endpoint or across all endpoints, in a store: `local` (one
  * limit for the instance, leased to its workers by the primary) or a Redis store from kvStores (one
  * limit for every instance on it). See src/stores/README.md for how each keeps its accuracy.
  *
- * Every answer of an endpoint it runs on carries the IETF RateLimit fields (the draft's syntax, as the
- * contract writes them): `RateLimit-Policy: "<id>";q=<limit>;w=<window s>` and
+ * Every answer of an endpoint it runs on carries the IETF RateLimit fields (the draft's syntax, as
+ * docs/reference/rate-limit.md#answers-and-headers writes them): `RateLimit-Policy: "<id>";q=<limit>;w=<window s>` and
  * `RateLimit: "<id>";r=<remaining>;t=<s until full>`. Over the limit: 429 with Retry-After.
  */
 import type { RequestContext } from '../exchange/context.js';
@@ -28,7 +28,7 @@ export interface RateLimitConfig {
 }
 
 export const rateLimitSchema = {
-  description: 'Admits at most `limit` requests per `windowMs` per key (contract 9, rateLimit).',
+  description: 'Admits at most `limit` requests per `windowMs` per key (docs/reference/rate-limit.md).',
   required: ['limit', 'windowMs'],
   properties: {
     limit: { type: 'integer', minimum: 1, maximum: 10_000_000, description: 'Requests per window; also the largest burst admitted at once.' },

@@ -1,6 +1,6 @@
 /**
- * responseCache (contract 9): an RFC 9111 shared cache of GET answers, with HEAD served from the GET
- * entry. The rules are http-cache-semantics' plus the contract's (src/cache/rules.ts); keys and Vary
+ * responseCache (docs/reference/response-cache.md): an RFC 9111 shared cache of GET answers, with HEAD served from the GET
+ * entry. The rules are http-cache-semantics' plus our stricter ones (src/cache/rules.ts); keys and Vary
  * in src/cache/key.ts; stores in src/cache/store.ts.
  *
  * X-Cache on every answer of an endpoint it runs on:
@@ -54,7 +54,7 @@ export interface ResponseCacheConfig {
 }
 
 export const responseCacheSchema = {
-  description: 'A shared cache of GET answers by RFC 9111 rules (contract 9, responseCache).',
+  description: 'A shared cache of GET answers by RFC 9111 rules (docs/reference/response-cache.md).',
   required: [],
   properties: {
     store: {
@@ -490,7 +490,7 @@ class CacheRequest implements ResponseObserver {
     const headers = this.headers;
     for (let i = 0; i < headers.length; i += 2) {
       // Age is the cache's to say; X-Cache is this gateway's.
-      if (headers[i] !== 'age' && headers[i] !== 'x-cache') served.push(headers[i], headers[i + 1]);
+      if (headers[i] !== 'age' && headers[i] !== 'x-cache') served.push(headers[i]!, headers[i + 1]!);
     }
     const record = new StoredResponse(this.status, served, body, this.policy!, this.primary, now);
     const ttl = Math.max(0, record.freshUntil - now) + (record.mustRevalidate ? 0 : this.cache.staleIfErrorMs);

@@ -1,5 +1,5 @@
 /**
- * What a middleware is to the pipeline (docs/reference/decide.md). A type lives in a file of its own that
+ * What a middleware is to the pipeline (docs/reference/middleware.md). A type lives in a file of its own that
  * exports a MiddlewareType (its config schema and its factory); registry.ts lists the types.
  */
 import type { RequestContext } from '../exchange/context.js';

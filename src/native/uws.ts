@@ -116,7 +116,7 @@ function shippedBinaries(dir: string): string {
 
 function firstLine(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err);
-  return message.split('\n')[0];
+  return message.split('\n')[0]!;
 }
 
 function glibcSuffix(): string {

@@ -110,11 +110,11 @@ export class RouteBalancer {
     for (;;) {
       const best = this.bestCandidate(targets, serial);
       if (best < 0) break;
-      if (isAvailable(targets[best].upstream)) {
-        if (commit) this.commit(targets.length, this.slotAt[best], serial);
-        return targets[best];
+      if (isAvailable(targets[best]!.upstream)) {
+        if (commit) this.commit(targets.length, this.slotAt[best]!, serial);
+        return targets[best]!;
       }
-      this.excludedInPick[this.slotAt[best]] = serial;
+      this.excludedInPick[this.slotAt[best]!] = serial;
     }
     return this.pickZeroWeight(targets, serial, isAvailable);
   }
@@ -132,7 +132,7 @@ export class RouteBalancer {
   private loadWeights(targets: readonly RouteTarget[], weights: HostWeights, serial: number): void {
     if (targets.length > this.slotAt.length) this.slotAt = new Int32Array(Math.max(targets.length, this.slotAt.length * 2));
     for (let i = 0; i < targets.length; i++) {
-      const upstream = targets[i].upstream;
+      const upstream = targets[i]!.upstream;
       const slot = this.slotFor(upstream);
       this.slotAt[i] = slot;
       if (this.seenInPick[slot] === serial) continue;
@@ -146,10 +146,10 @@ export class RouteBalancer {
     let best = -1;
     let bestValue = 0;
     for (let i = 0; i < targets.length; i++) {
-      const slot = this.slotAt[i];
-      const w = this.weight[slot];
+      const slot = this.slotAt[i]!;
+      const w = this.weight[slot]!;
       if (w <= 0 || this.excludedInPick[slot] === serial) continue;
-      const value = this.current[slot] + w;
+      const value = this.current[slot]! + w;
       if (best < 0 || value > bestValue) {
         best = i;
         bestValue = value;
@@ -161,15 +161,15 @@ export class RouteBalancer {
   private commit(targetCount: number, pickedSlot: number, serial: number): void {
     let total = 0;
     for (let i = 0; i < targetCount; i++) {
-      const slot = this.slotAt[i];
-      const w = this.weight[slot];
+      const slot = this.slotAt[i]!;
+      const w = this.weight[slot]!;
       // seenInPick doubles as "not yet counted" so a host listed twice is counted once.
       if (w <= 0 || this.excludedInPick[slot] === serial || this.seenInPick[slot] !== serial) continue;
       this.seenInPick[slot] = 0;
-      this.current[slot] += w;
+      this.current[slot]! += w;
       total += w;
     }
-    this.current[pickedSlot] -= total;
+    this.current[pickedSlot]! -= total;
   }
 
   /** Plain round-robin over the available weight-0 hosts, used only when no weighted host can serve. */
@@ -181,13 +181,13 @@ export class RouteBalancer {
     const n = targets.length;
     for (let k = 1; k <= n; k++) {
       const i = (this.lastZeroWeightIndex + k) % n;
-      const upstream = targets[i].upstream;
-      const slot = this.slotAt[i];
-      if (this.weight[slot] > 0 || this.excludedInPick[slot] === serial) continue;
+      const upstream = targets[i]!.upstream;
+      const slot = this.slotAt[i]!;
+      if (this.weight[slot]! > 0 || this.excludedInPick[slot] === serial) continue;
       this.excludedInPick[slot] = serial; // ask each host once, even if listed twice
       if (isAvailable(upstream)) {
         this.lastZeroWeightIndex = i;
-        return targets[i];
+        return targets[i]!;
       }
     }
     return null;

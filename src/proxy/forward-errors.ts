@@ -1,4 +1,4 @@
-/** How a failed upstream call (src/upstream/call-errors.ts) turns into the gateway's answer (contract 6). */
+/** How a failed upstream call (src/upstream/call-errors.ts) turns into the gateway's answer (docs/reference/respond.md#errors-the-gateway-answers, docs/reference/forward.md#retries). */
 import type { UpstreamError } from '../upstream/call-errors.js';
 
 /**

@@ -3,7 +3,7 @@ import typeis from 'type-is';
 import type { RouteTarget } from './types.js';
 
 /**
- * Content negotiation among equivalent endpoints (contract section 3): keep the targets that consume
+ * Content negotiation among equivalent endpoints (docs/reference/routing.md#content-negotiation-415-406): keep the targets that consume
  * the request's Content-Type, then those that produce something Accept allows (q-values honoured).
  * The media-type rules come from type-is and negotiator; results are cached per route by header
  * value, so a steady stream of identical headers costs two Map lookups and no allocation.

@@ -4,7 +4,7 @@ import { LINEAR } from './segment-regex.js';
 import { Rank, type ParsedTemplate, type Segment } from './template.js';
 
 /**
- * The contract's reference algorithm (section 3): every template sorted by specificity, one anchored
+ * The reference algorithm (docs/reference/routing.md#specificity): every template sorted by specificity, one anchored
  * regex each, the first that matches and declares the method wins. Linear in the number of templates:
  * kept as the yardstick that tests and benches hold the trie to, never used to serve traffic.
  */
@@ -61,7 +61,7 @@ export class RoutingOracle {
       const { route, match } = chosen;
       const entries: Array<[string, string]> = [];
       route.template.paramNames.forEach((name, i) => {
-        const value = match![route.groups[i]];
+        const value = match![route.groups[i]!];
         if (value !== undefined) entries.push([name, value]);
       });
       const params: Record<string, string> = Object.fromEntries(entries);

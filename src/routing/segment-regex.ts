@@ -7,7 +7,7 @@ import regjsparser from 'regjsparser';
  * enabled below). Constructs that engine cannot run (backreferences, lookaround) are refused, and so
  * are assertions that look past the segment (`^`, `$`, `\b`, `\B`): a segment must match the same
  * text whatever its neighbours are, or no structure faster than one big regex could pick the same
- * endpoint as the contract's oracle.
+ * endpoint as the oracle (docs/reference/routing.md#specificity).
  */
 export interface SegmentRegex {
   readonly source: string;

@@ -160,22 +160,22 @@ export class RoutingTable {
         return node;
       });
       nodes.forEach(([, , , , , staticIds, varIds], id) => {
-        const node = built[id];
+        const node = built[id]!;
         node.id = id;
-        node.staticNodes = staticIds.map((c) => built[c]);
+        node.staticNodes = staticIds.map((c) => built[c]!);
         node.staticCodes = node.staticNodes.map((c) => c.prefix.charCodeAt(0));
-        node.varNodes = varIds.map((c) => built[c]);
+        node.varNodes = varIds.map((c) => built[c]!);
       });
       // Children come after their parent in id order, so a backward pass sees every subtree finished.
       for (let id = built.length - 1; id >= 0; id--) {
-        const node = built[id];
+        const node = built[id]!;
         let min = node.terminal;
         for (const c of node.staticNodes) min = Math.min(min, c.minIndex);
         for (const c of node.varNodes) min = Math.min(min, c.minIndex);
         node.minIndex = min;
         node.seal();
       }
-      tries.set(method, new Trie(built[0], built));
+      tries.set(method, new Trie(built[0]!, built));
     }
     return new RoutingTable(routes, tries, data.entryCount);
   }
@@ -260,7 +260,7 @@ export class RoutingTable {
     // Entries, not assignments: a parameter may be named "__proto__".
     const entries: Array<[string, string]> = [];
     for (let i = 0; i < count; i++) {
-      if (caps[2 * i] >= 0) entries.push([names[i], path.slice(caps[2 * i], caps[2 * i + 1])]);
+      if (caps[2 * i]! >= 0) entries.push([names[i]!, path.slice(caps[2 * i], caps[2 * i + 1])]);
     }
     return Object.fromEntries(entries);
   }
@@ -278,7 +278,7 @@ export class RoutingTable {
     if (id === -1) return null;
     if (id === TOO_COMPLEX) return TOO_COMPLEX;
     this.lastTrie = trie;
-    this.lastRoute = this.compiledRoutes[id];
+    this.lastRoute = this.compiledRoutes[id]!;
     return this.lastRoute;
   }
 
@@ -312,7 +312,7 @@ function toTarget(entry: RouteEntry): RouteTarget {
     upstream: entry.upstream,
     template: entry.template,
     // Parameters (charset=…) never decide whether a body is consumable; keep type/subtype only.
-    consumes: entry.consumes.map((t) => t.split(';')[0].trim().toLowerCase()).filter((t) => t !== ''),
+    consumes: entry.consumes.map((t) => t.split(';')[0]!.trim().toLowerCase()).filter((t) => t !== ''),
     produces: entry.produces.filter((t) => t.trim() !== ''),
     disabledMiddleware: entry.disabledMiddleware,
     disabledListeners: entry.disabledListeners,

@@ -2,7 +2,7 @@ import { compileSegmentRegex, LINEAR, type SegmentRegex } from './segment-regex.
 import { normalizeLiteral } from '../http/normalize-path.js';
 
 /**
- * Segment kinds, numbered by rank (contract section 2): a lower rank is more specific.
+ * Segment kinds, numbered by rank (docs/reference/routing.md#segment-forms): a lower rank is more specific.
  */
 export const enum Rank {
   Slash = 0,
@@ -26,7 +26,7 @@ export interface ParsedTemplate {
   readonly raw: string;
   readonly segments: readonly Segment[];
   readonly ranks: readonly Rank[];
-  /** The identity of the template: identifiers erased (contract section 3, rule 3). */
+  /** The identity of the template: identifiers erased (docs/reference/routing.md#specificity, rule 3). */
   readonly canonical: string;
   /** Names of the variable segments, in order. */
   readonly paramNames: readonly string[];
@@ -41,7 +41,7 @@ export class TemplateSyntaxError extends Error {
 
 const SLASH: Segment = { rank: Rank.Slash, text: '/', name: '', regex: null };
 
-/** Operators of RFC 6570 that the contract treats as a plain `{name}`. */
+/** Operators of RFC 6570 that are read as (docs/reference/routing.md#segment-forms) a plain `{name}`. */
 const PLAIN_OPERATORS = '?#;&/';
 
 export function parseTemplate(raw: string): ParsedTemplate {

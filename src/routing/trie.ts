@@ -9,7 +9,7 @@ import { Rank, type ParsedTemplate } from './template.js';
  * Every template carries its position in the global specificity order (its "index"). A lookup looks
  * for the matching template with the smallest index, branch and bound: children are tried best-first
  * by the smallest index in their subtree, and a subtree that cannot beat the best match found so far
- * is skipped. That picks exactly what the contract's first-match-in-sorted-order oracle picks, while
+ * is skipped. That picks exactly what the first-match-in-sorted-order oracle picks (docs/reference/routing.md#specificity), while
  * touching only the few nodes along the path in practice.
  */
 export const enum NodeKind {
@@ -66,7 +66,7 @@ export class TrieNode {
   staticChild(code: number): TrieNode | undefined {
     const index = this.asciiIndex;
     if (index !== null && code < 128) {
-      const slot = index[code];
+      const slot = index[code]!;
       return slot === 0 ? undefined : this.staticNodes[slot - 1];
     }
     const codes = this.staticCodes;
@@ -148,7 +148,7 @@ export class TrieBuilder {
         node.staticNodes.push(leaf);
         return leaf;
       }
-      let child = node.staticNodes[slot];
+      let child = node.staticNodes[slot]!;
       const common = commonPrefixLength(child.prefix, rest);
       if (common < child.prefix.length) {
         // Split the edge: the shared head becomes a node of its own, the old child hangs below it.
@@ -303,7 +303,7 @@ export class Trie {
     let terminalPending = node.terminal !== NONE;
     const vars = node.varNodes;
     for (let i = 0; i < vars.length; i++) {
-      const v = vars[i];
+      const v = vars[i]!;
       if (staticPending && stat!.minIndex < v.minIndex) {
         staticPending = false;
         this.visitStatic(stat!, pos, depth);
@@ -336,7 +336,7 @@ export class Trie {
     if (pos === this.end || (pos === this.end - 1 && this.path.charCodeAt(pos) === SLASH)) {
       this.best = node.terminal;
       this.bestRoute = node.routeId;
-      for (let i = 0; i < 2 * depth; i++) this.bestCaps[i] = this.caps[i];
+      for (let i = 0; i < 2 * depth; i++) this.bestCaps[i] = this.caps[i]!;
       this.bestDepth = depth;
     }
   }
@@ -414,9 +414,9 @@ export class Trie {
   private visitPlus(node: TrieNode, pos: number, depth: number): void {
     const id = node.id;
     const known = this.plusStamp[id] === this.generation;
-    if (known && pos >= this.plusFailedFrom[id]) return;
+    if (known && pos >= this.plusFailedFrom[id]!) return;
     const bestBefore = this.best;
-    const upper = known ? this.plusFailedFrom[id] - 1 : this.end;
+    const upper = known ? this.plusFailedFrom[id]! - 1 : this.end;
     for (let e = upper; e >= pos && node.minIndex < this.best; e--) {
       if (this.canContinue(node, e)) this.descend(node, pos, e, e, depth);
       if (this.exhausted) return;

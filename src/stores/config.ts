@@ -1,5 +1,5 @@
 /*
- * `kvStores` (contract section 11): the JSON-schema fragment the gateway's config schema plugs in as
+ * `kvStores` (docs/reference/stores.md#redis): the JSON-schema fragment the gateway's config schema plugs in as
  * `properties.kvStores`, its TypeScript type after defaults, the checks a schema cannot say, and the
  * factory that builds a worker's stores.
  */
@@ -193,7 +193,7 @@ export async function createStores(kvStores: KvStoresConfig, options: { local: L
       const out: Record<string, StoreSnapshot> = { [LOCAL_STORE]: { type: 'local', state: 'ready', lastError: null } };
       for (const [name, store] of redis) {
         const state = store.state();
-        out[name] = { type: 'redis', url: redactedUrl(kvStores[name].url), ...state, stats: store.stats() };
+        out[name] = { type: 'redis', url: redactedUrl(kvStores[name]!.url), ...state, stats: store.stats() };
       }
       return out;
     },

@@ -1,5 +1,5 @@
 /**
- * The stores of contract section 11: `local` (leases from the primary's LeaseBank, one limit per
+ * The stores (docs/reference/stores.md): `local` (leases from the primary's LeaseBank, one limit per
  * instance across its workers) and `redis` (one limit across instances; Buffer values with a TTL).
  * Design, accuracy and bounds: ./README.md.
  */

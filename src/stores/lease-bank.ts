@@ -81,14 +81,14 @@ class Bucket implements ClockEntry {
   refresh(now: number): GcraState {
     let before = now;
     const h = this.holders;
-    for (let i = 0; i < h.length; i += HOLDER) if (h[i + 2] < before) before = h[i + 2];
+    for (let i = 0; i < h.length; i += HOLDER) if (h[i + 2]! < before) before = h[i + 2]!;
     this.spent.fold(this.policy, before);
     return this.spent.tat(this.policy, current);
   }
 
   heldBy(workerId: number): number {
     const h = this.holders;
-    for (let i = 0; i < h.length; i += HOLDER) if (h[i] === workerId) return h[i + 1];
+    for (let i = 0; i < h.length; i += HOLDER) if (h[i] === workerId) return h[i + 1]!;
     return 0;
   }
 
@@ -96,7 +96,7 @@ class Bucket implements ClockEntry {
   otherHolders(workerId: number): number[] {
     const others: number[] = [];
     const h = this.holders;
-    for (let i = 0; i < h.length; i += HOLDER) if (h[i] !== workerId) others.push(h[i]);
+    for (let i = 0; i < h.length; i += HOLDER) if (h[i] !== workerId) others.push(h[i]!);
     return others;
   }
 
@@ -108,14 +108,14 @@ class Bucket implements ClockEntry {
     const h = this.holders;
     for (let i = 0; i < h.length; i += HOLDER) {
       if (h[i] !== workerId) continue;
-      const applied = Math.max(delta, -h[i + 1]);
-      h[i + 1] += applied;
+      const applied = Math.max(delta, -h[i + 1]!);
+      h[i + 1]! += applied;
       this.held += applied;
       if (h[i + 1] === 0) {
         h.splice(i, HOLDER);
         if (h.length === 0) this.holders = NO_HOLDERS;
       }
-      else if (reportedAt > h[i + 2]) h[i + 2] = Math.min(reportedAt, now);
+      else if (reportedAt > h[i + 2]!) h[i + 2] = Math.min(reportedAt, now);
       return;
     }
     if (delta <= 0) return;

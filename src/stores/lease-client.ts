@@ -358,7 +358,7 @@ export class LeaseClient implements RateLimitStore {
     while (served < waiters.length && lease.tokens > 0) {
       lease.tokens--;
       this.spend(lease, now);
-      waiters[served++].resolve({ admitted: true, remaining: lease.free + lease.tokens, resetMs: msUntil(lease.fullAt, now), retryAfterMs: 0 });
+      waiters[served++]!.resolve({ admitted: true, remaining: lease.free + lease.tokens, resetMs: msUntil(lease.fullAt, now), retryAfterMs: 0 });
     }
     if (served === waiters.length) {
       lease.waiters = null;

@@ -1,5 +1,5 @@
 /*
- * A `redis` store (contract section 11): rate-limit buckets shared by every gateway on the Redis, and
+ * A `redis` store (docs/reference/stores.md#redis): rate-limit buckets shared by every gateway on the Redis, and
  * Buffer values with a TTL for the response cache. node-redis 5, one connection per worker.
  *
  * A dead or slow Redis costs a caller at most its budget: every command has a timeout
@@ -240,7 +240,7 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
     let deadline = Infinity;
     let taken = 0;
     for (; taken < waiting.length && batch.length < MAX_TAKES_PER_CALL; taken++) {
-      const take = waiting[taken];
+      const take = waiting[taken]!;
       if (take.deadline <= now) {
         // Its budget went by while it waited for the call before: no time left for one of its own.
         this.counters.failedFast++;
@@ -248,7 +248,7 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
         continue;
       }
       // One call decides one policy (a reload may change it while takes of the old one wait).
-      if (batch.length > 0 && !samePolicy(take.policy, batch[0].policy)) break;
+      if (batch.length > 0 && !samePolicy(take.policy, batch[0]!.policy)) break;
       batch.push(take);
       deadline = Math.min(deadline, take.deadline);
     }
@@ -258,9 +258,9 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
       return;
     }
     queue.busy = true;
-    this.takeEach(bucket, batch[0].policy, batch.length, deadline).then(
+    this.takeEach(bucket, batch[0]!.policy, batch.length, deadline).then(
       (decisions) => {
-        for (let i = 0; i < batch.length; i++) batch[i].resolve(decisions[i]);
+        for (let i = 0; i < batch.length; i++) batch[i]!.resolve(decisions[i]!);
       },
       (error: unknown) => {
         for (const take of batch) take.reject(error);

@@ -40,8 +40,8 @@ export function spendSlotMs(policy: GcraPolicy): number {
 
 /** lt += T once, from max(lt, at): one more spend at `at`. */
 function spendAt(slots: number[], i: number, policy: GcraPolicy, at: number): void {
-  let ms = slots[i + 2];
-  let frac = slots[i + 3];
+  let ms = slots[i + 2]!;
+  let frac = slots[i + 3]!;
   if (ms < at) {
     ms = at;
     frac = 0;
@@ -64,7 +64,7 @@ export function recordSpend(spends: number[], slotMs: number, policy: GcraPolicy
     spends.push(end, 0, 0, 0);
     last = spends.length - WIDTH;
   }
-  spends[last + 1]++;
+  spends[last + 1]!++;
   spendAt(spends, last, policy, now);
 }
 
@@ -107,7 +107,7 @@ export class SpendBook {
 
   /** Adds a worker's report, flat `[slotEndMs, count, ltMs, ltFrac, ...]` made under `policy`. */
   addAll(spends: readonly number[], policy: GcraPolicy): void {
-    for (let i = 0; i < spends.length; i += WIDTH) this.add(spends[i], spends[i + 1], spends[i + 2], spends[i + 3], policy);
+    for (let i = 0; i < spends.length; i += WIDTH) this.add(spends[i]!, spends[i + 1]!, spends[i + 2]!, spends[i + 3]!, policy);
   }
 
   /** Adds `count` spends made at `at` or before it (a dead worker's tokens, counted as spent at death). */
@@ -139,14 +139,14 @@ export class SpendBook {
     }
     const slots = this.slots;
     let i = slots.length - WIDTH;
-    while (i >= 0 && slots[i] > endMs) i -= WIDTH;
+    while (i >= 0 && slots[i]! > endMs) i -= WIDTH;
     if (i >= 0 && slots[i] === endMs) {
       // Same slot, another report: these spends after those (never below the truth, see above).
       const merged = scratch;
       merged.tatMs = ltMs;
       merged.tatFrac = ltFrac;
-      maxInto(merged, policy, slots[i + 2], slots[i + 3], count);
-      slots[i + 1] += count;
+      maxInto(merged, policy, slots[i + 2]!, slots[i + 3]!, count);
+      slots[i + 1]! += count;
       slots[i + 2] = merged.tatMs;
       slots[i + 3] = merged.tatFrac;
     } else {
@@ -158,15 +158,15 @@ export class SpendBook {
   fold(policy: GcraPolicy, before: number): void {
     const slots = this.slots;
     let i = 0;
-    while (i < slots.length && (slots[i] <= before || slots.length - i > WIDTH * MAX_SLOTS)) {
+    while (i < slots.length && (slots[i]! <= before || slots.length - i > WIDTH * MAX_SLOTS)) {
       // base = max(base + c*T, lt): the slot's spends after everything folded before.
       const folded = scratch;
-      folded.tatMs = slots[i + 2];
-      folded.tatFrac = slots[i + 3];
-      maxInto(folded, policy, this.baseMs, this.baseFrac, slots[i + 1]);
+      folded.tatMs = slots[i + 2]!;
+      folded.tatFrac = slots[i + 3]!;
+      maxInto(folded, policy, this.baseMs, this.baseFrac, slots[i + 1]!);
       this.baseMs = folded.tatMs;
       this.baseFrac = folded.tatFrac;
-      this.foldedTo = slots[i];
+      this.foldedTo = slots[i]!;
       i += WIDTH;
     }
     if (i > 0) this.slots = i === slots.length ? NO_SLOTS : slots.slice(i);
@@ -180,7 +180,7 @@ export class SpendBook {
     this.baseFrac = base.tatFrac;
     const slots = this.slots;
     for (let i = 0; i < slots.length; i += WIDTH) {
-      const lt = { tatMs: slots[i + 2], tatFrac: slots[i + 3] };
+      const lt = { tatMs: slots[i + 2]!, tatFrac: slots[i + 3]! };
       gcraRescale(lt, fromLimit, toLimit);
       slots[i + 2] = lt.tatMs;
       slots[i + 3] = lt.tatFrac;
@@ -194,8 +194,8 @@ export class SpendBook {
     const slots = this.slots;
     let after = 0;
     for (let i = slots.length - WIDTH; i >= 0; i -= WIDTH) {
-      maxInto(out, policy, slots[i + 2], slots[i + 3], after);
-      after += slots[i + 1];
+      maxInto(out, policy, slots[i + 2]!, slots[i + 3]!, after);
+      after += slots[i + 1]!;
     }
     maxInto(out, policy, this.baseMs, this.baseFrac, after);
     return out;

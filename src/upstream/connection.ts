@@ -177,7 +177,7 @@ export class UpstreamConnection implements ResponseSink {
       socket.write(head);
       const pending = call.takePendingBody();
       if (pending !== null) {
-        for (let i = 0; i < pending.length; i++) this.writeChunk(pending[i], call.framing === -1);
+        for (let i = 0; i < pending.length; i++) this.writeChunk(pending[i]!, call.framing === -1);
       }
       if (call.bodyEnded) this.writeBodyEnd(call);
       socket.uncork();

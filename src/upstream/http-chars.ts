@@ -46,7 +46,7 @@ for (let c = 0; c < 6; c++) {
 /** Lower-case ASCII `name` equals data[start, start + name.length) case-insensitively ('-' compares as itself). */
 export function equalsLowerAt(data: Buffer, start: number, name: string): boolean {
   for (let i = 0; i < name.length; i++) {
-    if ((data[start + i] | 0x20) !== name.charCodeAt(i)) return false;
+    if ((data[start + i]! | 0x20) !== name.charCodeAt(i)) return false;
   }
   return true;
 }

@@ -153,7 +153,7 @@ export class UpstreamPool implements ConnectionHost, CallHost {
   close(): Promise<void> {
     this.closing = true;
     this.failQueued();
-    for (let i = this.idle.length - 1; i >= 0; i--) this.idle[i].destroy();
+    for (let i = this.idle.length - 1; i >= 0; i--) this.idle[i]!.destroy();
     for (let i = this.connections.length - 1; i >= 0; i--) {
       const conn = this.connections[i];
       if (conn !== undefined && !conn.connected && conn.call === null) conn.destroy();
@@ -304,7 +304,7 @@ export class UpstreamPool implements ConnectionHost, CallHost {
     this.failFlushQueued = false;
     const failing = this.failing;
     this.failing = [];
-    for (let i = 0; i < failing.length; i++) failing[i].deliverPendingError();
+    for (let i = 0; i < failing.length; i++) failing[i]!.deliverPendingError();
   };
 
   /** The clock the deadlines are read against is refreshed first: it stood still while no sweep ran. */

@@ -52,9 +52,9 @@ export class ResponseHead {
     const spans: number[] = [];
     let at = 0;
     for (let i = 0; i < headers.length; i += 2) {
-      const valueStart = at + headers[i].length;
-      at = valueStart + headers[i + 1].length;
-      spans.push(valueStart - headers[i].length, valueStart, valueStart, at);
+      const valueStart = at + headers[i]!.length;
+      at = valueStart + headers[i + 1]!.length;
+      spans.push(valueStart - headers[i]!.length, valueStart, valueStart, at);
     }
     return new ResponseHead(status, source, spans, contentLength, declaredLength, bodyFollows);
   }
@@ -71,7 +71,7 @@ export class ResponseHead {
     const spans = this.spans;
     const source = this.source;
     const views: Buffer[] = new Array<Buffer>(spans.length >> 1);
-    for (let i = 0; i < spans.length; i += 2) views[i >> 1] = view(source, spans[i], spans[i + 1]);
+    for (let i = 0; i < spans.length; i += 2) views[i >> 1] = view(source, spans[i]!, spans[i + 1]!);
     return (this.views = views);
   }
 }
@@ -371,16 +371,16 @@ export class ResponseParser {
     const minor = data[p + 7];
     if (minor !== 0x30 && minor !== 0x31) return this.fail(BAD_VERSION);
     if (data[p + 8] !== SP) return this.fail(BAD_STATUS_LINE);
-    const d0 = data[p + 9] - 0x30;
-    const d1 = data[p + 10] - 0x30;
-    const d2 = data[p + 11] - 0x30;
+    const d0 = data[p + 9]! - 0x30;
+    const d1 = data[p + 10]! - 0x30;
+    const d2 = data[p + 11]! - 0x30;
     if (d0 < 0 || d0 > 9 || d1 < 0 || d1 > 9 || d2 < 0 || d2 > 9) return this.fail(BAD_STATUS_LINE);
     const status = d0 * 100 + d1 * 10 + d2;
     if (status < 100 || status > 599) return this.fail(BAD_STATUS);
     p += 12;
     if (data[p] === SP) {
       p++;
-      while (p < end && VALUE[data[p]] !== ValueByte.Invalid) p++;
+      while (p < end && VALUE[data[p]!] !== ValueByte.Invalid) p++;
       if (p >= end) return INCOMPLETE;
     }
     if (data[p] !== CR) return this.fail(BAD_STATUS_LINE);
@@ -412,14 +412,14 @@ export class ResponseParser {
         break;
       }
       const nameStart = p;
-      while (p < end && TOKEN[data[p]] === 1) p++;
+      while (p < end && TOKEN[data[p]!] === 1) p++;
       if (p >= end) return INCOMPLETE;
       if (data[p] !== COLON || p === nameStart) return this.fail(first === SP || first === HTAB ? OBS_FOLD : BAD_NAME);
       const nameEnd = p;
       p++;
       while (p < end && (data[p] === SP || data[p] === HTAB)) p++;
       const valueStart = p;
-      while (p < end && VALUE[data[p]] !== ValueByte.Invalid) p++;
+      while (p < end && VALUE[data[p]!] !== ValueByte.Invalid) p++;
       if (p >= end) return INCOMPLETE;
       let valueEnd = p;
       while (valueEnd > valueStart && (data[valueEnd - 1] === SP || data[valueEnd - 1] === HTAB)) valueEnd--;
@@ -516,8 +516,8 @@ export class ResponseParser {
         let q = p + 8;
         let seconds = 0;
         let digits = 0;
-        while (q < end && data[q] >= 0x30 && data[q] <= 0x39 && digits < 9) {
-          seconds = seconds * 10 + data[q] - 0x30;
+        while (q < end && data[q]! >= 0x30 && data[q]! <= 0x39 && digits < 9) {
+          seconds = seconds * 10 + data[q]! - 0x30;
           digits++;
           q++;
         }
@@ -535,13 +535,13 @@ export class ResponseParser {
     const data = this.source;
     let kept = 0;
     for (let i = 0; i < spans.length; i += 4) {
-      const nameStart = spans[i];
-      const nameEnd = spans[i + 1];
+      const nameStart = spans[i]!;
+      const nameEnd = spans[i + 1]!;
       if (named.includes(data.toString('latin1', nameStart, nameEnd).toLowerCase())) continue;
       spans[kept] = nameStart;
       spans[kept + 1] = nameEnd;
-      spans[kept + 2] = spans[i + 2];
-      spans[kept + 3] = spans[i + 3];
+      spans[kept + 2] = spans[i + 2]!;
+      spans[kept + 3] = spans[i + 3]!;
       kept += 4;
     }
     spans.length = kept;
@@ -553,17 +553,17 @@ export class ResponseParser {
   private chunkFraming(data: Buffer, p: number, end: number): number {
     let state = this.state;
     for (; p < end; p++) {
-      const c = data[p];
+      const c = data[p]!;
       switch (state) {
         case State.ChunkSizeStart: {
-          const digit = HEX[c];
+          const digit = HEX[c]!;
           if (digit < 0) return this.fail(BAD_CHUNK_SIZE);
           this.remaining = digit;
           state = State.ChunkSize;
           break;
         }
         case State.ChunkSize: {
-          const digit = HEX[c];
+          const digit = HEX[c]!;
           if (digit >= 0) {
             const size = this.remaining * 16 + digit;
             if (size > MAX_LENGTH) return this.fail(BAD_CHUNK_SIZE);
@@ -706,7 +706,7 @@ function parseLength(data: Buffer, start: number, end: number): number {
   if (start === end) return -1;
   let n = 0;
   for (let i = start; i < end; i++) {
-    const digit = data[i] - 0x30;
+    const digit = data[i]! - 0x30;
     if (digit < 0 || digit > 9) return -1;
     n = n * 10 + digit;
     if (n > MAX_LENGTH) return -1;

@@ -37,7 +37,7 @@ export function serializeHead(method: string, path: string, hostLine: string, he
   // The request line and the Host line.
   let lines = 2;
   for (let i = 0; i < headers.length; i += 2) {
-    const name = headers[i];
+    const name = headers[i]!;
     if (isPoolOwned(name)) continue;
     head += name + ': ' + headers[i + 1] + '\r\n';
     lines++;

@@ -48,7 +48,7 @@ export class LeaseSim {
       ...options.bank,
       now: clock,
       send: (workerId, message) => {
-        const link = this.links[workerId];
+        const link = this.links[workerId]!;
         if (!link.alive) return;
         this.messages++;
         link.toWorker.push(overIpc(message));
@@ -73,7 +73,7 @@ export class LeaseSim {
   }
 
   take(worker: number, key: string, policy: GcraPolicy): TakeResult {
-    return this.workers[worker].take(key, policy);
+    return this.workers[worker]!.take(key, policy);
   }
 
   pending(): number {
@@ -90,10 +90,10 @@ export class LeaseSim {
     const ready: Array<() => void> = [];
     this.links.forEach((link, w) => {
       if (link.toBank.length > 0) ready.push(() => this.bank.receive(w, link.toBank.shift()!));
-      if (link.toWorker.length > 0) ready.push(() => this.workers[w].receive(link.toWorker.shift()!));
+      if (link.toWorker.length > 0) ready.push(() => this.workers[w]!.receive(link.toWorker.shift()!));
     });
     if (ready.length === 0) return false;
-    ready[choice % ready.length]();
+    ready[choice % ready.length]!();
     return true;
   }
 
@@ -105,13 +105,13 @@ export class LeaseSim {
 
   /** Runs every worker's and the bank's sweep at the current instant. */
   sweep(): void {
-    for (let w = 0; w < this.workers.length; w++) if (this.links[w].alive) this.workers[w].sweep();
+    for (let w = 0; w < this.workers.length; w++) if (this.links[w]!.alive) this.workers[w]!.sweep();
     this.bank.sweep();
   }
 
   /** The worker process dies: its queues are lost and the bank is told, as the primary's 'exit' handler would. */
   kill(worker: number): void {
-    const link = this.links[worker];
+    const link = this.links[worker]!;
     link.alive = false;
     link.toBank.length = 0;
     link.toWorker.length = 0;

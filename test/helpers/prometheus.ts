@@ -61,16 +61,16 @@ export function parsePrometheus(text: string): Map<string, PromFamily> {
     const help = /^# HELP (\S+) (.*)$/.exec(line);
     const type = /^# TYPE (\S+) (counter|gauge|summary|histogram|untyped)$/.exec(line);
     if (help) {
-      if (!METRIC_NAME.test(help[1]) || families.has(help[1])) throw new Error(`bad or repeated HELP: ${line}`);
+      if (!METRIC_NAME.test(help[1]!) || families.has(help[1]!)) throw new Error(`bad or repeated HELP: ${line}`);
       if (current !== null) finished.add(current);
-      current = help[1];
-      families.set(current, { type: '', help: help[2], samples: [] });
+      current = help[1]!;
+      families.set(current, { type: '', help: help[2]!, samples: [] });
       continue;
     }
     if (type) {
-      const family = families.get(type[1]);
+      const family = families.get(type[1]!);
       if (!family || current !== type[1] || family.type !== '' || family.samples.length > 0) throw new Error(`TYPE out of place: ${line}`);
-      family.type = type[2];
+      family.type = type[2]!;
       continue;
     }
     if (line.startsWith('#') || line === '') throw new Error(`unexpected line ${JSON.stringify(line)}`);

@@ -62,7 +62,7 @@ export function rawRequest(port: number, payload: string | Buffer | ReadonlyArra
       for (let i = 0; i < parts.length; i++) {
         if (i > 0) await new Promise((r) => setTimeout(r, partDelayMs));
         if (socket.destroyed) return;
-        socket.write(parts[i]);
+        socket.write(parts[i]!);
       }
     });
     socket.on('data', (chunk) => {
@@ -95,7 +95,7 @@ export function parseResponse(data: Buffer, head = false): ParsedResponse | null
   const end = data.indexOf('\r\n\r\n');
   if (end < 0) return null;
   const lines = data.subarray(0, end).toString('latin1').split('\r\n');
-  const match = /^HTTP\/1\.[01] (\d{3})/.exec(lines[0]);
+  const match = /^HTTP\/1\.[01] (\d{3})/.exec(lines[0]!);
   if (match === null) return null;
   const status = Number(match[1]);
   const headers: Record<string, string[]> = Object.create(null) as Record<string, string[]>;

@@ -249,8 +249,10 @@ export class UwsClient implements ClientSide {
     const added = ctx.responseHeaders;
     if (added !== null) {
       for (let i = 0; i < added.length; i += 2) {
-        res.writeHeader(added[i], added[i + 1]);
-        bytes += headerBytes(added[i], added[i + 1]);
+        const name = added[i]!;
+        const value = added[i + 1]!;
+        res.writeHeader(name, value);
+        bytes += headerBytes(name, value);
       }
     }
     if (this.settings.closing || this.receiving) res.writeHeader('connection', 'close');
@@ -268,7 +270,7 @@ export class UwsClient implements ClientSide {
     const length = fillHeadBlock(statusLineBytes(this.ctx.status), head.source, head.spans, this.settings.viaBytes);
     let rest = 0;
     const added = this.ctx.responseHeaders;
-    if (added !== null) for (let i = 0; i < added.length; i += 2) rest += headerBytes(added[i], added[i + 1]);
+    if (added !== null) for (let i = 0; i < added.length; i += 2) rest += headerBytes(added[i]!, added[i + 1]!);
     if (length + STATUS_FRAMING + rest + HEAD_REST_BYTES <= HEAD_PIECE_BYTES) return;
     this.headSpilled = true;
     const res = this.res;
@@ -458,15 +460,15 @@ function writeHeadBlock(res: UwsResponse, statusLine: Buffer, source: Buffer, sp
 function fillHeadBlock(statusLine: Buffer, source: Buffer, spans: readonly number[], ourVia: Buffer): number {
   // Every upstream header counted whole (name, ": ", value, CRLF) covers what its Via value adds (", " + value).
   let size = statusLine.length + VIA_LINE.length + ourVia.length;
-  for (let i = 0; i < spans.length; i += 4) size += spans[i + 1] - spans[i] + spans[i + 3] - spans[i + 2] + 4;
+  for (let i = 0; i < spans.length; i += 4) size += spans[i + 1]! - spans[i]! + spans[i + 3]! - spans[i + 2]! + 4;
   if (size > headBlock.length) headBlock = Buffer.allocUnsafeSlow(Math.max(size, 2 * headBlock.length));
   const block = headBlock;
   block.set(statusLine, 0);
   let p = statusLine.length;
   let vias = 0;
   for (let i = 0; i < spans.length; i += 4) {
-    const nameStart = spans[i];
-    const nameEnd = spans[i + 1];
+    const nameStart = spans[i]!;
+    const nameEnd = spans[i + 1]!;
     const nameLength = nameEnd - nameStart;
     if (nameLength === 4 && isDateHeader(source, nameStart)) continue;
     if (nameLength === 3 && isViaHeader(source, nameStart)) {
@@ -475,18 +477,18 @@ function fillHeadBlock(statusLine: Buffer, source: Buffer, spans: readonly numbe
     }
     block[p++] = 0x0d;
     block[p++] = 0x0a;
-    for (let j = nameStart; j < nameEnd; j++) block[p++] = source[j];
+    for (let j = nameStart; j < nameEnd; j++) block[p++] = source[j]!;
     block[p++] = 0x3a;
     block[p++] = 0x20;
-    for (let j = spans[i + 2], end = spans[i + 3]; j < end; j++) block[p++] = source[j];
+    for (let j = spans[i + 2]!, end = spans[i + 3]!; j < end; j++) block[p++] = source[j]!;
   }
   block.set(VIA_LINE, p);
   p += VIA_LINE.length;
   if (vias > 0) {
     // Rare (another proxy upstream of us): the upstream's values, in order, before ours.
     for (let i = 0; i < spans.length; i += 4) {
-      if (spans[i + 1] - spans[i] !== 3 || !isViaHeader(source, spans[i])) continue;
-      for (let j = spans[i + 2], end = spans[i + 3]; j < end; j++) block[p++] = source[j];
+      if (spans[i + 1]! - spans[i]! !== 3 || !isViaHeader(source, spans[i]!)) continue;
+      for (let j = spans[i + 2]!, end = spans[i + 3]!; j < end; j++) block[p++] = source[j]!;
       block[p++] = 0x2c;
       block[p++] = 0x20;
     }
@@ -512,7 +514,7 @@ const SMALL_HEAD_SPAN = 8 * 1024;
  */
 function mayOverflowCork(head: ResponseHead): boolean {
   const spans = head.spans;
-  return spans.length !== 0 && spans[spans.length - 1] - spans[0] > SMALL_HEAD_SPAN;
+  return spans.length !== 0 && spans[spans.length - 1]! - spans[0]! > SMALL_HEAD_SPAN;
 }
 
 /**
@@ -586,6 +588,6 @@ function queueHead(client: UwsClient): void {
 
 function flushHeads(): void {
   headFlushQueued = false;
-  for (let i = 0; i < headQueue.length; i++) headQueue[i].flushHead();
+  for (let i = 0; i < headQueue.length; i++) headQueue[i]!.flushHead();
   headQueue.length = 0;
 }
