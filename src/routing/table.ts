@@ -4,7 +4,7 @@ import { compareSpecificity } from './specificity.js';
 import { compileSegmentRegex, type SegmentRegex } from './segment-regex.js';
 import { parseTemplate, TemplateSyntaxError, type ParsedTemplate } from './template.js';
 import { NodeKind, TOO_COMPLEX, Trie, TrieBuilder, TrieNode } from './trie.js';
-import type { EndpointDetails, RouteEntry, RouteTarget, TemplateProblem } from './types.js';
+import type { RouteEntry, RouteTarget, TemplateProblem } from './types.js';
 
 export type { RouteTarget } from './types.js';
 
