@@ -40,6 +40,7 @@ import type { ForwardFailure } from './forward-errors.js';
 import type { Counters } from '../metrics/counters.js';
 import { poolSettings, UpstreamPools } from './upstream-pool.js';
 import type { UpstreamPool } from '../upstream/pool.js';
+import { WebSocketProxy, type WebSocketHost } from '../websocket/upgrade.js';
 
 export type {
   BuiltinAnswer,
@@ -120,6 +121,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
   private readonly sweepTimer: NodeJS.Timeout;
   private onDrained: (() => void) | null = null;
   private closed: Promise<void> | null = null;
+  private readonly webSockets: WebSocketProxy;
 
   constructor(options: DataPlaneOptions) {
     const config = options.config;
@@ -140,6 +142,9 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     this.pools.configure(config.upstreams);
     this.setUpstreams(config.upstreams);
     this.app = this.uws.uws.App();
+    // Upgrade requests (GET with Sec-WebSocket-Key) go to the WebSocket route; the others fall through to onRequest.
+    this.webSockets = new WebSocketProxy(this.webSocketHost(), config, this.uws.uws);
+    this.app.ws('/*', this.webSockets.behavior);
     this.app.any('/*', this.onRequest);
     const sweepEvery = Math.max(20, Math.min(1000, config.timeouts.clientRequestMs / 4));
     this.sweepTimer = setInterval(() => this.sweepSlowClients(), sweepEvery);
@@ -232,6 +237,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
       this.listenSocket = null;
     }
     const graceMs = this.config.timeouts.shutdownGraceMs;
+    const webSocketsClosed = this.webSockets.shutDown(graceMs);
     if (this.inFlightCount > 0) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, graceMs);
@@ -242,10 +248,40 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
       });
       this.onDrained = null;
     }
+    await webSocketsClosed;
     // Idle keep-alive connections, and whatever outlived the grace (their onAborted runs now).
     this.app.close?.();
     clearInterval(this.sweepTimer);
     await this.pools.close(Math.min(graceMs, 1000));
+  }
+
+  /** What the WebSocket route (src/websocket/) uses of the data plane. */
+  private webSocketHost(): WebSocketHost {
+    return {
+      via: this.via,
+      breakers: this.breakers,
+      counters: this.counters,
+      closing: () => this.closing,
+      table: () => this.table,
+      pipeline: () => this.pipeline,
+      serveAsHttp: (res, req) => this.onRequest(res, req),
+      addForwardingHeaders: (head, ctx) => this.addForwardingHeaders(head, ctx),
+      clientAddress: (ctx) => this.trust.clientAddress(ctx.peer, ctx.forwardedFor),
+      pick: (ctx, excluding) => {
+        const route = ctx.route!;
+        let balancer = this.balancers[route.id];
+        if (balancer === undefined) this.balancers[route.id] = balancer = new RouteBalancer();
+        this.pickingRouteId = route.id;
+        this.pickingExcludes = excluding;
+        const target = balancer.pick(ctx.targets, this.weights, this.isAvailable, excluding === '');
+        this.pickingExcludes = '';
+        if (target === null) return null;
+        ctx.upstream = target.upstream;
+        ctx.disabledListeners = target.disabledListeners;
+        return target.upstream;
+      },
+      requestDone: (ctx) => this.emitDone(ctx),
+    };
   }
 
   // ---- ExchangeHost ----------------------------------------------------------------------------
