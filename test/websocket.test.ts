@@ -5,42 +5,8 @@ import t from 'tap';
 import { WebSocket } from 'ws';
 import { createHash } from 'node:crypto';
 import { startGateway, httpRequest, eventually, testConfig } from './helpers/gateway-process.js';
-import { startWsUpstream, wsUpstreamConfig } from './helpers/ws-upstream.js';
+import { closed, nextMessage, openClient, startWsUpstream, wsUpstreamConfig } from './helpers/ws-upstream.js';
 import { parsePrometheus } from './helpers/prometheus.js';
-
-export interface Opened {
-  socket: WebSocket;
-  protocol: string;
-}
-
-/** Opens a client; resolves when open, rejects with the HTTP status when the upgrade is refused. */
-export function openClient(url: string, protocols: string[] = [], headers: Record<string, string> = {}): Promise<WebSocket> {
-  return new Promise((resolve, reject) => {
-    const socket = new WebSocket(url, protocols, { headers });
-    socket.once('open', () => resolve(socket));
-    socket.once('unexpected-response', (_req, res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => reject(Object.assign(new Error(`refused ${res.statusCode}`), { status: res.statusCode, headers: res.headers, body })));
-    });
-    socket.once('error', reject);
-  });
-}
-
-export function nextMessage(socket: WebSocket): Promise<{ data: Buffer; isBinary: boolean }> {
-  return new Promise((resolve, reject) => {
-    socket.once('message', (data, isBinary) => resolve({ data: data as Buffer, isBinary }));
-    socket.once('close', (code) => reject(new Error(`closed ${code} before a message`)));
-  });
-}
-
-export function closed(socket: WebSocket): Promise<{ code: number; reason: string }> {
-  return new Promise((resolve) => {
-    if (socket.readyState === WebSocket.CLOSED) return resolve({ code: -1, reason: 'already closed' });
-    socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() }));
-  });
-}
 
 const refusal = (err: unknown) => err as { status: number; headers: Record<string, string>; body: string };
 

@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { WebSocket, WebSocketServer } from 'ws';
 import type { Teardown } from './gateway-process.js';
 
 export interface WsUpstreamOptions {
@@ -82,3 +82,33 @@ export async function startWsUpstream(t: Teardown, options: WsUpstreamOptions = 
 export function wsUpstreamConfig(location: string, paths: string[]): Record<string, unknown> {
   return { serviceType: 'static', serviceLocation: location, endpoints: paths.map((path) => ({ method: 'GET', path })) };
 }
+
+/** Opens a client; resolves when open, rejects with the HTTP status when the upgrade is refused. */
+export function openClient(url: string, protocols: string[] = [], headers: Record<string, string> = {}): Promise<WebSocket> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url, protocols, { headers });
+    socket.once('open', () => resolve(socket));
+    socket.once('unexpected-response', (_req, res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => reject(Object.assign(new Error(`refused ${res.statusCode}`), { status: res.statusCode, headers: res.headers, body })));
+    });
+    socket.once('error', reject);
+  });
+}
+
+export function nextMessage(socket: WebSocket): Promise<{ data: Buffer; isBinary: boolean }> {
+  return new Promise((resolve, reject) => {
+    socket.once('message', (data, isBinary) => resolve({ data: data as Buffer, isBinary }));
+    socket.once('close', (code) => reject(new Error(`closed ${code} before a message`)));
+  });
+}
+
+export function closed(socket: WebSocket): Promise<{ code: number; reason: string }> {
+  return new Promise((resolve) => {
+    if (socket.readyState === WebSocket.CLOSED) return resolve({ code: -1, reason: 'already closed' });
+    socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() }));
+  });
+}
+
