@@ -64,6 +64,13 @@ export class Relay {
   private tooBig = false;
   /** Upstream messages that arrived before the client's socket opened (same turn; rare). */
   private early: Array<[Buffer, boolean]> | null = null;
+  /**
+   * Upstream messages of the current read, sent to the client in one cork once ws has parsed the read
+   * (a microtask): uWS writes each uncorked send with a syscall of its own, which was most of the
+   * relay's cost per message (profile in docs/websocket.md).
+   */
+  private batch: Array<Buffer | boolean> = [];
+  private batchScheduled = false;
 
   constructor(
     private readonly host: RelayHost,
@@ -150,7 +157,24 @@ export class Relay {
       if (!this.finished) (this.early ??= []).push([data, isBinary]);
       return;
     }
-    this.toClient(data, isBinary);
+    this.batch.push(data, isBinary);
+    if (!this.batchScheduled) {
+      this.batchScheduled = true;
+      queueMicrotask(this.flushBatch);
+    }
+  };
+
+  private readonly flushBatch = (): void => {
+    this.batchScheduled = false;
+    const batch = this.batch;
+    if (batch.length === 0) return;
+    this.batch = [];
+    if (!this.clientOpen) return;
+    const client = this.client!;
+    client.cork(() => {
+      for (let i = 0; i < batch.length; i += 2) client.send(batch[i] as Buffer, batch[i + 1] as boolean, this.compress);
+    });
+    if (client.getBufferedAmount() > HIGH_WATER && !this.upstream.isPaused) this.upstream.pause();
   };
 
   private toClient(data: Buffer, isBinary: boolean): void {
@@ -166,6 +190,7 @@ export class Relay {
 
   private readonly onUpstreamClose = (code: number, reason: Buffer): void => {
     if (this.finished) return;
+    this.flushBatch();
     if (this.tooBig) return this.endClient(1009, 'message too big', 'upstream');
     // 1006: the upstream was lost without a close frame; 1005: it sent none with a code.
     if (code === 1006) return this.endClient(1011, 'upstream connection lost', 'upstream', 1006);
