@@ -127,8 +127,9 @@ export class WebSocketProxy implements RelayHost {
       });
       this.onEmpty = null;
     }
-    for (const relay of [...this.relays]) relay.closeBoth(1001, 'the gateway is shutting down');
     clearInterval(this.sweepTimer);
+    if (this.relays.size === 0) return;
+    for (const relay of [...this.relays]) relay.closeBoth(1001, 'the gateway is shutting down');
     await new Promise((resolve) => setTimeout(resolve, CLOSE_FLUSH_MS));
   }
 
