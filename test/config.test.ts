@@ -43,6 +43,7 @@ t.test('an empty object gets every default', async (t) => {
     middleware: [],
     listeners: [],
     metrics: { enabled: true },
+    websocket: { enabled: true, maxPayloadBytes: 16 * 1024 * 1024, idleTimeoutMs: 120_000, compression: false },
   });
 });
 

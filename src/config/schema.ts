@@ -10,6 +10,7 @@ const MIB = 1024 * KIB;
 import { middlewareSchema } from '../middleware/registry.js';
 import { listenersSchema } from '../listeners/registry.js';
 import { kvStoresSchema } from '../stores/config.js';
+import { webSocketSchema } from '../websocket/settings.js';
 
 /** Media types and ids lists share this shape. */
 const stringList = (description: string) => ({
@@ -334,6 +335,7 @@ export const configSchema = {
         enabled: { type: 'boolean', default: true, description: 'Collect metrics and serve them at paths.metrics.' },
       },
     },
+    websocket: webSocketSchema,
   },
 } as const;
 

@@ -1,6 +1,7 @@
 import type { MiddlewareConfig } from '../middleware/registry.js';
 import type { ListenerConfig } from '../listeners/registry.js';
 import type { KvStoresConfig } from '../stores/config.js';
+import type { WebSocketConfig } from '../websocket/settings.js';
 
 /** The gateway's configuration after schema validation and defaults (see src/config/schema.ts). */
 export interface GatewayConfig {
@@ -67,6 +68,8 @@ export interface GatewayConfig {
   /** Run after each routed request's answer (docs/reference/listeners.md); the access log is configured apart. */
   listeners: ListenerConfig[];
   metrics: { enabled: boolean };
+  /** WebSocket proxying; absent in a config built in code: the defaults (src/websocket/settings.ts). */
+  websocket?: WebSocketConfig;
 }
 
 export type ServiceType = 'swagger2' | 'openapi3' | 'static';

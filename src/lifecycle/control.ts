@@ -20,6 +20,8 @@ export interface Acceptor {
   stopListening(): void;
   /** Closes idle keep-alive connections and whatever is still open. */
   closeConnections(): void;
+  /** Refuses new WebSocket upgrades; closes open WebSocket connections with 1001 after the grace. */
+  shutDownWebSockets(graceMs: number): Promise<void>;
 }
 
 export class DataPlaneControl implements DataPlane {
@@ -82,6 +84,7 @@ export class DataPlaneControl implements DataPlane {
     state.closing = true;
     this.acceptor.stopListening();
     const graceMs = state.config.timeouts.shutdownGraceMs;
+    const webSocketsClosed = this.acceptor.shutDownWebSockets(graceMs);
     if (state.inFlight > 0) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, graceMs);
@@ -92,6 +95,7 @@ export class DataPlaneControl implements DataPlane {
       });
       state.onDrained = null;
     }
+    await webSocketsClosed;
     this.acceptor.closeConnections();
     await this.lifecycle.forwarder.close(Math.min(graceMs, 1000));
   }

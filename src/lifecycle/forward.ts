@@ -73,13 +73,8 @@ export class ForwardPhase implements RetryHost {
    * was held). Returns the answer to give instead when no host may take it now (breakers open).
    */
   forward(ctx: RequestContext, client: ClientSide, pump: BodyPump | null): Answer | null {
-    const route = ctx.route!;
-    let hosts = this.routes[route.id];
-    if (hosts === undefined) this.routes[route.id] = hosts = new RouteHosts(this.breakers, route.id);
-    const target = hosts.balancer.pick(ctx.targets, this.weights, hosts.isAvailable);
-    if (target === null) return this.noHostAnswer(ctx);
-    ctx.upstream = target.upstream;
-    ctx.disabledListeners = target.disabledListeners;
+    const upstream = this.pickHost(ctx);
+    if (upstream === null) return this.noHostAnswer(ctx);
 
     const state = this.state;
     if (!ctx.inFlight) {
@@ -91,7 +86,7 @@ export class ForwardPhase implements RetryHost {
     response.leg = retry;
     client.watch(response);
     if (!ctx.hasBody) {
-      retry.send(target.upstream, null);
+      retry.send(upstream, null);
       return null;
     }
     const wasHeld = pump !== null;
@@ -102,7 +97,6 @@ export class ForwardPhase implements RetryHost {
       pump.deadline = ctx.startedAt + state.config.timeouts.clientRequestMs;
       this.receiving.add(pump);
     }
-    const upstream = target.upstream;
     pump.attach(response, {
       sendWhole: (body) => retry.send(upstream, body),
       sendStreamed: (length): BodySink => {
@@ -111,6 +105,22 @@ export class ForwardPhase implements RetryHost {
       },
     }, wasHeld);
     return null;
+  }
+
+  /**
+   * A host of ctx's route the breakers let through (balancer order), other than `excluding` (a retry's
+   * failed host: the rotation is then left as it is); sets ctx.upstream. Null when none may take it.
+   */
+  pickHost(ctx: RequestContext, excluding = ''): string | null {
+    const route = ctx.route!;
+    let hosts = this.routes[route.id];
+    if (hosts === undefined) this.routes[route.id] = hosts = new RouteHosts(this.breakers, route.id);
+    const available = excluding === '' ? hosts.isAvailable : (u: string) => u !== excluding && hosts.isAvailable(u);
+    const target = hosts.balancer.pick(ctx.targets, this.weights, available, excluding === '');
+    if (target === null) return null;
+    ctx.upstream = target.upstream;
+    ctx.disabledListeners = target.disabledListeners;
+    return target.upstream;
   }
 
   /**
@@ -125,13 +135,10 @@ export class ForwardPhase implements RetryHost {
 
   retryTarget(ctx: RequestContext, failure: ForwardFailure): string | null {
     if (ctx.targets.length < 2 || this.state.closing) return null;
-    const hosts = this.routes[ctx.routeId];
-    if (hosts === undefined) return null;
-    const failed = ctx.upstream ?? '';
-    const target = hosts.balancer.pick(ctx.targets, this.weights, (u) => u !== failed && hosts.isAvailable(u), false);
-    if (target === null) return null;
+    const next = this.pickHost(ctx, ctx.upstream ?? '');
+    if (next === null) return null;
     this.counters?.add(failure.retry === 'unsent' ? 'retries.afterConnectFailure' : 'retries.afterNoAnswer');
-    return target.upstream;
+    return next;
   }
 
   poolFor(upstream: string): UpstreamPool {

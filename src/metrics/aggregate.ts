@@ -79,6 +79,8 @@ export class MetricsAggregator {
   /** Summed event counters by dotted name. */
   private readonly counters = new Map<string, number>();
   private workerCount = 0;
+  /** Open WebSocket connections per live worker (its websocket.opened minus websocket.closed counts). */
+  private readonly webSocketsByWorker = new Map<number, number>();
 
   constructor(private readonly now: () => number = Date.now) {
     this.startedAt = now();
@@ -96,6 +98,11 @@ export class MetricsAggregator {
       for (const [name, count] of Object.entries(delta.counters)) {
         if (Number.isFinite(count)) this.counters.set(name, (this.counters.get(name) ?? 0) + count);
       }
+      const opened = delta.counters['websocket.opened'] ?? 0;
+      const closed = delta.counters['websocket.closed'] ?? 0;
+      if ((opened !== 0 || closed !== 0) && !this.goneWorkers.has(workerId)) {
+        this.webSocketsByWorker.set(workerId, (this.webSocketsByWorker.get(workerId) ?? 0) + opened - closed);
+      }
     }
     if (!this.goneWorkers.has(workerId)) this.inFlightByWorker.set(workerId, delta.inFlight);
   }
@@ -104,6 +111,8 @@ export class MetricsAggregator {
   workerGone(workerId: number): void {
     this.goneWorkers.add(workerId);
     this.inFlightByWorker.delete(workerId);
+    // Its WebSocket connections died with it.
+    this.webSocketsByWorker.delete(workerId);
   }
 
   setWorkerCount(n: number): void {
@@ -131,6 +140,11 @@ export class MetricsAggregator {
     };
     for (const [key, value] of this.extras) report[key] = typeof value === 'function' ? (value as () => unknown)() : value;
     for (const name of [...this.counters.keys()].sort()) nestCounter(report, name, this.counters.get(name)!);
+    if (this.counters.has('websocket.opened')) {
+      let open = 0;
+      for (const n of this.webSocketsByWorker.values()) open += n;
+      (report.websocket as Record<string, unknown>).connections = open;
+    }
     return report;
   }
 

@@ -1,4 +1,5 @@
 import type { LatencySummaryMs, MetricsReport, SeriesReport } from './report.js';
+import { DURATION_BOUNDS_S } from '../websocket/metrics.js';
 
 /** Prometheus text exposition format 0.0.4 of a /metrics report. */
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -15,7 +16,7 @@ type Labels = ReadonlyArray<readonly [string, string]>;
 class Exposition {
   private readonly lines: string[] = [];
 
-  family(name: string, type: 'counter' | 'gauge' | 'summary', help: string): void {
+  family(name: string, type: 'counter' | 'gauge' | 'summary' | 'histogram', help: string): void {
     this.lines.push(`# HELP ${name} ${escapeHelp(help)}`, `# TYPE ${name} ${type}`);
   }
 
@@ -79,6 +80,7 @@ export function toPrometheus(report: MetricsReport): string {
   storeStates(out, report.kvStores);
   upstreamFailures(out, report.upstreamFailures);
   reloadStatus(out, report.lastReload);
+  webSockets(out, report.websocket);
   return out.text();
 }
 
@@ -259,6 +261,46 @@ function reloadStatus(out: Exposition, reload: unknown): void {
     out.family('gateway_routing_table_version', 'gauge', 'Version of the routing table in service.');
     out.sample('gateway_routing_table_version', [], version);
   }
+}
+
+/** Direction label values of the `websocket.messages` and `websocket.bytes` counters. */
+const WEBSOCKET_DIRECTIONS: ReadonlyArray<[string, string]> = [
+  ['clientToUpstream', 'client_to_upstream'],
+  ['upstreamToClient', 'upstream_to_client'],
+];
+
+/** The `websocket` counters (src/websocket/metrics.ts) and the open-connections gauge. */
+function webSockets(out: Exposition, ws: unknown): void {
+  if (!isTree(ws)) return;
+  out.family('gateway_websocket_connections', 'gauge', 'WebSocket connections relayed now, all workers.');
+  out.sample('gateway_websocket_connections', [], typeof ws.connections === 'number' ? ws.connections : 0);
+  if (isTree(ws.upgrades)) {
+    out.family('gateway_websocket_upgrades_total', 'counter', 'WebSocket upgrade requests by outcome: accepted (101), rejected (a middleware or the gateway answered), refused (the upstream answered non-101), failed (502/504), aborted (the client left).');
+    for (const [outcome, count] of Object.entries(ws.upgrades)) if (typeof count === 'number') out.sample('gateway_websocket_upgrades_total', [['outcome', outcome]], count);
+  }
+  for (const [key, family, help] of [
+    ['messages', 'gateway_websocket_messages_total', 'WebSocket messages relayed, by direction.'],
+    ['bytes', 'gateway_websocket_bytes_total', 'WebSocket message payload bytes relayed, by direction.'],
+  ] as const) {
+    const counts = isTree(ws[key]) ? ws[key] : {};
+    out.family(family, 'counter', help);
+    for (const [field, label] of WEBSOCKET_DIRECTIONS) out.sample(family, [['direction', label]], typeof counts[field] === 'number' ? counts[field] : 0);
+  }
+  const duration = isTree(ws.durationSeconds) ? ws.durationSeconds : null;
+  if (duration === null) return;
+  const name = 'gateway_websocket_duration_seconds';
+  out.family(name, 'histogram', 'How long relayed WebSocket connections lasted.');
+  const buckets = isTree(duration.le) ? duration.le : {};
+  let cumulative = 0;
+  for (const bound of DURATION_BOUNDS_S) {
+    const n = buckets[String(bound)];
+    if (typeof n === 'number') cumulative += n;
+    out.sample(`${name}_bucket`, [['le', String(bound)]], cumulative);
+  }
+  const count = typeof duration.count === 'number' ? duration.count : 0;
+  out.sample(`${name}_bucket`, [['le', '+Inf']], count);
+  out.sample(`${name}_sum`, [], typeof duration.sum === 'number' ? duration.sum : 0);
+  out.sample(`${name}_count`, [], count);
 }
 
 function escapeLabelValue(value: string): string {

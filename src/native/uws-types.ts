@@ -30,6 +30,43 @@ export interface UwsResponse {
   /** Stops reading the request body from the socket. */
   pause(): void;
   resume(): void;
+  /**
+   * Completes a WebSocket upgrade (only in a WebSocketBehavior's upgrade handler, or later inside cork
+   * with the values read there). `userData` is what getUserData() returns on the WebSocket.
+   */
+  upgrade(userData: object, secWebSocketKey: UwsBytes, secWebSocketProtocol: UwsBytes, secWebSocketExtensions: UwsBytes, context: UwsSocketContext): void;
+}
+
+/** Opaque native handle passed to an upgrade handler. */
+export type UwsSocketContext = object;
+
+/** A server-side WebSocket, valid from its open handler to its close handler. No build we load can pause reading one. */
+export interface UwsWebSocket<UserData> {
+  /** 1 sent, 0 sent but buffered (backpressure), 2 dropped (over maxBackpressure). */
+  send(message: UwsBytes, isBinary?: boolean, compress?: boolean): number;
+  getBufferedAmount(): number;
+  /** Close frame with code and reason, then the close handler runs at once. */
+  end(code?: number, shortMessage?: UwsBytes): void;
+  /** No close frame; the close handler runs at once with 1006. */
+  close(): void;
+  cork(cb: () => void): UwsWebSocket<UserData>;
+  getUserData(): UserData;
+  getRemoteAddress(): ArrayBuffer;
+}
+
+export interface UwsWebSocketBehavior<UserData> {
+  compression?: number;
+  maxPayloadLength?: number;
+  /** Seconds, 0 or 8..960. */
+  idleTimeout?: number;
+  maxBackpressure?: number;
+  closeOnBackpressureLimit?: boolean;
+  sendPingsAutomatically?: boolean;
+  upgrade?: (res: UwsResponse, req: UwsRequest, context: UwsSocketContext) => void;
+  open?: (ws: UwsWebSocket<UserData>) => void;
+  message?: (ws: UwsWebSocket<UserData>, message: ArrayBuffer, isBinary: boolean) => void;
+  drain?: (ws: UwsWebSocket<UserData>) => void;
+  close?: (ws: UwsWebSocket<UserData>, code: number, message: ArrayBuffer) => void;
 }
 
 export interface UwsRequest {
@@ -47,6 +84,8 @@ export type UwsHandler = (res: UwsResponse, req: UwsRequest) => void;
 export interface UwsApp {
   any(pattern: string, handler: UwsHandler): UwsApp;
   get(pattern: string, handler: UwsHandler): UwsApp;
+  /** WebSocket route: GETs with a Sec-WebSocket-Key go to `upgrade`, other requests on to the next matching route. */
+  ws<UserData>(pattern: string, behavior: UwsWebSocketBehavior<UserData>): UwsApp;
   listen(host: string, port: number, cb: (listenSocket: UwsListenSocket | false) => void): UwsApp;
   listen(port: number, options: number, cb: (listenSocket: UwsListenSocket | false) => void): UwsApp;
   /** Closes the listen sockets and every open connection (present in every build we load). */
@@ -57,6 +96,9 @@ export interface UwsModule {
   App(options?: Record<string, unknown>): UwsApp;
   us_listen_socket_close(listenSocket: UwsListenSocket): void;
   us_socket_local_port(socket: UwsListenSocket): number;
+  /** permessage-deflate settings of a WebSocketBehavior. */
+  DISABLED: number;
+  SHARED_COMPRESSOR: number;
   /** Absent from some builds; the trufflesuite binary has it. */
   LIBUS_LISTEN_EXCLUSIVE_PORT?: number;
 }

@@ -23,7 +23,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     counters: options.counters ?? null,
     onBreakersChanged: options.onBreakersChanged ?? null,
   });
-  const acceptor = new UwsAcceptor(uws, state, lifecycle);
+  const acceptor = new UwsAcceptor(uws, state, lifecycle, options.counters ?? null);
   const control = new DataPlaneControl(uws, state, lifecycle, acceptor);
   if (options.listeners !== undefined) control.setListeners(options.listeners);
   try {

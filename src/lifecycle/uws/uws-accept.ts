@@ -14,6 +14,8 @@ import type { RequestLifecycle } from '../request-lifecycle.js';
 import { reportBug } from '../report-bug.js';
 import type { DataPlaneState } from '../state.js';
 import { UwsClient } from './uws-client.js';
+import type { Counters } from '../../metrics/counters.js';
+import { WebSocketProxy, type WebSocketHost } from '../../websocket/upgrade.js';
 
 export class UwsAcceptor {
   port = 0;
@@ -22,13 +24,42 @@ export class UwsAcceptor {
   /** Read anew for every request (uWS's request object is valid only in the handler). */
   private readonly head = new RequestHead();
 
+  /** Upgrade requests (GET with Sec-WebSocket-Key) go here; the others fall through to onRequest. */
+  private readonly webSockets: WebSocketProxy;
+
   constructor(
     private readonly uws: LoadedUws,
     private readonly state: DataPlaneState,
     private readonly lifecycle: RequestLifecycle,
+    counters: Counters | null,
   ) {
     this.app = uws.uws.App();
+    this.webSockets = new WebSocketProxy(this.webSocketHost(counters), state.config, uws.uws);
+    this.app.ws('/*', this.webSockets.behavior);
     this.app.any('/*', this.onRequest);
+  }
+
+  /** What the WebSocket route (src/websocket/) uses of the lifecycle. */
+  private webSocketHost(counters: Counters | null): WebSocketHost {
+    const { state, lifecycle } = this;
+    return {
+      via: state.via,
+      breakers: lifecycle.forwarder.breakers,
+      counters,
+      closing: () => state.closing,
+      table: () => state.table,
+      pipeline: () => state.pipeline,
+      serveAsHttp: (res, req) => this.onRequest(res, req),
+      addForwardingHeaders: (head, ctx) => lifecycle.accept.addForwardingHeaders(head, ctx),
+      clientAddress: (ctx) => lifecycle.accept.clientAddress(ctx),
+      pick: (ctx, excluding) => lifecycle.forwarder.pickHost(ctx, excluding),
+      requestDone: (ctx) => lifecycle.finisher.done(ctx),
+    };
+  }
+
+  /** Refuses new upgrades now; closes open WebSocket connections with 1001 after the grace. */
+  shutDownWebSockets(graceMs: number): Promise<void> {
+    return this.webSockets.shutDown(graceMs);
   }
 
   listen(host: string, port: number): Promise<void> {

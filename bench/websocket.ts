@@ -1,0 +1,270 @@
+// npm run bench:ws — WebSocket echo through the gateway and through nginx (proxy_http_version 1.1,
+// Upgrade/Connection headers), in one run on 127.0.0.1: messages/s of 64-byte messages over 100
+// connections (each keeps BENCH_WS_WINDOW messages in flight), and upgrades completed per second (open,
+// one echo, close, 20 at a time). The upstream is a uWS echo server in its own process; the load comes
+// from one process of `ws` clients. Contenders run one after another (the idle one is stopped with
+// SIGSTOP), in interleaved rounds; medians are reported, with the gateway's ratio to nginx.
+//
+// Environment (optional): BENCH_DURATION_S (5), BENCH_ROUNDS (2), BENCH_WS_CONNECTIONS (100),
+// BENCH_WS_WINDOW (4), BENCH_WORKERS (2), BENCH_DEADLINE_S (240).
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { WebSocket } from 'ws';
+
+const env = process.env;
+const DURATION_S = Number(env.BENCH_DURATION_S ?? 5);
+const ROUNDS = Number(env.BENCH_ROUNDS ?? 2);
+const CONNECTIONS = Number(env.BENCH_WS_CONNECTIONS ?? 100);
+const WINDOW = Number(env.BENCH_WS_WINDOW ?? 4);
+const WORKERS = Number(env.BENCH_WORKERS ?? 2);
+const DEADLINE_S = Number(env.BENCH_DEADLINE_S ?? 240);
+const MESSAGE = Buffer.alloc(64, 0x61).toString();
+const OPEN_CONCURRENCY = 20;
+
+const HERE = fileURLToPath(new URL('.', import.meta.url));
+const ROOT = join(HERE, '../..');
+const GATEWAY_MAIN = join(ROOT, 'dist/src/cli/main.js');
+const ECHO_MAIN = join(HERE, 'websocket-echo.js');
+const workDir = mkdtempSync(join(tmpdir(), 'bench-ws-'));
+const children = new Map<string, ChildProcess>();
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function startChild(id: string, command: string, args: string[], ready: RegExp): Promise<void> {
+  const child = spawn(command, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.set(id, child);
+  return new Promise((resolve, reject) => {
+    let output = '';
+    const timer = setTimeout(() => reject(new Error(`${id} did not start within 60 s:\n${output}`)), 60_000);
+    const onData = (chunk: Buffer): void => {
+      output += chunk.toString();
+      if (ready.test(output)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${id} exited (${code}):\n${output}`));
+    });
+  });
+}
+
+function stopAll(): void {
+  for (const child of children.values()) {
+    try {
+      process.kill(-child.pid!, 'SIGCONT');
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+  rmSync(workDir, { recursive: true, force: true });
+}
+
+function signalGroup(id: string, signal: NodeJS.Signals): void {
+  const child = children.get(id);
+  if (child) process.kill(-child.pid!, signal);
+}
+
+async function waitOpen(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = new WebSocket(url);
+      socket.once('open', () => {
+        socket.close();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`${url} does not upgrade`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** Messages echoed per second over CONNECTIONS connections, each with WINDOW messages in flight. */
+async function echoRate(url: string): Promise<number> {
+  const sockets = await Promise.all(
+    Array.from({ length: CONNECTIONS }, () => new Promise<WebSocket>((resolve, reject) => {
+      const socket = new WebSocket(url, { perMessageDeflate: false });
+      socket.once('open', () => resolve(socket));
+      socket.once('error', reject);
+    })),
+  );
+  let counting = false;
+  let echoed = 0;
+  let running = true;
+  for (const socket of sockets) {
+    socket.on('message', () => {
+      if (counting) echoed++;
+      if (running) socket.send(MESSAGE);
+    });
+    for (let i = 0; i < WINDOW; i++) socket.send(MESSAGE);
+  }
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  counting = true;
+  const started = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, DURATION_S * 1000));
+  const seconds = (performance.now() - started) / 1000;
+  counting = false;
+  running = false;
+  const rate = echoed / seconds;
+  await Promise.all(sockets.map((socket) => new Promise<void>((resolve) => {
+    socket.once('close', () => resolve());
+    socket.close();
+    setTimeout(() => {
+      socket.terminate();
+      resolve();
+    }, 2000);
+  })));
+  return rate;
+}
+
+/** Upgrades per second: open, one echo, close; OPEN_CONCURRENCY at a time. */
+async function openRate(url: string): Promise<{ rate: number; failures: number }> {
+  let opened = 0;
+  let failures = 0;
+  const until = performance.now() + DURATION_S * 1000;
+  const started = performance.now();
+  const loop = async (): Promise<void> => {
+    while (performance.now() < until) {
+      const ok = await new Promise<boolean>((resolve) => {
+        const socket = new WebSocket(url, { perMessageDeflate: false });
+        socket.once('open', () => socket.send(MESSAGE));
+        socket.once('message', () => {
+          socket.close();
+          resolve(true);
+        });
+        socket.once('error', () => resolve(false));
+      });
+      if (ok) opened++;
+      else failures++;
+    }
+  };
+  await Promise.all(Array.from({ length: OPEN_CONCURRENCY }, loop));
+  return { rate: opened / ((performance.now() - started) / 1000), failures };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+function nginxConfig(port: number, upstreamPort: number): string {
+  return `# written by bench/websocket.ts
+${process.getuid?.() === 0 ? 'user root;' : ''}
+worker_processes ${WORKERS};
+pid ${workDir}/nginx.pid;
+error_log ${workDir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  client_body_temp_path ${workDir}/client_body;
+  proxy_temp_path ${workDir}/proxy;
+  fastcgi_temp_path ${workDir}/fastcgi;
+  uwsgi_temp_path ${workDir}/uwsgi;
+  scgi_temp_path ${workDir}/scgi;
+  access_log ${workDir}/access.log combined buffer=64k flush=250ms;
+  server {
+    listen 127.0.0.1:${port} reuseport;
+    location / {
+      proxy_pass http://127.0.0.1:${upstreamPort};
+      proxy_http_version 1.1;
+      proxy_set_header Upgrade $http_upgrade;
+      proxy_set_header Connection "upgrade";
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_read_timeout 3600s;
+    }
+  }
+}
+`;
+}
+
+async function main(): Promise<void> {
+  const deadline = setTimeout(() => {
+    console.error(`bench:ws: deadline of ${DEADLINE_S} s reached`);
+    stopAll();
+    process.exit(1);
+  }, DEADLINE_S * 1000);
+  deadline.unref();
+
+  const upstreamPort = await freePort();
+  await startChild('upstream', process.execPath, [ECHO_MAIN, String(upstreamPort)], /listening/);
+  const contenders: Array<{ id: string; url: string }> = [];
+
+  const gatewayPort = await freePort();
+  const config = {
+    host: '127.0.0.1',
+    upstreams: [{ serviceType: 'static', serviceLocation: `http://127.0.0.1:${upstreamPort}`, endpoints: [{ method: 'GET', path: '/echo' }] }],
+    discovery: { retries: 0, refreshIntervalMs: 0 },
+  };
+  writeFileSync(join(workDir, 'gateway.json'), JSON.stringify(config));
+  await startChild('gateway', process.execPath, [GATEWAY_MAIN, 'start', '--config', join(workDir, 'gateway.json'), '--workers', String(WORKERS), '--port', String(gatewayPort)], /gateway operational/);
+  contenders.push({ id: 'gateway', url: `ws://127.0.0.1:${gatewayPort}/echo` });
+
+  if (spawnSync('nginx', ['-v']).status === 0) {
+    const nginxPort = await freePort();
+    writeFileSync(join(workDir, 'nginx.conf'), nginxConfig(nginxPort, upstreamPort));
+    const ready = startChild('nginx', 'nginx', ['-p', workDir, '-e', join(workDir, 'error.log'), '-c', join(workDir, 'nginx.conf'), '-g', 'daemon off;'], /$^/).catch(() => {});
+    void ready;
+    await waitOpen(`ws://127.0.0.1:${nginxPort}/echo`, 10_000);
+    contenders.push({ id: 'nginx', url: `ws://127.0.0.1:${nginxPort}/echo` });
+  } else {
+    console.log('nginx not installed: gateway only');
+  }
+  contenders.push({ id: 'direct', url: `ws://127.0.0.1:${upstreamPort}/echo` });
+  await waitOpen(contenders[0]!.url, 10_000);
+
+  const messages = new Map<string, number[]>();
+  const opens = new Map<string, number[]>();
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const { id, url } of contenders) {
+      for (const other of contenders) if (other.id !== id && other.id !== 'direct' && children.has(other.id)) signalGroup(other.id, 'SIGSTOP');
+      if (id !== 'direct') signalGroup(id, 'SIGCONT');
+      const rate = await echoRate(url);
+      const open = await openRate(url);
+      (messages.get(id) ?? messages.set(id, []).get(id)!).push(rate);
+      (opens.get(id) ?? opens.set(id, []).get(id)!).push(open.rate);
+      console.log(`round ${round + 1} ${id}: ${Math.round(rate)} messages/s, ${Math.round(open.rate)} upgrades/s${open.failures ? ` (${open.failures} failed)` : ''}`);
+    }
+    for (const { id } of contenders) if (children.has(id)) signalGroup(id, 'SIGCONT');
+  }
+  console.log(`\n64-byte echo, ${CONNECTIONS} connections x ${WINDOW} in flight, ${DURATION_S} s per run, ${ROUNDS} rounds (medians); ${WORKERS} workers each:`);
+  for (const { id } of contenders) console.log(`- ${id}: ${Math.round(median(messages.get(id)!))} messages/s, ${Math.round(median(opens.get(id)!))} upgrades/s`);
+  if (messages.has('nginx')) {
+    console.log(`gateway / nginx: messages/s ${(median(messages.get('gateway')!) / median(messages.get('nginx')!)).toFixed(2)}x, upgrades/s ${(median(opens.get('gateway')!) / median(opens.get('nginx')!)).toFixed(2)}x`);
+  }
+}
+
+process.on('SIGINT', () => {
+  stopAll();
+  process.exit(130);
+});
+main().then(
+  () => {
+    stopAll();
+    process.exit(0);
+  },
+  (err: unknown) => {
+    console.error(err);
+    stopAll();
+    process.exit(1);
+  },
+);

@@ -1,0 +1,242 @@
+/**
+ * One proxied WebSocket connection once both sides are open: the client's socket (uWS) and the
+ * upstream's (the `ws` client). Messages go through whole: uWS and ws each reassemble fragmented
+ * messages, and each side's stack answers its own pings.
+ *
+ * Backpressure:
+ * - upstream -> client: when the client's buffered amount passes HIGH_WATER the upstream socket is
+ *   paused (ws's pause(), which stops reading its TCP socket); uWS's drain resumes it below LOW_WATER.
+ *   What the gateway holds for a slow client is at most HIGH_WATER plus one message.
+ * - client -> upstream: no uWS build we load can stop reading a WebSocket (there is no pause() on it),
+ *   so the bound is enforced by closing: when the upstream socket's unsent bytes pass `maxUnsent`
+ *   (maxPayloadBytes + 4 MiB), the client is closed with 1013 (try again later) and the upstream with
+ *   1001. A client that keeps within what the upstream reads never sees it.
+ */
+import { performance } from 'node:perf_hooks';
+import type { WebSocket as UpstreamSocket } from 'ws';
+import type { UwsWebSocket } from '../native/uws-types.js';
+import type { RequestContext } from '../exchange/context.js';
+
+export const HIGH_WATER = 1024 * 1024;
+export const LOW_WATER = 256 * 1024;
+
+/** What uWS passes as the close handler's message when it dropped a client for a too large message. */
+const TOO_BIG = 'Received too big message';
+
+/** What the client socket carries: the relay it belongs to. */
+export interface ClientSlot {
+  relay: Relay | null;
+}
+
+/** The side that closed first, for the access log. */
+export type ClosedBy = 'client' | 'upstream' | 'gateway';
+
+export interface RelayEnd {
+  relay: Relay;
+  /** The code the first close carried (1006: a side was lost without a close frame). */
+  code: number;
+  closedBy: ClosedBy;
+}
+
+export interface RelayHost {
+  readonly maxPayloadBytes: number;
+  readonly maxUnsent: number;
+  /** The connection is over on the client's side (the upstream side is closed or closing). */
+  ended(end: RelayEnd): void;
+}
+
+const BINARY = { binary: true, compress: false };
+const TEXT = { binary: false, compress: false };
+
+export class Relay {
+  client: UwsWebSocket<ClientSlot> | null = null;
+  readonly upstream: UpstreamSocket;
+  readonly startedAt: number;
+  lastActivity: number;
+  messagesToUpstream = 0;
+  bytesToUpstream = 0;
+  messagesToClient = 0;
+  bytesToClient = 0;
+  /** Counts not yet reported to the metrics (reported every sweep and at the end). */
+  unreported = { messagesToUpstream: 0, bytesToUpstream: 0, messagesToClient: 0, bytesToClient: 0 };
+  private clientOpen = false;
+  private finished = false;
+  private tooBig = false;
+  /** Upstream messages that arrived before the client's socket opened (same turn; rare). */
+  private early: Array<[Buffer, boolean]> | null = null;
+  /**
+   * Upstream messages of the current read, sent to the client in one cork once ws has parsed the read
+   * (a microtask): uWS writes each uncorked send with a syscall of its own, which was most of the
+   * relay's cost per message (profile in docs/websocket.md).
+   */
+  private batch: Array<Buffer | boolean> = [];
+  private batchScheduled = false;
+
+  constructor(
+    private readonly host: RelayHost,
+    upstream: UpstreamSocket,
+    /** The upgrade request (path, endpoint, upstream, client address) for the access log. */
+    readonly ctx: RequestContext,
+    /** Sent with the client's messages: uWS compresses when the client negotiated permessage-deflate. */
+    private readonly compress: boolean,
+  ) {
+    this.upstream = upstream;
+    this.startedAt = this.lastActivity = performance.now();
+    upstream.on('message', this.onUpstreamMessage);
+    upstream.on('close', this.onUpstreamClose);
+    upstream.on('error', this.onUpstreamError);
+  }
+
+  get isFinished(): boolean {
+    return this.finished;
+  }
+
+  /** uWS open handler: the client's socket is usable from now until its close handler. */
+  clientOpened(client: UwsWebSocket<ClientSlot>): void {
+    this.client = client;
+    this.clientOpen = true;
+    const early = this.early;
+    this.early = null;
+    if (early !== null) for (const [data, isBinary] of early) this.toClient(data, isBinary);
+  }
+
+  /** uWS message handler; `message` is valid only during the call. */
+  fromClient(message: ArrayBuffer, isBinary: boolean): void {
+    this.lastActivity = performance.now();
+    const length = message.byteLength;
+    this.messagesToUpstream++;
+    this.bytesToUpstream += length;
+    this.unreported.messagesToUpstream++;
+    this.unreported.bytesToUpstream += length;
+    const upstream = this.upstream;
+    if (upstream.readyState !== 1) return;
+    if (length > this.host.maxPayloadBytes) return this.closeBoth(1009, 'message too big', 'client');
+    // No copy here: with compression off, ws frames and masks the data synchronously into a buffer of
+    // its own (a read-only view is copied while masked), before uWS reuses the ArrayBuffer.
+    upstream.send(new Uint8Array(message), isBinary ? BINARY : TEXT);
+    if (upstream.bufferedAmount > this.host.maxUnsent) this.closeBoth(1013, 'the upstream does not read fast enough', 'gateway', 1001);
+  }
+
+  /** uWS drain handler: the client took some of what was buffered for it. */
+  clientDrained(): void {
+    if (this.upstream.isPaused && this.client !== null && this.client.getBufferedAmount() < LOW_WATER) this.upstream.resume();
+  }
+
+  /** uWS close handler: the client's socket is gone (closed by either side, or lost). */
+  clientClosed(code: number, message: ArrayBuffer): void {
+    this.clientOpen = false;
+    this.client = null;
+    if (this.finished) return;
+    const reason = Buffer.from(message).toString();
+    if (code === 1006 && reason === TOO_BIG) {
+      // uWS drops a client whose message exceeds its own limit without a close frame (see upgrade.ts).
+      this.closeUpstream(1009, 'message too big');
+      return this.finish(1009, 'client');
+    }
+    // A client lost without a close frame: "going away" is the closest code a close frame can carry.
+    if (code === 1006 || code === 1005) this.closeUpstream(code === 1006 ? 1001 : 1000, '');
+    else this.closeUpstream(code, reason);
+    this.finish(code, 'client');
+  }
+
+  /** Closes both sides with `code` (the gateway's decision: idle, shutdown, a limit). */
+  closeBoth(code: number, reason: string, closedBy: ClosedBy = 'gateway', upstreamCode = code): void {
+    if (this.finished) return;
+    this.closeUpstream(upstreamCode, reason);
+    this.endClient(code, reason, closedBy);
+  }
+
+  private readonly onUpstreamMessage = (data: Buffer, isBinary: boolean): void => {
+    this.lastActivity = performance.now();
+    const length = data.length;
+    this.messagesToClient++;
+    this.bytesToClient += length;
+    this.unreported.messagesToClient++;
+    this.unreported.bytesToClient += length;
+    if (!this.clientOpen) {
+      if (!this.finished) (this.early ??= []).push([data, isBinary]);
+      return;
+    }
+    this.batch.push(data, isBinary);
+    if (!this.batchScheduled) {
+      this.batchScheduled = true;
+      queueMicrotask(this.flushBatch);
+    }
+  };
+
+  private readonly flushBatch = (): void => {
+    this.batchScheduled = false;
+    const batch = this.batch;
+    if (batch.length === 0) return;
+    this.batch = [];
+    if (!this.clientOpen) return;
+    const client = this.client!;
+    client.cork(() => {
+      for (let i = 0; i < batch.length; i += 2) client.send(batch[i] as Buffer, batch[i + 1] as boolean, this.compress);
+    });
+    if (client.getBufferedAmount() > HIGH_WATER && !this.upstream.isPaused) this.upstream.pause();
+  };
+
+  private toClient(data: Buffer, isBinary: boolean): void {
+    const client = this.client!;
+    client.send(data, isBinary, this.compress);
+    if (client.getBufferedAmount() > HIGH_WATER && !this.upstream.isPaused) this.upstream.pause();
+  }
+
+  private readonly onUpstreamError = (err: Error & { code?: string }): void => {
+    // ws closes the upstream with 1009 itself; the client gets the same.
+    if (err.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') this.tooBig = true;
+  };
+
+  private readonly onUpstreamClose = (code: number, reason: Buffer): void => {
+    if (this.finished) return;
+    this.flushBatch();
+    if (this.tooBig) return this.endClient(1009, 'message too big', 'upstream');
+    // 1006: the upstream was lost without a close frame; 1005: it sent none with a code.
+    if (code === 1006) return this.endClient(1011, 'upstream connection lost', 'upstream', 1006);
+    if (code === 1005) return this.endClient(1000, '', 'upstream', 1005);
+    this.endClient(sendable(code) ? code : 1011, reason.toString(), 'upstream');
+  };
+
+  private closeUpstream(code: number, reason: string): void {
+    const upstream = this.upstream;
+    if (upstream.readyState === 2 || upstream.readyState === 3) return;
+    if (upstream.isPaused) upstream.resume();
+    try {
+      upstream.close(sendable(code) ? code : 1011, truncateReason(reason));
+    } catch {
+      upstream.terminate();
+    }
+  }
+
+  private endClient(code: number, reason: string, closedBy: ClosedBy, loggedCode = code): void {
+    if (this.finished) return;
+    const client = this.client;
+    this.finish(loggedCode, closedBy);
+    if (client !== null && this.clientOpen) {
+      this.clientOpen = false;
+      client.end(code, truncateReason(reason));
+    }
+  }
+
+  private finish(code: number, closedBy: ClosedBy): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.early = null;
+    this.host.ended({ relay: this, code, closedBy });
+  }
+}
+
+/** Codes a close frame may carry (RFC 6455 7.4): not 1004-1006, 1015, nor unassigned ones below 3000. */
+function sendable(code: number): boolean {
+  return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999);
+}
+
+/** A close reason fits in 123 bytes of UTF-8. */
+function truncateReason(reason: string): string {
+  if (Buffer.byteLength(reason) <= 123) return reason;
+  let cut = Buffer.from(reason).subarray(0, 123).toString();
+  // A character cut in half decodes to U+FFFD, which may be longer than what it replaced.
+  while (Buffer.byteLength(cut) > 123) cut = cut.slice(0, -1);
+  return cut;
+}

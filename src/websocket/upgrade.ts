@@ -1,0 +1,442 @@
+/**
+ * WebSocket proxying: the uWS WebSocket route of the data plane. An upgrade request is routed like a
+ * GET, passes the middleware, gets a host from the balancer and breakers, and the gateway opens the
+ * upstream WebSocket first (same path and query, end-to-end headers, the subprotocols the client
+ * offered). Only when the upstream answered 101 is the client's upgrade completed, with the
+ * subprotocol the upstream chose; otherwise the client gets the upstream's HTTP answer, or 502/504.
+ *
+ * Anything that does not route (a built-in path, no endpoint, a malformed request) is handed to the
+ * data plane's ordinary request path, which answers it as it answers any GET.
+ *
+ * The upstream leg uses the `ws` client: a well-kept, complete RFC 6455 client (fragmentation, pings,
+ * close handshake, maxPayload, TLS) whose send path frames and masks without an extra copy. The relay
+ * costs measured with bench:ws are in docs/websocket.md.
+ */
+import cluster from 'node:cluster';
+import { performance } from 'node:perf_hooks';
+import { WebSocket as UpstreamSocket, type ClientOptions } from 'ws';
+import type { ClientRequest, IncomingMessage } from 'node:http';
+import type { GatewayConfig } from '../config/types.js';
+import { normalizePath } from '../http/normalize-path.js';
+import { writeContent, writeProblem } from '../http/problem-json.js';
+import { remoteAddress } from '../http/remote-address.js';
+import { RequestHead } from '../http/client-request-head.js';
+import { hasEncodedSlash, isVisibleAscii } from '../http/request-target.js';
+import { createLogger, type Logger } from '../log.js';
+import type { Counters } from '../metrics/counters.js';
+import type { Pipeline } from '../middleware/pipeline.js';
+import type { Answer } from '../middleware/types.js';
+import type { UwsModule, UwsRequest, UwsResponse, UwsSocketContext, UwsWebSocket, UwsWebSocketBehavior } from '../native/uws-types.js';
+import type { Breakers } from '../proxy/upstream-breakers.js';
+import { RequestContext } from '../exchange/context.js';
+import { emptySelection, type RoutingTable } from '../routing/table.js';
+import { ACCESS_LOG_LISTENER } from '../listeners/access-log.js';
+import { HIGH_WATER, Relay, type ClientSlot, type RelayEnd, type RelayHost } from './relay.js';
+import { WebSocketMetrics, type UpgradeOutcome } from './metrics.js';
+import { webSocketSettings, type WebSocketConfig } from './settings.js';
+
+/** What the data plane lends the WebSocket route. */
+export interface WebSocketHost {
+  readonly via: string;
+  readonly breakers: Breakers;
+  readonly counters: Counters | null;
+  /** The data plane is shutting down. */
+  closing(): boolean;
+  table(): RoutingTable | null;
+  pipeline(): Pipeline;
+  /** Answers the request as the data plane answers any request (synchronously, inside the handler). */
+  serveAsHttp(res: UwsResponse, req: UwsRequest): void;
+  /** X-Forwarded-*, Via and the trusted proxies' headers, into ctx.headers. */
+  addForwardingHeaders(head: RequestHead, ctx: RequestContext): void;
+  /** The client address per trustedProxies. */
+  clientAddress(ctx: RequestContext): string;
+  /** A host for ctx's route (balancer, breakers), not `excluding`; sets ctx.upstream. Null: none may take it. */
+  pick(ctx: RequestContext, excluding: string): string | null;
+  /** The request ended as an HTTP answer (no relayed connection): logged and counted like any request. */
+  requestDone(ctx: RequestContext): void;
+}
+
+/** Upstream answers to a refused upgrade are passed on up to this size; a larger one is a 502. */
+const MAX_REFUSAL_BODY = 1024 * 1024;
+/** Most WebSocket close frames leave within this after a shutdown's close (then the sockets are cut). */
+const CLOSE_FLUSH_MS = 250;
+/** Headers the ws client writes itself, or that only belong to the client's own handshake. */
+const HANDSHAKE_HEADERS = new Set(['sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions', 'sec-websocket-protocol']);
+/** Not passed back from a refusing upstream: hop-by-hop, framing (uWS writes its own), Date (uWS writes one). */
+const NOT_PASSED_BACK = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'upgrade', 'te', 'trailer', 'proxy-authenticate', 'proxy-connection', 'date', 'via']);
+const NO_HOST = 'no upstream can take this request now (circuit breakers open)';
+
+export class WebSocketProxy implements RelayHost {
+  readonly settings: WebSocketConfig;
+  readonly maxPayloadBytes: number;
+  readonly maxUnsent: number;
+  readonly metrics: WebSocketMetrics;
+  readonly relays = new Set<Relay>();
+  readonly behavior: UwsWebSocketBehavior<ClientSlot>;
+  private readonly head = new RequestHead();
+  private readonly selection = emptySelection();
+  private readonly sweepTimer: NodeJS.Timeout;
+  private readonly logAccess: boolean;
+  private logger: Logger | null = null;
+  private onEmpty: (() => void) | null = null;
+
+  constructor(
+    private readonly host: WebSocketHost,
+    private readonly config: GatewayConfig,
+    uws: UwsModule,
+  ) {
+    const settings = (this.settings = webSocketSettings(config.websocket));
+    this.maxPayloadBytes = settings.maxPayloadBytes;
+    this.maxUnsent = settings.maxPayloadBytes + 4 * HIGH_WATER;
+    this.metrics = new WebSocketMetrics(host.counters);
+    this.logAccess = config.accessLog.enabled;
+    this.behavior = {
+      compression: settings.compression ? uws.SHARED_COMPRESSOR : uws.DISABLED,
+      // uWS 20.30 drops a client whose message passes this limit without a close frame (1006). Twice
+      // the configured limit lets a message just over it arrive whole, so the relay can close with
+      // 1009; only a message over twice the limit still ends as a 1006 for the client.
+      maxPayloadLength: Math.min(2 * settings.maxPayloadBytes, 0x7fffffff),
+      // Pings from uWS keep a live client's socket open; the relay's own idle rule (messages) closes with 1001.
+      idleTimeout: Math.min(960, Math.max(8, Math.ceil(settings.idleTimeoutMs / 1000))),
+      sendPingsAutomatically: true,
+      maxBackpressure: Math.min(HIGH_WATER + 2 * settings.maxPayloadBytes + HIGH_WATER, 0xffffffff),
+      closeOnBackpressureLimit: false,
+      upgrade: this.onUpgrade,
+      open: (ws) => ws.getUserData().relay?.clientOpened(ws),
+      message: (ws, message, isBinary) => ws.getUserData().relay?.fromClient(message, isBinary),
+      drain: (ws) => ws.getUserData().relay?.clientDrained(),
+      close: (ws, code, message) => ws.getUserData().relay?.clientClosed(code, message),
+    };
+    const every = Math.max(50, Math.min(1000, settings.idleTimeoutMs / 4));
+    this.sweepTimer = setInterval(() => this.sweep(), every);
+    this.sweepTimer.unref();
+  }
+
+  /**
+   * Shutdown: new upgrades are refused (503) from now; connections still open after `graceMs` are
+   * closed with 1001 on both sides. Resolves when none is left.
+   */
+  async shutDown(graceMs: number): Promise<void> {
+    if (this.relays.size > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, graceMs);
+        this.onEmpty = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.onEmpty = null;
+    }
+    clearInterval(this.sweepTimer);
+    if (this.relays.size === 0) return;
+    for (const relay of [...this.relays]) relay.closeBoth(1001, 'the gateway is shutting down');
+    await new Promise((resolve) => setTimeout(resolve, CLOSE_FLUSH_MS));
+  }
+
+  // ---- RelayHost ------------------------------------------------------------------------------------
+
+  ended({ relay, code, closedBy }: RelayEnd): void {
+    if (!this.relays.delete(relay)) return;
+    const seconds = (performance.now() - relay.startedAt) / 1000;
+    this.report(relay);
+    this.metrics.closed(seconds);
+    const ctx = relay.ctx;
+    if (this.logAccess && !ctx.disabledListeners.includes(ACCESS_LOG_LISTENER)) {
+      this.log().info(
+        {
+          log: 'access',
+          method: 'GET',
+          path: ctx.path,
+          endpoint: ctx.routeTemplate,
+          upstream: ctx.upstream,
+          status: 101,
+          durationMs: Math.round(seconds * 1e6) / 1000,
+          bytesIn: relay.bytesToUpstream,
+          bytesOut: relay.bytesToClient,
+          messagesIn: relay.messagesToUpstream,
+          messagesOut: relay.messagesToClient,
+          closeCode: code,
+          closedBy,
+          client: ctx.clientAddress,
+        },
+        'websocket',
+      );
+    }
+    if (this.relays.size === 0) this.onEmpty?.();
+  }
+
+  // ---- upgrade ----------------------------------------------------------------------------------
+
+  private readonly onUpgrade = (res: UwsResponse, req: UwsRequest, context: UwsSocketContext): void => {
+    try {
+      this.upgrade(res, req, context);
+    } catch (err) {
+      process.emitWarning(err instanceof Error ? err : new Error(String(err)), 'DataPlaneError');
+      try {
+        res.cork(() => writeProblem(res, 500, 'the gateway failed to handle the request', { via: this.host.via, closeConnection: true }));
+      } catch {
+        // Already answered or gone.
+      }
+    }
+  };
+
+  /** Synchronous, inside the uWS handler (`req` is valid only now). */
+  private upgrade(res: UwsResponse, req: UwsRequest, context: UwsSocketContext): void {
+    const host = this.host;
+    const table = host.table();
+    if (!this.settings.enabled || table === null || req.getHeader('upgrade').toLowerCase() !== 'websocket') return host.serveAsHttp(res, req);
+    if (host.closing()) {
+      writeProblem(res, 503, 'the gateway is shutting down', { via: host.via, closeConnection: true });
+      this.metrics.upgrade('rejected');
+      return;
+    }
+    const key = req.getHeader('sec-websocket-key');
+    const offered = req.getHeader('sec-websocket-protocol');
+    const extensions = req.getHeader('sec-websocket-extensions');
+    const head = this.head.read(req);
+    const { limits, paths } = this.config;
+    if (
+      head.headerBytes > limits.maxHeaderBytes ||
+      head.badFraming ||
+      head.conflict !== '' ||
+      head.hasBody ||
+      !isVisibleAscii(head.url) ||
+      !isVisibleAscii(head.query) ||
+      (this.config.encodedSlashes === 'reject' && hasEncodedSlash(head.url))
+    ) {
+      return host.serveAsHttp(res, req);
+    }
+    const path = normalizePath(head.url);
+    if (path === null) return host.serveAsHttp(res, req);
+    if (this.config.admin === undefined && (path === paths.healthcheck || path === paths.metrics || path === paths.spec)) return host.serveAsHttp(res, req);
+    const view = head.view;
+    const selection = table.select('GET', path, view['content-type'], view.accept, false, this.selection);
+    if (selection.status !== 200 || selection.autoOptions) return host.serveAsHttp(res, req);
+
+    const route = selection.route!;
+    head.peer = remoteAddress(res.getRemoteAddress());
+    head.startedAt = performance.now();
+    // uWS calls upgrade only for a GET; the checks above refused a head that announces a body.
+    const ctx = new RequestContext(head);
+    ctx.path = path;
+    ctx.route = route;
+    ctx.targets = selection.targets;
+    host.addForwardingHeaders(head, ctx);
+    ctx.clientAddress = host.clientAddress(ctx);
+    const pending = new PendingUpgrade(this, host, res, ctx, key, splitProtocols(offered), extensions, context);
+    res.onAborted(() => pending.aborted());
+    const pipeline = host.pipeline();
+    const list = pipeline.forRoute(route, table.routes());
+    if (list.length === 0) return pending.admitted();
+    pipeline.run(ctx, list, 0, (answer) => (answer === null ? pending.admitted() : pending.answer(answer, 'rejected')));
+  }
+
+  /** The upstream accepted and the client's socket is being upgraded: from now on a relay. */
+  adopt(relay: Relay): void {
+    this.relays.add(relay);
+    this.metrics.upgrade('accepted');
+  }
+
+  upgradeEnded(ctx: RequestContext, outcome: UpgradeOutcome): void {
+    this.metrics.upgrade(outcome);
+    this.host.requestDone(ctx);
+  }
+
+  upstreamOptions(): ClientOptions {
+    return {
+      maxPayload: this.maxPayloadBytes,
+      perMessageDeflate: false,
+      handshakeTimeout: this.config.timeouts.upstreamMs,
+      followRedirects: false,
+    };
+  }
+
+  upstreamTls(upstream: string): ClientOptions {
+    const tls = this.config.upstreams.find((u) => u.serviceLocation === upstream)?.tls;
+    if (tls === undefined) return {};
+    return { ca: tls.ca, cert: tls.cert, key: tls.key, rejectUnauthorized: tls.rejectUnauthorized, ...(tls.serverName === undefined ? {} : { servername: tls.serverName }) } as ClientOptions;
+  }
+
+  private sweep(): void {
+    if (this.relays.size === 0) return;
+    const idleBefore = performance.now() - this.settings.idleTimeoutMs;
+    for (const relay of this.relays) {
+      if (relay.lastActivity < idleBefore) relay.closeBoth(1001, 'idle timeout');
+      else this.report(relay);
+    }
+  }
+
+  private report(relay: Relay): void {
+    const u = relay.unreported;
+    if (u.messagesToUpstream === 0 && u.messagesToClient === 0) return;
+    this.metrics.flow(u.messagesToUpstream, u.bytesToUpstream, u.messagesToClient, u.bytesToClient);
+    u.messagesToUpstream = u.bytesToUpstream = u.messagesToClient = u.bytesToClient = 0;
+  }
+
+  private log(): Logger {
+    return (this.logger ??= createLogger({ role: 'worker', workerId: cluster.worker?.id ?? 0 }));
+  }
+}
+
+/** An upgrade between the client's request and the upstream's answer. */
+class PendingUpgrade {
+  private clientGone = false;
+  private done = false;
+  private socket: UpstreamSocket | null = null;
+  private retried = false;
+
+  constructor(
+    private readonly proxy: WebSocketProxy,
+    private readonly host: WebSocketHost,
+    private readonly res: UwsResponse,
+    private readonly ctx: RequestContext,
+    private readonly key: string,
+    private readonly protocols: string[],
+    private readonly extensions: string,
+    private readonly context: UwsSocketContext,
+  ) {}
+
+  aborted(): void {
+    this.clientGone = true;
+    if (this.done) return;
+    this.done = true;
+    this.socket?.terminate();
+    this.ctx.status = 499;
+    this.proxy.upgradeEnded(this.ctx, 'aborted');
+  }
+
+  /** The middleware let it through. */
+  admitted(): void {
+    if (this.done) return;
+    this.connect('');
+  }
+
+  /** A middleware's (or the gateway's) answer instead of an upgrade. */
+  answer(answer: Answer, outcome: UpgradeOutcome): void {
+    if (this.done) return;
+    this.done = true;
+    const { res, ctx } = this;
+    const via = this.host.via;
+    res.cork(() => {
+      ctx.status = answer.status;
+      const own = ctx.responseHeaders;
+      if (answer.kind === 'content') {
+        ctx.bytesOut = writeContent(res, answer.status, answer.headers, answer.body, { via, headersOnly: false, closeConnection: true, headers: own });
+      } else {
+        const headers = answer.headers === undefined ? own : own === null ? answer.headers : [...answer.headers, ...own];
+        ctx.bytesOut = writeProblem(res, answer.status, answer.detail, { via, closeConnection: true, headers });
+      }
+    });
+    this.proxy.upgradeEnded(ctx, outcome);
+  }
+
+  private connect(excluding: string): void {
+    const { ctx, host } = this;
+    const upstream = host.pick(ctx, excluding);
+    if (upstream === null) return this.answer({ kind: 'problem', status: 503, detail: NO_HOST }, 'rejected');
+    const target = ctx.query === '' ? ctx.path : `${ctx.path}?${ctx.query}`;
+    const url = (upstream.startsWith('https:') ? 'wss' : 'ws') + upstream.slice(upstream.indexOf(':')) + target;
+    let socket: UpstreamSocket;
+    try {
+      socket = new UpstreamSocket(url, this.protocols, { ...this.proxy.upstreamOptions(), ...this.proxy.upstreamTls(upstream), headers: upstreamHeaders(ctx.headers) });
+    } catch (err) {
+      // An offered subprotocol that is not a token, or a header ws refuses.
+      return this.answer({ kind: 'problem', status: 400, detail: `the upgrade cannot be forwarded as sent: ${(err as Error).message}` }, 'rejected');
+    }
+    this.socket = socket;
+    socket.on('open', () => this.opened(socket, upstream));
+    socket.on('unexpected-response', (request: ClientRequest, response: IncomingMessage) => this.refused(socket, upstream, request, response));
+    socket.on('error', (err: Error & { code?: string }) => this.failed(socket, upstream, err));
+  }
+
+  private opened(socket: UpstreamSocket, upstream: string): void {
+    socket.removeAllListeners('error');
+    socket.removeAllListeners('unexpected-response');
+    this.host.breakers.onSuccess(upstream, this.ctx.routeId);
+    if (this.clientGone || this.done) {
+      socket.close(1001, 'the client went away');
+      socket.on('error', () => {});
+      return;
+    }
+    this.done = true;
+    const ctx = this.ctx;
+    ctx.status = 101;
+    const relay = new Relay(this.proxy, socket, ctx, this.proxy.settings.compression);
+    this.proxy.adopt(relay);
+    const slot: ClientSlot = { relay };
+    this.res.cork(() => this.res.upgrade(slot, this.key, socket.protocol, this.extensions, this.context));
+  }
+
+  /** The upstream answered something other than 101: the client gets that answer. */
+  private refused(socket: UpstreamSocket, upstream: string, request: ClientRequest, response: IncomingMessage): void {
+    const status = response.statusCode ?? 502;
+    const routeId = this.ctx.routeId;
+    if (status >= 500) this.host.breakers.onFailure(upstream, routeId);
+    else this.host.breakers.onSuccess(upstream, routeId);
+    const chunks: Buffer[] = [];
+    let length = 0;
+    const finish = (body: Buffer | null): void => {
+      request.destroy();
+      socket.removeAllListeners('error');
+      socket.on('error', () => {});
+      if (this.done) return;
+      if (body === null) return this.answer({ kind: 'problem', status: 502, detail: 'the upstream refused the upgrade with an answer that could not be read or was too large' }, 'failed');
+      const headers: string[] = [];
+      const raw = response.rawHeaders;
+      for (let i = 0; i < raw.length; i += 2) {
+        const name = raw[i]!.toLowerCase();
+        if (!NOT_PASSED_BACK.has(name) && !name.startsWith('proxy-')) headers.push(name, raw[i + 1]!);
+      }
+      this.answer({ kind: 'content', status, headers, body }, 'refused');
+    };
+    response.on('data', (chunk: Buffer) => {
+      length += chunk.length;
+      if (length > MAX_REFUSAL_BODY) {
+        response.destroy();
+        return finish(null);
+      }
+      chunks.push(chunk);
+    });
+    response.on('end', () => finish(Buffer.concat(chunks)));
+    response.on('error', () => finish(null));
+  }
+
+  private failed(socket: UpstreamSocket, upstream: string, err: Error & { code?: string }): void {
+    socket.removeAllListeners('error');
+    socket.on('error', () => {});
+    if (this.done) return;
+    const { ctx, host } = this;
+    host.breakers.onFailure(upstream, ctx.routeId);
+    const timedOut = err.message.includes('handshake has timed out') || err.code === 'ETIMEDOUT';
+    const unsent = err.code === 'ECONNREFUSED' || err.code === 'EHOSTUNREACH' || err.code === 'ENETUNREACH' || err.code === 'ECONNRESET';
+    if (unsent && !this.retried && ctx.targets.length > 1 && !host.closing()) {
+      this.retried = true;
+      host.counters?.add('retries.afterConnectFailure');
+      return this.connect(upstream);
+    }
+    host.counters?.add(timedOut ? 'upstreamFailures.timeouts' : unsent ? 'upstreamFailures.connectFailures' : 'upstreamFailures.resets');
+    const answer = timedOut
+      ? { kind: 'problem' as const, status: 504, detail: 'the upstream did not answer the upgrade in time' }
+      : { kind: 'problem' as const, status: 502, detail: unsent ? 'the upstream refused the connection' : `the upstream's answer to the upgrade was not valid (${err.message})` };
+    this.answer(answer, 'failed');
+  }
+}
+
+/** The offered subprotocols, as the client listed them. */
+function splitProtocols(header: string): string[] {
+  if (header === '') return [];
+  return header.split(',').map((p) => p.trim()).filter((p) => p !== '');
+}
+
+/** ctx.headers (flat, lower-case names) as the ws client's headers option; repeated names are joined. */
+function upstreamHeaders(flat: readonly string[]): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (let i = 0; i < flat.length; i += 2) {
+    const name = flat[i]!;
+    if (HANDSHAKE_HEADERS.has(name)) continue;
+    const value = flat[i + 1]!;
+    const previous = headers[name];
+    headers[name] = previous === undefined ? value : `${previous}${name === 'cookie' ? '; ' : ', '}${value}`;
+  }
+  return headers;
+}

@@ -1,0 +1,81 @@
+// WebSocket connections across the gateway's own lifecycle: a SIGHUP reload leaves open connections
+// untouched; SIGTERM refuses new connections and closes open ones with 1001 on both sides after
+// timeouts.shutdownGraceMs, then the gateway exits 0. Also: permessage-deflate with the client when
+// `websocket.compression`, and a config error that names the field.
+import t from 'tap';
+import { parseConfig } from '../src/config/load.js';
+import { startGateway, testConfig } from './helpers/gateway-process.js';
+import { closed, nextMessage, openClient, startWsUpstream, wsUpstreamConfig } from './helpers/ws-upstream.js';
+
+t.test('SIGHUP keeps open connections; SIGTERM closes them with 1001 after the grace and exits 0', async (t) => {
+  const upstream = await startWsUpstream(t);
+  const config = testConfig([wsUpstreamConfig(upstream.location, ['/keep'])], {
+    timeouts: { upstreamMs: 5000, connectMs: 1000, clientRequestMs: 10_000, shutdownGraceMs: 1500 },
+  });
+  const gateway = await startGateway(t, { config, waitFor: (line) => line.msg === 'gateway operational', startTimeoutMs: 60_000, workers: 2 });
+  const clients = await Promise.all([0, 1, 2, 3].map(() => openClient(`ws://127.0.0.1:${gateway.port}/keep`)));
+  const gone = clients.map((client) => closed(client));
+
+  gateway.writeConfig({ ...config, upstreams: [wsUpstreamConfig(upstream.location, ['/keep', '/more'])] });
+  gateway.signal('SIGHUP');
+  await gateway.waitForLog((line) => line.msg === 'config reloaded', 60_000, "'config reloaded'");
+  for (const [i, client] of clients.entries()) {
+    client.send(`still here ${i}`);
+    t.equal((await nextMessage(client)).data.toString(), `still here ${i}`, `connection ${i} still relays after the reload`);
+  }
+  const added = await openClient(`ws://127.0.0.1:${gateway.port}/more`);
+  added.close();
+
+  const signalled = Date.now();
+  gateway.signal('SIGTERM');
+  const codes = await Promise.all(gone);
+  const waited = Date.now() - signalled;
+  t.same(
+    codes.map((c) => c.code),
+    [1001, 1001, 1001, 1001],
+    'every open connection is closed with 1001',
+  );
+  t.ok(waited >= 1400, `not before the grace (${waited} ms)`);
+  const refused = await openClient(`ws://127.0.0.1:${gateway.port}/keep`).then(
+    () => 'upgraded',
+    (err: Error & { code?: string; status?: number }) => err.code ?? String(err.status),
+  );
+  t.not(refused, 'upgraded', `a new upgrade is refused (${refused})`);
+  t.same(await gateway.exited, { code: 0, signal: null }, 'the gateway exits 0');
+  t.same(
+    upstream.closes.map((c) => c.code).filter((code) => code === 1001).length,
+    4,
+    'the upstream side of each is closed with 1001 too',
+  );
+});
+
+t.test('permessage-deflate with the client when websocket.compression', async (t) => {
+  const upstream = await startWsUpstream(t);
+  const gateway = await startGateway(t, {
+    config: testConfig([wsUpstreamConfig(upstream.location, ['/z'])], { websocket: { compression: true } }),
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+    workers: 1,
+  });
+  const { WebSocket } = await import('ws');
+  const client = new WebSocket(`ws://127.0.0.1:${gateway.port}/z`, { perMessageDeflate: true });
+  await new Promise((resolve, reject) => {
+    client.once('open', resolve);
+    client.once('error', reject);
+  });
+  t.match(client.extensions, /permessage-deflate/, 'the client negotiated permessage-deflate with the gateway');
+  t.equal(upstream.handshakes[0]!.headers['sec-websocket-extensions'], undefined, 'the upstream leg is not compressed');
+  const text = 'compress me '.repeat(1000);
+  client.send(text);
+  t.equal((await nextMessage(client)).data.toString(), text, 'a compressed message is relayed and comes back');
+  client.close();
+});
+
+t.test('the websocket section is validated like the rest of the config', async (t) => {
+  const base = { upstreams: [] };
+  t.throws(() => parseConfig(JSON.stringify({ ...base, websocket: { maxPayloadBytes: 0 } }), 'gw.json'), /gw\.json: \/websocket\/maxPayloadBytes: .*>= 1/);
+  t.throws(() => parseConfig(JSON.stringify({ ...base, websocket: { compresion: true } }), 'gw.json'), /gw\.json: \/websocket.*compresion/);
+  t.throws(() => parseConfig(JSON.stringify({ ...base, websocket: { idleTimeoutMs: 'long' } }), 'gw.json'), /\/websocket\/idleTimeoutMs/);
+  const config = parseConfig(JSON.stringify(base), 'gw.json');
+  t.same(config.websocket, { enabled: true, maxPayloadBytes: 16 * 1024 * 1024, idleTimeoutMs: 120_000, compression: false }, 'defaults');
+});

@@ -1,0 +1,104 @@
+// WebSocket proxying at its limits, through the running cluster: rateLimit answers 429 at upgrade time,
+// an upstream that never answers the handshake gives 504, a client that writes faster than its
+// upstream reads is closed with 1013 once the bound is passed, and the chat example works as
+// docs/websocket.md says (discovered from its Swagger doc, subprotocol chat.v1, X-Consumer as name).
+import { createServer, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { createHash } from 'node:crypto';
+import t from 'tap';
+import { startChatUpstream } from '../examples/websocket-chat.js';
+import { startGateway, testConfig } from './helpers/gateway-process.js';
+import { closed, nextMessage, openClient, startWsUpstream, wsUpstreamConfig } from './helpers/ws-upstream.js';
+
+const refusal = (err: unknown) => err as { status: number; headers: Record<string, string>; body: string };
+
+t.test('rateLimit decides at upgrade time (429 with Retry-After); a silent upstream is 504', async (t) => {
+  const upstream = await startWsUpstream(t);
+  const sockets = new Set<Socket>();
+  const silent = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy();
+    silent.close();
+  });
+  const silentLocation = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+  const gateway = await startGateway(t, {
+    config: testConfig([wsUpstreamConfig(upstream.location, ['/limited']), wsUpstreamConfig(silentLocation, ['/silent'])], {
+      timeouts: { upstreamMs: 1000, connectMs: 1000, clientRequestMs: 10_000, shutdownGraceMs: 1000 },
+      middleware: [{ id: 'limit', type: 'rateLimit', limit: 1, windowMs: 60_000, key: 'ip', scope: 'global' }],
+    }),
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+    workers: 1,
+  });
+  const first = await openClient(`ws://127.0.0.1:${gateway.port}/limited`);
+  const second = refusal(await openClient(`ws://127.0.0.1:${gateway.port}/limited`).then(() => t.fail('upgraded'), (err) => err));
+  t.equal(second.status, 429, 'over the limit: 429');
+  t.ok(Number(second.headers['retry-after']) > 0, 'with Retry-After');
+  t.match(second.headers['ratelimit-policy'], /"limit";q=1;w=60/);
+  first.close();
+
+  const gatewayWithoutLimit = await startGateway(t, {
+    config: testConfig([wsUpstreamConfig(silentLocation, ['/silent'])], {
+      timeouts: { upstreamMs: 1000, connectMs: 1000, clientRequestMs: 10_000, shutdownGraceMs: 1000 },
+    }),
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+    workers: 1,
+  });
+  const started = Date.now();
+  const timedOut = refusal(await openClient(`ws://127.0.0.1:${gatewayWithoutLimit.port}/silent`).then(() => t.fail('upgraded'), (err) => err));
+  t.equal(timedOut.status, 504, 'no answer to the handshake within timeouts.upstreamMs: 504');
+  t.match(timedOut.headers['content-type'], /problem\+json/);
+  t.ok(Date.now() - started >= 900, 'not before the timeout');
+});
+
+t.test('a client that writes faster than its upstream reads is closed with 1013 past the bound', async (t) => {
+  const upstream = await startWsUpstream(t, {
+    // Reads the handshake, then nothing more.
+    onConnection: (socket) => (socket as unknown as { _socket: Socket })._socket.pause(),
+  });
+  const gateway = await startGateway(t, {
+    config: testConfig([wsUpstreamConfig(upstream.location, ['/sink'])], { websocket: { maxPayloadBytes: 1024 * 1024 } }),
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+    workers: 1,
+  });
+  const client = await openClient(`ws://127.0.0.1:${gateway.port}/sink`);
+  const done = closed(client);
+  const chunk = Buffer.alloc(64 * 1024, 1);
+  let sent = 0;
+  const pump = (): void => {
+    if (client.readyState !== client.OPEN || sent >= 256 * 1024 * 1024) return;
+    sent += chunk.length;
+    client.send(chunk, pump);
+  };
+  pump();
+  const end = await done;
+  t.equal(end.code, 1013, `closed with 1013 after ${(sent / 1048576).toFixed(1)} MiB sent`);
+  t.ok(sent < 128 * 1024 * 1024, 'well before everything was sent');
+});
+
+t.test('the chat example, discovered from its doc, through the gateway', async (t) => {
+  const chat = await startChatUpstream(0);
+  t.teardown(() => chat.close());
+  const key = 'chat-key';
+  const gateway = await startGateway(t, {
+    config: testConfig([{ serviceType: 'swagger2', serviceLocation: chat.url }], {
+      middleware: [{ id: 'auth', type: 'apiKeyAuth', header: 'x-api-key', keys: [{ consumer: 'ann', sha256: createHash('sha256').update(key).digest('hex') }] }],
+    }),
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+    workers: 1,
+  });
+  const ann = await openClient(`ws://127.0.0.1:${gateway.port}/chat/lobby`, ['chat.v1'], { 'x-api-key': key });
+  t.equal(ann.protocol, 'chat.v1');
+  t.same(JSON.parse((await nextMessage(ann)).data.toString()), { from: 'room', text: 'ann joined' });
+  ann.send('hello');
+  t.same(JSON.parse((await nextMessage(ann)).data.toString()), { from: 'ann', text: 'hello' }, 'named by the X-Consumer the gateway added');
+  ann.close(1000);
+  await closed(ann);
+});

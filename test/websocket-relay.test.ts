@@ -1,0 +1,165 @@
+// WebSocket proxying through the running cluster: a differential property test (random sequences of
+// text and binary messages, up to 1 MiB, fragmented or not, echoed by the upstream must come back
+// through the gateway exactly as they come back directly), and backpressure: a client that stops
+// reading while the upstream sends as fast as it may keeps the gateway worker's memory bounded, and
+// loses nothing once it reads again.
+import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
+import t from 'tap';
+import { WebSocket } from 'ws';
+import { startGateway, testConfig } from './helpers/gateway-process.js';
+import { openClient, startWsUpstream, wsUpstreamConfig } from './helpers/ws-upstream.js';
+
+interface Sent {
+  binary: boolean;
+  size: number;
+  fragments: number;
+  seed: number;
+}
+
+/** Deterministic content: bytes for binary, UTF-8 text with multi-byte characters for text. */
+function payload(message: Sent): Buffer {
+  if (message.binary) {
+    const bytes = Buffer.allocUnsafe(message.size);
+    let x = message.seed | 1;
+    for (let i = 0; i < bytes.length; i++) {
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      bytes[i] = x & 0xff;
+    }
+    return bytes;
+  }
+  const alphabet = ['a', 'Z', ' ', 'é', '€', '😀', '\n'];
+  let text = '';
+  let bytes = 0;
+  for (let i = 0; bytes < message.size; i++) {
+    const ch = alphabet[(message.seed + i * 7) % alphabet.length]!;
+    text += ch;
+    bytes += Buffer.byteLength(ch);
+  }
+  return Buffer.from(text);
+}
+
+/** Sends every message (split into `fragments` frames, which may cut a UTF-8 character) and collects the echoes. */
+async function exchange(url: string, messages: readonly Sent[]): Promise<Array<{ binary: boolean; data: Buffer }>> {
+  const socket = await openClient(url);
+  const received: Array<{ binary: boolean; data: Buffer }> = [];
+  const all = new Promise<void>((resolve, reject) => {
+    if (messages.length === 0) resolve();
+    socket.on('message', (data, isBinary) => {
+      received.push({ binary: isBinary, data: data as Buffer });
+      if (received.length === messages.length) resolve();
+    });
+    socket.on('close', (code) => reject(new Error(`closed ${code} after ${received.length} of ${messages.length} messages`)));
+  });
+  for (const message of messages) {
+    const data = payload(message);
+    const step = Math.ceil(data.length / message.fragments) || 1;
+    for (let offset = 0, i = 0; i < message.fragments; i++, offset += step) {
+      socket.send(data.subarray(offset, Math.min(data.length, offset + step)), { binary: message.binary, fin: i === message.fragments - 1 });
+    }
+  }
+  await all;
+  socket.removeAllListeners('close');
+  socket.close(1000);
+  return received;
+}
+
+t.test('differential: messages come back through the gateway exactly as directly', async (t) => {
+  const upstream = await startWsUpstream(t);
+  const gateway = await startGateway(t, {
+    config: testConfig([wsUpstreamConfig(upstream.location, ['/echo'])]),
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+    workers: 1,
+  });
+  const message = fc.record({
+    binary: fc.boolean(),
+    size: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 0, max: 300 }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 1024 * 1024 }) }),
+    fragments: fc.integer({ min: 1, max: 4 }),
+    seed: fc.integer({ min: 1, max: 0x7fffffff }),
+  });
+  let runs = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(message, { minLength: 0, maxLength: 8 }), async (messages) => {
+      runs++;
+      const direct = await exchange(`ws://127.0.0.1:${upstream.port}/echo`, messages);
+      const proxied = await exchange(`ws://127.0.0.1:${gateway.port}/echo`, messages);
+      if (direct.length !== proxied.length) return false;
+      for (let i = 0; i < direct.length; i++) {
+        const want = direct[i]!;
+        const got = proxied[i]!;
+        if (want.binary !== got.binary || !want.data.equals(got.data)) return false;
+        if (!want.data.equals(payload(messages[i]!))) return false;
+      }
+      return true;
+    }),
+    { numRuns: 25 },
+  );
+  t.equal(runs, 25, 'every generated sequence was exchanged both ways');
+});
+
+function rssBytes(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = /VmRSS:\s+(\d+) kB/.exec(status);
+  return kb === null ? 0 : Number(kb[1]) * 1024;
+}
+
+t.test('a client that stops reading pauses the upstream: the worker holds a bounded amount, nothing is lost', async (t) => {
+  const CHUNK = 64 * 1024;
+  const PUSH = 256 * 1024 * 1024;
+  let pushed = 0;
+  let sending = false;
+  const upstream = await startWsUpstream(t, {
+    onConnection: (socket) => {
+      // As fast as the gateway takes it: the next message goes once the previous one left this process.
+      const chunk = Buffer.alloc(CHUNK, 7);
+      const next = (): void => {
+        if (!sending || pushed >= PUSH || socket.readyState !== WebSocket.OPEN) return;
+        pushed += CHUNK;
+        socket.send(chunk, { binary: true }, next);
+      };
+      socket.on('message', (data) => {
+        if (data.toString() === 'go') {
+          sending = true;
+          next();
+        }
+      });
+    },
+  });
+  const gateway = await startGateway(t, {
+    config: testConfig([wsUpstreamConfig(upstream.location, ['/firehose'])]),
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+    workers: 1,
+  });
+  const workerPid = gateway.lines.find((line) => line.msg === 'worker started')?.workerPid as number;
+  t.ok(workerPid > 0, 'the worker pid is known');
+
+  const client = await openClient(`ws://127.0.0.1:${gateway.port}/firehose`);
+  let received = 0;
+  client.on('message', (data) => (received += (data as Buffer).length));
+  const rssBefore = rssBytes(workerPid);
+  client.pause();
+  client.send('go');
+  // Let the upstream push until it cannot: the gateway must stop reading it.
+  let last = -1;
+  for (let i = 0; i < 40 && pushed !== last; i++) {
+    last = pushed;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  const rssPaused = rssBytes(workerPid);
+  t.comment(`upstream sent ${(pushed / 1048576).toFixed(1)} MiB while the client read nothing; worker RSS ${(rssBefore / 1048576).toFixed(1)} -> ${(rssPaused / 1048576).toFixed(1)} MiB`);
+  t.ok(pushed < 48 * 1024 * 1024, `the upstream was stopped after ${pushed} of ${PUSH} bytes`);
+  t.ok(rssPaused - rssBefore < 48 * 1024 * 1024, `the worker's RSS grew by ${rssPaused - rssBefore} bytes, bounded`);
+
+  client.resume();
+  const target = Math.min(pushed + 8 * CHUNK, PUSH);
+  for (let i = 0; i < 200 && received < target; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+  t.ok(received >= target, `reading again, the client gets what the upstream sends (${received} bytes)`);
+  sending = false;
+  for (let i = 0; i < 200 && received < pushed; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+  t.equal(received, pushed, 'every byte the upstream sent arrived, in full messages');
+  client.close();
+});
