@@ -26,7 +26,7 @@ import { createLogger, type Logger } from '../log.js';
 import type { Counters } from '../metrics/counters.js';
 import type { Pipeline } from '../middleware/pipeline.js';
 import type { Answer } from '../middleware/types.js';
-import type { UwsModule, UwsRequest, UwsResponse, UwsSocketContext, UwsWebSocket, UwsWebSocketBehavior } from '../native/uws-types.js';
+import type { UwsModule, UwsRequest, UwsResponse, UwsSocketContext, UwsWebSocketBehavior } from '../native/uws-types.js';
 import type { Breakers } from '../proxy/upstream-breakers.js';
 import { RequestContext } from '../exchange/context.js';
 import { emptySelection, type RoutingTable } from '../routing/table.js';
