@@ -5,6 +5,7 @@ import { loadUws } from '../native/uws.js';
 import { RoutingTable } from '../routing/table.js';
 import { MetricsRecorder } from '../metrics/recorder.js';
 import { Counters } from '../metrics/counters.js';
+import { ProcessMetricsSampler } from '../metrics/process-metrics.js';
 import { Builtins } from '../builtins/index.js';
 import { ACCESS_LOG_LISTENER, createAccessLog, type AccessLog } from '../listeners/access-log.js';
 import { createLogger, levelFromEnv } from '../log.js';
@@ -38,6 +39,7 @@ const builtins = new Builtins(
 );
 const recorder = new MetricsRecorder();
 const counters = new Counters();
+const processMetrics = new ProcessMetricsSampler();
 let dataPlane: DataPlane | null = null;
 let accessLog: AccessLog | null = null;
 let adminListener: AdminListener | null = null;
@@ -60,10 +62,10 @@ function send(message: WorkerToPrimary | LeaseWorkerMessage): void {
 function onRequestDone(info: RequestDoneInfo): void {
   if (metricsEnabled) {
     if (info.routeTemplate === null || info.routeId < 0) {
-      recorder.requestFinished(info.routeTemplate === null ? null : `${info.method} ${info.routeTemplate}`, info.upstream, info.status, info.latencyMs * 1000);
+      recorder.requestFinished(info.routeTemplate === null ? null : `${info.method} ${info.routeTemplate}`, info.upstream, info.status, info.latencyMs * 1000, info.upstreamMs * 1000);
     } else {
       // Keyed by route id: no "METHOD template" string built per request.
-      recorder.routeFinished(info.routeId, info.method, info.routeTemplate, info.upstream, info.status, info.latencyMs * 1000);
+      recorder.routeFinished(info.routeId, info.method, info.routeTemplate, info.upstream, info.status, info.latencyMs * 1000, info.upstreamMs * 1000);
     }
     unshipped = true;
   }
@@ -86,9 +88,14 @@ function onBreakersChanged(): void {
 function shipMetrics(): void {
   shipStores();
   const inFlight = dataPlane?.inFlight() ?? 0;
-  if (!unshipped && inFlight === lastShippedInFlight && counters.isEmpty) return;
+  const processSnapshot = processMetrics.take();
+  if (!unshipped && inFlight === lastShippedInFlight && counters.isEmpty && processSnapshot === null) return;
   const delta = recorder.takeDelta();
   delta.inFlight = inFlight;
+  if (processSnapshot !== null && dataPlane !== null) {
+    delta.process = processSnapshot;
+    delta.uws = `${dataPlane.uws.build}@${dataPlane.uws.version}`;
+  }
   const counted = counters.take();
   if (counted !== null) delta.counters = counted;
   unshipped = false;

@@ -1,3 +1,4 @@
+import { DEFAULT_BUCKETS_S } from '../metrics/buckets.js';
 /**
  * JSON Schema (draft-07) of the gateway config file. ajv fills the defaults; rules a schema cannot say
  * well (URL shape, duplicates) live in ./semantic-checks.ts. Every key has a `description`: the README's
@@ -332,6 +333,17 @@ export const configSchema = {
       default: {},
       properties: {
         enabled: { type: 'boolean', default: true, description: 'Collect metrics and serve them at paths.metrics.' },
+        histogramBucketsS: {
+          type: 'array',
+          items: { type: 'number' },
+          minItems: 1,
+          maxItems: 40,
+          default: [...DEFAULT_BUCKETS_S],
+          description:
+            'Upper bounds (seconds, ascending, at most 60) of the Prometheus latency histograms (gateway_request_duration_seconds, ' +
+            'gateway_upstream_duration_seconds). Each is moved up to the edge of the latency histogram bucket that holds it (by under 1 %), ' +
+            'which makes every `le` count exact; the `le` label shows the moved bound.',
+        },
       },
     },
   },

@@ -66,7 +66,8 @@ export interface GatewayConfig {
   middleware: MiddlewareConfig[];
   /** Run after each routed request's answer (contract 10); the access log is configured apart. */
   listeners: ListenerConfig[];
-  metrics: { enabled: boolean };
+  /** histogramBucketsS: the Prometheus histograms' bounds, seconds, ascending. */
+  metrics: { enabled: boolean; histogramBucketsS: number[] };
 }
 
 export type ServiceType = 'swagger2' | 'openapi3' | 'static';

@@ -43,6 +43,8 @@ export interface RequestDoneInfo {
   startedAt: number;
   /** From arrival until the response was handed to uWS complete (or the connection ended). */
   latencyMs: number;
+  /** The upstream's answer time: request handed to the upstream client until its response head (the last try's); -1 when no head came. */
+  upstreamMs: number;
   /** Request body bytes received. */
   bytesIn: number;
   /** Response body bytes sent (not counting the head). */

@@ -99,6 +99,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     status: 0,
     startedAt: 0,
     latencyMs: 0,
+    upstreamMs: -1,
     bytesIn: 0,
     bytesOut: 0,
     clientAddress: '',
@@ -563,6 +564,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     info.disabledListeners = ctx.disabledListeners;
     info.startedAt = TIME_ORIGIN + ctx.startedAt;
     info.latencyMs = now - ctx.startedAt;
+    info.upstreamMs = ctx.upstreamMs;
     info.clientAddress = ctx.clientAddress === '' ? (ctx.clientAddress = this.trust.clientAddress(ctx.peer, ctx.forwardedFor)) : ctx.clientAddress;
     try {
       this.onRequestDone?.(info);

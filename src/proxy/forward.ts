@@ -155,6 +155,7 @@ export class Exchange implements UpstreamHandler {
   private dispatch(body: Buffer | null): void {
     this.dispatched = true;
     this.body = body;
+    this.ctx.upstreamSentAt = performance.now();
     this.call = this.pool.request(this.method, this.target, this.ctx.headers, body, this);
   }
 
@@ -162,6 +163,7 @@ export class Exchange implements UpstreamHandler {
     this.dispatched = true;
     this.streaming = true;
     const length = this.ctx.bodyLength;
+    this.ctx.upstreamSentAt = performance.now();
     const call = this.pool.request(this.method, this.target, this.ctx.headers, length >= 0 ? { length } : UNKNOWN_LENGTH, this);
     this.call = call;
     return call;
@@ -224,6 +226,7 @@ export class Exchange implements UpstreamHandler {
   // ---- the upstream call (UpstreamHandler) ----------------------------------------------------
 
   onHead(status: number, head: ResponseHead): boolean {
+    this.ctx.upstreamMs = performance.now() - this.ctx.upstreamSentAt;
     try {
       return this.upstreamHead(status, head);
     } catch (err) {
@@ -432,6 +435,7 @@ export class Exchange implements UpstreamHandler {
     this.upstreamPaused = false;
     this.breakerFailed = false;
     this.ctx.status = 0;
+    this.ctx.upstreamSentAt = performance.now();
     this.call = this.pool.request(this.method, this.target, this.ctx.headers, this.body, this);
     return true;
   }
