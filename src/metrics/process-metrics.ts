@@ -37,7 +37,7 @@ export class ProcessMetricsMerger {
 
   set(workerId: number, snapshot: ProcessSnapshot): void {
     if (!Array.isArray(snapshot)) return;
-    this.workers.set(workerId, snapshot);
+    this.workers.set(workerId, conventional(snapshot));
     this.refresh();
   }
 
@@ -63,13 +63,25 @@ export class ProcessMetricsMerger {
 
   private async render(): Promise<void> {
     try {
-      const all = [await this.own.snapshot(), ...this.workers.values()];
-      this.text = await AggregatorRegistry.aggregate(all).metrics();
+      const all = [conventional(await this.own.snapshot()), ...this.workers.values()];
+      // prom-client separates families with blank lines; the gateway's own exposition has none.
+      const text = (await AggregatorRegistry.aggregate(all).metrics()).replace(/\n{2,}/g, '\n');
+      this.text = text === '' || text.endsWith('\n') ? text : `${text}\n`;
       this.onRendered();
     } catch {
       // A malformed worker snapshot: keep the last good text.
     }
   }
+}
+
+/**
+ * Leaves out prom-client's gauges named like counters (nodejs_active_handles_total,
+ * nodejs_active_requests_total, nodejs_active_resources_total): `_total` means a counter, and the
+ * same figures are exposed by type as nodejs_active_handles{type}, nodejs_active_requests{type} and
+ * nodejs_active_resources{type}, whose sum they are.
+ */
+function conventional(snapshot: ProcessSnapshot): ProcessSnapshot {
+  return snapshot.filter((metric) => !(metric.name.endsWith('_total') && String(metric.type) === 'gauge'));
 }
 
 /**
