@@ -341,8 +341,8 @@ export const configSchema = {
           default: [...DEFAULT_BUCKETS_S],
           description:
             'Upper bounds (seconds, ascending, at most 60) of the Prometheus latency histograms (gateway_request_duration_seconds, ' +
-            'gateway_upstream_duration_seconds). Each is moved up to the edge of the latency histogram bucket that holds it (by under 1 %), ' +
-            'which makes every `le` count exact; the `le` label shows the moved bound.',
+            'gateway_upstream_duration_seconds). Each is rounded up to whole microseconds, then moved up to the top of the latency ' +
+            'histogram bucket that holds it (by under 1 %), which makes every `le` count exact; the `le` label shows the moved bound.',
         },
       },
     },
