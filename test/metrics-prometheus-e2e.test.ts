@@ -2,6 +2,9 @@
 // Prometheus' own checker (`promtool check metrics`, Debian package prometheus) and holds the
 // histograms, process metrics of every process and build info it should.
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { MetricsAggregator } from '../src/metrics/aggregate.js';
+import { MetricsRecorder } from '../src/metrics/recorder.js';
 import t from 'tap';
 import { eventually, httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
 import { parsePrometheus, sampleValue, type PromFamily } from './helpers/prometheus.js';
@@ -95,6 +98,27 @@ t.test('promtool accepts the exposition of a gateway under traffic', async (t) =
   t.ok(sampleValue(families, 'process_resident_memory_bytes', 'process_resident_memory_bytes', {})! > 3 * 10 * 1024 * 1024, 'resident memory summed over primary and two workers');
   t.equal(sampleValue(families, 'gateway_route_requests_total', 'gateway_route_requests_total', { method: 'GET', route: '/slow/{ms}', status: '503' }), REQUESTS / 5);
   t.ok((sampleValue(families, 'gateway_requests_total', 'gateway_requests_total', { status: '404' }) ?? 0) >= 1, 'the unrouted 404 is counted');
+});
+
+t.test('every metric the Grafana dashboard queries exists', async (t) => {
+  const dashboard = JSON.parse(readFileSync(new URL('../../examples/grafana/specgate-dashboard.json', import.meta.url), 'utf8')) as {
+    panels: Array<{ title: string; targets: Array<{ expr: string }> }>;
+  };
+  // What this gateway exposes, plus the families that need middleware, breakers or failures to appear.
+  const names = new Set([...parsePrometheus(await prometheusText()).keys()]);
+  const aggregator = new MetricsAggregator();
+  const delta = new MetricsRecorder().takeDelta();
+  delta.counters = { 'middleware.cache.hits': 1, 'middleware.limit.rejected.429': 1, 'retries.afterConnectFailure': 1, 'upstreamFailures.timeouts': 1 };
+  aggregator.addDelta(1, delta);
+  aggregator.setExtra('breakers', () => ({ 'http://u:1': { state: 'open', failures: 5 } }));
+  for (const name of parsePrometheus(aggregator.prometheus()).keys()) names.add(name);
+  for (const panel of dashboard.panels) {
+    for (const { expr } of panel.targets) {
+      const used = [...expr.matchAll(/\b((?:gateway|process|nodejs)_[a-z0-9_]+)/g)].map((m) => m[1].replace(/_(bucket|sum|count)$/, ''));
+      t.ok(used.length > 0, `${panel.title}: queries a metric`);
+      for (const name of used) t.ok(names.has(name), `${panel.title}: ${name} is exposed`);
+    }
+  }
 });
 
 t.test('the JSON report keeps its shape', async (t) => {
