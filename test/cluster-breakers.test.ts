@@ -45,5 +45,5 @@ t.test('a host failing on both workers trips once the failures add up to the thr
   );
   t.ok(breakers[failing.location]!.failures >= THRESHOLD, `/metrics: open, ${breakers[failing.location]!.failures} failures summed`);
   const text = (await httpRequest(gateway.port, '/metrics', { headers: { accept: 'text/plain' } })).body;
-  t.match(text, new RegExp(`gateway_circuit_breaker_open\\{upstream="${failing.location.replace(/[.]/g, '\\.')}",endpoint=""\\} 1`));
+  t.match(text, new RegExp(`gateway_circuit_breaker_open\\{upstream="${failing.location.replace(/[.]/g, '\\.')}",method="",route=""\\} 1`));
 });

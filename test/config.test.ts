@@ -42,7 +42,7 @@ t.test('an empty object gets every default', async (t) => {
     kvStores: {},
     middleware: [],
     listeners: [],
-    metrics: { enabled: true },
+    metrics: { enabled: true, histogramBucketsS: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30] },
     websocket: { enabled: true, maxPayloadBytes: 16 * 1024 * 1024, idleTimeoutMs: 120_000, compression: false },
   });
 });

@@ -136,5 +136,5 @@ t.test('/metrics counts retries (JSON and Prometheus), through the running gatew
   );
   t.ok(metrics.retries!.afterConnectFailure! >= 1, `retries.afterConnectFailure = ${metrics.retries!.afterConnectFailure}`);
   const text = (await httpRequest(gateway.port, '/metrics', { headers: { accept: 'text/plain' } })).body;
-  t.match(text, /gateway_upstream_retries_total\{reason="afterConnectFailure"\} \d+/);
+  t.match(text, /gateway_upstream_retries_total\{reason="after_connect_failure"\} \d+/);
 });

@@ -148,7 +148,7 @@ t.test('through the running gateway', async (t) => {
   );
   t.equal(metrics.upstreamFailures!.tlsFailures, 2, 'counted as upstreamFailures.tlsFailures');
   const prometheus = (await httpRequest(gateway.port, '/metrics', { headers: { accept: 'text/plain' } })).body;
-  t.match(prometheus, /gateway_upstream_failures_total\{reason="tlsFailures"\} 2/);
+  t.match(prometheus, /gateway_upstream_failures_total\{reason="tls_failures"\} 2/);
 });
 
 t.test('a reload reads the files again: the data plane given the new config trusts the new CA', async (t) => {

@@ -28,11 +28,15 @@ t.test('middleware, listener and store counters: JSON nesting and Prometheus fam
   const families = parsePrometheus(aggregator.prometheus());
   t.equal(sampleValue(families, 'gateway_middleware_answers_total', 'gateway_middleware_answers_total', { middleware: 'auth', outcome: 'rejected', status: '401' }), 3);
   t.equal(sampleValue(families, 'gateway_middleware_answers_total', 'gateway_middleware_answers_total', { middleware: 'cache', outcome: 'answered', status: '200' }), 5);
-  t.equal(sampleValue(families, 'gateway_middleware_events_total', 'gateway_middleware_events_total', { middleware: 'limit', event: 'slaMisses' }), 1);
-  t.equal(sampleValue(families, 'gateway_middleware_events_total', 'gateway_middleware_events_total', { middleware: 'auth', event: 'admitted' }), 8);
-  t.equal(sampleValue(families, 'gateway_middleware_cache_bytes', 'gateway_middleware_cache_bytes', { middleware: 'cache', event: 'bytesStored' }), 3072);
-  t.equal(sampleValue(families, 'gateway_listener_events_total', 'gateway_listener_events_total', { listener: 'shadow', event: 'mismatched' }), 1);
+  // One family per figure (no `event` label mixing admissions, SLA misses and cache hits), snake_case names.
+  t.equal(sampleValue(families, 'gateway_middleware_sla_misses_total', 'gateway_middleware_sla_misses_total', { middleware: 'limit' }), 1);
+  t.equal(sampleValue(families, 'gateway_middleware_admitted_total', 'gateway_middleware_admitted_total', { middleware: 'auth' }), 8);
+  t.equal(sampleValue(families, 'gateway_cache_lookups_total', 'gateway_cache_lookups_total', { middleware: 'cache', result: 'hit' }), 5);
+  t.equal(sampleValue(families, 'gateway_cache_stored_bytes', 'gateway_cache_stored_bytes', { middleware: 'cache' }), 3072);
+  t.equal(sampleValue(families, 'gateway_listener_mismatched_total', 'gateway_listener_mismatched_total', { listener: 'shadow' }), 1);
+  t.equal(sampleValue(families, 'gateway_listener_sent_total', 'gateway_listener_sent_total', { listener: 'shadow' }), 4);
   t.equal(sampleValue(families, 'gateway_store_up', 'gateway_store_up', { store: 'local' }), 1);
   t.equal(sampleValue(families, 'gateway_store_up', 'gateway_store_up', { store: 'shared' }), 0);
-  t.equal(sampleValue(families, 'gateway_store_events_total', 'gateway_store_events_total', { store: 'shared', event: 'timeouts' }), 2);
+  t.equal(sampleValue(families, 'gateway_store_timeouts_total', 'gateway_store_timeouts_total', { store: 'shared' }), 2);
+  t.equal(sampleValue(families, 'gateway_store_commands_total', 'gateway_store_commands_total', { store: 'shared' }), 10);
 });

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { MetricsRecorder, type MetricsDelta } from '../src/metrics/recorder.js';
 import { MetricsAggregator, type MetricsReport, type LatencySummaryMs } from '../src/metrics/aggregate.js';
 import { PROMETHEUS_CONTENT_TYPE } from '../src/metrics/prometheus.js';
-import { parsePrometheus, sampleValue, type PromFamily } from './helpers/prometheus.js';
+import { parsePrometheus, sampleValue } from './helpers/prometheus.js';
 
 /** Deterministic PRNG so failures reproduce. */
 function lcg(seed: number): () => number {
@@ -218,15 +218,6 @@ t.test('extras, uptime, empty report', async (t) => {
 });
 
 
-function checkSummary(t: Test, families: Map<string, PromFamily>, family: string, labels: Record<string, string>, latency: LatencySummaryMs): void {
-  for (const [q, field] of [['0.5', 'p50'], ['0.9', 'p90'], ['0.99', 'p99'], ['0.999', 'p999']] as const) {
-    const v = sampleValue(families, family, family, { ...labels, quantile: q });
-    t.ok(v !== undefined && Math.abs(v - latency[field] / 1000) < 1e-12, `${family} ${JSON.stringify(labels)} q${q}`);
-  }
-  t.equal(sampleValue(families, family, `${family}_count`, labels), latency.count);
-  t.ok(Math.abs(sampleValue(families, family, `${family}_sum`, labels)! - latency.sum / 1000) < 1e-9);
-}
-
 t.test('Prometheus exposition parses strictly and agrees with the JSON report', async (t) => {
   // A frozen clock: the report and the exposition are two readings, and a real clock can tick between them.
   const { aggregator, workers } = twoWorkers(makeSamples(5, 3000), makeSamples(6, 2000), { now: () => 1_000_000 });
@@ -248,25 +239,33 @@ t.test('Prometheus exposition parses strictly and agrees with the JSON report', 
   for (const [status, n] of Object.entries(report.requests.byStatus)) {
     t.equal(sampleValue(families, 'gateway_requests_total', 'gateway_requests_total', { status }), n, `status ${status}`);
   }
-  t.equal(families.get('gateway_request_duration_seconds')?.type, 'summary');
-  checkSummary(t, families, 'gateway_request_duration_seconds', {}, report.latencyMs);
-
-  for (const [kind, series] of [['upstream', report.upstreams], ['endpoint', report.endpoints]] as const) {
-    const counter = `gateway_${kind}_requests_total`;
-    let total = 0;
-    for (const [key, s] of Object.entries(series)) {
-      for (const [status, n] of Object.entries(s.byStatus)) {
-        t.equal(sampleValue(families, counter, counter, { [kind]: key, status }), n, `${kind} ${JSON.stringify(key)} ${status}`);
-      }
-      checkSummary(t, families, `gateway_${kind}_request_duration_seconds`, { [kind]: key }, s.latencyMs);
-      total += s.requests;
+  // The summaries with lifetime quantiles became histograms (aggregatable across instances, usable
+  // with rate()); per-endpoint counters carry method and route as two labels instead of one packed one.
+  t.equal(families.get('gateway_request_duration_seconds')?.type, 'histogram');
+  let total = 0;
+  for (const [key, s] of Object.entries(report.endpoints)) {
+    const space = key.indexOf(' ');
+    const endpoint = { method: key.slice(0, space), route: key.slice(space + 1) };
+    for (const [status, n] of Object.entries(s.byStatus)) {
+      t.equal(sampleValue(families, 'gateway_route_requests_total', 'gateway_route_requests_total', { ...endpoint, status }), n, `${JSON.stringify(key)} ${status}`);
     }
-    t.equal(families.get(counter)!.samples.reduce((a, s) => a + s.value, 0), total, `${kind} counter samples sum up`);
+    const counts = families.get('gateway_request_duration_seconds')!.samples.filter((x) => x.name === 'gateway_request_duration_seconds_count' && x.labels.method === endpoint.method && x.labels.route === endpoint.route);
+    t.equal(counts.reduce((a, x) => a + x.value, 0), s.latencyMs.count, `${JSON.stringify(key)} histogram counts over status classes`);
+    total += s.requests;
   }
+  t.equal(families.get('gateway_route_requests_total')!.samples.reduce((a, s) => a + s.value, 0), total, 'route counter samples sum up');
+  total = 0;
+  for (const [key, s] of Object.entries(report.upstreams)) {
+    for (const [status, n] of Object.entries(s.byStatus)) {
+      t.equal(sampleValue(families, 'gateway_upstream_requests_total', 'gateway_upstream_requests_total', { upstream: key, status }), n, `${key} ${status}`);
+    }
+    total += s.requests;
+  }
+  t.equal(families.get('gateway_upstream_requests_total')!.samples.reduce((a, s) => a + s.value, 0), total, 'upstream counter samples sum up');
   t.ok(Object.keys(report.endpoints).includes('GET /odd\nkey'), 'an escaped key round-trips');
-  t.equal(sampleValue(families, 'gateway_circuit_breaker_open', 'gateway_circuit_breaker_open', { upstream: 'http://10.0.0.1:8080', endpoint: '' }), 1);
+  t.equal(sampleValue(families, 'gateway_circuit_breaker_open', 'gateway_circuit_breaker_open', { upstream: 'http://10.0.0.1:8080', method: '', route: '' }), 1);
   t.equal(
-    sampleValue(families, 'gateway_circuit_breaker_failures', 'gateway_circuit_breaker_failures', { upstream: 'http://10.0.0.1:8080', endpoint: 'GET /users/{id}' }),
+    sampleValue(families, 'gateway_circuit_breaker_failures', 'gateway_circuit_breaker_failures', { upstream: 'http://10.0.0.1:8080', method: 'GET', route: '/users/{id}' }),
     2,
   );
   t.same(report.breakers, { 'http://10.0.0.1:8080': { state: 'open', failures: 50, endpoints: { 'GET /users/{id}': { state: 'half-open', failures: 2 } } } }, 'a lazy extra is rendered');
@@ -322,14 +321,15 @@ t.test('a series report is rendered again only after a delta changed that series
   t.equal(first.endpoints['GET /busy']!.requests, 1, 'an earlier report is not changed afterwards');
   t.equal(second.requests.total, 3);
   // The Prometheus text of the quiet endpoint comes from its cached lines; the busy one's is new.
-  const lines = (text: string, endpoint: string) => text.split('\n').filter((l) => l.includes(`endpoint="${endpoint}"`));
+  const lines = (text: string, endpoint: string) => text.split('\n').filter((l) => l.includes(`method="GET",route="${endpoint.slice(4)}"`));
   const before = aggregator.prometheus(first);
   const after = aggregator.prometheus(second);
   t.same(lines(after, 'GET /quiet'), lines(before, 'GET /quiet'));
-  t.ok(lines(after, 'GET /quiet').length >= 6, 'the quiet endpoint still has its counter and summary lines');
-  t.ok(lines(after, 'GET /busy').includes('gateway_endpoint_requests_total{endpoint="GET /busy",status="503"} 1'));
+  t.ok(lines(after, 'GET /quiet').length >= 6, 'the quiet endpoint still has its counter and histogram lines');
+  t.ok(lines(after, 'GET /busy').includes('gateway_route_requests_total{method="GET",route="/busy",status="503"} 1'));
   t.notOk(lines(before, 'GET /busy').some((l) => l.includes('status="503"')));
-  t.match(after, /gateway_endpoint_request_duration_seconds_count\{endpoint="GET \/busy"\} 2\n/);
+  t.match(after, /gateway_request_duration_seconds_count\{method="GET",route="\/busy",status_class="5xx"\} 1\n/);
+  t.match(after, /gateway_request_duration_seconds_count\{method="GET",route="\/busy",status_class="2xx"\} 1\n/);
   t.equal(aggregator.prometheus(second), after, 'rendering the same report twice gives the same text');
 });
 
@@ -342,7 +342,6 @@ t.test('one series report rendered under two names gets the lines of each name',
   const series = report.endpoints['GET /a']!;
   const text = aggregator.prometheus({ ...report, upstreams: { 'http://same:1': series }, endpoints: { 'GET /a': series, 'GET /b': series } });
   t.ok(text.includes('gateway_upstream_requests_total{upstream="http://same:1",status="200"} 1'));
-  t.ok(text.includes('gateway_endpoint_requests_total{endpoint="GET /a",status="200"} 1'));
-  t.ok(text.includes('gateway_endpoint_requests_total{endpoint="GET /b",status="200"} 1'));
-  t.ok(text.includes('gateway_endpoint_request_duration_seconds_count{endpoint="GET /b"} 1'));
+  t.ok(text.includes('gateway_route_requests_total{method="GET",route="/a",status="200"} 1'));
+  t.ok(text.includes('gateway_route_requests_total{method="GET",route="/b",status="200"} 1'));
 });

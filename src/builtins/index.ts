@@ -49,14 +49,14 @@ export class Builtins {
   private specOpenApi3: Buffer = Buffer.from('{}');
   private readonly extraHeaders: Record<string, string>;
 
-  constructor(config: Pick<GatewayConfig, 'paths' | 'metrics' | 'admin'>, options: { workerHeader?: string } = {}) {
+  constructor(config: Pick<GatewayConfig, 'paths' | 'admin'> & { metrics: Pick<GatewayConfig['metrics'], 'enabled'> }, options: { workerHeader?: string } = {}) {
     this.paths = this.normalizePaths(config.paths);
     this.metricsEnabled = config.metrics.enabled;
     this.adminListener = config.admin !== undefined;
     this.extraHeaders = options.workerHeader ? { 'x-gateway-worker': options.workerHeader } : {};
   }
 
-  configure(config: Pick<GatewayConfig, 'paths' | 'metrics' | 'admin'>): void {
+  configure(config: Pick<GatewayConfig, 'paths' | 'admin'> & { metrics: Pick<GatewayConfig['metrics'], 'enabled'> }): void {
     this.paths = this.normalizePaths(config.paths);
     this.metricsEnabled = config.metrics.enabled;
     this.adminListener = config.admin !== undefined;

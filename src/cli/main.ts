@@ -8,6 +8,7 @@ Commands:
   routes    print the routing table compiled from a config and/or doc files
   explain   show which endpoint a request would be routed to, and why
   hash-key  print the SHA-256 digest of an API key read on stdin (for apiKeyAuth)
+  check     validate a config (and with --fetch every upstream doc), like nginx -t
 
 Run "gateway <command> --help" for a command's options.
 
@@ -24,6 +25,8 @@ const commands: Record<string, () => Promise<Command>> = {
   routes: async () => (await import('./routes.js')).runRoutes,
   explain: async () => (await import('./explain.js')).runExplain,
   'hash-key': async () => (await import('./hash-key.js')).runHashKey,
+  check: async () => (await import('./check.js')).runCheck,
+  '--version': async () => (await import('./version.js')).runVersion,
 };
 
 function isUsageError(err: unknown): boolean {

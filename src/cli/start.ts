@@ -3,7 +3,7 @@ import { runPrimary } from '../cluster/primary.js';
 
 export const START_USAGE = `Usage: gateway start --config FILE [--workers N] [--port P] [--with-examples]
 
-  --config FILE     the gateway config (JSON)
+  --config FILE     the gateway config (JSON; default: $GATEWAY_CONFIG)
   --workers N       worker processes; 0 = one per CPU (default: config "workers")
   --port P          listening port; 0 = any free port (default: config "port")
   --with-examples   start the bundled example upstreams first (for a demo on a fresh machine)`;
@@ -34,9 +34,10 @@ export async function runStart(argv: string[]): Promise<number> {
     console.log(START_USAGE);
     return 0;
   }
-  if (!values.config) throw new UsageError('--config FILE is required');
+  const configFile = values.config ?? process.env.GATEWAY_CONFIG;
+  if (!configFile) throw new UsageError('--config FILE is required (or set GATEWAY_CONFIG)');
   return runPrimary({
-    configFile: values.config,
+    configFile,
     workers: integerOption('workers', values.workers, 1024),
     port: integerOption('port', values.port, 65535),
     withExamples: values['with-examples'],

@@ -1,5 +1,7 @@
 import { MetricsAggregator } from '../metrics/aggregate.js';
 import type { MetricsDelta } from '../metrics/delta.js';
+import { ProcessMetricsMerger } from '../metrics/process-metrics.js';
+import { buildInfo } from '../builtins/build-info.js';
 import type { Logger } from '../log.js';
 import type { MetricsReportMessage } from './messages.js';
 
@@ -15,6 +17,9 @@ export interface MetricsHubOptions {
 /** The primary's side of /metrics: merges worker deltas and pushes the rendered report to every worker. */
 export class MetricsHub {
   private readonly aggregator = new MetricsAggregator();
+  /** process_* and nodejs_* of the primary and every worker (refreshed with the report). */
+  private readonly processes = new ProcessMetricsMerger(() => (this.changed = true));
+  private uws = '';
   private changed = true;
   private lastBroadcast = 0;
   private rendered: MetricsReportMessage | null = null;
@@ -35,6 +40,11 @@ export class MetricsHub {
     try {
       this.aggregator.addDelta(workerId, delta);
       this.changed = true;
+      if (delta.process !== undefined) this.processes.set(workerId, delta.process);
+      if (typeof delta.uws === 'string' && delta.uws !== this.uws) {
+        this.uws = delta.uws;
+        this.aggregator.setBuildLabels({ version: buildInfo().version, node: process.version, uws: this.uws });
+      }
     } catch (err) {
       this.log.error({ err, worker: workerId }, 'metrics delta rejected');
     }
@@ -42,6 +52,13 @@ export class MetricsHub {
 
   workerGone(workerId: number): void {
     this.aggregator.workerGone(workerId);
+    this.processes.gone(workerId);
+    this.changed = true;
+  }
+
+  /** `metrics.histogramBucketsS` of the config in service. */
+  setHistogramBuckets(boundsS: readonly number[]): void {
+    this.aggregator.setHistogramBuckets(boundsS);
     this.changed = true;
   }
 
@@ -72,6 +89,8 @@ export class MetricsHub {
   private tick(): void {
     const now = Date.now();
     if (!this.changed && now - this.lastBroadcast < this.refreshIntervalMs) return;
+    // The primary's own process metrics move on their own: read them again at each broadcast.
+    if (now - this.lastBroadcast >= this.refreshIntervalMs) this.processes.refresh();
     this.changed = false;
     this.lastBroadcast = now;
     this.rendered = this.render();
@@ -80,6 +99,6 @@ export class MetricsHub {
 
   private render(): MetricsReportMessage {
     const report = this.aggregator.report();
-    return { type: 'metrics', json: JSON.stringify(report), prometheus: this.aggregator.prometheus(report) };
+    return { type: 'metrics', json: JSON.stringify(report), prometheus: this.aggregator.prometheus(report) + this.processes.text };
   }
 }

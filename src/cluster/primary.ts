@@ -214,6 +214,7 @@ class Primary {
 
   private onPublished(published: Published): void {
     this.metrics.setExtra('tableVersion', published.message.tableVersion);
+    this.metrics.setHistogramBuckets(published.message.config.metrics.histogramBucketsS);
     this.supervisor.broadcast(published.message);
     this.refreshHealth(true);
   }

@@ -8,6 +8,7 @@ import { loadUws } from '../native/uws.js';
 import { RoutingTable } from '../routing/table.js';
 import { MetricsRecorder } from '../metrics/recorder.js';
 import { Counters } from '../metrics/counters.js';
+import { ProcessMetricsSampler } from '../metrics/process-metrics.js';
 import { Builtins } from '../builtins/index.js';
 import { ACCESS_LOG_LISTENER, createAccessLog, type AccessLog } from '../listeners/access-log.js';
 import { createLogger, levelFromEnv } from '../log.js';
@@ -41,6 +42,7 @@ const builtins = new Builtins(
 );
 const recorder = new MetricsRecorder();
 const counters = new Counters();
+const processMetrics = new ProcessMetricsSampler();
 let dataPlane: DataPlane | null = null;
 let accessLog: AccessLog | null = null;
 let adminListener: AdminListener | null = null;
@@ -89,9 +91,14 @@ function onBreakersChanged(): void {
 function shipMetrics(): void {
   shipStores();
   const inFlight = dataPlane?.inFlight() ?? 0;
-  if (!unshipped && inFlight === lastShippedInFlight && counters.isEmpty) return;
+  const processSnapshot = processMetrics.take();
+  if (!unshipped && inFlight === lastShippedInFlight && counters.isEmpty && processSnapshot === null) return;
   const delta = recorder.takeDelta();
   delta.inFlight = inFlight;
+  if (processSnapshot !== null && dataPlane !== null) {
+    delta.process = processSnapshot;
+    delta.uws = `${dataPlane.uws.build}@${dataPlane.uws.version}`;
+  }
   const counted = counters.take();
   if (counted !== null) delta.counters = counted;
   unshipped = false;

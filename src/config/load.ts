@@ -4,6 +4,7 @@ import { configSchema } from './schema.js';
 import { describeSchemaErrors } from './schema-errors.js';
 import { parseConfigText } from './parse-json.js';
 import { readEnvOverrides } from './env.js';
+import { substituteEnv } from './substitute.js';
 import { checkConfigRules } from './semantic-checks.js';
 import { loadUpstreamTls } from './tls-files.js';
 import { normalizeServiceLocation } from './service-location.js';
@@ -49,13 +50,16 @@ let validateSchema: ValidateFunction | undefined;
 /**
  * Parses and checks a config file's text, applies the environment overrides and returns a fully
  * defaulted config. Throws ConfigError. `text` is JSON; `//` and `/* *\/` comments are allowed.
+ * String values may refer to `env` as `${NAME}` or `${NAME:-default}` (see substitute.ts).
  */
 export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv = {}): GatewayConfig {
   const parsed = parseConfigText(text);
   if ('problem' in parsed) throw new ConfigError(file, [parsed.problem]);
 
-  // parseConfigText built a fresh value, so ajv filling in defaults mutates nothing of the caller's.
-  const config = parsed.value;
+  const substituted = substituteEnv(parsed.value, env);
+  if (substituted.problems.length > 0) throw new ConfigError(file, substituted.problems);
+  // Both built fresh values, so ajv filling in defaults mutates nothing of the caller's.
+  const config = substituted.value;
   const explicitPathKeys = new Set(Object.keys(pathsInFile(config)));
   validateSchema ??= new Ajv({ allErrors: true, useDefaults: true, verbose: true }).compile(configSchema);
   if (!validateSchema(config)) throw new ConfigError(file, describeSchemaErrors(validateSchema.errors ?? []));

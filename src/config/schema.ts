@@ -1,3 +1,4 @@
+import { DEFAULT_BUCKETS_S } from '../metrics/buckets.js';
 /**
  * JSON Schema (draft-07) of the gateway config file. ajv fills the defaults; rules a schema cannot say
  * well (URL shape, duplicates) live in ./semantic-checks.ts. Every key has a `description`: the README's
@@ -333,6 +334,17 @@ export const configSchema = {
       default: {},
       properties: {
         enabled: { type: 'boolean', default: true, description: 'Collect metrics and serve them at paths.metrics.' },
+        histogramBucketsS: {
+          type: 'array',
+          items: { type: 'number' },
+          minItems: 1,
+          maxItems: 40,
+          default: [...DEFAULT_BUCKETS_S],
+          description:
+            'Upper bounds (seconds, ascending, at most 60) of the Prometheus latency histograms (gateway_request_duration_seconds, ' +
+            'gateway_upstream_duration_seconds). Each is rounded up to whole microseconds, then moved up to the top of the latency ' +
+            'histogram bucket that holds it (by under 1 %), which makes every `le` count exact; the `le` label shows the moved bound.',
+        },
       },
     },
     websocket: webSocketSchema,

@@ -1,6 +1,7 @@
 import type { GatewayConfig } from './types.js';
 import { normalizeServiceLocation } from './service-location.js';
 import type { ConfigProblem } from './config-problem.js';
+import { bucketProblems } from '../metrics/buckets.js';
 import { rangeProblem } from '../http/trusted-proxies.js';
 import { checkListeners } from '../listeners/registry.js';
 import { LOCAL_STORE, kvStoreProblems } from '../stores/config.js';
@@ -16,6 +17,7 @@ export function checkConfigRules(config: GatewayConfig, explicitPathKeys: Readon
     ...checkListeners(config.listeners),
     ...kvStoreProblems(config.kvStores),
     ...checkStoreNames(config),
+    ...bucketProblems(config.metrics.histogramBucketsS).map((reason) => ({ pointer: '/metrics/histogramBucketsS', reason })),
   ];
 }
 

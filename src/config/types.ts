@@ -67,7 +67,8 @@ export interface GatewayConfig {
   middleware: MiddlewareConfig[];
   /** Run after each routed request's answer (docs/reference/listeners.md); the access log is configured apart. */
   listeners: ListenerConfig[];
-  metrics: { enabled: boolean };
+  /** histogramBucketsS: the Prometheus histograms' bounds, seconds, ascending. */
+  metrics: { enabled: boolean; histogramBucketsS: number[] };
   /** WebSocket proxying; absent in a config built in code: the defaults (src/websocket/settings.ts). */
   websocket?: WebSocketConfig;
 }

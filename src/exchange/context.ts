@@ -58,6 +58,10 @@ export class RequestContext {
   headAsGet = false;
   /** The host the request went to last; null while not forwarded. */
   upstream: string | null = null;
+  /** performance.now() when the request was handed to the upstream client (the last try). */
+  upstreamSentAt = 0;
+  /** Until the upstream's response head; -1 while none came. */
+  upstreamMs = -1;
   /** The endpoint's x-disabled-listeners. */
   disabledListeners: readonly string[] = NO_IDS;
   /** x-disabled-middleware of every target of the route (a middleware any of them disables is off). */

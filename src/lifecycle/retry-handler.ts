@@ -5,6 +5,8 @@
  * answer reached the client, and only with a body still held whole) or the failure goes on to the
  * ProxiedResponse. Breakers and failure counters are fed per attempt.
  */
+// The module binding, not the global: globalThis.performance is an accessor, read on every call.
+import { performance } from 'node:perf_hooks';
 import type { RequestContext } from '../exchange/context.js';
 import type { UpstreamCall, UpstreamHandler } from '../upstream/call.js';
 import type { UpstreamError } from '../upstream/call-errors.js';
@@ -131,6 +133,7 @@ class Attempt implements UpstreamHandler {
     body: Buffer | null | { length: number },
   ) {
     this.call = null;
+    retry.response.ctx.upstreamSentAt = performance.now();
     this.call = retry.request(pool, body, this);
   }
 
@@ -156,6 +159,8 @@ class Attempt implements UpstreamHandler {
 
   onHead(status: number, head: ResponseHead): boolean {
     const response = this.retry.response;
+    const ctx = response.ctx;
+    ctx.upstreamMs = performance.now() - ctx.upstreamSentAt;
     try {
       if (status >= 500) this.breakerFailure();
       else this.retry.breakerSuccess(this.upstream);

@@ -1,15 +1,42 @@
 import * as hdr from 'hdr-histogram-js';
 import type { Histogram } from 'hdr-histogram-js';
-import type { MetricsDelta, SeriesDelta } from './delta.js';
+import type { JsHistogram } from 'hdr-histogram-js';
+import type { MetricsDelta, PartDelta, SeriesDelta } from './delta.js';
 import { addEncodedHistogram, histogramSettings, type Precision } from './histogram.js';
-import { toPrometheus } from './prometheus.js';
+import { BUCKET_PRECISION, bucketEdgesMicros, cumulativeCounts, DEFAULT_BUCKETS_S } from './buckets.js';
+import { toPrometheus, type BuildLabels, type HistogramFamilies, type HistogramPart } from './prometheus.js';
 import { REPORT_FIELDS, type LatencySummaryMs, type MetricsReport, type SeriesReport } from './report.js';
 
 export type { MetricsReport, SeriesReport, LatencySummaryMs } from './report.js';
 
+/** One labelled histogram of a series (an endpoint's status class, an upstream's answer times), summed. */
+class PartTotals {
+  private readonly histogram = hdr.build(histogramSettings(BUCKET_PRECISION, false)) as JsHistogram;
+  private count = 0;
+  private sumMicros = 0;
+  /** The last rendering, until a delta changes the part or the bounds change. */
+  private rendered: HistogramPart | null = null;
+  private renderedEdges: readonly number[] | null = null;
+
+  add(part: PartDelta): void {
+    if (!(part.count > 0)) return;
+    this.rendered = null;
+    this.count += part.count;
+    this.sumMicros += part.sumMicros;
+    addEncodedHistogram(this.histogram, part.histogram);
+  }
+
+  report(edges: readonly number[]): HistogramPart {
+    if (this.rendered !== null && this.renderedEdges === edges) return this.rendered;
+    this.renderedEdges = edges;
+    return (this.rendered = { count: this.count, sumSeconds: this.sumMicros / 1e6, cumulative: cumulativeCounts(this.histogram, edges) });
+  }
+}
+
 /** One series (overall, an upstream or an endpoint) summed over every delta of every worker. */
 class SeriesTotals {
   private readonly histogram: Histogram;
+  readonly parts = new Map<string, PartTotals>();
   private readonly byStatus = new Map<string, number>();
   private requests = 0;
   private latencySumMicros = 0;
@@ -31,6 +58,14 @@ class SeriesTotals {
     this.latencySumMicros += delta.latencySumMicros;
     if (delta.latencyMaxMicros > this.latencyMaxMicros) this.latencyMaxMicros = delta.latencyMaxMicros;
     if (delta.histogram !== '') addEncodedHistogram(this.histogram, delta.histogram);
+    if (delta.parts === undefined) return;
+    for (const [name, part] of Object.entries(delta.parts)) {
+      let totals = this.parts.get(name);
+      if (totals === undefined) this.parts.set(name, (totals = new PartTotals()));
+      totals.add(part);
+      // No whole histogram: the whole is the sum of the parts (an endpoint's status classes).
+      if (delta.histogram === '' && part.count > 0) addEncodedHistogram(this.histogram, part.histogram);
+    }
   }
 
   report(): SeriesReport {
@@ -81,6 +116,8 @@ export class MetricsAggregator {
   private workerCount = 0;
   /** Open WebSocket connections per live worker (its websocket.opened minus websocket.closed counts). */
   private readonly webSocketsByWorker = new Map<number, number>();
+  private bucketEdges: readonly number[] = bucketEdgesMicros(DEFAULT_BUCKETS_S);
+  private build: BuildLabels | undefined;
 
   constructor(private readonly now: () => number = Date.now) {
     this.startedAt = now();
@@ -113,6 +150,38 @@ export class MetricsAggregator {
     this.inFlightByWorker.delete(workerId);
     // Its WebSocket connections died with it.
     this.webSocketsByWorker.delete(workerId);
+  }
+
+  /** gateway_build_info's labels (not shown until set). */
+  setBuildLabels(build: BuildLabels): void {
+    this.build = build;
+  }
+
+  /** The Prometheus histogram bounds, seconds ascending (checked by the config's rules). */
+  setHistogramBuckets(boundsS: readonly number[]): void {
+    const edges = bucketEdgesMicros(boundsS);
+    if (edges.join() !== this.bucketEdges.join()) this.bucketEdges = edges;
+  }
+
+  /** The histograms of the exposition: per endpoint and status class, per upstream. */
+  histograms(): HistogramFamilies {
+    const edges = this.bucketEdges;
+    const requests: HistogramFamilies['requests'] = [];
+    for (const key of [...this.endpoints.keys()].sort()) {
+      const space = key.indexOf(' ');
+      const method = key.slice(0, space);
+      const route = key.slice(space + 1);
+      const parts = this.endpoints.get(key)!.parts;
+      for (const name of [...parts.keys()].sort()) {
+        requests.push({ labels: [['method', method], ['route', route], ['status_class', name]], part: parts.get(name)!.report(edges) });
+      }
+    }
+    const upstreams: HistogramFamilies['upstreams'] = [];
+    for (const key of [...this.upstreams.keys()].sort()) {
+      const part = this.upstreams.get(key)!.parts.get('upstream');
+      if (part !== undefined) upstreams.push({ labels: [['upstream', key]], part: part.report(edges) });
+    }
+    return { edges, requests, upstreams };
   }
 
   setWorkerCount(n: number): void {
@@ -150,7 +219,7 @@ export class MetricsAggregator {
 
   /** Pass the report() just rendered to skip computing it twice. */
   prometheus(report: MetricsReport = this.report()): string {
-    return toPrometheus(report);
+    return toPrometheus(report, this.histograms(), this.build);
   }
 }
 

@@ -1,3 +1,5 @@
+import type { ProcessSnapshot } from './process-metrics.js';
+
 /** What one worker recorded since its previous delta: plain data, safe for JSON and structured clone. */
 export interface MetricsDelta {
   version: 1;
@@ -10,6 +12,10 @@ export interface MetricsDelta {
   endpoints: Record<string, SeriesDelta>;
   /** Event counts since the previous delta, by dotted name (see src/metrics/counters.ts); absent when none. */
   counters?: Record<string, number>;
+  /** The worker's process_* and nodejs_* metrics (prom-client's JSON), about once a second; absent otherwise. */
+  process?: ProcessSnapshot;
+  /** The uWebSockets.js build the worker serves with, "<package>@<version>"; sent with `process`. */
+  uws?: string;
 }
 
 export interface SeriesDelta {
@@ -20,6 +26,21 @@ export interface SeriesDelta {
   latencySumMicros: number;
   /** Exact largest recorded latency, in microseconds. */
   latencyMaxMicros: number;
-  /** HDR histogram of latencies in microseconds (see histogram.ts encodeHistogram); "" when empty. */
+  /**
+   * HDR histogram of latencies in microseconds (see histogram.ts encodeHistogram); "" when empty, or
+   * when `parts` is present and the whole is the sum of its parts (an endpoint's status classes).
+   */
+  histogram: string;
+  /**
+   * Histograms the Prometheus exposition shows under their own labels: an endpoint's latencies by
+   * status class ("2xx", ..., "other"); an upstream's own answer times ("upstream"). Absent when none.
+   */
+  parts?: Record<string, PartDelta>;
+}
+
+/** One labelled histogram of a series (precision 2, microseconds). */
+export interface PartDelta {
+  count: number;
+  sumMicros: number;
   histogram: string;
 }

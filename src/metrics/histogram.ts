@@ -37,11 +37,15 @@ export function webAssemblyReady(): boolean {
   return webAssemblyState === 'ready';
 }
 
-/** Rounds to whole microseconds and clamps into the trackable range (out-of-range values would throw). */
+/**
+ * Rounds up to whole microseconds and clamps into the trackable range (out-of-range values would
+ * throw). Rounding up keeps "took at most B µs" true of the recorded value exactly when it is true of
+ * the measured one, which the Prometheus buckets rely on (see buckets.ts).
+ */
 export function clampLatency(micros: number): number {
   if (!(micros > 0)) return 0;
   if (micros >= MAX_LATENCY_MICROS) return MAX_LATENCY_MICROS;
-  return Math.round(micros);
+  return Math.ceil(micros);
 }
 
 const RAW_V2_COOKIE = 0x1c849313;

@@ -1,22 +1,40 @@
-import type { LatencySummaryMs, MetricsReport, SeriesReport } from './report.js';
+import { leLabel } from './buckets.js';
+import type { MetricsReport, SeriesReport } from './report.js';
 import { DURATION_BOUNDS_S } from '../websocket/metrics.js';
 
 /** Prometheus text exposition format 0.0.4 of a /metrics report. */
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
-const QUANTILES: ReadonlyArray<[string, keyof LatencySummaryMs]> = [
-  ['0.5', 'p50'],
-  ['0.9', 'p90'],
-  ['0.99', 'p99'],
-  ['0.999', 'p999'],
-];
-
 type Labels = ReadonlyArray<readonly [string, string]>;
+
+/** One labelled histogram, ready to render: cumulative counts at each bound, then the total (+Inf). */
+export interface HistogramPart {
+  count: number;
+  sumSeconds: number;
+  cumulative: number[];
+}
+
+/** The histograms of the exposition (see MetricsAggregator.histograms). */
+export interface HistogramFamilies {
+  /** The `le` bounds, whole microseconds, ascending (see buckets.ts). */
+  edges: readonly number[];
+  /** gateway_request_duration_seconds: method, route, status_class. */
+  requests: Array<{ labels: Labels; part: HistogramPart }>;
+  /** gateway_upstream_duration_seconds: upstream. */
+  upstreams: Array<{ labels: Labels; part: HistogramPart }>;
+}
+
+/** `gateway_build_info`'s labels. */
+export interface BuildLabels {
+  version: string;
+  node: string;
+  uws: string;
+}
 
 class Exposition {
   private readonly lines: string[] = [];
 
-  family(name: string, type: 'counter' | 'gauge' | 'summary' | 'histogram', help: string): void {
+  family(name: string, type: 'counter' | 'gauge' | 'histogram', help: string): void {
     this.lines.push(`# HELP ${name} ${escapeHelp(help)}`, `# TYPE ${name} ${type}`);
   }
 
@@ -41,22 +59,36 @@ class Exposition {
 }
 
 /**
- * The lines of one upstream or endpoint series, kept while its report object is unchanged: the
- * aggregator hands out the same SeriesReport until a delta changes that series, and a table of
- * thousands of endpoints is mostly quiet between two renders (5,000 series took 85-140 ms to
- * render in full, every 250 ms while requests flow).
+ * The lines of one series, kept while its report object is unchanged: the aggregator hands out the
+ * same SeriesReport (and HistogramPart) until a delta changes that series, and a table of thousands
+ * of endpoints is mostly quiet between two renders (5,000 series took 85-140 ms to render in full,
+ * every 250 ms while requests flow).
  */
-interface SeriesLines {
-  /** The family and the label value the lines were rendered for (one report, one series). */
-  family: string;
+interface CachedLines {
+  /** What the lines were rendered for: the family and labels (one report object, one series). */
   key: string;
-  counter: string[];
-  summary: string[];
+  lines: string[];
 }
-const seriesLines = new WeakMap<SeriesReport, SeriesLines>();
+const cachedLines = new WeakMap<object, CachedLines>();
 
-export function toPrometheus(report: MetricsReport): string {
+function cached(source: object, key: string, render: (out: Exposition) => void): string[] {
+  const hit = cachedLines.get(source);
+  if (hit !== undefined && hit.key === key) return hit.lines;
+  const scratch = new Exposition();
+  render(scratch);
+  const lines = scratch.take();
+  cachedLines.set(source, { key, lines });
+  return lines;
+}
+
+const NO_HISTOGRAMS: HistogramFamilies = { edges: [], requests: [], upstreams: [] };
+
+export function toPrometheus(report: MetricsReport, histograms: HistogramFamilies = NO_HISTOGRAMS, build?: BuildLabels): string {
   const out = new Exposition();
+  if (build !== undefined) {
+    out.family('gateway_build_info', 'gauge', 'Always 1; the labels say which gateway, Node.js and uWebSockets.js build runs.');
+    out.sample('gateway_build_info', [['version', build.version], ['node', build.node], ['uws', build.uws]], 1);
+  }
   out.family('gateway_uptime_seconds', 'gauge', 'Seconds since the gateway started.');
   out.sample('gateway_uptime_seconds', [], report.uptimeSeconds);
   out.family('gateway_workers', 'gauge', 'Worker processes serving requests.');
@@ -64,15 +96,14 @@ export function toPrometheus(report: MetricsReport): string {
   out.family('gateway_in_flight_requests', 'gauge', 'Requests being served now, all workers.');
   out.sample('gateway_in_flight_requests', [], report.requests.inFlight);
 
-  out.family('gateway_requests_total', 'counter', 'Requests completed, by status code.');
+  out.family('gateway_requests_total', 'counter', 'Requests completed (routed, built-in and refused alike), by status code.');
   for (const [status, count] of Object.entries(report.requests.byStatus)) {
     out.sample('gateway_requests_total', [['status', status]], count);
   }
-  out.family('gateway_request_duration_seconds', 'summary', 'Request latency, all requests.');
-  summary(out, 'gateway_request_duration_seconds', [], report.latencyMs);
-
-  perSeries(out, 'upstream', 'upstream', 'Requests completed per upstream host', report.upstreams);
-  perSeries(out, 'endpoint', 'endpoint', 'Requests completed per endpoint (method and template)', report.endpoints);
+  histogramFamily(out, 'gateway_request_duration_seconds', 'Latency of routed requests, arrival until the answer was handed to the socket, by endpoint and status class.', histograms.edges, histograms.requests);
+  statusCounts(out, 'gateway_route_requests_total', 'Routed requests completed, by endpoint (method and route template) and status code.', report.endpoints, endpointLabels);
+  statusCounts(out, 'gateway_upstream_requests_total', 'Requests forwarded, by the upstream host that answered last and status code.', report.upstreams, (key) => [['upstream', key]]);
+  histogramFamily(out, 'gateway_upstream_duration_seconds', 'Upstream answer time: request handed to the upstream client until the response head arrived.', histograms.edges, histograms.upstreams);
   breakerStates(out, report.breakers);
   retries(out, report.retries);
   middlewareEvents(out, report.middleware);
@@ -84,43 +115,45 @@ export function toPrometheus(report: MetricsReport): string {
   return out.text();
 }
 
-function perSeries(
-  out: Exposition,
-  prefix: string,
-  label: string,
-  help: string,
-  series: Record<string, SeriesReport>,
-): void {
+/** "GET /users/{id}" as method and route labels. */
+function endpointLabels(key: string): Labels {
+  const space = key.indexOf(' ');
+  return space < 0 ? [['method', ''], ['route', key]] : [['method', key.slice(0, space)], ['route', key.slice(space + 1)]];
+}
+
+function statusCounts(out: Exposition, name: string, help: string, series: Record<string, SeriesReport>, labelsOf: (key: string) => Labels): void {
   const entries = Object.entries(series);
   if (entries.length === 0) return;
-  const counter = `gateway_${prefix}_requests_total`;
-  const duration = `gateway_${prefix}_request_duration_seconds`;
-  const lines = entries.map(([key, s]) => linesOf(counter, duration, label, key, s));
-  out.family(counter, 'counter', `${help}, by status code.`);
-  for (const l of lines) out.append(l.counter);
-  out.family(duration, 'summary', `Request latency per ${label}.`);
-  for (const l of lines) out.append(l.summary);
-}
-
-function linesOf(counter: string, duration: string, label: string, key: string, s: SeriesReport): SeriesLines {
-  const cached = seriesLines.get(s);
-  if (cached !== undefined && cached.family === counter && cached.key === key) return cached;
-  const scratch = new Exposition();
-  for (const [status, count] of Object.entries(s.byStatus)) scratch.sample(counter, [[label, key], ['status', status]], count);
-  const counterLines = scratch.take();
-  summary(scratch, duration, [[label, key]], s.latencyMs);
-  const lines = { family: counter, key, counter: counterLines, summary: scratch.take() };
-  seriesLines.set(s, lines);
-  return lines;
-}
-
-function summary(out: Exposition, name: string, labels: Labels, latency: LatencySummaryMs): void {
-  for (const [quantile, field] of QUANTILES) {
-    // An empty summary has no quantiles; Prometheus client libraries expose NaN for them.
-    out.sample(name, [...labels, ['quantile', quantile]], latency.count === 0 ? NaN : latency[field] / 1000);
+  out.family(name, 'counter', help);
+  for (const [key, s] of entries) {
+    out.append(
+      cached(s, `${name} ${key}`, (scratch) => {
+        const labels = labelsOf(key);
+        for (const [status, count] of Object.entries(s.byStatus)) scratch.sample(name, [...labels, ['status', status]], count);
+      }),
+    );
   }
-  out.sample(`${name}_sum`, labels, latency.sum / 1000);
-  out.sample(`${name}_count`, labels, latency.count);
+}
+
+function histogramFamily(out: Exposition, name: string, help: string, edges: readonly number[], series: HistogramFamilies['requests']): void {
+  if (series.length === 0) return;
+  out.family(name, 'histogram', help);
+  const les = edges.map(leLabel);
+  for (const { labels, part } of series) {
+    out.append(
+      cached(part, `${name} ${les.join()} ${labels.map((l) => l[1]).join('\u0000')}`, (scratch) => {
+        for (let i = 0; i < les.length; i++) scratch.sample(`${name}_bucket`, [...labels, ['le', les[i]!]], part.cumulative[i]!);
+        scratch.sample(`${name}_bucket`, [...labels, ['le', '+Inf']], part.count);
+        scratch.sample(`${name}_sum`, labels, part.sumSeconds);
+        scratch.sample(`${name}_count`, labels, part.count);
+      }),
+    );
+  }
+}
+
+/** camelCase (the JSON report's names) as snake_case (Prometheus names and label values). */
+export function snakeCase(name: string): string {
+  return name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`).replace(/[^a-zA-Z0-9_]/g, '_');
 }
 
 interface CircuitLike {
@@ -134,15 +167,15 @@ function breakerStates(out: Exposition, breakers: unknown): void {
   const rows: Array<[Labels, CircuitLike]> = [];
   for (const [upstream, host] of Object.entries(breakers as Record<string, unknown>)) {
     if (!isCircuitLike(host)) continue;
-    rows.push([[['upstream', upstream], ['endpoint', '']], host]);
+    rows.push([[['upstream', upstream], ['method', ''], ['route', '']], host]);
     const endpoints = (host as { endpoints?: unknown }).endpoints;
     if (typeof endpoints !== 'object' || endpoints === null) continue;
     for (const [endpoint, circuit] of Object.entries(endpoints as Record<string, unknown>)) {
-      if (isCircuitLike(circuit)) rows.push([[['upstream', upstream], ['endpoint', endpoint]], circuit]);
+      if (isCircuitLike(circuit)) rows.push([[['upstream', upstream], ...endpointLabels(endpoint)], circuit]);
     }
   }
   if (rows.length === 0) return;
-  out.family('gateway_circuit_breaker_open', 'gauge', '1 when a breaker is open or half-open; endpoint "" is the host breaker.');
+  out.family('gateway_circuit_breaker_open', 'gauge', '1 when a breaker is open or half-open; method and route "" is the host breaker.');
   for (const [labels, circuit] of rows) out.sample('gateway_circuit_breaker_open', labels, circuit.state === 'closed' ? 0 : 1);
   out.family('gateway_circuit_breaker_failures', 'gauge', 'Consecutive failures counted by a breaker, summed over workers.');
   for (const [labels, circuit] of rows) out.sample('gateway_circuit_breaker_failures', labels, circuit.failures);
@@ -152,13 +185,17 @@ function isCircuitLike(value: unknown): value is CircuitLike {
   return typeof value === 'object' && value !== null && typeof (value as CircuitLike).state === 'string' && typeof (value as CircuitLike).failures === 'number';
 }
 
+function numberEntries(counts: unknown): Array<[string, number]> {
+  if (typeof counts !== 'object' || counts === null) return [];
+  return Object.entries(counts as Record<string, unknown>).filter((e): e is [string, number] => typeof e[1] === 'number');
+}
+
 /** Requests sent to a second host of their endpoint after the first failed, by why. */
 function retries(out: Exposition, counts: unknown): void {
-  if (typeof counts !== 'object' || counts === null) return;
-  const entries = Object.entries(counts as Record<string, unknown>).filter((e): e is [string, number] => typeof e[1] === 'number');
+  const entries = numberEntries(counts);
   if (entries.length === 0) return;
-  out.family('gateway_upstream_retries_total', 'counter', 'Requests retried on another host of their endpoint, by reason.');
-  for (const [reason, count] of entries) out.sample('gateway_upstream_retries_total', [['reason', reason]], count);
+  out.family('gateway_upstream_retries_total', 'counter', 'Requests retried on another host of their endpoint, by reason (after_connect_failure, after_no_answer).');
+  for (const [reason, count] of entries) out.sample('gateway_upstream_retries_total', [['reason', snakeCase(reason)]], count);
 }
 
 type Tree = Record<string, unknown>;
@@ -167,80 +204,116 @@ function isTree(value: unknown): value is Tree {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Counters kept as gauges (they go down too): the response cache's bytes. */
-const GAUGE_EVENTS = new Set(['bytesStored']);
+/** A response cache's lookups: one of these per request it sees, shown as one family by result. */
+const CACHE_RESULTS: Readonly<Record<string, string>> = { hits: 'hit', misses: 'miss', stale: 'stale', bypass: 'bypass' };
+
+/** What a middleware event counter means, for its family's HELP (any other event gets a generic one). */
+const MIDDLEWARE_EVENTS: Readonly<Record<string, string>> = {
+  admitted: 'Requests a middleware let through.',
+  slaMisses: 'Middleware decisions that took longer than the middleware\'s slaMs (the request went on without it).',
+  errors: 'Middleware decisions that failed with an error.',
+  storeErrors: 'Failed calls of a middleware to its key-value store.',
+  evictions: 'Responses a cache evicted to stay within its size.',
+  waitTimeouts: 'Requests that waited for another request\'s cache fill longer than slaMs and went upstream themselves.',
+};
 
 /**
- * `middleware.<id>.*` counters (src/middleware/pipeline.ts and each type): decisions by outcome and
- * status, and every other event by name; a cache's bytes as a gauge.
+ * `middleware.<id>.*` counters (src/middleware/pipeline.ts and each type): answers by outcome and
+ * status; a cache's lookups by result and its stored bytes; every other event as its own family
+ * (`gateway_middleware_<event>_total`), so no family mixes figures of different meaning.
  */
 function middlewareEvents(out: Exposition, middleware: unknown): void {
   if (!isTree(middleware)) return;
   const responses: Array<[Labels, number]> = [];
-  const events: Array<[Labels, number]> = [];
-  const gauges: Array<[Labels, number]> = [];
+  const lookups: Array<[Labels, number]> = [];
+  const bytes: Array<[Labels, number]> = [];
+  /** By event name: (middleware id, count) rows. */
+  const events = new Map<string, Array<[string, number]>>();
   for (const [id, counts] of Object.entries(middleware)) {
     if (!isTree(counts)) continue;
     for (const [name, value] of Object.entries(counts)) {
       if (typeof value === 'number') {
-        (GAUGE_EVENTS.has(name) ? gauges : events).push([[['middleware', id], ['event', name]], value]);
+        if (name === 'bytesStored') bytes.push([[['middleware', id]], value]);
+        else if (name in CACHE_RESULTS) lookups.push([[['middleware', id], ['result', CACHE_RESULTS[name]!]], value]);
+        else {
+          if (!events.has(name)) events.set(name, []);
+          events.get(name)!.push([id, value]);
+        }
       } else if (isTree(value)) {
         for (const [status, count] of Object.entries(value)) {
-          if (typeof count === 'number') responses.push([[['middleware', id], ['outcome', name], ['status', status]], count]);
+          if (typeof count === 'number') responses.push([[['middleware', id], ['outcome', snakeCase(name)], ['status', status]], count]);
         }
       }
     }
   }
   if (responses.length > 0) {
-    out.family('gateway_middleware_answers_total', 'counter', 'Requests a middleware answered itself, by outcome (rejected, answered from cache) and status.');
+    out.family('gateway_middleware_answers_total', 'counter', 'Requests a middleware answered itself, by outcome (rejected: a refusal such as a rate limit\'s 429; answered: from cache) and status.');
     for (const [labels, value] of responses) out.sample('gateway_middleware_answers_total', labels, value);
   }
-  if (events.length > 0) {
-    out.family('gateway_middleware_events_total', 'counter', 'Middleware events: admitted, slaMisses, errors, storeErrors, cache hits/misses/stale/bypass/evictions, ...');
-    for (const [labels, value] of events) out.sample('gateway_middleware_events_total', labels, value);
+  if (lookups.length > 0) {
+    out.family('gateway_cache_lookups_total', 'counter', 'Requests a response cache looked up, by result (hit, miss, stale, bypass).');
+    for (const [labels, value] of lookups) out.sample('gateway_cache_lookups_total', labels, value);
   }
-  if (gauges.length > 0) {
-    out.family('gateway_middleware_cache_bytes', 'gauge', 'Bytes a response cache holds, summed over workers (its event label says which figure).');
-    for (const [labels, value] of gauges) out.sample('gateway_middleware_cache_bytes', labels, value);
+  if (bytes.length > 0) {
+    out.family('gateway_cache_stored_bytes', 'gauge', 'Bytes a response cache holds, summed over workers.');
+    for (const [labels, value] of bytes) out.sample('gateway_cache_stored_bytes', labels, value);
+  }
+  for (const [event, rows] of events) {
+    const family = `gateway_middleware_${snakeCase(event)}_total`;
+    out.family(family, 'counter', MIDDLEWARE_EVENTS[event] ?? `Middleware events counted as ${event}.`);
+    for (const [id, value] of rows) out.sample(family, [['middleware', id]], value);
   }
 }
 
-/** `listeners.<id>.*` counters (alternateUpstream: sent, matched, mismatched, errors, dropped, ...). */
+/** `listeners.<id>.*` counters (alternateUpstream: sent, matched, mismatched, errors, dropped, ...), a family each. */
 function listenerEvents(out: Exposition, listeners: unknown): void {
   if (!isTree(listeners)) return;
-  const rows: Array<[Labels, number]> = [];
+  const families = new Map<string, Array<[Labels, number]>>();
   for (const [id, counts] of Object.entries(listeners)) {
     if (!isTree(counts)) continue;
-    for (const [name, value] of Object.entries(counts)) if (typeof value === 'number') rows.push([[['listener', id], ['event', name]], value]);
+    for (const [name, value] of Object.entries(counts)) {
+      if (typeof value !== 'number') continue;
+      const family = `gateway_listener_${snakeCase(name)}_total`;
+      if (!families.has(family)) families.set(family, []);
+      families.get(family)!.push([[['listener', id]], value]);
+    }
   }
-  if (rows.length === 0) return;
-  out.family('gateway_listener_events_total', 'counter', 'Listener events by name (shadow traffic: sent, matched, mismatched, errors, dropped, ...).');
-  for (const [labels, value] of rows) out.sample('gateway_listener_events_total', labels, value);
+  for (const [family, rows] of families) {
+    out.family(family, 'counter', `Listener events (${family.slice('gateway_listener_'.length, -'_total'.length)}), e.g. shadow traffic sent, matched, mismatched.`);
+    for (const [labels, value] of rows) out.sample(family, labels, value);
+  }
 }
 
-/** The `kvStores` extra: each store's state (up when every worker has it ready) and its counters. */
+const STORE_COUNTERS: ReadonlyArray<[string, string]> = [
+  ['commands', 'Commands sent to a key-value store, summed over workers.'],
+  ['errors', 'Store commands that failed.'],
+  ['timeouts', 'Store commands that timed out.'],
+  ['failedFast', 'Store commands refused at once because the store\'s breaker was open.'],
+  ['breakerOpens', 'Times the store\'s breaker opened.'],
+];
+
+/** The `kvStores` extra: each store's state (up when every worker has it ready) and its counters, a family each. */
 function storeStates(out: Exposition, stores: unknown): void {
   if (!isTree(stores)) return;
   const entries = Object.entries(stores).filter((e): e is [string, Tree] => isTree(e[1]));
   if (entries.length === 0) return;
   out.family('gateway_store_up', 'gauge', '1 when the store is ready on every worker that reports it.');
   for (const [name, store] of entries) out.sample('gateway_store_up', [['store', name]], store.state === 'ready' ? 1 : 0);
-  const counters = ['commands', 'errors', 'timeouts', 'failedFast', 'breakerOpens'];
-  const rows = entries.flatMap(([name, store]) =>
-    counters.filter((c) => typeof store[c] === 'number').map((c): [Labels, number] => [[['store', name], ['event', c]], store[c] as number]),
-  );
-  if (rows.length === 0) return;
-  out.family('gateway_store_events_total', 'counter', 'Store commands and their failures, summed over workers.');
-  for (const [labels, value] of rows) out.sample('gateway_store_events_total', labels, value);
+  for (const [counter, help] of STORE_COUNTERS) {
+    const rows = entries.filter(([, store]) => typeof store[counter] === 'number');
+    if (rows.length === 0) continue;
+    const family = `gateway_store_${snakeCase(counter)}_total`;
+    out.family(family, 'counter', help);
+    for (const [name, store] of rows) out.sample(family, [['store', name]], store[counter] as number);
+  }
 }
 
 /** Failed upstream calls by kind (the data plane's upstreamFailures.* counters): connect, TLS, timeouts, resets, invalid answers, full queue. */
 function upstreamFailures(out: Exposition, counts: unknown): void {
-  if (typeof counts !== 'object' || counts === null) return;
-  const entries = Object.entries(counts as Record<string, unknown>).filter((e): e is [string, number] => typeof e[1] === 'number');
+  const entries = numberEntries(counts);
   if (entries.length === 0) return;
-  out.family('gateway_upstream_failures_total', 'counter', 'Upstream calls that failed, by reason (badResponses: answers the strict parser refused).');
-  for (const [reason, count] of entries) out.sample('gateway_upstream_failures_total', [['reason', reason]], count);
+  out.family('gateway_upstream_failures_total', 'counter', 'Upstream calls that failed, by reason (connect_failures, tls_failures, timeouts, resets, bad_responses: answers the strict parser refused, queue_full).');
+  for (const [reason, count] of entries) out.sample('gateway_upstream_failures_total', [['reason', snakeCase(reason)]], count);
 }
 
 /**

@@ -13,10 +13,10 @@ export function recorderListener(recorder: MetricsRecorder, enabled: () => boole
       if (!enabled()) return;
       const route = ctx.route;
       if (route === null) {
-        recorder.requestFinished(null, ctx.upstream, ctx.status, ctx.latencyMs * 1000);
+        recorder.requestFinished(null, ctx.upstream, ctx.status, ctx.latencyMs * 1000, ctx.upstreamMs * 1000);
       } else {
         // Keyed by route id: no "METHOD template" string built per request.
-        recorder.routeFinished(route.id, ctx.method, route.template, ctx.upstream, ctx.status, ctx.latencyMs * 1000);
+        recorder.routeFinished(route.id, ctx.method, route.template, ctx.upstream, ctx.status, ctx.latencyMs * 1000, ctx.upstreamMs * 1000);
       }
       onRecorded();
     },

@@ -1,22 +1,65 @@
 import * as hdr from 'hdr-histogram-js';
 import type { Histogram } from 'hdr-histogram-js';
-import type { MetricsDelta, SeriesDelta } from './delta.js';
+import type { MetricsDelta, PartDelta, SeriesDelta } from './delta.js';
 import { clampLatency, encodeHistogram, histogramSettings, webAssemblyReady, type Precision } from './histogram.js';
 
 export type { MetricsDelta, SeriesDelta } from './delta.js';
 
 const STATUS_SLOTS = 600;
 
-/** Counts and latencies of one series (overall, one upstream or one endpoint) since the last delta. */
-class SeriesRecorder {
+/** Status classes by hundreds digit; "other" for a status outside 100..599 (0: no answer recorded). */
+export const STATUS_CLASSES = ['other', '1xx', '2xx', '3xx', '4xx', '5xx'] as const;
+
+export function statusClassIndex(status: number): number {
+  const hundreds = (status / 100) | 0;
+  return hundreds >= 1 && hundreds <= 5 ? hundreds : 0;
+}
+
+/** One labelled histogram of a series since the last delta (see PartDelta). */
+class PartRecorder {
   private readonly histogram: Histogram;
+  private count = 0;
+  private sumMicros = 0;
+
+  constructor(readonly name: string, useWebAssembly: boolean) {
+    this.histogram = hdr.build(histogramSettings(2, useWebAssembly));
+  }
+
+  record(micros: number): void {
+    this.count++;
+    this.sumMicros += micros;
+    this.histogram.recordValue(micros);
+  }
+
+  take(): PartDelta | null {
+    if (this.count === 0) return null;
+    const part = { count: this.count, sumMicros: this.sumMicros, histogram: encodeHistogram(this.histogram) };
+    this.histogram.reset();
+    this.count = 0;
+    this.sumMicros = 0;
+    return part;
+  }
+}
+
+/**
+ * Counts and latencies of one series (overall, one upstream or one endpoint) since the last delta.
+ * An endpoint keeps its latencies per status class only (its whole histogram is their sum, made in
+ * the primary); an upstream keeps a second histogram of its own answer times.
+ */
+class SeriesRecorder {
+  private readonly histogram: Histogram | null;
+  private readonly parts: Array<PartRecorder | undefined> = [];
   private readonly byStatus = new Uint32Array(STATUS_SLOTS);
   private requests = 0;
   private latencySumMicros = 0;
   private latencyMaxMicros = 0;
 
-  constructor(precision: Precision, useWebAssembly: boolean) {
-    this.histogram = hdr.build(histogramSettings(precision, useWebAssembly));
+  constructor(
+    precision: Precision,
+    private readonly useWebAssembly: boolean,
+    byClass = false,
+  ) {
+    this.histogram = byClass ? null : hdr.build(histogramSettings(precision, useWebAssembly));
   }
 
   get isEmpty(): boolean {
@@ -28,7 +71,17 @@ class SeriesRecorder {
     this.byStatus[statusSlot]!++;
     this.latencySumMicros += micros;
     if (micros > this.latencyMaxMicros) this.latencyMaxMicros = micros;
-    this.histogram.recordValue(micros);
+    if (this.histogram !== null) this.histogram.recordValue(micros);
+    else this.part(statusClassIndex(statusSlot), STATUS_CLASSES[statusClassIndex(statusSlot)]!).record(micros);
+  }
+
+  /** An upstream's answer time (request sent until its response head), beside the request's latency. */
+  recordUpstream(micros: number): void {
+    this.part(0, 'upstream').record(micros);
+  }
+
+  private part(index: number, name: string): PartRecorder {
+    return (this.parts[index] ??= new PartRecorder(name, this.useWebAssembly));
   }
 
   takeDelta(): SeriesDelta {
@@ -44,10 +97,16 @@ class SeriesRecorder {
       byStatus,
       latencySumMicros: this.latencySumMicros,
       latencyMaxMicros: this.latencyMaxMicros,
-      histogram: this.requests > 0 ? encodeHistogram(this.histogram) : '',
+      histogram: this.requests > 0 && this.histogram !== null ? encodeHistogram(this.histogram) : '',
     };
+    let parts: Record<string, PartDelta> | undefined;
+    for (const recorder of this.parts) {
+      const part = recorder?.take();
+      if (part) (parts ??= {})[recorder!.name] = part;
+    }
+    if (parts !== undefined) delta.parts = parts;
     if (this.requests > 0) {
-      this.histogram.reset();
+      this.histogram?.reset();
       this.byStatus.fill(0);
       this.requests = 0;
       this.latencySumMicros = 0;
@@ -84,14 +143,19 @@ export class MetricsRecorder {
   /**
    * @param routeKey e.g. "GET /users/{id}"; null for built-in endpoints and unrouted requests.
    * @param upstream the serviceLocation the request went to; null when it went to none.
+   * @param upstreamMicros the upstream's answer time (sent until its response head); negative when none came.
    */
-  requestFinished(routeKey: string | null, upstream: string | null, status: number, latencyMicros: number): void {
+  requestFinished(routeKey: string | null, upstream: string | null, status: number, latencyMicros: number, upstreamMicros = -1): void {
     if (this.inFlight > 0) this.inFlight--;
     const statusSlot = status >= 100 && status < STATUS_SLOTS ? status | 0 : 0;
     const micros = clampLatency(latencyMicros);
     this.overall.record(statusSlot, micros);
-    if (upstream !== null) this.series(this.upstreams, upstream).record(statusSlot, micros);
-    if (routeKey !== null) this.series(this.endpoints, routeKey).record(statusSlot, micros);
+    if (upstream !== null) {
+      const series = this.series(this.upstreams, upstream);
+      series.record(statusSlot, micros);
+      if (upstreamMicros >= 0) series.recordUpstream(clampLatency(upstreamMicros));
+    }
+    if (routeKey !== null) this.series(this.endpoints, routeKey, true).record(statusSlot, micros);
   }
 
   /**
@@ -100,10 +164,10 @@ export class MetricsRecorder {
    * id is used only while its method and template are the same (the template is the same string object
    * for as long as a table serves, which makes the check a pointer comparison).
    */
-  routeFinished(routeId: number, method: string, template: string, upstream: string | null, status: number, latencyMicros: number): void {
+  routeFinished(routeId: number, method: string, template: string, upstream: string | null, status: number, latencyMicros: number, upstreamMicros = -1): void {
     let route = this.routes[routeId];
     if (route === undefined || route.template !== template || route.method !== method) {
-      route = { method, template, series: this.series(this.endpoints, `${method} ${template}`), upstream: null, upstreamSeries: null };
+      route = { method, template, series: this.series(this.endpoints, `${method} ${template}`, true), upstream: null, upstreamSeries: null };
       if (routeId >= 0 && Number.isInteger(routeId)) this.routes[routeId] = route;
     }
     if (this.inFlight > 0) this.inFlight--;
@@ -116,6 +180,7 @@ export class MetricsRecorder {
         route.upstreamSeries = this.series(this.upstreams, upstream);
       }
       route.upstreamSeries!.record(statusSlot, micros);
+      if (upstreamMicros >= 0) route.upstreamSeries!.recordUpstream(clampLatency(upstreamMicros));
     }
     route.series.record(statusSlot, micros);
   }
@@ -130,10 +195,10 @@ export class MetricsRecorder {
     };
   }
 
-  private series(map: Map<string, SeriesRecorder>, key: string): SeriesRecorder {
+  private series(map: Map<string, SeriesRecorder>, key: string, byClass = false): SeriesRecorder {
     let series = map.get(key);
     if (series === undefined) {
-      series = new SeriesRecorder(2, this.useWebAssembly);
+      series = new SeriesRecorder(2, this.useWebAssembly, byClass);
       map.set(key, series);
     }
     return series;

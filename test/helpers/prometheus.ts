@@ -86,13 +86,15 @@ export function parsePrometheus(text: string): Map<string, PromFamily> {
     }
     if (!rest.startsWith(' ')) throw new Error(`expected space before value in ${line}`);
     const value = parseValue(rest.slice(1));
-    const family = families.get(name) ?? families.get(name.replace(/_(sum|count|bucket)$/, ''));
-    if (!family || family.type === '') throw new Error(`sample without HELP/TYPE: ${line}`);
     const familyName = families.has(name) ? name : name.replace(/_(sum|count|bucket)$/, '');
+    const family = families.get(familyName);
+    if (!family || family.type === '') throw new Error(`sample without HELP/TYPE: ${line}`);
     if (familyName !== current || finished.has(familyName)) throw new Error(`family ${familyName} not contiguous`);
-    if (family.type !== 'summary' && family.type !== 'histogram' && familyName !== name) throw new Error(`${name} in a ${family.type}`);
-    if (family.type === 'histogram' && (name === familyName || (name.endsWith('_bucket') && !('le' in labels)))) throw new Error(`histogram sample without _bucket{le}, _sum or _count: ${line}`);
-    if (family.type === 'summary' && name.endsWith('_bucket')) throw new Error(`${name} in a summary`);
+    if (family.type === 'histogram') {
+      if (name === familyName) throw new Error(`histogram sample without a suffix: ${line}`);
+      if (name.endsWith('_bucket') !== 'le' in labels) throw new Error(`le belongs on _bucket samples only: ${line}`);
+    } else if (family.type !== 'summary' && familyName !== name) throw new Error(`${name} in a ${family.type}`);
+    else if (name.endsWith('_bucket')) throw new Error(`_bucket in a ${family.type}: ${line}`);
     if (family.type === 'summary' && name === familyName && !('quantile' in labels)) throw new Error(`summary sample without quantile: ${line}`);
     if (family.type === 'counter' && !name.endsWith('_total')) throw new Error(`counter ${name} without _total`);
     family.samples.push({ name, labels, value });

@@ -135,6 +135,7 @@ export async function startUpstream(handler: UpstreamHandler = echoHandler): Pro
 
 import type { GatewayConfig } from '../../src/config/types.js';
 import type { RouteEntry } from '../../src/routing/types.js';
+import { DEFAULT_BUCKETS_S } from '../../src/metrics/buckets.js';
 
 export type ConfigOverrides = {
   [K in keyof GatewayConfig]?: GatewayConfig[K] extends object ? Partial<GatewayConfig[K]> : GatewayConfig[K];
@@ -161,7 +162,7 @@ export function testConfig(overrides: ConfigOverrides = {}): GatewayConfig {
     kvStores: {},
     middleware: [],
     listeners: [],
-    metrics: { enabled: true },
+    metrics: { enabled: true, histogramBucketsS: [...DEFAULT_BUCKETS_S] },
   };
   const merged = { ...base } as Record<string, unknown>;
   for (const [key, value] of Object.entries(overrides)) {
