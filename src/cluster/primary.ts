@@ -16,6 +16,7 @@ import { HealthPush } from './health-push.js';
 import { MetricsHub } from './metrics-hub.js';
 import { BreakerHub } from './breaker-hub.js';
 import { StoreStates } from './store-states.js';
+import { logStoreChanges } from './store-log.js';
 import { LeaseBank } from '../stores/lease-bank.js';
 import { LOCAL_STORE } from '../stores/config.js';
 import { Publisher, type Published } from './publisher.js';
@@ -268,6 +269,7 @@ class Primary {
         break;
       case 'stores':
         this.stores.report(worker.id, message.stores);
+        logStoreChanges(this.log, this.stores.changes(this.storeNames()));
         this.metrics.touch();
         this.refreshHealth();
         break;

@@ -1,4 +1,5 @@
 // Entry point of every cluster worker: serves HTTP with the table, spec and reports the primary pushes.
+import { setUndiscoveredUpstreams } from '../proxy/not-found-detail.js';
 import cluster from 'node:cluster';
 import { startDataPlane, type DataPlane, type RequestDoneInfo } from '../proxy/data-plane.js';
 import { loadUws } from '../native/uws.js';
@@ -143,6 +144,7 @@ async function apply(message: PublishMessage): Promise<void> {
   try {
     dataPlane.setUpstreams(message.upstreams);
     dataPlane.setTable(table);
+    setUndiscoveredUpstreams(message.undiscovered ?? 0);
     components.apply(message.config, dataPlane);
     servingVersion = message.tableVersion;
   } finally {

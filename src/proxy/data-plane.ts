@@ -8,6 +8,7 @@
  */
 // The module binding, not the global: globalThis.performance is an accessor, read on every call (about 12% of a now() call on Node 20).
 import { performance } from 'node:perf_hooks';
+import { notFoundDetail } from './not-found-detail.js';
 import type { GatewayConfig } from '../config/types.js';
 import { normalizePath } from '../http/normalize-path.js';
 import { writeBuiltinAnswer } from '../builtins/write-answer.js';
@@ -608,7 +609,7 @@ function forwardedNode(address: string): string {
 function rejectionDetail(status: number, method: string): string {
   switch (status) {
     case 404:
-      return 'no endpoint matches this path';
+      return notFoundDetail();
     case 405:
       return `no endpoint matching this path accepts ${method}`;
     case 406:
