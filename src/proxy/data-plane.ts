@@ -483,7 +483,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
 
   /**
    * End-to-end request headers plus X-Forwarded-*, Via and, from a trusted proxy only, the client's
-   * Forwarded and X-Real-IP (contract 7). From any other peer the gateway speaks for the client itself.
+   * Forwarded and X-Real-IP. From any other peer the gateway speaks for the client itself.
    */
   private addForwardingHeaders(head: RequestHead, ctx: RequestContext): void {
     const headers = ctx.headers;
