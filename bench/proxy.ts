@@ -14,7 +14,8 @@
 //
 // Environment (all optional): BENCH_DURATION_S (8), BENCH_WARMUP_S (3 in the first round, 1 after),
 // BENCH_CONNECTIONS (50), BENCH_ROUNDS (3; the half-rate runs take at most 2), BENCH_ONLY (comma-separated contender ids),
-// BENCH_TOOLS (autocannon,wrk), BENCH_PROFILE_DIR (the gateway's primary and workers run with --cpu-prof there;
+// BENCH_RESULTS (where the machine-readable results go; default bench/results/proxy.json, git-ignored;
+// `npm run bench:chart` draws docs/benchmark-proxy.svg from it), BENCH_TOOLS (autocannon,wrk), BENCH_PROFILE_DIR (the gateway's primary and workers run with --cpu-prof there;
 // the top self-time functions of its workers are printed at the end), BENCH_GATEWAY_NODE_FLAGS (more
 // node flags for that gateway, e.g. --perf-basic-prof for `perf record`), BENCH_DEADLINE_S (1200),
 // BENCH_PACED_RATE (req/s of the paced latency runs; default half the gateway's peak), BENCH_WORKERS
@@ -821,6 +822,49 @@ async function main(): Promise<void> {
     }
   }
   console.log(out.join('\n'));
+  writeResults(contenders, tools, result, runs, halfRate, paced);
+}
+
+/** The figures above as JSON, for `npm run bench:chart` (bench/chart.ts reads this shape). */
+function writeResults(
+  contenders: readonly Contender[],
+  tools: readonly Tool[],
+  result: (id: string, tool: Tool) => Measurement | null,
+  runs: Map<string, Measurement[]>,
+  halfRate: number,
+  paced: Map<string, LoadResult[]>,
+): void {
+  const file = env.BENCH_RESULTS ?? join(fileURLToPath(new URL('../..', import.meta.url)), 'bench/results/proxy.json');
+  const direct = paced.get('direct') ?? [];
+  const document = {
+    tool: 'bench:proxy',
+    at: new Date().toISOString(),
+    node: process.version,
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? null,
+    request: REQUEST_PATH,
+    connections: CONNECTIONS,
+    durationS: DURATION_S,
+    rounds: ROUNDS,
+    contenders: contenders.map((c) => ({
+      id: c.id,
+      label: c.label,
+      skipped: c.skipped,
+      results: Object.fromEntries(
+        tools.flatMap((tool) => {
+          const m = c.skipped === null ? result(c.id, tool) : null;
+          return m === null ? [] : [[tool, { ...m, roundsRps: (runs.get(`${c.id}\0${tool}`) ?? []).map((r) => r.rps) }]];
+        }),
+      ),
+    })),
+    paced: {
+      rate: halfRate,
+      addedP99Ms: Object.fromEntries([...paced].filter(([id]) => id !== 'direct' && direct.length > 0).map(([id, list]) => [id, addedP99(list, direct)])),
+    },
+  };
+  mkdirSync(join(file, '..'), { recursive: true });
+  writeFileSync(file, JSON.stringify(document, null, 2) + '\n');
+  log(`results written to ${file}`);
 }
 
 let exitCode = 0;

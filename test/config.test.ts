@@ -281,7 +281,7 @@ t.test('every key of the schema has a description (the README reference is built
 t.test('the commented examples load and explain every key', async (t) => {
   const full = loadConfig('config/examples/full.jsonc', {});
   t.equal(full.upstreams.length, 3);
-  t.equal(loadConfig('config/examples/minimal.jsonc', {}).upstreams[0]!.specPath, '/openapi.json');
+  t.equal(loadConfig('config/examples/minimal.jsonc', {}).upstreams[0]!.specPath, '/spec');
   t.same(loadConfig('config/examples/edge.jsonc', {}).middleware.map((m) => m.type), ['apiKeyAuth', 'rateLimit', 'rateLimit'], 'edge.jsonc loads');
   const text = (await import('node:fs')).readFileSync('config/examples/full.jsonc', 'utf8');
   const keys = new Set<string>();

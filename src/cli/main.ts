@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { START_USAGE, UsageError, runStart } from './start.js';
+import { UsageError, runStart } from './start.js';
 
 const USAGE = `Usage: gateway <command> [options]
 
@@ -10,9 +10,7 @@ Commands:
   hash-key  print the SHA-256 digest of an API key read on stdin (for apiKeyAuth)
   check     validate a config (and with --fetch every upstream doc), like nginx -t
 
-Run "gateway <command> --help" for a command's options.
-
-${START_USAGE}`;
+Run "gateway <command> --help" for a command's options.`;
 
 /** Exit codes: 0 ok, 1 the command failed, 2 the command line was wrong. */
 const EXIT_USAGE = 2;

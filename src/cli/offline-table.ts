@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { ConfigError, loadConfig } from '../config/load.js';
 import type { GatewayConfig } from '../config/types.js';
 import { discoverFromDoc, discoverUpstream, parseDocText, type EndpointProblem } from '../discovery/index.js';
+import { fetchDoc } from '../discovery/fetch-doc.js';
 import { RoutingTable } from '../routing/table.js';
 import type { RouteEntry, TemplateProblem } from '../routing/types.js';
 
@@ -17,12 +18,16 @@ export interface OfflineTable {
   /** What a validator objects to in each doc file (the file's endpoints are in the table all the same). */
   docProblems: Array<{ file: string; problems: EndpointProblem[] }>;
   skipped: string[];
+  /** Upstreams whose doc could not be fetched (--fetch), with why. */
+  failed: Array<{ upstream: string; reason: string }>;
 }
 
 export interface OfflineSources {
   configFile?: string;
-  /** Each file is an upstream of its own, keyed by the file name as given. */
+  /** Each file (or http(s) URL) is an upstream of its own, keyed by the name as given. */
   docFiles?: readonly string[];
+  /** Fetch the docs of the config's upstreams as `gateway start` would (its discovery settings). */
+  fetch?: boolean;
 }
 
 export class OfflineTableError extends Error {}
@@ -30,7 +35,7 @@ export class OfflineTableError extends Error {}
 /** Relative OpenAPI 3 server URLs of a doc file are taken relative to "/": where it is served is not known offline. */
 const DOC_FILE_URL = 'http://localhost/';
 
-export async function offlineTable({ configFile, docFiles = [] }: OfflineSources): Promise<OfflineTable> {
+export async function offlineTable({ configFile, docFiles = [], fetch = false }: OfflineSources): Promise<OfflineTable> {
   let config: GatewayConfig | null = null;
   if (configFile !== undefined) {
     try {
@@ -42,25 +47,47 @@ export async function offlineTable({ configFile, docFiles = [] }: OfflineSources
   }
   const entries: RouteEntry[] = [];
   const skipped: string[] = [];
+  const failed: OfflineTable['failed'] = [];
+  const docProblems: OfflineTable['docProblems'] = [];
   for (const upstream of config?.upstreams ?? []) {
-    if (upstream.serviceType !== 'static') {
+    if (upstream.serviceType !== 'static' && !fetch) {
       skipped.push(upstream.serviceLocation);
       continue;
     }
-    const discovered = await discoverUpstream(upstream, { fetchTimeoutMs: 0, retries: 0, backoffMs: 0 });
-    entries.push(...discovered.entries);
+    try {
+      const discovered = await discoverUpstream(upstream, config!.discovery);
+      entries.push(...discovered.entries);
+      if (discovered.problems && discovered.problems.length > 0) docProblems.push({ file: upstream.serviceLocation, problems: discovered.problems });
+    } catch (err) {
+      failed.push({ upstream: upstream.serviceLocation, reason: (err as Error).message });
+    }
   }
-  const docProblems: OfflineTable['docProblems'] = [];
   for (const file of docFiles) {
     const discovered = await readDocFile(file);
     entries.push(...discovered.entries);
     if (discovered.problems && discovered.problems.length > 0) docProblems.push({ file, problems: discovered.problems });
   }
   const { table, problems } = RoutingTable.compile(entries);
-  return { config, table, problems, docProblems, skipped };
+  return { config, table, problems, docProblems, skipped, failed };
 }
 
+const isUrl = (name: string): boolean => /^https?:\/\//i.test(name);
+
 async function readDocFile(file: string) {
+  if (isUrl(file)) {
+    let doc: unknown;
+    try {
+      doc = await fetchDoc(file, { fetchTimeoutMs: 5000, retries: 0, backoffMs: 0 });
+    } catch (err) {
+      throw new OfflineTableError(`${file}: ${(err as Error).message}`);
+    }
+    try {
+      const upstream = { serviceType: 'swagger2' as const, serviceLocation: file, weight: 1, specPath: file };
+      return await discoverFromDoc(upstream, doc, { docUrl: file, where: file, serviceType: null });
+    } catch (err) {
+      throw new OfflineTableError((err as Error).message);
+    }
+  }
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -79,7 +106,7 @@ async function readDocFile(file: string) {
 }
 
 /** Template problems, doc objections and skipped upstreams go to stderr: stdout stays machine-readable. */
-export function reportOnStderr({ problems, docProblems, skipped }: OfflineTable): void {
+export function reportOnStderr({ problems, docProblems, skipped, failed }: OfflineTable): void {
   for (const p of problems) console.error(`warning: ${p.message}`);
   for (const { file, problems: list } of docProblems) {
     for (const p of list) {
@@ -87,7 +114,8 @@ export function reportOnStderr({ problems, docProblems, skipped }: OfflineTable)
       console.error(`warning: doc ${file}: ${where}${p.reason}`);
     }
   }
+  for (const { upstream, reason } of failed) console.error(`warning: upstream ${upstream} is not in the table: ${reason}`);
   if (skipped.length > 0) {
-    console.error(`note: ${skipped.length} upstream(s) publish a doc and are not in this offline table: ${skipped.join(', ')}`);
+    console.error(`note: ${skipped.length} upstream(s) publish a doc and are not in this offline table (--fetch fetches them): ${skipped.join(', ')}`);
   }
 }

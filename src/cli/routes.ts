@@ -2,16 +2,22 @@ import { parseArgs } from 'node:util';
 import { OfflineTableError, offlineTable, reportOnStderr } from './offline-table.js';
 import { UsageError } from './start.js';
 
-export const ROUTES_USAGE = `Usage: gateway routes [--config FILE] [--doc FILE ...] [--json]
+export const ROUTES_USAGE = `Usage: gateway routes [--config FILE] [--fetch] [--doc FILE|URL ...] [--json]
 
-Prints the routing table compiled from the config's static upstreams and from doc files, most
-specific first, one endpoint per line: METHOD, template, upstream. Equivalent endpoints (load
-balanced) are adjacent. --doc reads a Swagger 2.0 or OpenAPI 3.x doc (JSON or YAML) from a file, as
-discovery would read it from an upstream; its upstream is the file name. It may be given several
-times. What a validator objects to in a doc goes to stderr.`;
+Prints the routing table, most specific first, one endpoint per line: METHOD, template, upstream.
+Equivalent endpoints (load balanced) are adjacent.
+
+  --config FILE   the config's static upstreams; with --fetch, every upstream's doc too
+  --fetch         fetch the docs of the config's upstreams as \`gateway start\` would
+                  (without it, upstreams that publish a doc are listed on stderr as skipped)
+  --doc FILE|URL  a Swagger 2.0 or OpenAPI 3.x doc (JSON or YAML), read from a file or fetched
+                  from a URL as discovery would; its upstream is the name as given. Repeatable.
+  --json          one JSON object per line
+
+What a validator objects to in a doc goes to stderr.`;
 
 export async function runRoutes(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { config: { type: 'string' }, doc: { type: 'string', multiple: true }, json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } } });
+  const { values } = parseArgs({ args: argv, options: { config: { type: 'string' }, doc: { type: 'string', multiple: true }, fetch: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } } });
   if (values.help) {
     console.log(ROUTES_USAGE);
     return 0;
@@ -22,7 +28,7 @@ export async function runRoutes(argv: string[]): Promise<number> {
   if (twice !== undefined) throw new UsageError(`--doc ${twice} is given twice`);
   let offline;
   try {
-    offline = await offlineTable({ configFile: values.config, docFiles });
+    offline = await offlineTable({ configFile: values.config, docFiles, fetch: values.fetch });
   } catch (err) {
     if (!(err instanceof OfflineTableError)) throw err;
     console.error(`gateway routes: ${err.message}`);

@@ -134,15 +134,17 @@ export class UpstreamRegistry extends EventEmitter<UpstreamRegistryEvents> {
     if (options.signal?.aborted) return false;
     const previous = record.discovered;
     const wasReady = record.state === 'ready';
+    const previousError = record.lastError;
     record.state = 'ready';
     record.discovered = fresh;
     delete record.lastError;
+    if (wasReady && previousError !== undefined) log.info({ upstream: serviceLocation, previousError }, 'upstream doc answers again');
     if (problemsKey(previous) !== problemsKey(fresh)) {
       if ((fresh.problems ?? []).length > 0) logDocProblems(log, serviceLocation, fresh.problems ?? []);
       else log.info({ upstream: serviceLocation }, 'upstream doc has no problems any more');
     }
     if (!wasReady || !previous) {
-      log.info({ upstream: serviceLocation, entries: fresh.entries.length }, 'upstream discovered on re-discovery');
+      log.info({ upstream: serviceLocation, entries: fresh.entries.length, ...(previousError === undefined ? {} : { previousError }) }, 'upstream discovered on re-discovery');
       return true;
     }
     const sameEntries = entriesEqual(previous.entries, fresh.entries);
@@ -156,6 +158,11 @@ export class UpstreamRegistry extends EventEmitter<UpstreamRegistryEvents> {
 
   allSettled(): boolean {
     return this.records.every((record) => record.state !== 'pending');
+  }
+
+  /** How many upstreams have no endpoints in the table: discovery pending, or failed. */
+  undiscovered(): number {
+    return this.records.filter((record) => record.state !== 'ready').length;
   }
 
   /** The upstreams whose discovery succeeded, in config order. */

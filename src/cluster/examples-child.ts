@@ -1,7 +1,12 @@
 // Child process of `gateway start --with-examples`: runs the bundled example upstreams until its parent goes.
 import { startExampleUpstreams } from '../../examples/upstreams.js';
 
-const examples = await startExampleUpstreams();
+// A failure goes to the parent, which reports it (one line, no stack trace) and exits.
+const examples = await startExampleUpstreams().catch((err: Error) => {
+  if (process.send) process.send({ type: 'examples-failed', reason: err.message }, () => process.exit(1));
+  else process.exit(1);
+  return new Promise<never>(() => {});
+});
 process.send?.({ type: 'examples-ready', servers: examples.servers });
 
 async function stop(): Promise<void> {

@@ -23,7 +23,9 @@ export function startExamplesChild(log: Logger, timeoutMs = 15_000): Promise<Exa
       reject(new Error(`example upstreams did not start within ${timeoutMs} ms`));
     }, timeoutMs);
     let started = false;
-    child.on('message', (message: { type?: unknown; servers?: unknown } | null) => {
+    let failure: string | null = null;
+    child.on('message', (message: { type?: unknown; servers?: unknown; reason?: unknown } | null) => {
+      if (message?.type === 'examples-failed') failure = String(message.reason);
       if (message?.type !== 'examples-ready') return;
       started = true;
       clearTimeout(timer);
@@ -34,7 +36,8 @@ export function startExamplesChild(log: Logger, timeoutMs = 15_000): Promise<Exa
       clearTimeout(timer);
       if (started) {
         if (!stopping) log.warn({ code, signal }, 'example upstreams exited');
-      } else reject(new Error(`example upstreams exited (code ${code}, signal ${signal}) before they were ready`));
+      } else if (failure !== null) reject(new Error(`the example upstreams could not start: ${failure}`));
+      else reject(new Error(`example upstreams exited (code ${code}, signal ${signal}) before they were ready`));
     });
   });
 }

@@ -21,6 +21,8 @@ export interface PublishMessage {
   spec: RenderedSpec;
   /** Configured weights, for the balancer. */
   upstreams: UpstreamWeight[];
+  /** Upstreams not in this table because their discovery is pending or failed (a 404 says so). */
+  undiscovered?: number;
 }
 
 /** The rendered health report; every worker answers with it verbatim. */

@@ -9,10 +9,14 @@ import { createLogger, levelFromEnv, type Logger } from '../log.js';
 import { ACCESS_LOG_LISTENER } from '../listeners/access-log.js';
 import { startExamplesChild, type ExampleUpstreams } from './examples.js';
 import { findFreePort } from './free-port.js';
+import { probePort } from './port-probe.js';
+import { olderSharer } from './port-holder.js';
+import { reportStartupFailure } from './startup-failure.js';
 import { HealthPush } from './health-push.js';
 import { MetricsHub } from './metrics-hub.js';
 import { BreakerHub } from './breaker-hub.js';
 import { StoreStates } from './store-states.js';
+import { logStoreChanges } from './store-log.js';
 import { LeaseBank } from '../stores/lease-bank.js';
 import { LOCAL_STORE } from '../stores/config.js';
 import { Publisher, type Published } from './publisher.js';
@@ -50,17 +54,24 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
   try {
     config = loadWithOverrides(options);
   } catch (err) {
-    log.error({ file: options.configFile }, describe(err));
+    reportStartupFailure(log, describe(err), { file: options.configFile });
     return 1;
   }
   log.level = config.logLevel;
+
+  // One gateway per port: the workers' SO_REUSEPORT would let a second one share it silently.
+  const held = await heldPorts(config);
+  if (held !== null) {
+    reportStartupFailure(log, held, { port: config.port });
+    return 1;
+  }
 
   let examples: ExampleUpstreams | null = null;
   if (options.withExamples) {
     try {
       examples = await startExamplesChild(log);
     } catch (err) {
-      log.error(describe(err));
+      reportStartupFailure(log, describe(err));
       return 1;
     }
   }
@@ -68,6 +79,17 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
   // Every worker binds the admin port too: it must be concrete (SO_REUSEPORT needs a non-zero port).
   if (config.admin?.port === 0) config = { ...config, admin: { ...config.admin, port: await findFreePort(config.admin.host) } };
   return new Primary(log, options, config, examples).run();
+}
+
+/** The first of the configured ports (public, admin) another process listens on, as one line; null when none. */
+async function heldPorts(config: GatewayConfig): Promise<string | null> {
+  if (config.port !== 0) {
+    const held = await probePort(config.host, config.port, 'port');
+    if (held !== null) return held;
+  }
+  const admin = config.admin;
+  if (admin !== undefined && admin.port !== 0) return probePort(admin.host, admin.port, 'admin port');
+  return null;
 }
 
 class Primary {
@@ -118,6 +140,7 @@ class Primary {
       onChanged: () => this.refreshHealth(),
       onApplied: () => this.startRediscovery(),
       onOutcome: (result) => this.recordReload(result),
+      probePort,
     });
   }
 
@@ -235,6 +258,7 @@ class Primary {
         if (this.announcedPort) break;
         this.announcedPort = true;
         this.log.info({ host: this.config.host, port: message.port }, 'gateway listening');
+        this.giveWayToOlderSharer(message.port);
         break;
       case 'ready':
         this.log.debug({ worker: worker.id, tableVersion: message.tableVersion }, 'worker ready');
@@ -246,6 +270,7 @@ class Primary {
         break;
       case 'stores':
         this.stores.report(worker.id, message.stores);
+        logStoreChanges(this.log, this.stores.changes(this.storeNames()));
         this.metrics.touch();
         this.refreshHealth();
         break;
@@ -301,7 +326,19 @@ class Primary {
     this.health.update(this.operational ? 200 : 503, body, immediately);
   }
 
-  private async shutdown(signal: NodeJS.Signals): Promise<void> {
+  /**
+   * The probe at start leaves a moment before the workers bind: a gateway started at the same moment
+   * on the same port passes it too. Once listening, the younger of two that share the port stops.
+   */
+  private giveWayToOlderSharer(port: number): void {
+    const own = new Set([process.pid, ...this.supervisor.liveWorkers().map((w) => w.process.pid ?? 0)]);
+    const older = olderSharer(port, own);
+    if (older === null) return;
+    reportStartupFailure(this.log, `port ${port} on ${this.config.host} is already in use by ${older}: stop it or choose another port`, { port });
+    void this.shutdown('SIGTERM', 1);
+  }
+
+  private async shutdown(signal: NodeJS.Signals, exitCode = 0): Promise<void> {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
     const graceMs = this.config.timeouts.shutdownGraceMs;
@@ -314,6 +351,6 @@ class Primary {
     this.health.stop();
     await Promise.allSettled([this.publisher.close(), this.examples?.stop()]);
     this.log.info('gateway stopped');
-    this.exitWith(0);
+    this.exitWith(exitCode);
   }
 }

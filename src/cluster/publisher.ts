@@ -110,7 +110,7 @@ export class Publisher {
     this.log.info({ tableVersion, entries, problems: output.problems.length, complete, compileMs }, 'routing table compiled');
     const spec = output.spec ?? this.current?.message.spec ?? { swagger2: '{}', openapi3: '{}' };
     const published: Published = {
-      message: { type: 'publish', tableVersion, config, table: output.table, spec, upstreams: upstreams.weights() },
+      message: { type: 'publish', tableVersion, config, table: output.table, spec, upstreams: upstreams.weights(), undiscovered: upstreams.undiscovered() },
       complete,
       problems: output.problems,
     };

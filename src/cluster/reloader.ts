@@ -56,6 +56,11 @@ export interface ReloaderOptions {
   onApplied: () => void;
   /** A reload reached an outcome (a reload superseded by a newer SIGHUP reaches none). */
   onOutcome: (result: ReloadResult) => void;
+  /**
+   * Checks that a port a reload moves to is not held by another process (see port-probe.ts): null when
+   * free, else the line that refuses the reload. Default: no check.
+   */
+  probePort?: (host: string, port: number, what: string) => Promise<string | null>;
   /** First delay before a failed publish is tried again (doubling up to PUBLISH_RETRY_MAX_MS); default 1000. */
   publishRetryMs?: number;
 }
@@ -214,6 +219,12 @@ export class Reloader {
       return;
     }
     const current = this.serving.config;
+    const held = await this.heldPort(current, next);
+    if (held !== null) {
+      log.error({ file: this.options.file }, `config reload refused, the current config keeps serving: ${held}`);
+      this.options.onOutcome({ ok: false, applied: false, error: held });
+      return;
+    }
     const unchangeable = changed(RESTART_ONLY, current, next);
     if (unchangeable.length > 0) log.warn({ settings: unchangeable }, 'these settings change on restart only; their current values stay');
     for (const key of RESTART_ONLY) next = { ...next, [key]: current[key] };
@@ -233,6 +244,24 @@ export class Reloader {
     // Superseded by a newer SIGHUP (which records its own outcome), or shutting down.
     if (candidate.discovery.signal.aborted || this.stopped) return;
     await this.apply(candidate, unchangeable);
+  }
+
+  /**
+   * A port the new config moves to that another process holds: the gateway could not start on this
+   * config, so the reload is refused as a start would be (the current port is ours, never probed).
+   */
+  private async heldPort(current: GatewayConfig, next: GatewayConfig): Promise<string | null> {
+    const probe = this.options.probePort;
+    if (!probe) return null;
+    if (next.port !== current.port && next.port !== 0) {
+      const held = await probe(next.host, next.port, 'port');
+      if (held !== null) return held;
+    }
+    const admin = next.admin;
+    if (admin !== undefined && admin.port !== 0 && admin.port !== current.admin?.port && admin.port !== current.port) {
+      return probe(admin.host, admin.port, 'admin port');
+    }
+    return null;
   }
 
   private async apply(candidate: State, unchangeable: readonly string[]): Promise<void> {

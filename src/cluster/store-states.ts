@@ -19,8 +19,36 @@ export interface StoreHealth {
 
 const SEVERITY: Record<string, number> = { ready: 0, connecting: 1, down: 2 };
 
+/** A store whose state (the worst over the workers) changed since the last call of changes(). */
+export interface StoreChange {
+  name: string;
+  from: string | null;
+  to: string;
+  url?: string;
+  reason?: string;
+}
+
 export class StoreStates {
   private readonly byWorker = new Map<number, Record<string, StoreSnapshot>>();
+  private readonly lastSeen = new Map<string, string>();
+
+  /**
+   * The stores whose state changed since the last call (down, back, ready, connecting), with the last
+   * error as the reason: each change is logged once, however many workers report it.
+   */
+  changes(names: readonly string[]): StoreChange[] {
+    const out: StoreChange[] = [];
+    const health = this.health(names);
+    for (const name of names) {
+      const entry = health[name];
+      if (entry === undefined || entry.workers === 0) continue;
+      const from = this.lastSeen.get(name) ?? null;
+      if (from === entry.state) continue;
+      this.lastSeen.set(name, entry.state);
+      out.push({ name, from, to: entry.state, ...(entry.url === undefined ? {} : { url: entry.url }), ...(entry.lastError === undefined ? {} : { reason: entry.lastError }) });
+    }
+    return out;
+  }
 
   report(workerId: number, stores: Record<string, StoreSnapshot>): void {
     this.byWorker.set(workerId, stores);

@@ -33,7 +33,7 @@ export interface WorkerSlot {
 export interface SupervisorOptions {
   log: Logger;
   count: number;
-  /** A worker that lived at least this long before exiting is replaced at once. */
+  /** A worker that listened and lived at least this long before exiting is replaced at once. */
   stableAfterMs?: number;
   firstBackoffMs?: number;
   maxBackoffMs?: number;
@@ -343,6 +343,9 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       return;
     }
     if (slot.worker !== worker) return;
+    // A worker that never listened is in a crash loop however long its start took (a loaded machine
+    // can take longer than stableAfterMs to start one).
+    const served = slot.tableVersion !== null;
     this.resetSlot(slot);
     this.emit('exit', slot, worker.id);
     if (this.stopping) {
@@ -350,7 +353,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       return;
     }
     const livedMs = Date.now() - slot.startedAt;
-    slot.quickExits = livedMs < this.stableAfterMs ? slot.quickExits + 1 : 1;
+    slot.quickExits = !served || livedMs < this.stableAfterMs ? slot.quickExits + 1 : 1;
     if (succession) {
       // The successor already starting takes the slot when ready (or the slot is respawned if it fails).
       this.log.warn({ ...ids, livedMs }, `worker ${exitReason(code, signal)}; the successor starting in its slot takes over`);

@@ -153,6 +153,7 @@ async function apply(message: PublishMessage): Promise<void> {
   try {
     dataPlane.setUpstreams(message.upstreams);
     dataPlane.setTable(table);
+    dataPlane.setUndiscoveredUpstreams(message.undiscovered ?? 0);
     components.apply(message.config, dataPlane);
     servingVersion = message.tableVersion;
   } finally {

@@ -43,6 +43,10 @@ export class DataPlaneControl implements DataPlane {
     this.lifecycle.forwarder.setTable(table);
   }
 
+  setUndiscoveredUpstreams(count: number): void {
+    this.state.undiscovered = count;
+  }
+
   setPipeline(pipeline: Pipeline): void {
     this.state.pipeline = pipeline;
   }

@@ -10,6 +10,7 @@ import type { BuiltinsHook } from '../exchange/builtins.js';
 import type { RequestContext } from '../exchange/context.js';
 import type { RequestHead } from '../http/client-request-head.js';
 import { emptySelection } from '../routing/table.js';
+import { notFoundDetail } from './not-found-detail.js';
 import type { DataPlaneState } from './state.js';
 
 export class RoutePhase {
@@ -34,7 +35,7 @@ export class RoutePhase {
     if (table === null) return problem(503, 'the routing table is not loaded yet');
     const selection = table.select(method, path, view['content-type'], view.accept, ctx.hasBody, this.selection);
     if (selection.status !== 200) {
-      return { kind: 'problem', status: selection.status, detail: rejectionDetail(selection.status, method), allow: selection.allow };
+      return { kind: 'problem', status: selection.status, detail: rejectionDetail(selection.status, method, this.state.undiscovered), allow: selection.allow };
     }
     if (selection.autoOptions) return { kind: 'options', allow: selection.allow };
     ctx.route = selection.route!;
@@ -44,10 +45,10 @@ export class RoutePhase {
   }
 }
 
-function rejectionDetail(status: number, method: string): string {
+function rejectionDetail(status: number, method: string, undiscovered: number): string {
   switch (status) {
     case 404:
-      return 'no endpoint matches this path';
+      return notFoundDetail(undiscovered);
     case 405:
       return `no endpoint matching this path accepts ${method}`;
     case 406:

@@ -20,6 +20,8 @@ export class DataPlaneState {
   /** Those of them that may want a capture (they have sample()). */
   samplers: readonly RequestListener[] = [];
   closing = false;
+  /** Configured upstreams not discovered yet (their endpoints are missing from the table). */
+  undiscovered = 0;
   /** Requests held or forwarded and not over yet (local replies inside the handler never count). */
   inFlight = 0;
   onDrained: (() => void) | null = null;

@@ -33,6 +33,8 @@ export interface DataPlane {
   setPipeline(pipeline: Pipeline): void;
   /** Every listener told of finished requests: metrics, access log, configured ones (those with sample() get captures). */
   setListeners(listeners: readonly RequestListener[]): void;
+  /** How many configured upstreams are not discovered yet (a 404 says so). */
+  setUndiscoveredUpstreams(count: number): void;
   /** Swaps the routing table; requests already forwarded finish on the old one. */
   setTable(table: RoutingTable): void;
   /**

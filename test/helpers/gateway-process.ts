@@ -49,8 +49,8 @@ export interface StartOptions {
   waitFor?: (line: LogLine) => boolean;
   /** Wait for 'gateway listening' before resolving (default true); `port` is then 0 if not given. */
   waitForListening?: boolean;
-  /** Passed as --port (default 0: any free port). */
-  port?: number;
+  /** Passed as --port (default 0: any free port); null: no --port, the config file's port serves (and reloads can change it). */
+  port?: number | null;
   startTimeoutMs?: number;
 }
 
@@ -61,7 +61,7 @@ export async function startGateway(t: Teardown, options: StartOptions): Promise<
   writeFileSync(configFile, JSON.stringify(options.config, null, 2));
   const child = spawn(
     process.execPath,
-    [...(options.nodeFlags ?? []), MAIN, 'start', '--config', configFile, '--workers', String(options.workers ?? 2), '--port', String(options.port ?? 0)],
+    [...(options.nodeFlags ?? []), MAIN, 'start', '--config', configFile, '--workers', String(options.workers ?? 2), ...(options.port === null ? [] : ['--port', String(options.port ?? 0)])],
     {
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],

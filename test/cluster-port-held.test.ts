@@ -1,0 +1,80 @@
+// One gateway per port. The workers listen with SO_REUSEPORT, so without a check a second gateway on
+// a port would share it silently and take half its connections. A start on a port anything holds
+// exits 1 with one line naming the port and the holder; a reload that moves to such a port is refused.
+import { spawn } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
+import t from 'tap';
+import type { ReloadStatus } from '../src/builtins/healthcheck.js';
+import { eventually, httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
+
+const upstream = await startUpstream(t, { name: 'backend' });
+const config = (overrides: Record<string, unknown> = {}) =>
+  testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints: [{ method: 'GET', path: '/ok' }] }], overrides);
+
+/** A port nothing listens on right now. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen({ host: '127.0.0.1', port: 0, exclusive: true }, resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Another program (a plain node:net server in its own process) listening on a port; resolves with its pid and port. */
+async function foreignHolder(): Promise<{ pid: number; port: number }> {
+  const child = spawn(
+    process.execPath,
+    ['-e', "const s = require('node:net').createServer(); s.listen({ host: '127.0.0.1', port: 0, exclusive: true }, () => console.log(s.address().port))"],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  t.teardown(() => void child.kill('SIGKILL'));
+  const port = await new Promise<number>((resolve) => child.stdout!.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))));
+  return { pid: child.pid!, port };
+}
+
+/** The lines of a start that failed: it must exit 1 without starting any worker. */
+function stderrLines(text: string): string[] {
+  return text.split('\n').filter((line) => line !== '');
+}
+
+t.test('a port another program holds: exit 1, one line naming the port and the program, no worker started', async (t) => {
+  const holder = await foreignHolder();
+  const gateway = await startGateway(t, { config: config(), port: holder.port, waitForListening: false });
+  const exit = await Promise.race([gateway.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 60_000))]);
+  t.same(exit, { code: 1, signal: null }, 'exits 1 (no crash loop)');
+  const lines = stderrLines(gateway.text());
+  t.equal(lines.length, 1, `one line on stderr: ${gateway.text()}`);
+  t.match(lines[0], `gateway start: port ${holder.port} on 127.0.0.1 is already in use by pid ${holder.pid} (`);
+  t.match(lines[0], /node -e/, 'names the holding program');
+  t.notOk(gateway.lines.some((l) => l.msg === 'worker started'), 'no worker was started');
+  t.ok(gateway.lines.some((l) => l.level === 50 && /already in use/.test(String(l.msg))), 'the JSON log line is kept');
+});
+
+t.test('a second gateway on a running gateway\'s port: exit 1 naming the first; the first keeps every request', async (t) => {
+  const first = await startGateway(t, { config: config(), port: await freePort(), startTimeoutMs: 60_000 });
+  const second = await startGateway(t, { config: config(), port: first.port, waitForListening: false });
+  const exit = await Promise.race([second.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 60_000))]);
+  t.same(exit, { code: 1, signal: null });
+  const lines = stderrLines(second.text());
+  t.equal(lines.length, 1, `one line on stderr: ${second.text()}`);
+  t.match(lines[0], `port ${first.port} on 127.0.0.1 is already in use by another gateway (pid ${first.child.pid}: `);
+  t.notOk(second.lines.some((l) => l.msg === 'worker started'), 'the second started no worker');
+  for (let i = 0; i < 12; i++) {
+    const answer = await httpRequest(first.port, '/ok');
+    t.equal(answer.status, 200, `request ${i + 1} answered by the first gateway`);
+  }
+});
+
+t.test('a reload that moves to a held port is refused the same way; the gateway keeps serving on its port', async (t) => {
+  const holder = await foreignHolder();
+  const gateway = await startGateway(t, { config: config({ port: await freePort() }), port: null, startTimeoutMs: 60_000 });
+  const lastReload = async () => (JSON.parse((await httpRequest(gateway.port, '/metrics')).body) as { lastReload?: ReloadStatus }).lastReload;
+  // The command line's --port overrides the file, so this gateway runs without one to see the file's port.
+  gateway.writeConfig(config({ port: holder.port }));
+  gateway.signal('SIGHUP');
+  const status = await eventually(lastReload, 10_000, 50, 'a reload outcome');
+  t.match(status, { ok: false, applied: false, error: `port ${holder.port} on 127.0.0.1 is already in use by pid ${holder.pid} (` });
+  t.ok(gateway.lines.some((l) => /^config reload refused, the current config keeps serving: port \d+ on 127\.0\.0\.1 is already in use/.test(String(l.msg))));
+  t.equal((await httpRequest(gateway.port, '/ok')).status, 200);
+});
