@@ -66,6 +66,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
   }
   if (config.port === 0) config = { ...config, port: await findFreePort(config.host) };
   // Every worker binds the admin port too: it must be concrete (SO_REUSEPORT needs a non-zero port).
+  if (config.tls?.port === 0) config = { ...config, tls: { ...config.tls, port: await findFreePort(config.host) } };
   if (config.admin?.port === 0) config = { ...config, admin: { ...config.admin, port: await findFreePort(config.admin.host) } };
   return new Primary(log, options, config, examples).run();
 }
@@ -233,7 +234,7 @@ class Primary {
       case 'listening':
         if (this.announcedPort) break;
         this.announcedPort = true;
-        this.log.info({ host: this.config.host, port: message.port }, 'gateway listening');
+        this.log.info({ host: this.config.host, port: message.port, ...(this.config.tls ? { tlsPort: this.config.tls.port } : {}) }, 'gateway listening');
         break;
       case 'ready':
         this.log.debug({ worker: worker.id, tableVersion: message.tableVersion }, 'worker ready');

@@ -10,6 +10,7 @@ const MIB = 1024 * KIB;
 import { middlewareSchema } from '../middleware/registry.js';
 import { listenersSchema } from '../listeners/registry.js';
 import { kvStoresSchema } from '../stores/config.js';
+import { tlsSchema } from '../edge/schema.js';
 
 /** Media types and ids lists share this shape. */
 const stringList = (description: string) => ({
@@ -214,6 +215,7 @@ export const configSchema = {
         port: { type: 'integer', minimum: 0, maximum: 65535, description: 'Its port; 0 picks a free one (logged at start).' },
       },
     },
+    tls: tlsSchema,
     paths: {
       type: 'object',
       description: 'Paths of the built-in endpoints; they win over any upstream endpoint with the same path. Must be pairwise distinct.',

@@ -1,6 +1,7 @@
 import type { MiddlewareConfig } from '../middleware/registry.js';
 import type { ListenerConfig } from '../listeners/registry.js';
 import type { KvStoresConfig } from '../stores/config.js';
+import type { ListenerTlsConfig } from '../edge/types.js';
 
 /** The gateway's configuration after schema validation and defaults (see src/config/schema.ts). */
 export interface GatewayConfig {
@@ -20,6 +21,8 @@ export interface GatewayConfig {
   encodedSlashes: 'reject' | 'keep';
   /** The operators' listener for health, metrics and spec; absent: all on the public port. */
   admin?: { host: string; port: number };
+  /** A TLS listener beside the plain one (src/edge/). */
+  tls?: ListenerTlsConfig;
   paths: { healthcheck: string; metrics: string; spec: string };
   upstreams: UpstreamConfig[];
   upstreamWeighting: { stepCount: number; stepDurationMs: number };

@@ -74,6 +74,10 @@ export interface DataPlaneOptions {
 export interface DataPlane {
   /** The port actually bound (useful with port 0). */
   readonly port: number;
+  /** The TLS listener's port; 0 without `tls`. */
+  readonly tlsPort: number;
+  /** A reload's TLS certificates (src/edge/): new handshakes get them, open connections keep theirs. */
+  setCertificates(tls: GatewayConfig['tls']): void;
   /** The native build serving. */
   readonly uws: LoadedUws;
   /** Swaps the middleware; requests already past it finish as they were decided. */

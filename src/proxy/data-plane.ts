@@ -18,7 +18,8 @@ import { hasEncodedSlash, isVisibleAscii } from '../http/request-target.js';
 import { TrustedProxies } from '../http/trusted-proxies.js';
 import { statusLine } from '../http/status-line.js';
 import { loadUws, type LoadedUws } from '../native/uws.js';
-import type { UwsApp, UwsListenSocket, UwsRequest, UwsResponse } from '../native/uws-types.js';
+import type { UwsRequest, UwsResponse } from '../native/uws-types.js';
+import { EdgeListeners } from '../edge/listeners.js';
 import { emptySelection, type RoutingTable } from '../routing/table.js';
 import { HostWeights, RouteBalancer } from './balancer.js';
 import { Breakers, type CircuitReport } from './breaker.js';
@@ -72,14 +73,17 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
   readonly breakers: Breakers;
   closing = false;
   port = 0;
+  tlsPort = 0;
 
   private readonly config: GatewayConfig;
   private readonly builtins: BuiltinsHook | null;
   private readonly trust: TrustedProxies;
   private readonly rejectEncodedSlashes: boolean;
   private readonly onRequestDone: ((info: RequestDoneInfo) => void) | null;
-  private readonly app: UwsApp;
-  private listenSocket: UwsListenSocket | null = null;
+  private readonly edge: EdgeListeners;
+  /** The request being routed arrived over TLS (set around the handler, read by addForwardingHeaders). */
+  private secure = false;
+  private readonly hsts: string | null;
   private readonly weights: HostWeights;
   private readonly configuredUpstreams = new Set<string>();
   private readonly pools: UpstreamPools;
@@ -139,28 +143,22 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     this.pools = new UpstreamPools(poolSettings(config));
     this.pools.configure(config.upstreams);
     this.setUpstreams(config.upstreams);
-    this.app = this.uws.uws.App();
-    this.app.any('/*', this.onRequest);
+    this.hsts = config.tls !== undefined && config.tls.hstsMaxAgeS > 0 ? `max-age=${config.tls.hstsMaxAgeS}` : null;
+    this.edge = new EdgeListeners(this.uws, config, { plain: this.onRequest, tls: this.onTlsRequest });
     const sweepEvery = Math.max(20, Math.min(1000, config.timeouts.clientRequestMs / 4));
     this.sweepTimer = setInterval(() => this.sweepSlowClients(), sweepEvery);
     this.sweepTimer.unref();
   }
 
-  listen(): Promise<void> {
-    const { host, port } = this.config;
-    return new Promise((resolve, reject) => {
-      // uWS's default listen options set SO_REUSEPORT on Linux: every worker binds the same port.
-      this.app.listen(host, port, (listenSocket) => {
-        if (listenSocket === false) {
-          clearInterval(this.sweepTimer);
-          reject(new Error(`could not listen on ${host}:${port} (in use without SO_REUSEPORT, or not an address of this host)`));
-          return;
-        }
-        this.listenSocket = listenSocket;
-        this.port = this.uws.uws.us_socket_local_port(listenSocket);
-        resolve();
-      });
-    });
+  async listen(): Promise<void> {
+    try {
+      await this.edge.listen();
+    } catch (err) {
+      clearInterval(this.sweepTimer);
+      throw err;
+    }
+    this.port = this.edge.port;
+    this.tlsPort = this.edge.tlsPort;
   }
 
   // ---- control ---------------------------------------------------------------------------------
@@ -181,6 +179,10 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
 
   setPipeline(pipeline: Pipeline): void {
     this.pipeline = pipeline;
+  }
+
+  setCertificates(tls: GatewayConfig['tls']): void {
+    this.edge.setCertificates(tls);
   }
 
   setListeners(listeners: readonly RequestListener[]): void {
@@ -227,10 +229,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
 
   private async shutDown(): Promise<void> {
     this.closing = true;
-    if (this.listenSocket !== null) {
-      this.uws.uws.us_listen_socket_close(this.listenSocket);
-      this.listenSocket = null;
-    }
+    this.edge.stopListening();
     const graceMs = this.config.timeouts.shutdownGraceMs;
     if (this.inFlightCount > 0) {
       await new Promise<void>((resolve) => {
@@ -243,7 +242,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
       this.onDrained = null;
     }
     // Idle keep-alive connections, and whatever outlived the grace (their onAborted runs now).
-    this.app.close?.();
+    this.edge.closeAll();
     clearInterval(this.sweepTimer);
     await this.pools.close(Math.min(graceMs, 1000));
   }
@@ -281,12 +280,22 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
 
   // ---- request path ----------------------------------------------------------------------------
 
+  private readonly onTlsRequest = (res: UwsResponse, req: UwsRequest): void => {
+    this.secure = true;
+    try {
+      this.onRequest(res, req);
+    } finally {
+      this.secure = false;
+    }
+  };
+
   private readonly onRequest = (res: UwsResponse, req: UwsRequest): void => {
     const startedAt = performance.now();
     const head = this.head.read(req);
     const peer = remoteAddress(res.getRemoteAddress());
     const ctx = new RequestContext(head.method, head.url, head.query, peer, head.xForwardedFor, startedAt, head.hasBody, head.forward);
     ctx.bodyLength = head.contentLength;
+    if (this.secure && this.hsts !== null) ctx.addResponseHeader('strict-transport-security', this.hsts);
     try {
       this.route(res, head, ctx);
     } catch (err) {
@@ -490,13 +499,13 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     const host = head.view.host;
     if (this.trust.isTrusted(peer)) {
       headers.push('x-forwarded-for', head.xForwardedFor === undefined ? peer : `${head.xForwardedFor}, ${peer}`);
-      headers.push('x-forwarded-proto', head.xForwardedProto ?? 'http');
+      headers.push('x-forwarded-proto', head.xForwardedProto ?? (this.secure ? 'https' : 'http'));
       const forwardedHost = head.xForwardedHost ?? host;
       if (forwardedHost) headers.push('x-forwarded-host', forwardedHost);
       if (head.forwarded !== undefined) headers.push('forwarded', `${head.forwarded}, for=${forwardedNode(peer)}`);
       if (head.xRealIp !== undefined) headers.push('x-real-ip', head.xRealIp);
     } else {
-      headers.push('x-forwarded-for', peer, 'x-forwarded-proto', 'http');
+      headers.push('x-forwarded-for', peer, 'x-forwarded-proto', this.secure ? 'https' : 'http');
       if (host) headers.push('x-forwarded-host', host);
     }
     headers.push('via', head.via === undefined ? this.via : `${head.via}, ${this.via}`);
@@ -526,6 +535,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
       headersOnly: ctx.method === 'HEAD',
       // An unread body would otherwise be read and thrown away.
       closeConnection: close || ctx.hasBody || this.closing,
+      headers: ctx.responseHeaders,
     });
     this.emitDone(ctx);
   }
