@@ -1,42 +1,13 @@
 // The TLS listener against real TLS clients (node:tls/https, curl): the certificate per SNI name, the
 // default one, wildcards, TLS 1.1 refused, X-Forwarded-Proto, HSTS, the plain port's modes.
 import { execFile } from 'node:child_process';
-import { request } from 'node:https';
-import { connect, type PeerCertificate } from 'node:tls';
 import t from 'tap';
 
 // Two gateways start in one test on a shared, slow machine.
 t.setTimeout(180_000);
 import { CertificateDir } from './helpers/certs.js';
+import { files, httpsGet, presented } from './helpers/tls-client.js';
 import { httpRequest, startGateway, startUpstream, testConfig, type Teardown } from './helpers/gateway-process.js';
-
-/** The CN of the certificate the gateway presents for `servername` (undefined: no SNI). */
-export function presented(port: number, servername: string | undefined, extra: Record<string, unknown> = {}): Promise<{ cn: string; protocol: string | null; alpn: string | false }> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port, servername, rejectUnauthorized: false, ...extra }, () => {
-      const cert = socket.getPeerCertificate() as PeerCertificate;
-      resolve({ cn: String(cert.subject.CN), protocol: socket.getProtocol(), alpn: socket.alpnProtocol ?? false });
-      socket.end();
-    });
-    socket.on('error', reject);
-  });
-}
-
-export function httpsGet(port: number, path: string, servername: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, unknown>; body: string; cn: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, servername, headers: { host: servername, ...headers }, rejectUnauthorized: false, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => {
-        const cert = (res.socket as unknown as { getPeerCertificate(): PeerCertificate }).getPeerCertificate?.();
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, cn: String(cert?.subject?.CN ?? '') });
-      });
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 export async function tlsGateway(t: Teardown, certificates: unknown[], tls: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
   const app = await startUpstream(t, {
@@ -56,10 +27,6 @@ export async function tlsGateway(t: Teardown, certificates: unknown[], tls: Reco
   });
   const listening = await gateway.waitForLog((line) => line.msg === 'gateway listening');
   return { app, gateway, tlsPort: Number(listening.tlsPort) };
-}
-
-export function files(c: { certFile: string; keyFile: string }): { certFile: string; keyFile: string } {
-  return { certFile: c.certFile, keyFile: c.keyFile };
 }
 
 function curl(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {

@@ -9,6 +9,7 @@ import { createLogger, levelFromEnv, type Logger } from '../log.js';
 import { ACCESS_LOG_LISTENER } from '../listeners/access-log.js';
 import { startExamplesChild, type ExampleUpstreams } from './examples.js';
 import { findFreePort } from './free-port.js';
+import { certificateGauge, certificateReport, expiryWarnings } from '../edge/certificate-report.js';
 import { HealthPush } from './health-push.js';
 import { MetricsHub } from './metrics-hub.js';
 import { BreakerHub } from './breaker-hub.js';
@@ -71,6 +72,9 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
   return new Primary(log, options, config, examples).run();
 }
 
+/** How often the TLS certificates' expiry is checked again. */
+const CERTIFICATE_CHECK_MS = 6 * 3600 * 1000;
+
 class Primary {
   private readonly supervisor: Supervisor;
   private readonly publisher: Publisher;
@@ -107,6 +111,8 @@ class Primary {
     this.metrics.setExtra('breakers', () => this.breakers.summary());
     this.leases = new LeaseBank({ send: (workerId, message) => this.supervisor.sendTo(workerId, message) });
     this.metrics.setExtra('kvStores', () => (this.storeNames().length > 0 ? this.stores.metrics(this.storeNames()) : undefined));
+    this.metrics.setExtra('tlsCertificates', () => certificateReport(this.config.tls));
+    this.metrics.setPrometheusExtra(() => certificateGauge(this.config.tls));
     this.health = new HealthPush((message) => this.supervisor.broadcast(message));
     this.reloader = new Reloader({
       log,
@@ -161,7 +167,14 @@ class Primary {
 
     this.reloader.start();
     this.startRediscovery();
+    this.warnExpiringCertificates();
+    setInterval(() => this.warnExpiringCertificates(), CERTIFICATE_CHECK_MS).unref();
     return done;
+  }
+
+  /** A TLS certificate expiring within 14 days (or expired since it was loaded) is warned about. */
+  private warnExpiringCertificates(): void {
+    for (const { msg, ...fields } of expiryWarnings(this.config.tls, Date.now())) this.log.warn(fields, msg);
   }
 
   /** Re-discovery of the serving registry with the serving settings; replaces any running one. */
@@ -193,6 +206,7 @@ class Primary {
     if (result.warnings && result.warnings.length > 0) status.warnings = result.warnings;
     this.lastReload = status;
     this.metrics.setExtra('lastReload', status);
+    if (result.applied) this.warnExpiringCertificates();
     this.refreshHealth();
   }
 
@@ -296,6 +310,7 @@ class Primary {
         reload: this.lastReload,
         workers: workerStates(slots, tableVersion),
         kvStores: this.storeNames().length > 0 ? this.stores.health(this.storeNames()) : undefined,
+        tlsCertificates: certificateReport(this.config.tls),
       }),
     );
     this.health.update(this.operational ? 200 : 503, body, immediately);

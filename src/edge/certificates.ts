@@ -72,7 +72,8 @@ function loadCertificate(certificate: ListenerCertificateConfig, baseDir: string
     privateKey = createPrivateKey(passphrase === undefined ? { key, format: 'pem' } : { key, format: 'pem', passphrase });
   } catch (err) {
     const message = (err as Error).message;
-    const why = /passphrase|decrypt|bad decrypt/i.test(message)
+    const encrypted = /ENCRYPTED/.test(key) || /passphrase|decrypt|interrupted or cancelled/i.test(message);
+    const why = encrypted
       ? passphrase === undefined
         ? 'the key is encrypted and no passphraseEnv is set'
         : `the passphrase in ${certificate.passphraseEnv} does not decrypt it`
@@ -97,10 +98,4 @@ function readPem(path: string): string | { why: string } {
     const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a directory' : (err as Error).message;
     return { why: `cannot read ${path}: ${why}` };
   }
-}
-
-/** Certificates whose notAfter is within `warnMs` of `now`: what the log warns about. */
-export function expiringSoon(tls: ListenerTlsConfig | undefined, now: number, warnMs: number): ListenerCertificateConfig[] {
-  if (tls === undefined) return [];
-  return tls.certificates.filter((c) => c.notAfter !== undefined && Date.parse(c.notAfter) - now < warnMs);
 }
