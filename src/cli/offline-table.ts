@@ -3,6 +3,7 @@ import { ConfigError, loadConfig } from '../config/load.js';
 import type { GatewayConfig } from '../config/types.js';
 import { discoverFromDoc, discoverUpstream, parseDocText, type EndpointProblem } from '../discovery/index.js';
 import { RoutingTable } from '../routing/table.js';
+import { HostRoutes } from '../edge/host-routes.js';
 import type { RouteEntry, TemplateProblem } from '../routing/types.js';
 
 /**
@@ -23,6 +24,8 @@ export interface OfflineSources {
   configFile?: string;
   /** Each file is an upstream of its own, keyed by the file name as given. */
   docFiles?: readonly string[];
+  /** Only the endpoints serving this Host (upstreams' `hosts`; doc files serve every host). */
+  host?: string;
 }
 
 export class OfflineTableError extends Error {}
@@ -30,7 +33,7 @@ export class OfflineTableError extends Error {}
 /** Relative OpenAPI 3 server URLs of a doc file are taken relative to "/": where it is served is not known offline. */
 const DOC_FILE_URL = 'http://localhost/';
 
-export async function offlineTable({ configFile, docFiles = [] }: OfflineSources): Promise<OfflineTable> {
+export async function offlineTable({ configFile, docFiles = [], host }: OfflineSources): Promise<OfflineTable> {
   let config: GatewayConfig | null = null;
   if (configFile !== undefined) {
     try {
@@ -57,7 +60,10 @@ export async function offlineTable({ configFile, docFiles = [] }: OfflineSources
     if (discovered.problems && discovered.problems.length > 0) docProblems.push({ file, problems: discovered.problems });
   }
   const { table, problems } = RoutingTable.compile(entries);
-  return { config, table, problems, docProblems, skipped };
+  if (host === undefined) return { config, table, problems, docProblems, skipped };
+  const hostRoutes = HostRoutes.build(table, config?.upstreams ?? []);
+  const hostTable = hostRoutes === null ? table : (hostRoutes.tableFor(host) ?? RoutingTable.compile([]).table);
+  return { config, table: hostTable, problems, docProblems, skipped };
 }
 
 async function readDocFile(file: string) {

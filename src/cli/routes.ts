@@ -2,16 +2,17 @@ import { parseArgs } from 'node:util';
 import { OfflineTableError, offlineTable, reportOnStderr } from './offline-table.js';
 import { UsageError } from './start.js';
 
-export const ROUTES_USAGE = `Usage: gateway routes [--config FILE] [--doc FILE ...] [--json]
+export const ROUTES_USAGE = `Usage: gateway routes [--config FILE] [--doc FILE ...] [--host HOST] [--json]
 
 Prints the routing table compiled from the config's static upstreams and from doc files, most
 specific first, one endpoint per line: METHOD, template, upstream. Equivalent endpoints (load
 balanced) are adjacent. --doc reads a Swagger 2.0 or OpenAPI 3.x doc (JSON or YAML) from a file, as
 discovery would read it from an upstream; its upstream is the file name. It may be given several
-times. What a validator objects to in a doc goes to stderr.`;
+times. What a validator objects to in a doc goes to stderr. --host lists only what a request with that
+Host header can reach (upstreams' "hosts"; doc files serve every host).`;
 
 export async function runRoutes(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { config: { type: 'string' }, doc: { type: 'string', multiple: true }, json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } } });
+  const { values } = parseArgs({ args: argv, options: { config: { type: 'string' }, doc: { type: 'string', multiple: true }, host: { type: 'string' }, json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } } });
   if (values.help) {
     console.log(ROUTES_USAGE);
     return 0;
@@ -22,7 +23,7 @@ export async function runRoutes(argv: string[]): Promise<number> {
   if (twice !== undefined) throw new UsageError(`--doc ${twice} is given twice`);
   let offline;
   try {
-    offline = await offlineTable({ configFile: values.config, docFiles });
+    offline = await offlineTable({ configFile: values.config, docFiles, host: values.host });
   } catch (err) {
     if (!(err instanceof OfflineTableError)) throw err;
     console.error(`gateway routes: ${err.message}`);

@@ -142,7 +142,7 @@ async function apply(message: PublishMessage): Promise<void> {
   applying = true;
   try {
     dataPlane.setUpstreams(message.upstreams);
-    dataPlane.setCertificates(message.config.tls);
+    dataPlane.applyEdge(message.config);
     dataPlane.setTable(table);
     components.apply(message.config, dataPlane);
     servingVersion = message.tableVersion;

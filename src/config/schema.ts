@@ -10,7 +10,7 @@ const MIB = 1024 * KIB;
 import { middlewareSchema } from '../middleware/registry.js';
 import { listenersSchema } from '../listeners/registry.js';
 import { kvStoresSchema } from '../stores/config.js';
-import { tlsSchema } from '../edge/schema.js';
+import { SERVER_NAME_PATTERN, tlsSchema } from '../edge/schema.js';
 
 /** Media types and ids lists share this shape. */
 const stringList = (description: string) => ({
@@ -144,6 +144,13 @@ const upstreamSchema = {
       description: 'Required for "static" upstreams and refused for the others (their doc lists the endpoints).',
     },
     tls: upstreamTlsSchema,
+    hosts: {
+      type: 'array',
+      items: { type: 'string', pattern: SERVER_NAME_PATTERN },
+      description:
+        'Virtual hosts: the upstream serves only requests whose Host (port and case aside) is one of these names; "*.example.com" ' +
+        'stands for one or more labels. Absent or empty: every host. A Host that no upstream serves is 404.',
+    },
   },
   if: { properties: { serviceType: { const: 'static' } }, required: ['serviceType'] },
   then: { required: ['endpoints'] },

@@ -95,6 +95,8 @@ export interface UpstreamConfig {
   endpoints?: StaticEndpointConfig[];
   /** `https` upstreams only: certificate checks and a client certificate. */
   tls?: UpstreamTlsConfig;
+  /** Virtual hosts this upstream serves (exact, or "*." for one or more labels); absent: every host. */
+  hosts?: string[];
 }
 
 /** upstreamPool (see src/proxy/upstream-pool.ts). */

@@ -76,8 +76,11 @@ export interface DataPlane {
   readonly port: number;
   /** The TLS listener's port; 0 without `tls`. */
   readonly tlsPort: number;
-  /** A reload's TLS certificates (src/edge/): new handshakes get them, open connections keep theirs. */
-  setCertificates(tls: GatewayConfig['tls']): void;
+  /**
+   * A config's edge settings (src/edge/): TLS certificates (new handshakes get them, open connections
+   * keep theirs) and the upstreams' hosts, which the next setTable uses.
+   */
+  applyEdge(config: GatewayConfig): void;
   /** The native build serving. */
   readonly uws: LoadedUws;
   /** Swaps the middleware; requests already past it finish as they were decided. */

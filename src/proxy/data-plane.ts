@@ -20,6 +20,7 @@ import { statusLine } from '../http/status-line.js';
 import { loadUws, type LoadedUws } from '../native/uws.js';
 import type { UwsRequest, UwsResponse } from '../native/uws-types.js';
 import { EdgeListeners } from '../edge/listeners.js';
+import { HostRoutes, type HostedUpstream } from '../edge/host-routes.js';
 import { emptySelection, type RoutingTable } from '../routing/table.js';
 import { HostWeights, RouteBalancer } from './balancer.js';
 import { Breakers, type CircuitReport } from './breaker.js';
@@ -88,6 +89,9 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
   private readonly configuredUpstreams = new Set<string>();
   private readonly pools: UpstreamPools;
   private table: RoutingTable | null = null;
+  /** Per-host tables when upstreams list `hosts` (src/edge/host-routes.ts); null: the table serves every host. */
+  private hostRoutes: HostRoutes | null = null;
+  private hostedUpstreams: readonly HostedUpstream[];
   private pipeline = EMPTY_PIPELINE;
   private listeners: readonly RequestListener[] = [];
   private balancers: RouteBalancer[] = [];
@@ -144,6 +148,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     this.pools.configure(config.upstreams);
     this.setUpstreams(config.upstreams);
     this.hsts = config.tls !== undefined && config.tls.hstsMaxAgeS > 0 ? `max-age=${config.tls.hstsMaxAgeS}` : null;
+    this.hostedUpstreams = config.upstreams;
     this.edge = new EdgeListeners(this.uws, config, { plain: this.onRequest, tls: this.onTlsRequest });
     const sweepEvery = Math.max(20, Math.min(1000, config.timeouts.clientRequestMs / 4));
     this.sweepTimer = setInterval(() => this.sweepSlowClients(), sweepEvery);
@@ -165,6 +170,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
 
   setTable(table: RoutingTable): void {
     this.table = table;
+    this.hostRoutes = HostRoutes.build(table, this.hostedUpstreams);
     this.balancers = [];
     this.breakers.forgetRoutes();
     for (const route of table.routes()) {
@@ -181,8 +187,9 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     this.pipeline = pipeline;
   }
 
-  setCertificates(tls: GatewayConfig['tls']): void {
-    this.edge.setCertificates(tls);
+  applyEdge(config: GatewayConfig): void {
+    this.edge.setCertificates(config.tls);
+    this.hostedUpstreams = config.upstreams;
   }
 
   setListeners(listeners: readonly RequestListener[]): void {
@@ -338,7 +345,9 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     const table = this.table;
     if (table === null) return this.answer(res, ctx, 503, 'the routing table is not loaded yet');
     const view = head.view;
-    const selection = table.select(method, path, view['content-type'], view.accept, ctx.hasBody, this.selection);
+    const hostTable = this.hostRoutes === null ? table : this.hostRoutes.tableFor(view.host);
+    if (hostTable === null) return this.answer(res, ctx, 404, 'no upstream serves this host');
+    const selection = hostTable.select(method, path, view['content-type'], view.accept, ctx.hasBody, this.selection);
     if (selection.status !== 200) {
       return this.answer(res, ctx, selection.status, rejectionDetail(selection.status, method), selection.allow);
     }
