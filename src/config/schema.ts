@@ -297,6 +297,10 @@ export const configSchema = {
       properties: {
         maxBodyBytes: nonNegativeInteger('Request body bytes; larger is 413.', 10 * MIB),
         maxHeaderBytes: positiveInteger('Request header bytes (all names and values); larger is 431.', 16 * KIB),
+        maxUrlBytes: positiveInteger(
+          'Request target bytes (path and query); longer is 414. A head over 4 KiB that arrives in several TCP segments is closed by uWS 20.30 before this check (native-notes.md).',
+          8 * KIB,
+        ),
       },
     },
     circuitBreaker: {

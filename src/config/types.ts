@@ -43,6 +43,8 @@ export interface GatewayConfig {
     maxBodyBytes: number;
     /** Request header bytes (all names + values); larger is 431. */
     maxHeaderBytes: number;
+    /** Request target bytes (path and query); longer is 414. Absent in a config built in code: 8192. */
+    maxUrlBytes?: number;
   };
   circuitBreaker: {
     /** Consecutive failures that open a host's breaker. */

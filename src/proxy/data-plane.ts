@@ -21,6 +21,7 @@ import { loadUws, type LoadedUws } from '../native/uws.js';
 import type { UwsRequest, UwsResponse } from '../native/uws-types.js';
 import { EdgeListeners } from '../edge/listeners.js';
 import { HostRoutes, type HostedUpstream } from '../edge/host-routes.js';
+import { DEFAULT_MAX_URL_BYTES, targetTooLong } from '../edge/request-line.js';
 import { emptySelection, type RoutingTable } from '../routing/table.js';
 import { HostWeights, RouteBalancer } from './balancer.js';
 import { Breakers, type CircuitReport } from './breaker.js';
@@ -319,6 +320,9 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
   /** Synchronous, inside the uWS handler: `head` is only valid now. */
   private route(res: UwsResponse, head: RequestHead, ctx: RequestContext): void {
     const { limits } = this.config;
+    if (targetTooLong(head.url, ctx.query, limits.maxUrlBytes)) {
+      return this.answer(res, ctx, 414, `the request target is longer than ${limits.maxUrlBytes ?? DEFAULT_MAX_URL_BYTES} bytes`);
+    }
     if (head.headerBytes > limits.maxHeaderBytes) {
       return this.answer(res, ctx, 431, `the request headers are larger than ${limits.maxHeaderBytes} bytes`);
     }

@@ -94,7 +94,7 @@ export class RoutingTable {
       const problem = (reason: string): void => {
         problems.push({ upstream: entry.upstream, method, template: entry.template, reason, message: `upstream ${entry.upstream}: template "${entry.template}" (${method}): ${reason}` });
       };
-      if (!/^[!#$%&'*+.^_`|~0-9A-Z]+$/.test(method)) {
+      if (!/^[!#$%&'*+.^_`|~0-9A-Z-]+$/.test(method)) {
         problem(`"${entry.method}" is not an HTTP method`);
         continue;
       }
