@@ -140,7 +140,7 @@ async function decisionCost(): Promise<void> {
           if (--left === 0) resolve();
         };
         for (let i = 0; i < n; i++) {
-          const ctx = new RequestContext({ method: 'GET', url: '/items/1', query: '', peer: '127.0.0.1', startedAt: 0, xForwardedFor: undefined, hasBody: false, contentLength: -1, forward: request.slice() });
+          const ctx = new RequestContext({ method: 'GET', url: '/items/1', query: '', peer: '127.0.0.1', startedAt: 0, xForwardedFor: undefined, hasBody: false, secure: false, contentLength: -1, forward: request.slice() });
           ctx.route = route;
           pipeline.run(ctx, pipeline.entries, 0, done);
         }

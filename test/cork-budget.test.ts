@@ -150,7 +150,7 @@ const fakePool = {
 
 /** An exchange as the forward phase makes one (client side, response, retry handler); returns the upstream call's handler. */
 function exchange(res: RecordingResponse): UpstreamHandler {
-  const ctx = new RequestContext({ method: 'GET', url: '/x', query: '', peer: '127.0.0.1', startedAt: 0, xForwardedFor: undefined, hasBody: false, contentLength: -1, forward: [] });
+  const ctx = new RequestContext({ method: 'GET', url: '/x', query: '', peer: '127.0.0.1', startedAt: 0, xForwardedFor: undefined, hasBody: false, secure: false, contentLength: -1, forward: [] });
   ctx.upstream = 'http://u';
   const client = new UwsClient(res as unknown as UwsResponse, ctx, { via: '1.1 gw', viaBytes: Buffer.from('1.1 gw'), closing: false });
   const response = new ProxiedResponse(ctx, client, new ResponseChain(() => {}));

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import t from 'tap';
 import { RoutingTable } from '../src/routing/table.js';
 import { entry, oracleFor } from './helpers/routes.js';
+import { HostRoutes } from '../src/edge/host-routes.js';
 
 // Differential test: the trie must pick exactly what the oracle of docs/reference/routing.md#specificity picks (sorted templates,
 // one anchored regex each, first match wins), on random template sets that use every form.
@@ -154,4 +155,70 @@ t.test('transferable round trip keeps every decision', async (t) => {
     { numRuns: 100, seed },
   );
   t.pass('100 random tables survive JSON + structured clone');
+});
+
+// Virtual hosts: each upstream may list hosts; per Host, the table must pick what the oracle picks over
+// the endpoints of the upstreams serving that Host (a reference matcher decides which) and the
+// host-less upstreams, with the full table's route ids, and only those upstreams as targets.
+const HOST_PATTERNS = ['a.test', 'b.test', '*.test', '*.b.test', 'A.Test'];
+const PROBE_HOSTS = ['a.test', 'A.TEST:8080', 'b.test', 'x.b.test', 'y.x.b.test', 'c.test', 'other', '', 'b.test.'];
+const UPSTREAMS = ['u1', 'u2', 'u3'];
+
+function referenceServes(hosts: readonly string[], host: string): boolean {
+  if (hosts.length === 0) return true;
+  let name = host.toLowerCase().replace(/:\d+$/, '');
+  if (name.endsWith('.')) name = name.slice(0, -1);
+  return hosts.some((p) => {
+    const pattern = p.toLowerCase();
+    return pattern.startsWith('*.') ? name.length > pattern.length - 1 && name.endsWith(pattern.slice(1)) : pattern === name;
+  });
+}
+
+t.test('with hosts, each Host routes among its upstreams exactly as the oracle does', async (t) => {
+  let cases = 0;
+  const seed = Number(process.env.ROUTING_SEED ?? Date.now() % 2 ** 31);
+  t.comment(`fast-check seed ${seed} (rerun with ROUTING_SEED=${seed})`);
+  fc.assert(
+    fc.property(
+      scenario,
+      fc.array(fc.subarray(HOST_PATTERNS), { minLength: 3, maxLength: 3 }),
+      fc.array(fc.record({ upstream: fc.constantFrom(...UPSTREAMS) }), { minLength: 14, maxLength: 14 }),
+      ({ templates, probes }, hostLists, owners) => {
+        const entries = templates.map((x, i) => entry(x.method, render(x.pieces), owners[i]!.upstream));
+        const upstreams = UPSTREAMS.map((u, i) => ({ serviceLocation: u, hosts: hostLists[i]! }));
+        const { table } = RoutingTable.compile(entries);
+        const hostRoutes = HostRoutes.build(table, upstreams);
+        for (const host of PROBE_HOSTS) {
+          const serving = new Set(upstreams.filter((u) => referenceServes(u.hosts, host)).map((u) => u.serviceLocation));
+          const hostTable = hostRoutes === null ? table : hostRoutes.tableFor(host);
+          if (serving.size === 0) {
+            if (hostTable !== null) throw new Error(`host ${host} is served by no upstream, yet got a table`);
+            continue;
+          }
+          if (hostTable === null) throw new Error(`host ${host} is served by ${[...serving]}, yet got no table`);
+          const oracle = oracleFor(entries.filter((e) => serving.has(e.upstream)));
+          for (const probe of probes) {
+            const source = templates[probe.from % templates.length]!;
+            const path = mutate(instantiate(source.pieces, probe.choices), probe.mutation, probe.at);
+            const method = probe.method ?? source.method;
+            const got = hostTable.select(method, path, undefined, undefined, false);
+            const want = oracle.lookup(method, path);
+            cases++;
+            const context = `Host ${host}: ${method} ${path} over [${entries.map((e) => `${e.upstream} ${e.method} ${e.template}`).join(', ')}] hosts ${JSON.stringify(hostLists)}`;
+            if (got.status !== want.status) throw new Error(`status ${got.status} != oracle ${want.status}: ${context}`);
+            if ((got.route?.canonical ?? null) !== (want.template?.canonical ?? null)) throw new Error(`picked ${got.route?.template} != oracle ${want.template?.raw}: ${context}`);
+            if (got.allow !== want.allow) throw new Error(`Allow "${got.allow}" != oracle "${want.allow}": ${context}`);
+            if (got.route !== null) {
+              const full = table.routes()[got.route.id]!;
+              if (full.method !== got.route.method || full.canonical !== got.route.canonical) throw new Error(`route id ${got.route.id} is not the full table's: ${context}`);
+              const foreign = got.route.targets.filter((x) => !serving.has(x.upstream));
+              if (foreign.length > 0) throw new Error(`targets of upstreams not serving the host: ${context}`);
+            }
+          }
+        }
+      },
+    ),
+    { numRuns: 150, seed },
+  );
+  t.ok(cases >= 5_000, `${cases} generated cases compared`);
 });

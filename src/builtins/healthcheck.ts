@@ -1,3 +1,4 @@
+import type { CertificateHealth } from '../edge/certificate-report.js';
 import { hostname } from 'node:os';
 import type { ServiceType } from '../config/types.js';
 import type { EndpointProblem } from '../discovery/types.js';
@@ -73,6 +74,8 @@ export interface HealthReport {
   reload?: ReloadStatus;
   /** An extra field (docs/reference/stores.md#when-a-store-fails): the stores middleware use, with their state; present when middleware is configured. */
   kvStores?: Record<string, StoreHealth>;
+  /** The TLS listener's certificates (present with `tls`). */
+  tls?: { certificates: CertificateHealth[] };
 }
 
 export interface HealthInput {
@@ -82,6 +85,7 @@ export interface HealthInput {
   reload?: ReloadStatus | null;
   workers?: WorkersHealth;
   kvStores?: Record<string, StoreHealth>;
+  tlsCertificates?: CertificateHealth[];
 }
 
 export function healthReport(input: HealthInput): HealthReport {
@@ -107,5 +111,6 @@ export function healthReport(input: HealthInput): HealthReport {
   if (input.workers) report.workers = { ...input.workers, slots: input.workers.slots.map((slot) => ({ ...slot })) };
   if (input.reload) report.reload = { ...input.reload };
   if (input.kvStores) report.kvStores = Object.fromEntries(Object.entries(input.kvStores).map(([name, store]) => [name, { ...store }]));
+  if (input.tlsCertificates) report.tls = { certificates: input.tlsCertificates.map((c) => ({ ...c, serverNames: [...c.serverNames] })) };
   return report;
 }

@@ -3,20 +3,21 @@ import { normalizePath } from '../http/normalize-path.js';
 import { OfflineTableError, offlineTable, reportOnStderr } from './offline-table.js';
 import { UsageError } from './start.js';
 
-export const EXPLAIN_USAGE = `Usage: gateway explain [--config FILE] [--fetch] [--doc FILE|URL ...] [--content-type TYPE] [--accept ACCEPT] METHOD PATH [METHOD PATH ...]
+export const EXPLAIN_USAGE = `Usage: gateway explain [--config FILE] [--fetch] [--doc FILE|URL ...] [--host HOST] [--content-type TYPE] [--accept ACCEPT] METHOD PATH [METHOD PATH ...]
 
 For each request, prints one JSON line saying what the gateway would do with it:
   {"method","path","status","endpoint":{"method","template"}|null,"allow":[...],"upstreams":[...],"params":{...}}
 PATH may carry a query string; it is not used for routing. --content-type marks the requests as having
 a body of that type. Works on the config's static upstreams, on every upstream's doc with --fetch
 (fetched as \`gateway start\` would), and on docs given with --doc (a file or an http(s) URL, JSON or
-YAML, may be repeated; the name as given is the upstream).`;
+YAML, may be repeated; the name as given is the upstream). --host routes as a request with that Host header
+(upstreams' "hosts"); a host no upstream serves is 404.`;
 
 export async function runExplain(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { config: { type: 'string' }, doc: { type: 'string', multiple: true }, fetch: { type: 'boolean', default: false }, 'content-type': { type: 'string' }, accept: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: { config: { type: 'string' }, doc: { type: 'string', multiple: true }, fetch: { type: 'boolean', default: false }, host: { type: 'string' }, 'content-type': { type: 'string' }, accept: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
   });
   if (values.help) {
     console.log(EXPLAIN_USAGE);
@@ -29,7 +30,7 @@ export async function runExplain(argv: string[]): Promise<number> {
   if (positionals.length === 0 || positionals.length % 2 !== 0) throw new UsageError('give requests as METHOD PATH pairs');
   let offline;
   try {
-    offline = await offlineTable({ configFile: values.config, docFiles, fetch: values.fetch });
+    offline = await offlineTable({ configFile: values.config, docFiles, fetch: values.fetch, host: values.host });
   } catch (err) {
     if (!(err instanceof OfflineTableError)) throw err;
     console.error(`gateway explain: ${err.message}`);

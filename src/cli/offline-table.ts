@@ -4,6 +4,7 @@ import type { GatewayConfig } from '../config/types.js';
 import { discoverFromDoc, discoverUpstream, parseDocText, type EndpointProblem } from '../discovery/index.js';
 import { fetchDoc } from '../discovery/fetch-doc.js';
 import { RoutingTable } from '../routing/table.js';
+import { HostRoutes } from '../edge/host-routes.js';
 import type { RouteEntry, TemplateProblem } from '../routing/types.js';
 
 /**
@@ -28,6 +29,8 @@ export interface OfflineSources {
   docFiles?: readonly string[];
   /** Fetch the docs of the config's upstreams as `gateway start` would (its discovery settings). */
   fetch?: boolean;
+  /** Only the endpoints serving this Host (upstreams' `hosts`; doc files serve every host). */
+  host?: string;
 }
 
 export class OfflineTableError extends Error {}
@@ -35,7 +38,7 @@ export class OfflineTableError extends Error {}
 /** Relative OpenAPI 3 server URLs of a doc file are taken relative to "/": where it is served is not known offline. */
 const DOC_FILE_URL = 'http://localhost/';
 
-export async function offlineTable({ configFile, docFiles = [], fetch = false }: OfflineSources): Promise<OfflineTable> {
+export async function offlineTable({ configFile, docFiles = [], fetch = false, host }: OfflineSources): Promise<OfflineTable> {
   let config: GatewayConfig | null = null;
   if (configFile !== undefined) {
     try {
@@ -68,7 +71,10 @@ export async function offlineTable({ configFile, docFiles = [], fetch = false }:
     if (discovered.problems && discovered.problems.length > 0) docProblems.push({ file, problems: discovered.problems });
   }
   const { table, problems } = RoutingTable.compile(entries);
-  return { config, table, problems, docProblems, skipped, failed };
+  if (host === undefined) return { config, table, problems, docProblems, skipped, failed };
+  const hostRoutes = HostRoutes.build(table, config?.upstreams ?? []);
+  const hostTable = hostRoutes === null ? table : (hostRoutes.tableFor(host) ?? RoutingTable.compile([]).table);
+  return { config, table: hostTable, problems, docProblems, skipped, failed };
 }
 
 const isUrl = (name: string): boolean => /^https?:\/\//i.test(name);

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { OfflineTableError, offlineTable, reportOnStderr } from './offline-table.js';
 import { UsageError } from './start.js';
 
-export const ROUTES_USAGE = `Usage: gateway routes [--config FILE] [--fetch] [--doc FILE|URL ...] [--json]
+export const ROUTES_USAGE = `Usage: gateway routes [--config FILE] [--fetch] [--doc FILE|URL ...] [--host HOST] [--json]
 
 Prints the routing table, most specific first, one endpoint per line: METHOD, template, upstream.
 Equivalent endpoints (load balanced) are adjacent.
@@ -12,12 +12,14 @@ Equivalent endpoints (load balanced) are adjacent.
                   (without it, upstreams that publish a doc are listed on stderr as skipped)
   --doc FILE|URL  a Swagger 2.0 or OpenAPI 3.x doc (JSON or YAML), read from a file or fetched
                   from a URL as discovery would; its upstream is the name as given. Repeatable.
+  --host HOST     only what a request with that Host header can reach (upstreams' "hosts";
+                  docs given with --doc serve every host)
   --json          one JSON object per line
 
 What a validator objects to in a doc goes to stderr.`;
 
 export async function runRoutes(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { config: { type: 'string' }, doc: { type: 'string', multiple: true }, fetch: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } } });
+  const { values } = parseArgs({ args: argv, options: { config: { type: 'string' }, doc: { type: 'string', multiple: true }, fetch: { type: 'boolean', default: false }, host: { type: 'string' }, json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } } });
   if (values.help) {
     console.log(ROUTES_USAGE);
     return 0;
@@ -28,7 +30,7 @@ export async function runRoutes(argv: string[]): Promise<number> {
   if (twice !== undefined) throw new UsageError(`--doc ${twice} is given twice`);
   let offline;
   try {
-    offline = await offlineTable({ configFile: values.config, docFiles, fetch: values.fetch });
+    offline = await offlineTable({ configFile: values.config, docFiles, fetch: values.fetch, host: values.host });
   } catch (err) {
     if (!(err instanceof OfflineTableError)) throw err;
     console.error(`gateway routes: ${err.message}`);

@@ -27,6 +27,7 @@ export class MetricsHub {
   private readonly refreshIntervalMs: number;
   private readonly broadcast: (message: MetricsReportMessage) => void;
   private readonly log: Logger;
+  private prometheusExtra: () => string = () => '';
 
   constructor({ broadcastIntervalMs = 250, refreshIntervalMs = 1000, broadcast, log }: MetricsHubOptions) {
     this.broadcast = broadcast;
@@ -72,6 +73,12 @@ export class MetricsHub {
     this.changed = true;
   }
 
+  /** Text appended to the Prometheus rendering (e.g. the TLS certificates' expiry gauge), called at each render. */
+  setPrometheusExtra(render: () => string): void {
+    this.prometheusExtra = render;
+    this.changed = true;
+  }
+
   /** Something a lazy extra shows changed: render again at the next tick. */
   touch(): void {
     this.changed = true;
@@ -99,6 +106,6 @@ export class MetricsHub {
 
   private render(): MetricsReportMessage {
     const report = this.aggregator.report();
-    return { type: 'metrics', json: JSON.stringify(report), prometheus: this.aggregator.prometheus(report) + this.processes.text };
+    return { type: 'metrics', json: JSON.stringify(report), prometheus: this.aggregator.prometheus(report) + this.processes.text + this.prometheusExtra() };
   }
 }

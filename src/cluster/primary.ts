@@ -12,6 +12,7 @@ import { findFreePort } from './free-port.js';
 import { probePort } from './port-probe.js';
 import { olderSharer } from './port-holder.js';
 import { reportStartupFailure } from './startup-failure.js';
+import { certificateGauge, certificateReport, expiryWarnings } from '../edge/certificate-report.js';
 import { HealthPush } from './health-push.js';
 import { MetricsHub } from './metrics-hub.js';
 import { BreakerHub } from './breaker-hub.js';
@@ -77,6 +78,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
   }
   if (config.port === 0) config = { ...config, port: await findFreePort(config.host) };
   // Every worker binds the admin port too: it must be concrete (SO_REUSEPORT needs a non-zero port).
+  if (config.tls?.port === 0) config = { ...config, tls: { ...config.tls, port: await findFreePort(config.host) } };
   if (config.admin?.port === 0) config = { ...config, admin: { ...config.admin, port: await findFreePort(config.admin.host) } };
   return new Primary(log, options, config, examples).run();
 }
@@ -91,6 +93,8 @@ async function heldPorts(config: GatewayConfig): Promise<string | null> {
   if (admin !== undefined && admin.port !== 0) return probePort(admin.host, admin.port, 'admin port');
   return null;
 }
+/** How often the TLS certificates' expiry is checked again. */
+const CERTIFICATE_CHECK_MS = 6 * 3600 * 1000;
 
 class Primary {
   private readonly supervisor: Supervisor;
@@ -128,6 +132,8 @@ class Primary {
     this.metrics.setExtra('breakers', () => this.breakers.summary());
     this.leases = new LeaseBank({ send: (workerId, message) => this.supervisor.sendTo(workerId, message) });
     this.metrics.setExtra('kvStores', () => (this.storeNames().length > 0 ? this.stores.metrics(this.storeNames()) : undefined));
+    this.metrics.setExtra('tlsCertificates', () => certificateReport(this.config.tls));
+    this.metrics.setPrometheusExtra(() => certificateGauge(this.config.tls));
     this.health = new HealthPush((message) => this.supervisor.broadcast(message));
     this.reloader = new Reloader({
       log,
@@ -183,7 +189,14 @@ class Primary {
 
     this.reloader.start();
     this.startRediscovery();
+    this.warnExpiringCertificates();
+    setInterval(() => this.warnExpiringCertificates(), CERTIFICATE_CHECK_MS).unref();
     return done;
+  }
+
+  /** A TLS certificate expiring within 14 days (or expired since it was loaded) is warned about. */
+  private warnExpiringCertificates(): void {
+    for (const { msg, ...fields } of expiryWarnings(this.config.tls, Date.now())) this.log.warn(fields, msg);
   }
 
   /** Re-discovery of the serving registry with the serving settings; replaces any running one. */
@@ -215,6 +228,7 @@ class Primary {
     if (result.warnings && result.warnings.length > 0) status.warnings = result.warnings;
     this.lastReload = status;
     this.metrics.setExtra('lastReload', status);
+    if (result.applied) this.warnExpiringCertificates();
     this.refreshHealth();
   }
 
@@ -257,7 +271,7 @@ class Primary {
       case 'listening':
         if (this.announcedPort) break;
         this.announcedPort = true;
-        this.log.info({ host: this.config.host, port: message.port }, 'gateway listening');
+        this.log.info({ host: this.config.host, port: message.port, ...(this.config.tls ? { tlsPort: this.config.tls.port } : {}) }, 'gateway listening');
         this.giveWayToOlderSharer(message.port);
         break;
       case 'ready':
@@ -321,6 +335,7 @@ class Primary {
         reload: this.lastReload,
         workers: workerStates(slots, tableVersion),
         kvStores: this.storeNames().length > 0 ? this.stores.health(this.storeNames()) : undefined,
+        tlsCertificates: certificateReport(this.config.tls),
       }),
     );
     this.health.update(this.operational ? 200 : 503, body, immediately);

@@ -3,6 +3,7 @@ import type { Logger } from '../log.js';
 import type { Published, PublishOutcome, PublishState } from './publisher.js';
 import { describeReloadProblems, newFailures, newTemplateProblems } from './reload-problems.js';
 import { UpstreamRegistry, type DiscoverFn } from './discovered-upstreams.js';
+import { keepRestartOnlyTls } from '../edge/reload.js';
 
 /** Settings a running gateway cannot change: the listening socket and the number of workers. */
 export const RESTART_ONLY = ['port', 'host', 'workers', 'admin'] as const;
@@ -225,7 +226,9 @@ export class Reloader {
       this.options.onOutcome({ ok: false, applied: false, error: held });
       return;
     }
-    const unchangeable = changed(RESTART_ONLY, current, next);
+    const kept = keepRestartOnlyTls(current, next);
+    next = kept.config;
+    const unchangeable = [...changed(RESTART_ONLY, current, next), ...kept.changed];
     if (unchangeable.length > 0) log.warn({ settings: unchangeable }, 'these settings change on restart only; their current values stay');
     for (const key of RESTART_ONLY) next = { ...next, [key]: current[key] };
 

@@ -152,6 +152,7 @@ async function apply(message: PublishMessage): Promise<void> {
   applying = true;
   try {
     dataPlane.setUpstreams(message.upstreams);
+    dataPlane.applyEdge(message.config);
     dataPlane.setTable(table);
     dataPlane.setUndiscoveredUpstreams(message.undiscovered ?? 0);
     components.apply(message.config, dataPlane);

@@ -7,6 +7,7 @@ import { readEnvOverrides } from './env.js';
 import { substituteEnv } from './substitute.js';
 import { checkConfigRules } from './semantic-checks.js';
 import { loadUpstreamTls } from './tls-files.js';
+import { loadListenerCertificates } from '../edge/certificates.js';
 import { normalizeServiceLocation } from './service-location.js';
 import type { ConfigProblem } from './config-problem.js';
 import type { GatewayConfig } from './types.js';
@@ -73,6 +74,8 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   if (ruleProblems.length > 0) throw new ConfigError(file, ruleProblems);
   const tlsProblems = loadUpstreamTls(valid, file);
   if (tlsProblems.length > 0) throw new ConfigError(file, tlsProblems);
+  const certificateProblems = loadListenerCertificates(valid.tls, file, { ...process.env, ...env });
+  if (certificateProblems.length > 0) throw new ConfigError(file, certificateProblems);
   return normalize(valid);
 }
 

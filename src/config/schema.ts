@@ -12,6 +12,7 @@ import { middlewareSchema } from '../middleware/registry.js';
 import { listenersSchema } from '../listeners/registry.js';
 import { kvStoresSchema } from '../stores/config.js';
 import { webSocketSchema } from '../websocket/settings.js';
+import { SERVER_NAME_PATTERN, tlsSchema } from '../edge/schema.js';
 
 /** Media types and ids lists share this shape. */
 const stringList = (description: string) => ({
@@ -145,6 +146,13 @@ const upstreamSchema = {
       description: 'Required for "static" upstreams and refused for the others (their doc lists the endpoints).',
     },
     tls: upstreamTlsSchema,
+    hosts: {
+      type: 'array',
+      items: { type: 'string', pattern: SERVER_NAME_PATTERN },
+      description:
+        'Virtual hosts: the upstream serves only requests whose Host (port and case aside) is one of these names; "*.example.com" ' +
+        'stands for one or more labels. Absent or empty: every host. A Host that no upstream serves is 404.',
+    },
   },
   if: { properties: { serviceType: { const: 'static' } }, required: ['serviceType'] },
   then: { required: ['endpoints'] },
@@ -216,6 +224,7 @@ export const configSchema = {
         port: { type: 'integer', minimum: 0, maximum: 65535, description: 'Its port; 0 picks a free one (logged at start).' },
       },
     },
+    tls: tlsSchema,
     paths: {
       type: 'object',
       description: 'Paths of the built-in endpoints; they win over any upstream endpoint with the same path. Must be pairwise distinct.',
@@ -290,6 +299,10 @@ export const configSchema = {
       properties: {
         maxBodyBytes: nonNegativeInteger('Request body bytes; larger is 413.', 10 * MIB),
         maxHeaderBytes: positiveInteger('Request header bytes (all names and values); larger is 431.', 16 * KIB),
+        maxUrlBytes: positiveInteger(
+          'Request target bytes (path and query); longer is 414. A head over 4 KiB that arrives in several TCP segments is closed by uWS 20.30 before this check (native-notes.md).',
+          8 * KIB,
+        ),
       },
     },
     circuitBreaker: {

@@ -2,6 +2,7 @@ import type { MiddlewareConfig } from '../middleware/registry.js';
 import type { ListenerConfig } from '../listeners/registry.js';
 import type { KvStoresConfig } from '../stores/config.js';
 import type { WebSocketConfig } from '../websocket/settings.js';
+import type { ListenerTlsConfig } from '../edge/types.js';
 
 /** The gateway's configuration after schema validation and defaults (see src/config/schema.ts). */
 export interface GatewayConfig {
@@ -21,6 +22,8 @@ export interface GatewayConfig {
   encodedSlashes: 'reject' | 'keep';
   /** The operators' listener for health, metrics and spec; absent: all on the public port. */
   admin?: { host: string; port: number };
+  /** A TLS listener beside the plain one (src/edge/). */
+  tls?: ListenerTlsConfig;
   paths: { healthcheck: string; metrics: string; spec: string };
   upstreams: UpstreamConfig[];
   upstreamWeighting: { stepCount: number; stepDurationMs: number };
@@ -41,6 +44,8 @@ export interface GatewayConfig {
     maxBodyBytes: number;
     /** Request header bytes (all names + values); larger is 431. */
     maxHeaderBytes: number;
+    /** Request target bytes (path and query); longer is 414. Absent in a config built in code: 8192. */
+    maxUrlBytes?: number;
   };
   circuitBreaker: {
     /** Consecutive failures that open a host's breaker. */
@@ -96,6 +101,8 @@ export interface UpstreamConfig {
   endpoints?: StaticEndpointConfig[];
   /** `https` upstreams only: certificate checks and a client certificate. */
   tls?: UpstreamTlsConfig;
+  /** Virtual hosts this upstream serves (exact, or "*." for one or more labels); absent: every host. */
+  hosts?: string[];
 }
 
 /** upstreamPool (see src/proxy/host-pools.ts). */

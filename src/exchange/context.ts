@@ -25,6 +25,8 @@ export interface ParsedRequestHead {
   readonly hasBody: boolean;
   /** Declared Content-Length; -1 when none. */
   readonly contentLength: number;
+  /** It arrived over TLS. */
+  readonly secure: boolean;
   /** End-to-end headers to forward, flat [name, value, ...]; a fresh array per request. */
   readonly forward: string[];
 }
@@ -47,6 +49,8 @@ export class RequestContext {
   readonly startedAt: number;
   /** A request body follows the head. */
   readonly hasBody: boolean;
+  /** It arrived over TLS. */
+  readonly secure: boolean;
   /** Its declared Content-Length; -1 when none (no body, or sent chunked). */
   bodyLength = -1;
 
@@ -101,6 +105,7 @@ export class RequestContext {
     this.forwardedFor = head.xForwardedFor;
     this.startedAt = head.startedAt;
     this.hasBody = head.hasBody;
+    this.secure = head.secure;
     this.bodyLength = head.contentLength;
     this.headers = head.forward;
   }

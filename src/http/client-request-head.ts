@@ -35,6 +35,8 @@ export class RequestHead {
   peer = '';
   /** performance.now() when the request arrived (set by the accept adapter). */
   startedAt = 0;
+  /** It arrived over TLS (set by the accept adapter). */
+  secure = false;
   url = '';
   query = '';
   /** Sum of header name and value lengths (what limits.maxHeaderBytes bounds). */

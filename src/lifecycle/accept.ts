@@ -11,12 +11,16 @@ import { normalizePath } from '../http/normalize-path.js';
 import type { RequestHead } from '../http/client-request-head.js';
 import { hasEncodedSlash, isVisibleAscii } from '../http/request-target.js';
 import { TrustedProxies } from '../http/trusted-proxies.js';
+import { DEFAULT_MAX_URL_BYTES, targetTooLong } from '../edge/request-line.js';
 
 export class AcceptPhase {
   private readonly trust: TrustedProxies;
   private readonly rejectEncodedSlashes: boolean;
   private readonly maxHeaderBytes: number;
   private readonly maxBodyBytes: number;
+  private readonly maxUrlBytes: number;
+  /** Strict-Transport-Security for answers over TLS; null when not configured. */
+  private readonly hsts: string | null;
 
   constructor(
     config: GatewayConfig,
@@ -27,10 +31,16 @@ export class AcceptPhase {
     this.rejectEncodedSlashes = config.encodedSlashes === 'reject';
     this.maxHeaderBytes = config.limits.maxHeaderBytes;
     this.maxBodyBytes = config.limits.maxBodyBytes;
+    this.maxUrlBytes = config.limits.maxUrlBytes ?? DEFAULT_MAX_URL_BYTES;
+    this.hsts = config.tls !== undefined && config.tls.hstsMaxAgeS > 0 ? `max-age=${config.tls.hstsMaxAgeS}` : null;
   }
 
   /** The refusal of a head that cannot go on (its `close`: the connection is closed after it), or null. */
   check(head: RequestHead, ctx: RequestContext): Refusal | null {
+    if (ctx.secure && this.hsts !== null) ctx.addResponseHeader('strict-transport-security', this.hsts);
+    if (targetTooLong(head.url, ctx.query, this.maxUrlBytes)) {
+      return refuse(414, `the request target is longer than ${this.maxUrlBytes} bytes`);
+    }
     if (head.headerBytes > this.maxHeaderBytes) {
       return refuse(431, `the request headers are larger than ${this.maxHeaderBytes} bytes`);
     }
@@ -68,13 +78,13 @@ export class AcceptPhase {
     const host = head.view.host;
     if (this.trust.isTrusted(peer)) {
       headers.push('x-forwarded-for', head.xForwardedFor === undefined ? peer : `${head.xForwardedFor}, ${peer}`);
-      headers.push('x-forwarded-proto', head.xForwardedProto ?? 'http');
+      headers.push('x-forwarded-proto', head.xForwardedProto ?? (ctx.secure ? 'https' : 'http'));
       const forwardedHost = head.xForwardedHost ?? host;
       if (forwardedHost) headers.push('x-forwarded-host', forwardedHost);
       if (head.forwarded !== undefined) headers.push('forwarded', `${head.forwarded}, for=${forwardedNode(peer)}`);
       if (head.xRealIp !== undefined) headers.push('x-real-ip', head.xRealIp);
     } else {
-      headers.push('x-forwarded-for', peer, 'x-forwarded-proto', 'http');
+      headers.push('x-forwarded-for', peer, 'x-forwarded-proto', ctx.secure ? 'https' : 'http');
       if (host) headers.push('x-forwarded-host', host);
     }
     headers.push('via', head.via === undefined ? this.via : `${head.via}, ${this.via}`);

@@ -9,6 +9,7 @@ import type { Pipeline } from '../middleware/pipeline.js';
 import type { CircuitReport } from '../proxy/upstream-breakers.js';
 import type { DataPlane } from '../proxy/data-plane-types.js';
 import type { RoutingTable } from '../routing/table.js';
+import { HostRoutes } from '../edge/host-routes.js';
 import type { UpstreamWeight } from './forward.js';
 import type { RequestLifecycle } from './request-lifecycle.js';
 import type { DataPlaneState } from './state.js';
@@ -16,6 +17,10 @@ import type { DataPlaneState } from './state.js';
 /** The transport's listening side, as the control surface drives it. */
 export interface Acceptor {
   readonly port: number;
+  /** The TLS listener's port; 0 without `tls`. */
+  readonly tlsPort: number;
+  /** New TLS handshakes get the config's certificates; open connections keep theirs. */
+  setCertificates(config: GatewayConfig): void;
   /** No new connections; open ones go on. */
   stopListening(): void;
   /** Closes idle keep-alive connections and whatever is still open. */
@@ -38,8 +43,19 @@ export class DataPlaneControl implements DataPlane {
     return this.acceptor.port;
   }
 
+  get tlsPort(): number {
+    return this.acceptor.tlsPort;
+  }
+
+  /** A config's edge settings: TLS certificates (new handshakes get them) and the upstreams' hosts, which the next setTable uses. */
+  applyEdge(config: GatewayConfig): void {
+    this.acceptor.setCertificates(config);
+    this.state.hostedUpstreams = config.upstreams;
+  }
+
   setTable(table: RoutingTable): void {
     this.state.table = table;
+    this.state.hostRoutes = HostRoutes.build(table, this.state.hostedUpstreams);
     this.lifecycle.forwarder.setTable(table);
   }
 

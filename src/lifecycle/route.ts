@@ -33,7 +33,10 @@ export class RoutePhase {
     }
     const table = this.state.table;
     if (table === null) return problem(503, 'the routing table is not loaded yet');
-    const selection = table.select(method, path, view['content-type'], view.accept, ctx.hasBody, this.selection);
+    const hostRoutes = this.state.hostRoutes;
+    const hostTable = hostRoutes === null ? table : hostRoutes.tableFor(view.host);
+    if (hostTable === null) return problem(404, 'no upstream serves this host');
+    const selection = hostTable.select(method, path, view['content-type'], view.accept, ctx.hasBody, this.selection);
     if (selection.status !== 200) {
       return { kind: 'problem', status: selection.status, detail: rejectionDetail(selection.status, method, this.state.undiscovered), allow: selection.allow };
     }

@@ -7,6 +7,7 @@ import type { GatewayConfig } from '../config/types.js';
 import type { RequestListener } from '../exchange/listener.js';
 import { Pipeline } from '../middleware/pipeline.js';
 import type { RoutingTable } from '../routing/table.js';
+import { HostRoutes, type HostedUpstream } from '../edge/host-routes.js';
 
 const EMPTY_PIPELINE = new Pipeline([], { add: () => {} });
 
@@ -14,6 +15,10 @@ export class DataPlaneState {
   readonly via: string;
   readonly viaBytes: Buffer;
   table: RoutingTable | null = null;
+  /** Per-host tables when upstreams list `hosts` (src/edge/host-routes.ts); null: the table serves every host. */
+  hostRoutes: HostRoutes | null = null;
+  /** The upstreams with their `hosts`, as the last applied config has them. */
+  hostedUpstreams: readonly HostedUpstream[];
   pipeline: Pipeline = EMPTY_PIPELINE;
   /** Every listener, told when a request is over (the done phase). */
   listeners: readonly RequestListener[] = [];
@@ -29,6 +34,7 @@ export class DataPlaneState {
   constructor(readonly config: GatewayConfig) {
     this.via = `1.1 ${config.name}`;
     this.viaBytes = Buffer.from(this.via, 'latin1');
+    this.hostedUpstreams = config.upstreams;
   }
 
   setListeners(listeners: readonly RequestListener[]): void {

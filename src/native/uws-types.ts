@@ -90,10 +90,23 @@ export interface UwsApp {
   listen(port: number, options: number, cb: (listenSocket: UwsListenSocket | false) => void): UwsApp;
   /** Closes the listen sockets and every open connection (present in every build we load). */
   close?(): UwsApp;
+  /** SSLApp only: the certificate for an SNI name (names are matched case-sensitively, `*.` for one label). */
+  addServerName?(hostname: string, options: UwsTlsOptions): UwsApp;
+  removeServerName?(hostname: string): UwsApp;
+  /** SSLApp only: routes registered after this call serve that server name (its own router); '' is the app's own. */
+  domain?(serverName: string): UwsApp;
+}
+
+/** What SSLApp and addServerName read (files only; a file that does not load crashes uWS 20.30). */
+export interface UwsTlsOptions {
+  cert_file_name: string;
+  key_file_name: string;
+  passphrase?: string;
 }
 
 export interface UwsModule {
   App(options?: Record<string, unknown>): UwsApp;
+  SSLApp(options: UwsTlsOptions): UwsApp;
   us_listen_socket_close(listenSocket: UwsListenSocket): void;
   us_socket_local_port(socket: UwsListenSocket): number;
   /** permessage-deflate settings of a WebSocketBehavior. */

@@ -27,6 +27,13 @@ export interface DataPlaneOptions {
 export interface DataPlane {
   /** The port actually bound (useful with port 0). */
   readonly port: number;
+  /** The TLS listener's port; 0 without `tls`. */
+  readonly tlsPort: number;
+  /**
+   * A config's edge settings (src/edge/): TLS certificates (new handshakes get them, open connections
+   * keep theirs) and the upstreams' hosts, which the next setTable uses.
+   */
+  applyEdge(config: GatewayConfig): void;
   /** The native build serving. */
   readonly uws: LoadedUws;
   /** Swaps the middleware; requests already past it finish as they were decided. */

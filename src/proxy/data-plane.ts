@@ -27,7 +27,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   const control = new DataPlaneControl(uws, state, lifecycle, acceptor);
   if (options.listeners !== undefined) control.setListeners(options.listeners);
   try {
-    await acceptor.listen(config.host, config.port);
+    await acceptor.listen();
   } catch (err) {
     await lifecycle.forwarder.close(0);
     throw err;

@@ -74,7 +74,12 @@ export class RoutingTable {
     readonly size: number,
   ) {}
 
-  static compile(entries: readonly RouteEntry[]): { table: RoutingTable; problems: TemplateProblem[] } {
+  /**
+   * `idOf`, when given, names each route's id (a table compiled from part of another keeps that one's
+   * ids, so per-route state keyed by id stays shared; see src/edge/host-routes.ts). The trie indexes
+   * routes by their position either way.
+   */
+  static compile(entries: readonly RouteEntry[], idOf?: (method: string, canonical: string) => number): { table: RoutingTable; problems: TemplateProblem[] } {
     const problems: TemplateProblem[] = [];
     const parsed = new Map<string, ParsedTemplate>();
     const groups = new Map<string, { method: string; template: ParsedTemplate; targets: RouteTarget[] }>();
@@ -84,7 +89,7 @@ export class RoutingTable {
       const problem = (reason: string): void => {
         problems.push({ upstream: entry.upstream, method, template: entry.template, reason, message: `upstream ${entry.upstream}: template "${entry.template}" (${method}): ${reason}` });
       };
-      if (!/^[!#$%&'*+.^_`|~0-9A-Z]+$/.test(method)) {
+      if (!/^[!#$%&'*+.^_`|~0-9A-Z-]+$/.test(method)) {
         problem(`"${entry.method}" is not an HTTP method`);
         continue;
       }
@@ -118,7 +123,7 @@ export class RoutingTable {
       (a, b) => compareSpecificity(a.template, b.template) || (a.method < b.method ? -1 : a.method > b.method ? 1 : 0),
     );
     const budget = new NegotiationCacheBudget();
-    const routes = ordered.map((g, id): CompiledRoute => newRoute(id, g.method, g.template.raw, g.template.canonical, g.template.paramNames, g.targets, budget));
+    const routes = ordered.map((g, id): CompiledRoute => newRoute(idOf === undefined ? id : idOf(g.method, g.template.canonical), g.method, g.template.raw, g.template.canonical, g.template.paramNames, g.targets, budget));
 
     // Specificity index: equal for equivalent templates, whatever their method.
     const builders = new Map<string, TrieBuilder>();

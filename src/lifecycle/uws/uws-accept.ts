@@ -9,7 +9,9 @@ import { RequestContext } from '../../exchange/context.js';
 import { remoteAddress } from '../../http/remote-address.js';
 import { RequestHead } from '../../http/client-request-head.js';
 import type { LoadedUws } from '../../native/uws.js';
-import type { UwsApp, UwsListenSocket, UwsRequest, UwsResponse } from '../../native/uws-types.js';
+import type { UwsRequest, UwsResponse, UwsWebSocketBehavior } from '../../native/uws-types.js';
+import type { GatewayConfig } from '../../config/types.js';
+import { EdgeListeners } from '../../edge/listeners.js';
 import type { RequestLifecycle } from '../request-lifecycle.js';
 import { reportBug } from '../report-bug.js';
 import type { DataPlaneState } from '../state.js';
@@ -18,9 +20,8 @@ import type { Counters } from '../../metrics/counters.js';
 import { WebSocketProxy, type WebSocketHost } from '../../websocket/upgrade.js';
 
 export class UwsAcceptor {
-  port = 0;
-  private readonly app: UwsApp;
-  private listenSocket: UwsListenSocket | null = null;
+  /** The plain app and the TLS app with its certificates (src/edge/listeners.ts). */
+  private readonly edge: EdgeListeners;
   /** Read anew for every request (uWS's request object is valid only in the handler). */
   private readonly head = new RequestHead();
 
@@ -33,10 +34,25 @@ export class UwsAcceptor {
     private readonly lifecycle: RequestLifecycle,
     counters: Counters | null,
   ) {
-    this.app = uws.uws.App();
     this.webSockets = new WebSocketProxy(this.webSocketHost(counters), state.config, uws.uws);
-    this.app.ws('/*', this.webSockets.behavior);
-    this.app.any('/*', this.onRequest);
+    this.edge = new EdgeListeners(uws, state.config, {
+      plain: this.onRequest,
+      tls: this.onTlsRequest,
+      ws: this.webSockets.behavior as UwsWebSocketBehavior<never>,
+    });
+  }
+
+  /** The plain port, or the TLS port when the plain one is off. */
+  get port(): number {
+    return this.edge.port;
+  }
+
+  get tlsPort(): number {
+    return this.edge.tlsPort;
+  }
+
+  setCertificates(config: GatewayConfig): void {
+    this.edge.setCertificates(config.tls);
   }
 
   /** What the WebSocket route (src/websocket/) uses of the lifecycle. */
@@ -62,37 +78,34 @@ export class UwsAcceptor {
     return this.webSockets.shutDown(graceMs);
   }
 
-  listen(host: string, port: number): Promise<void> {
-    return new Promise((resolve, reject) => {
-      // uWS's default listen options set SO_REUSEPORT on Linux: every worker binds the same port.
-      this.app.listen(host, port, (listenSocket) => {
-        if (listenSocket === false) {
-          reject(new Error(`could not listen on ${host}:${port} (in use without SO_REUSEPORT, or not an address of this host)`));
-          return;
-        }
-        this.listenSocket = listenSocket;
-        this.port = this.uws.uws.us_socket_local_port(listenSocket);
-        resolve();
-      });
-    });
+  /** Binds the configured ports (uWS sets SO_REUSEPORT: every worker binds the same ones). */
+  listen(): Promise<void> {
+    return this.edge.listen();
   }
 
   /** No new connections; open ones go on. */
   stopListening(): void {
-    if (this.listenSocket === null) return;
-    this.uws.uws.us_listen_socket_close(this.listenSocket);
-    this.listenSocket = null;
+    this.edge.stopListening();
   }
 
   /** Closes idle keep-alive connections and whatever is still open (their onAborted runs now). */
   closeConnections(): void {
-    this.app.close?.();
+    this.edge.closeAll();
   }
 
   private readonly onRequest = (res: UwsResponse, req: UwsRequest): void => {
+    this.handle(res, req, false);
+  };
+
+  private readonly onTlsRequest = (res: UwsResponse, req: UwsRequest): void => {
+    this.handle(res, req, true);
+  };
+
+  private handle(res: UwsResponse, req: UwsRequest, secure: boolean): void {
     const startedAt = performance.now();
     const head = this.head.read(req);
     head.startedAt = startedAt;
+    head.secure = secure;
     head.peer = remoteAddress(res.getRemoteAddress());
     const ctx = new RequestContext(head);
     const client = new UwsClient(res, ctx, this.state);
@@ -107,5 +120,5 @@ export class UwsAcceptor {
         // The response was already answered or closed.
       }
     }
-  };
+  }
 }

@@ -1,0 +1,300 @@
+/**
+ * The data plane's public listeners: the plain port (serving, redirecting to https, or off) and, with
+ * `tls`, an SSLApp whose certificate is picked by SNI. Both run the data plane's request handler.
+ *
+ * Certificates: the first one is the SSLApp's own (clients without SNI or with an unknown name get it);
+ * every server name is registered with addServerName. A reload swaps the registered names in one
+ * synchronous step (no handshake runs in between); a changed first certificate needs a new SSLApp,
+ * which joins the port (SO_REUSEPORT) before the old one stops listening. Open connections keep the
+ * context they were handshaken with.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { GatewayConfig } from '../config/types.js';
+import type { LoadedUws } from '../native/uws.js';
+import type { UwsApp, UwsHandler, UwsListenSocket, UwsRequest, UwsResponse, UwsTlsOptions, UwsWebSocketBehavior } from '../native/uws-types.js';
+import { writeProblem } from '../http/problem-json.js';
+import type { ListenerCertificateConfig, ListenerTlsConfig } from './types.js';
+
+export interface EdgeHandlers {
+  /** A request that arrived on the plain port. */
+  plain: UwsHandler;
+  /** A request that arrived over TLS. */
+  tls: UwsHandler;
+  /** WebSocket upgrades (plain and TLS alike): registered before the request handler on every router. */
+  ws?: UwsWebSocketBehavior<never>;
+}
+
+/** Called with a certificate problem a worker met (the primary has checked the files, so it is rare). */
+export type EdgeWarn = (message: string) => void;
+
+export class EdgeListeners {
+  /** The plain port, or the TLS port when the plain one is off. */
+  port = 0;
+  tlsPort = 0;
+
+  private readonly uws: LoadedUws;
+  private readonly config: GatewayConfig;
+  private readonly handlers: EdgeHandlers;
+  private readonly warn: EdgeWarn;
+  private plainApp: UwsApp | null = null;
+  private plainSocket: UwsListenSocket | null = null;
+  private tls: TlsListener | null = null;
+
+  constructor(uws: LoadedUws, config: GatewayConfig, handlers: EdgeHandlers, warn: EdgeWarn = (m) => process.emitWarning(m, 'EdgeWarning')) {
+    this.uws = uws;
+    this.config = config;
+    this.handlers = handlers;
+    this.warn = warn;
+    const mode = config.tls?.plainPort ?? 'serve';
+    if (mode !== 'off') {
+      this.plainApp = uws.uws.App();
+      if (mode !== 'redirect' && handlers.ws !== undefined) this.plainApp.ws('/*', handlers.ws);
+      this.plainApp.any('/*', mode === 'redirect' ? this.redirecting() : handlers.plain);
+    }
+  }
+
+  async listen(): Promise<void> {
+    const { host, port } = this.config;
+    if (this.plainApp !== null) {
+      this.plainSocket = await listenOn(this.plainApp, host, port);
+      this.port = this.uws.uws.us_socket_local_port(this.plainSocket);
+    }
+    const tls = this.config.tls;
+    if (tls !== undefined) {
+      this.tls = new TlsListener(this.uws, host, tls, this.handlers.tls, this.handlers.ws, this.warn);
+      this.tlsPort = await this.tls.listen(tls.port);
+      if (this.plainApp === null) this.port = this.tlsPort;
+    }
+  }
+
+  /** A reload's certificates: applied when they differ from the serving ones. */
+  setCertificates(tls: ListenerTlsConfig | undefined): void {
+    if (tls !== undefined) this.tls?.setCertificates(tls.certificates);
+  }
+
+  /** Stops accepting connections; open ones stay. */
+  stopListening(): void {
+    if (this.plainSocket !== null) this.uws.uws.us_listen_socket_close(this.plainSocket);
+    this.plainSocket = null;
+    this.tls?.stopListening();
+  }
+
+  /** Closes every connection left. */
+  closeAll(): void {
+    this.plainApp?.close?.();
+    this.tls?.closeAll();
+  }
+
+  private redirecting(): UwsHandler {
+    const builtins = new Set(Object.values(this.config.paths));
+    const plain = this.handlers.plain;
+    const tlsPort = this.config.tls!.port;
+    return (res: UwsResponse, req: UwsRequest) => {
+      const url = req.getUrl();
+      if (builtins.has(url)) return plain(res, req);
+      const host = req.getHeader('host');
+      const name = hostWithoutPort(host);
+      if (name === '') {
+        writeProblem(res, 400, 'a request to the plain port is redirected to https and needs a Host header', { via: `1.1 ${this.config.name}` });
+        return;
+      }
+      const query = req.getQuery();
+      const authority = tlsPort === 443 ? name : `${name}:${this.tlsPortForRedirect()}`;
+      res.writeStatus('308 Permanent Redirect');
+      res.writeHeader('location', `https://${authority}${url}${query ? `?${query}` : ''}`);
+      res.writeHeader('via', `1.1 ${this.config.name}`);
+      // An unread request body would be read and thrown away otherwise.
+      res.end('', req.getHeader('content-length') !== '' || req.getHeader('transfer-encoding') !== '');
+    };
+  }
+
+  private tlsPortForRedirect(): number {
+    return this.tlsPort === 0 ? this.config.tls!.port : this.tlsPort;
+  }
+}
+
+/** The host of a Host header without its port (IPv6 literals keep their brackets). */
+function hostWithoutPort(host: string): string {
+  if (host.startsWith('[')) {
+    const close = host.indexOf(']');
+    return close === -1 ? '' : host.slice(0, close + 1);
+  }
+  const colon = host.indexOf(':');
+  return colon === -1 ? host : host.slice(0, colon);
+}
+
+function listenOn(app: UwsApp, host: string, port: number): Promise<UwsListenSocket> {
+  return new Promise((resolve, reject) => {
+    // uWS's default listen options set SO_REUSEPORT on Linux: every worker binds the same port.
+    app.listen(host, port, (socket) => {
+      if (socket === false) reject(new Error(`could not listen on ${host}:${port} (in use without SO_REUSEPORT, or not an address of this host)`));
+      else resolve(socket);
+    });
+  });
+}
+
+/** One certificate as uWS gets it: the checked PEM contents, written to private files only while uWS reads them. */
+class LoadableCertificate {
+  readonly config: ListenerCertificateConfig;
+  constructor(config: ListenerCertificateConfig) {
+    this.config = config;
+  }
+
+  get identity(): string {
+    return `${this.config.fingerprint256 ?? ''}|${this.config.key ?? ''}`;
+  }
+
+  /** Runs `use` with options naming files that hold exactly what the primary checked. */
+  withOptions<T>(use: (options: UwsTlsOptions) => T): T {
+    const { cert, key, passphraseEnv, certFile, keyFile } = this.config;
+    if (cert === undefined || key === undefined) {
+      // A config built in code, not through the loader: uWS reads the named files.
+      return use(this.options(certFile, keyFile, passphraseEnv));
+    }
+    const dir = mkdtempSync(join(tmpdir(), 'specgate-tls-'));
+    try {
+      const certPath = join(dir, 'cert.pem');
+      const keyPath = join(dir, 'key.pem');
+      writeFileSync(certPath, cert, { mode: 0o600 });
+      writeFileSync(keyPath, key, { mode: 0o600 });
+      return use(this.options(certPath, keyPath, passphraseEnv));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  private options(cert: string, key: string, passphraseEnv: string | undefined): UwsTlsOptions {
+    const options: UwsTlsOptions = { cert_file_name: cert, key_file_name: key };
+    if (passphraseEnv !== undefined) options.passphrase = process.env[passphraseEnv] ?? '';
+    return options;
+  }
+}
+
+class TlsListener {
+  private readonly uws: LoadedUws;
+  private readonly host: string;
+  private readonly handler: UwsHandler;
+  private readonly warn: EdgeWarn;
+  private app: UwsApp;
+  private socket: UwsListenSocket | null = null;
+  private port = 0;
+  /** Apps that stopped listening after a new first certificate; their connections finish on them. */
+  private readonly retired: UwsApp[] = [];
+  private certificates: LoadableCertificate[];
+  /** Names registered with the app. */
+  private registered: string[] = [];
+
+  constructor(
+    uws: LoadedUws,
+    host: string,
+    tls: ListenerTlsConfig,
+    handler: UwsHandler,
+    private readonly ws: UwsWebSocketBehavior<never> | undefined,
+    warn: EdgeWarn,
+  ) {
+    this.uws = uws;
+    this.host = host;
+    this.handler = handler;
+    this.warn = warn;
+    this.certificates = tls.certificates.map((c) => new LoadableCertificate(c));
+    this.app = this.newApp(this.certificates[0]!);
+    this.registerNames();
+  }
+
+  async listen(port: number): Promise<number> {
+    this.socket = await listenOn(this.app, this.host, port);
+    this.port = this.uws.uws.us_socket_local_port(this.socket);
+    return this.port;
+  }
+
+  setCertificates(configs: readonly ListenerCertificateConfig[]): void {
+    const next = configs.map((c) => new LoadableCertificate(c));
+    const same = next.length === this.certificates.length && next.every((c, i) => c.identity === this.certificates[i]!.identity && sameNames(c, this.certificates[i]!));
+    if (same) return;
+    const defaultChanged = next[0]!.identity !== this.certificates[0]!.identity;
+    this.certificates = next;
+    if (defaultChanged && this.socket !== null) this.replaceApp();
+    else this.reregisterNames();
+  }
+
+  stopListening(): void {
+    if (this.socket !== null) this.uws.uws.us_listen_socket_close(this.socket);
+    this.socket = null;
+  }
+
+  closeAll(): void {
+    this.app.close?.();
+    for (const app of this.retired) app.close?.();
+    this.retired.length = 0;
+  }
+
+  private newApp(first: LoadableCertificate): UwsApp {
+    const app = first.withOptions((options) => this.uws.uws.SSLApp(options));
+    if (this.ws !== undefined) app.ws('/*', this.ws);
+    app.any('/*', this.handler);
+    return app;
+  }
+
+  /**
+   * Every name (exact and "*.", lower case) with its certificate. uWS picks an exact name before a
+   * wildcard and lets "*" stand for one label, as TLS clients check a wildcard certificate.
+   * Each name has a router of its own in uWS (`domain`), which must get the handler too.
+   */
+  private registerNames(): void {
+    const names = new Set<string>();
+    for (const certificate of this.certificates) {
+      for (const name of certificate.config.serverNames) {
+        const lower = name.toLowerCase();
+        if (names.has(lower)) continue;
+        names.add(lower);
+        try {
+          certificate.withOptions((options) => this.app.addServerName!(lower, options));
+          const router = this.app.domain!(lower);
+          if (this.ws !== undefined) router.ws('/*', this.ws);
+          router.any('/*', this.handler);
+        } catch (err) {
+          this.warn(`certificate ${certificate.config.certFile} could not be registered for ${lower}: ${(err as Error).message}`);
+        }
+      }
+    }
+    // Back to the app's own router for anything registered later.
+    this.app.domain!('');
+    this.registered = [...names];
+  }
+
+  /** In one synchronous step: no handshake can see a name missing in between. */
+  private reregisterNames(): void {
+    for (const name of this.registered) this.app.removeServerName?.(name);
+    this.registerNames();
+  }
+
+  /** The first certificate changed: a new app joins the port, then the old one stops listening. */
+  private replaceApp(): void {
+    const previous = this.app;
+    const previousNames = this.registered;
+    const previousSocket = this.socket;
+    this.app = this.newApp(this.certificates[0]!);
+    this.registerNames();
+    this.app.listen(this.host, this.port, (socket) => {
+      if (socket === false) {
+        this.warn(`the new first certificate cannot serve: port ${this.port} could not be shared (SO_REUSEPORT needs a fixed port); the previous one keeps serving clients without SNI`);
+        this.app.close?.();
+        this.app = previous;
+        this.registered = previousNames;
+        this.reregisterNames();
+        return;
+      }
+      this.socket = socket;
+      if (previousSocket !== null) this.uws.uws.us_listen_socket_close(previousSocket);
+      this.retired.push(previous);
+    });
+  }
+}
+
+function sameNames(a: LoadableCertificate, b: LoadableCertificate): boolean {
+  const x = a.config.serverNames;
+  const y = b.config.serverNames;
+  return x.length === y.length && x.every((name, i) => name === y[i]);
+}

@@ -1,0 +1,21 @@
+/** The `tls` key after validation; the loader (./certificates.ts) fills in each certificate's contents and facts. */
+export interface ListenerTlsConfig {
+  port: number;
+  plainPort: 'serve' | 'redirect' | 'off';
+  minVersion: 'TLSv1.2' | 'TLSv1.3';
+  hstsMaxAgeS: number;
+  certificates: ListenerCertificateConfig[];
+}
+
+export interface ListenerCertificateConfig {
+  certFile: string;
+  keyFile: string;
+  passphraseEnv?: string;
+  serverNames: string[];
+  /** Filled by the loader: the files' contents as read and checked (PEM). */
+  cert?: string;
+  key?: string;
+  /** Filled by the loader: the leaf certificate's facts. */
+  notAfter?: string;
+  fingerprint256?: string;
+}

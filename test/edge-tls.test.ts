@@ -1,0 +1,118 @@
+// The TLS listener against real TLS clients (node:tls/https, curl): the certificate per SNI name, the
+// default one, wildcards, TLS 1.1 refused, X-Forwarded-Proto, HSTS, the plain port's modes.
+import { execFile } from 'node:child_process';
+import t from 'tap';
+
+// Two gateways start in one test on a shared, slow machine.
+t.setTimeout(180_000);
+import { CertificateDir } from './helpers/certs.js';
+import { files, httpsGet, presented } from './helpers/tls-client.js';
+import { httpRequest, startGateway, startUpstream, testConfig, type Teardown } from './helpers/gateway-process.js';
+
+export async function tlsGateway(t: Teardown, certificates: unknown[], tls: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
+  const app = await startUpstream(t, {
+    name: 'app',
+    handle: (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ proto: req.headers['x-forwarded-proto'], host: req.headers.host }));
+    },
+  });
+  const gateway = await startGateway(t, {
+    config: testConfig([{ serviceType: 'static', serviceLocation: app.location, endpoints: [{ method: 'GET', path: '/items/{id}' }] }], {
+      tls: { port: 0, certificates, ...tls },
+      ...extra,
+    }),
+    waitFor: (line) => line.msg === 'gateway operational',
+    workers: 1,
+  });
+  const listening = await gateway.waitForLog((line) => line.msg === 'gateway listening');
+  return { app, gateway, tlsPort: Number(listening.tlsPort) };
+}
+
+function curl(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile('curl', ['-sS', '--max-time', '10', ...args], (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
+  });
+}
+
+t.test('the certificate is picked by SNI: exact, then the wildcard of the most labels, else the first', async (t) => {
+  const certs = new CertificateDir(t);
+  const first = certs.make('first', 'first.test');
+  const exact = certs.make('exact', 'api.example.com');
+  const wild = certs.make('wild', 'wild.example.com', { names: ['*.example.com'] });
+  const deeper = certs.make('deeper', 'deeper.example.com', { names: ['*.eu.example.com'] });
+  const { tlsPort } = await tlsGateway(t, [
+    { ...files(first), serverNames: ['first.test'] },
+    { ...files(exact), serverNames: ['api.example.com'] },
+    { ...files(wild), serverNames: ['*.example.com'] },
+    { ...files(deeper), serverNames: ['*.eu.example.com'] },
+  ]);
+  t.ok(tlsPort > 0);
+  const cases: Array<[string | undefined, string]> = [
+    [undefined, 'first.test'],
+    ['first.test', 'first.test'],
+    ['api.example.com', 'api.example.com'],
+    ['www.example.com', 'wild.example.com'],
+    // "*" stands for one label, as TLS clients check a wildcard certificate.
+    ['a.b.example.com', 'first.test'],
+    ['x.eu.example.com', 'deeper.example.com'],
+    ['a.b.eu.example.com', 'first.test'],
+    // Upper case is not matched by uWS: the first certificate (clients send lower case in practice).
+    ['API.EXAMPLE.COM', 'first.test'],
+    ['example.com', 'first.test'],
+    ['unknown.test', 'first.test'],
+  ];
+  for (const [name, cn] of cases) {
+    t.equal((await presented(tlsPort, name)).cn, cn, `SNI ${name ?? '(none)'} -> ${cn}`);
+    t.equal((await presented(tlsPort, name)).cn, cn, `again: SNI ${name ?? '(none)'} -> ${cn}`);
+  }
+  const v13 = await presented(tlsPort, 'api.example.com', { minVersion: 'TLSv1.3' });
+  t.equal(v13.protocol, 'TLSv1.3', 'TLS 1.3 is served');
+  const v12 = await presented(tlsPort, 'api.example.com', { maxVersion: 'TLSv1.2' });
+  t.equal(v12.protocol, 'TLSv1.2', 'TLS 1.2 is served');
+  await t.rejects(presented(tlsPort, 'api.example.com', { minVersion: 'TLSv1.1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' }), /protocol version|unsupported protocol|wrong version/i, 'TLS 1.1 is refused');
+
+  const r = await httpsGet(tlsPort, '/items/1', 'www.example.com');
+  t.equal(r.status, 200);
+  t.equal(JSON.parse(r.body).proto, 'https', 'X-Forwarded-Proto: https upstream');
+  t.equal(r.cn, 'wild.example.com');
+  t.equal(r.headers['strict-transport-security'], undefined, 'no HSTS unless configured');
+
+  // curl with --resolve, as an operator would check it.
+  const out = await curl(['-k', '-v', '--resolve', `api.example.com:${tlsPort}:127.0.0.1`, `https://api.example.com:${tlsPort}/items/2`]);
+  t.equal(out.code, 0, 'curl succeeds');
+  t.match(out.stderr, /subject: CN=api\.example\.com/, 'curl sees the exact certificate');
+  t.equal(JSON.parse(out.stdout).proto, 'https');
+  const old = await curl(['-k', '--tlsv1.1', '--tls-max', '1.1', '--ciphers', 'DEFAULT@SECLEVEL=0', '--resolve', `api.example.com:${tlsPort}:127.0.0.1`, `https://api.example.com:${tlsPort}/items/2`]);
+  t.not(old.code, 0, `curl --tls-max 1.1 fails (${old.stderr.trim()})`);
+});
+
+t.test('plainPort redirect answers 308 to https, built-ins are still served; HSTS over TLS', async (t) => {
+  const certs = new CertificateDir(t);
+  const first = certs.make('first', 'first.test');
+  const { gateway, tlsPort } = await tlsGateway(t, [{ ...files(first), serverNames: ['first.test'] }], { plainPort: 'redirect', hstsMaxAgeS: 600 });
+  const redirected = await httpRequest(gateway.port, '/items/7?x=1', { headers: { host: `first.test:${gateway.port}` } });
+  t.equal(redirected.status, 308);
+  t.equal(redirected.headers.location, `https://first.test:${tlsPort}/items/7?x=1`);
+  t.equal((await httpRequest(gateway.port, '/healthcheck')).status, 200, 'the health check is served on the plain port');
+  const r = await httpsGet(tlsPort, '/items/1', 'first.test');
+  t.equal(r.status, 200);
+  t.equal(r.headers['strict-transport-security'], 'max-age=600');
+  const missing = await httpsGet(tlsPort, '/nothing', 'first.test');
+  t.equal(missing.status, 404);
+  t.equal(missing.headers['strict-transport-security'], 'max-age=600', 'on the gateway\'s own answers too');
+  const plain = await httpRequest(gateway.port, '/healthcheck');
+  t.equal(plain.headers['strict-transport-security'], undefined, 'never over plain HTTP');
+});
+
+t.test('plainPort off: only TLS is served; serve: both', async (t) => {
+  const certs = new CertificateDir(t);
+  const first = certs.make('first', 'first.test');
+  const off = await tlsGateway(t, [{ ...files(first), serverNames: [] }], { plainPort: 'off' });
+  t.equal(off.gateway.port, off.tlsPort, 'the gateway reports the TLS port');
+  t.equal((await httpsGet(off.tlsPort, '/items/1', 'first.test')).status, 200);
+  const serve = await tlsGateway(t, [{ ...files(first), serverNames: [] }]);
+  const plain = await httpRequest(serve.gateway.port, '/items/1');
+  t.equal(plain.status, 200);
+  t.equal(JSON.parse(plain.body).proto, 'http', 'plain requests say http');
+});

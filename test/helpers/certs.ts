@@ -1,0 +1,52 @@
+// Test certificates, generated with openssl into a temporary directory (never committed).
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Teardown } from './gateway-process.js';
+
+export interface TestCertificate {
+  certFile: string;
+  keyFile: string;
+  /** The certificate's subject CN, which the tests read back from the peer certificate. */
+  cn: string;
+}
+
+export interface CertificateOptions {
+  /** subjectAltName DNS names; default [cn]. */
+  names?: string[];
+  /** Validity in days. */
+  days?: number;
+  /** Encrypts the key with this passphrase. */
+  passphrase?: string;
+  /** A validity window in the past (expired). */
+  expired?: boolean;
+}
+
+export class CertificateDir {
+  readonly dir: string;
+  constructor(t: Teardown) {
+    this.dir = mkdtempSync(join(tmpdir(), 'specgate-certs-'));
+    t.teardown(() => rmSync(this.dir, { recursive: true, force: true }));
+  }
+
+  /** A self-signed RSA certificate named `file` (.pem and .key). */
+  make(file: string, cn: string, options: CertificateOptions = {}): TestCertificate {
+    const certFile = join(this.dir, `${file}.pem`);
+    const keyFile = join(this.dir, `${file}.key`);
+    const san = (options.names ?? [cn]).map((n) => `DNS:${n}`).join(',');
+    const keyArgs = options.passphrase === undefined ? ['-nodes'] : ['-passout', `pass:${options.passphrase}`];
+    if (options.expired) {
+      // OpenSSL 3.0 has no -not_after; a negative -days dates notAfter a day before notBefore (now).
+      execFileSync('openssl', ['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', `${certFile}.csr`, '-subj', `/CN=${cn}`], { stdio: 'ignore' });
+      execFileSync('openssl', ['x509', '-req', '-in', `${certFile}.csr`, '-key', keyFile, '-out', certFile, '-days', '-1'], { stdio: 'ignore' });
+      return { certFile, keyFile, cn };
+    }
+    execFileSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'rsa:2048', ...keyArgs, '-keyout', keyFile, '-out', certFile, '-days', String(options.days ?? 30), '-subj', `/CN=${cn}`, '-addext', `subjectAltName=${san}`],
+      { stdio: 'ignore' },
+    );
+    return { certFile, keyFile, cn };
+  }
+}
