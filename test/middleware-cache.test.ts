@@ -342,7 +342,7 @@ t.test('request Cache-Control: no-cache (and Pragma: no-cache) refreshes the ent
   t.equal(seen('/items/absent'), 0);
 });
 
-t.test('the byte bound evicts the least recently used entries (counted)', async (t) => {
+t.test('the byte bound evicts the oldest entries first, in insertion order (counted)', async (t) => {
   // Each entry: ~1.5 KB body + 512 bytes of bookkeeping: two fit in 5000 bytes, three do not.
   use({ maxBytes: 5000, maxEntryBytes: 4000 });
   const body = 'b'.repeat(1500);
@@ -350,12 +350,12 @@ t.test('the byte bound evicts the least recently used entries (counted)', async 
   const evictionsBefore = counted('evictions');
   await get('/items/lru-1');
   await get('/items/lru-2');
-  t.equal((await get('/items/lru-1')).xCache, 'HIT', 'lru-1 used again: lru-2 is now the oldest');
+  t.equal((await get('/items/lru-1')).xCache, 'HIT', 'a hit does not move lru-1 back: it stays the oldest');
   await get('/items/lru-3');
   t.equal(counted('evictions') - evictionsBefore, 1, 'one eviction');
-  t.equal((await get('/items/lru-1')).xCache, 'HIT');
+  t.equal((await get('/items/lru-2')).xCache, 'HIT');
   t.equal((await get('/items/lru-3')).xCache, 'HIT');
-  t.equal((await get('/items/lru-2')).xCache, 'MISS', 'the least recently used was evicted');
+  t.equal((await get('/items/lru-1')).xCache, 'MISS', 'the first stored was evicted');
   const bytes = counted('bytesStored');
   t.ok(bytes > 2 * 1500 && bytes <= 5000, `bytesStored within the bound (${bytes})`);
 });

@@ -34,7 +34,8 @@
 import type CachePolicy from 'http-cache-semantics';
 import { Flights, type Flight, type FlightOutcome } from '../cache/flights.js';
 import { primaryKey, variantKey } from '../cache/key.js';
-import { LocalCacheStore } from '../cache/local-store.js';
+import { instanceCacheDir } from '../cache/instance-dir.js';
+import { SharedCacheStore } from '../cache/shared-store.js';
 import { hasDirective, headerValue, StoredResponse, VaryIndex, type CacheRecord } from '../cache/record.js';
 import { judge, policyRequest } from '../cache/rules.js';
 import type { CacheStore } from '../cache/store.js';
@@ -151,7 +152,7 @@ export class ResponseCache implements Middleware {
         throw new Error(`${where}: maxEntryBytes (${config.maxEntryBytes}) is larger than maxBytes (${config.maxBytes}); no entry that large could be kept`);
       }
       const { metrics, names } = this;
-      return new LocalCacheStore(config.maxBytes, {
+      return new SharedCacheStore(instanceCacheDir(), config.id, config.maxBytes, {
         added: (bytes) => metrics.add(names.bytesStored, bytes),
         removed: (bytes, evicted) => {
           metrics.add(names.bytesStored, -bytes);
