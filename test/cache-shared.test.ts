@@ -22,6 +22,13 @@ const app = await startUpstream(t, {
       res.end();
       return;
     }
+    if (path.startsWith('/slow/')) {
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'max-age=600' });
+        res.end('slow answer');
+      }, 300);
+      return;
+    }
     if (path.startsWith('/big/')) {
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'cache-control': 'max-age=600' });
       res.end(big);
@@ -35,6 +42,7 @@ const endpoints = [
   { method: 'GET', path: '/items/{id}', 'x-disabled-middleware': ['bigcache'] },
   { method: 'PUT', path: '/items/{id}', 'x-disabled-middleware': ['bigcache'] },
   { method: 'GET', path: '/big/{id}', 'x-disabled-middleware': ['cache'] },
+  { method: 'GET', path: '/slow/{id}', 'x-disabled-middleware': ['bigcache'] },
 ];
 const maxBytes = 8 * MB;
 const gateway = await startGateway(t, {
@@ -104,6 +112,14 @@ t.test('a PUT on one worker invalidates the entry for every worker', async (t) =
   t.equal(seenWorkers.size, 2, 'both workers answered');
   for (const [worker, body] of seenWorkers) t.equal(body, 'body of /items/b #2', `worker ${worker} serves the refetched answer`);
   t.equal(app.seen.get('GET /items/b'), 2, 'one refetch for the instance');
+});
+
+t.test('30 concurrent misses on a 300 ms upstream, spread over both workers: one upstream request', async (t) => {
+  const answers = await Promise.all(Array.from({ length: 30 }, () => ask('GET', '/slow/1')));
+  t.equal(app.seen.get('GET /slow/1'), 1, 'one upstream request for the instance');
+  t.equal(new Set(answers.map((a) => a.worker)).size, 2, 'both workers answered');
+  t.ok(answers.every((a) => a.status === 200 && a.body.toString() === 'slow answer'), 'every client got the answer');
+  t.same(answers.map((a) => a.headers['x-cache']?.[0]).sort(), [...Array(29).fill('HIT'), 'MISS']);
 });
 
 function storeFiles(): { dir: string; bytes: number } {

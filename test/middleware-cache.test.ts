@@ -246,8 +246,8 @@ t.test('30 concurrent misses send one request upstream; the others are served fr
   t.ok(privates.every((r) => r.xCache === 'BYPASS' && r.body === 'mine'));
 });
 
-t.test('a follower waits at most slaMs, then goes upstream itself (counted in waitTimeouts)', async (t) => {
-  use({ slaMs: 100 });
+t.test('a follower waits at most lockTimeoutMs (not slaMs), then goes upstream itself (counted in waitTimeouts)', async (t) => {
+  use({ slaMs: 50, lockTimeoutMs: 100 });
   const before = counted('waitTimeouts');
   upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'slow', 200, 300));
   const started = Date.now();
@@ -257,6 +257,23 @@ t.test('a follower waits at most slaMs, then goes upstream itself (counted in wa
   t.equal(counted('waitTimeouts') - before, 2);
   t.ok(Date.now() - started < 1000);
   t.equal((await get('/items/slow-leader')).xCache, 'HIT', 'stored all the same');
+
+  // A lock timeout above slaMs: the followers wait for a 300 ms leader although slaMs is 50.
+  use({ slaMs: 50, lockTimeoutMs: 5000 });
+  const slaMissesBefore = counted('slaMisses');
+  const waited = await Promise.all(Array.from({ length: 5 }, () => get('/items/slow-leader-2')));
+  t.equal(seen('/items/slow-leader-2'), 1, 'one upstream request');
+  t.same(waited.map((r) => r.xCache).sort(), ['HIT', 'HIT', 'HIT', 'HIT', 'MISS']);
+  t.equal(counted('slaMisses') - slaMissesBefore, 0, 'no SLA miss while waiting for the leader');
+});
+
+t.test('a leader whose answer fails releases its followers at once', async (t) => {
+  use({ lockTimeoutMs: 5000, staleIfErrorMs: 0 });
+  upstream.setHandler(answering({}, 'broken', 502, 200));
+  const started = Date.now();
+  const results = await Promise.all(Array.from({ length: 4 }, () => get('/items/failing-leader')));
+  t.ok(results.every((r) => r.status === 502), 'every client got the upstream answer');
+  t.ok(Date.now() - started < 2500, `released well before the lock timeout (${Date.now() - started} ms)`);
 });
 
 t.test('stale-if-error: served on a 503, on a timeout and on connection refused; not past staleIfErrorMs', async (t) => {

@@ -52,6 +52,7 @@ export interface ResponseCacheConfig {
   maxBytes: number;
   defaultTtlMs: number;
   staleIfErrorMs: number;
+  lockTimeoutMs?: number;
 }
 
 export const responseCacheSchema = {
@@ -63,7 +64,7 @@ export const responseCacheSchema = {
       minLength: 1,
       default: 'local',
       description:
-        'Where entries are kept: "local" (each worker\'s memory, bounded by maxBytes) or the name of a kvStores entry (a redis store shares entries between instances; they expire there too).',
+        'Where entries are kept: "local" (one cache for the instance, shared by its workers through a memory-mapped file under the OS temporary directory, bounded by maxBytes) or the name of a kvStores entry (a redis store shares entries between instances; they expire there too).',
     },
     maxEntryBytes: {
       type: 'integer',
@@ -76,7 +77,7 @@ export const responseCacheSchema = {
       minimum: 1,
       default: 67108864,
       description:
-        'Bytes the local store keeps per worker (bodies, headers and about 512 bytes of bookkeeping per entry); past it the least recently used entries are evicted. Not smaller than maxEntryBytes.',
+        'Bytes the local store keeps for the whole instance (bodies, headers and about 512 bytes of bookkeeping per entry; every worker shares it); past it the oldest entries (by when they were stored) are evicted. Not smaller than maxEntryBytes.',
     },
     defaultTtlMs: {
       type: 'integer',
@@ -92,6 +93,13 @@ export const responseCacheSchema = {
       description:
         'When the upstream fails (connection error, 5xx, timeout), an entry stale by less than this is served instead (X-Cache: STALE); never one marked must-revalidate. 0: never.',
     },
+    lockTimeoutMs: {
+      type: 'integer',
+      minimum: 0,
+      default: 5000,
+      description:
+        'Longest a miss waits for the request of another (on any worker of the instance, with the local store) that is already fetching the same key; then it goes upstream itself. Independent of slaMs. With a kvStores store, followers wait at most slaMs.',
+    },
   },
 } as const;
 
@@ -104,6 +112,7 @@ class Names {
   readonly bytesStored: string;
   readonly evictions: string;
   readonly waitTimeouts: string;
+  readonly lockWaits: string;
   readonly storeErrors: string;
 
   constructor(id: string) {
@@ -115,6 +124,7 @@ class Names {
     this.bytesStored = `${prefix}bytesStored`;
     this.evictions = `${prefix}evictions`;
     this.waitTimeouts = `${prefix}waitTimeouts`;
+    this.lockWaits = `${prefix}lockWaits`;
     this.storeErrors = `${prefix}storeErrors`;
   }
 }
@@ -125,7 +135,11 @@ export class ResponseCache implements Middleware {
   readonly type = 'responseCache';
   readonly failClosed = false;
   readonly id: string;
-  readonly slaMs: number;
+  /** The configured slaMs: how long a store lookup may take. */
+  readonly lookupSlaMs: number;
+  readonly lockTimeoutMs: number;
+  /** What the pipeline reads as slaMs right after decide() returned: see slaMs. */
+  private nextSla: number;
   readonly maxEntryBytes: number;
   readonly defaultTtlMs: number;
   readonly staleIfErrorMs: number;
@@ -133,16 +147,35 @@ export class ResponseCache implements Middleware {
   readonly names: Names;
   readonly metrics: MiddlewareMetrics;
   readonly store: CacheStore;
+  /** The store when it is the instance's shared one (synchronous, with cross-worker locks). */
+  readonly shared: SharedCacheStore | null;
 
   constructor(config: ResponseCacheConfig, context: MiddlewareContext) {
     this.id = config.id;
-    this.slaMs = config.slaMs;
+    this.lookupSlaMs = config.slaMs;
+    this.nextSla = config.slaMs;
+    this.lockTimeoutMs = config.lockTimeoutMs ?? 5000;
     this.maxEntryBytes = config.maxEntryBytes;
     this.defaultTtlMs = config.defaultTtlMs;
     this.staleIfErrorMs = config.staleIfErrorMs;
     this.names = new Names(config.id);
     this.metrics = context.metrics;
     this.store = this.openStore(config, context);
+    this.shared = this.store instanceof SharedCacheStore ? this.store : null;
+  }
+
+  /**
+   * The pipeline skips a middleware that has not decided within its slaMs, and reads slaMs right
+   * after decide() returned a Promise. With the shared store a Promise means one thing only: a miss
+   * waiting for another request's answer, which may take lockTimeoutMs (a lookup never waits, the
+   * store answers synchronously). So the SLA the pipeline arms is the lock timeout for that decision
+   * and the configured slaMs otherwise. (Kept here rather than as a per-decision SLA in the pipeline
+   * so the pipeline is unchanged.)
+   */
+  get slaMs(): number {
+    const sla = this.nextSla;
+    this.nextSla = this.lookupSlaMs;
+    return sla;
   }
 
   private openStore(config: ResponseCacheConfig, context: MiddlewareContext): CacheStore {
@@ -179,7 +212,7 @@ export class ResponseCache implements Middleware {
       else if (name === 'authorization') authorization = true;
     }
     const key = primaryKey(ctx.route!.canonical, ctx.path, ctx.query);
-    if (directives) return new CacheRequest(this, ctx, key, authorization).start();
+    if (directives) return this.armed(new CacheRequest(this, ctx, key, authorization).start());
     const found = this.get(key);
     if (found !== undefined && !(found instanceof Promise)) {
       const entry = found.kind === 'response' ? found : this.get(variantKey(key, found.names, headers));
@@ -191,7 +224,31 @@ export class ResponseCache implements Middleware {
         }
       }
     }
-    return new CacheRequest(this, ctx, key, authorization).resume(found);
+    return this.armed(new CacheRequest(this, ctx, key, authorization).resume(found));
+  }
+
+  private armed(decision: Decision | Promise<Decision>): Decision | Promise<Decision> {
+    if (decision instanceof Promise && this.shared !== null) this.nextSla = this.lockTimeoutMs + this.lookupSlaMs;
+    return decision;
+  }
+
+  /**
+   * Another worker holds the lock on `key`: `flight` lands when its entry appears (stored: look again)
+   * or its lock goes (released without storing, or expired), at the latest after lockTimeoutMs. Polls
+   * the store (5 ms, growing to 50 ms): LMDB has no change notification across processes.
+   */
+  watchRemote(flight: Flight, key: string): void {
+    const shared = this.shared!;
+    const until = performance.now() + this.lockTimeoutMs;
+    let interval = 5;
+    const poll = (): void => {
+      const found = this.get(key);
+      if (found !== undefined && !(found instanceof Promise)) return flight.land({ stored: true, stale: null });
+      if (!shared.locked(key) || performance.now() >= until) return flight.land({ stored: false, stale: null });
+      interval = Math.min(50, interval * 1.5);
+      setTimeout(poll, interval).unref();
+    };
+    setTimeout(poll, interval).unref();
   }
 
   private bypass(ctx: RequestContext): Decision {
@@ -284,6 +341,8 @@ class CacheRequest implements ResponseObserver {
   /** An entry that may stand in if the upstream fails (stale-if-error). */
   private candidate: StoredResponse | null = null;
   private flight: Flight | null = null;
+  /** This request leads for the instance: its token on the shared store's lock. */
+  private lockToken: string | null = null;
   private observing = false;
   private label = Label.None;
   private served: ContentAnswer | null = null;
@@ -302,7 +361,7 @@ class CacheRequest implements ResponseObserver {
     private readonly authorization: boolean,
   ) {
     this.requestHeaders = ctx.headers.slice();
-    this.deadline = performance.now() + cache.slaMs;
+    this.deadline = performance.now() + cache.lookupSlaMs;
     this.isGet = ctx.method === 'GET';
     this.lookupKey = primary;
   }
@@ -342,7 +401,7 @@ class CacheRequest implements ResponseObserver {
     }
     if (record !== undefined) {
       // Past the deadline the pipeline has moved on: the request is forwarded whatever is answered here.
-      if (this.usable(record) && performance.now() < this.deadline) {
+      if (this.usable(record) && (this.cache.shared !== null || performance.now() < this.deadline)) {
         this.setLabel(Label.Hit);
         return record.answer('HIT', Date.now());
       }
@@ -366,15 +425,55 @@ class CacheRequest implements ResponseObserver {
       this.setLabel(Label.Miss);
       return problem(504, 'the request asks for a stored answer only (only-if-cached) and none is stored');
     }
-    const flight = this.cache.flights.get(this.lookupKey);
-    // Past the deadline (a slow store) the pipeline has forwarded the request already: no waiting.
-    if (flight !== undefined && !this.noCache && performance.now() < this.deadline) {
-      this.forward();
-      return flight.wait(this.deadline - performance.now()).then((outcome) => this.afterWait(outcome));
+    const cache = this.cache;
+    const key = this.lookupKey;
+    const flight = cache.flights.get(key);
+    if (flight !== undefined) {
+      if (!this.noCache && this.mayWait()) return this.follow(flight);
+      return this.forward();
     }
-    // A HEAD's answer has no body to store: it never leads.
-    if (flight === undefined && this.isGet) this.flight = this.cache.flights.start(this.lookupKey);
-    return this.forward();
+    const shared = cache.shared;
+    if (shared === null) {
+      // A HEAD's answer has no body to store: it never leads.
+      if (this.isGet) this.flight = cache.flights.start(key);
+      return this.forward();
+    }
+    // The shared store: the lead is taken for the whole instance (a lock entry in the store, with an
+    // owner and an expiry, so a leader that dies holds it at most lockTimeoutMs; no message to the
+    // primary, nothing to clean up when a worker goes). Followers on other workers watch the store.
+    if (this.isGet) {
+      const token = SharedCacheStore.newToken();
+      if (shared.tryLock(key, token, cache.lockTimeoutMs)) {
+        // Another worker may have stored it and let go between the lookup and the lock.
+        const again = cache.get(key);
+        if (again instanceof StoredResponse && !this.noCache && this.usable(again)) {
+          shared.unlock(key, token);
+          this.setLabel(Label.Hit);
+          return again.answer('HIT', Date.now());
+        }
+        this.lockToken = token;
+        this.flight = cache.flights.start(key);
+        return this.forward();
+      }
+    } else if (!shared.locked(key)) {
+      return this.forward();
+    }
+    if (this.noCache) return this.forward();
+    const remote = cache.flights.start(key);
+    cache.watchRemote(remote, key);
+    return this.follow(remote);
+  }
+
+  /** A follower may wait: with a synchronous store always (up to lockTimeoutMs), else within slaMs. */
+  private mayWait(): boolean {
+    return this.cache.shared !== null || performance.now() < this.deadline;
+  }
+
+  private follow(flight: Flight): Promise<Decision> {
+    this.forward();
+    this.cache.metrics.add(this.cache.names.lockWaits);
+    const waitMs = this.cache.shared !== null ? this.cache.lockTimeoutMs : this.deadline - performance.now();
+    return flight.wait(waitMs).then((outcome) => this.afterWait(outcome));
   }
 
   private afterWait(outcome: FlightOutcome | null): Decision | Promise<Decision> {
@@ -430,7 +529,8 @@ class CacheRequest implements ResponseObserver {
   onHead(status: number, headers: readonly string[]): void {
     const verdict = judge(this.primary, this.requestHeaders, status, headers, this.cache.defaultTtlMs);
     this.setLabel(verdict.storable ? Label.Miss : Label.Bypass);
-    if (!this.isGet || verdict.policy === null) return;
+    // Nothing will be stored: followers are released now, not when the body has passed.
+    if (!this.isGet || verdict.policy === null) return this.land(false);
     this.status = status;
     this.headers = headers;
     this.policy = verdict.policy;
@@ -477,6 +577,11 @@ class CacheRequest implements ResponseObserver {
   }
 
   private land(stored: boolean): void {
+    const token = this.lockToken;
+    if (token !== null) {
+      this.lockToken = null;
+      void this.cache.write(() => this.cache.shared!.unlock(this.lookupKey, token));
+    }
     const flight = this.flight;
     if (flight === null) return;
     this.flight = null;
