@@ -19,7 +19,7 @@ export class StoredResponse {
   readonly kind = 'response';
   /** Epoch ms until which it is fresh (the policy's lifetime less the age it arrived with). */
   readonly freshUntil: number;
-  /** must-revalidate / proxy-revalidate: never served stale, not even when the upstream fails. */
+  /** must-revalidate / proxy-revalidate / s-maxage: never served stale, not even when the upstream fails. */
   readonly mustRevalidate: boolean;
   /** `public` or `s-maxage`: may answer a request that carries Authorization. */
   readonly sharedWithAuth: boolean;
@@ -50,7 +50,9 @@ export class StoredResponse {
     this.ageOrigin = now - age * 1000;
     this.freshUntil = now + (policy.maxAge() - age) * 1000;
     const cacheControl = headerValue(headers, 'cache-control')?.toLowerCase() ?? '';
-    this.mustRevalidate = hasDirective(cacheControl, 'must-revalidate') || hasDirective(cacheControl, 'proxy-revalidate');
+    // s-maxage implies proxy-revalidate in a shared cache (RFC 9111 5.2.2.10).
+    this.mustRevalidate =
+      hasDirective(cacheControl, 'must-revalidate') || hasDirective(cacheControl, 'proxy-revalidate') || hasDirective(cacheControl, 's-maxage');
     this.sharedWithAuth = hasDirective(cacheControl, 'public') || hasDirective(cacheControl, 's-maxage');
     let size = RECORD_OVERHEAD_BYTES + body.length + url.length;
     for (const text of headers) size += text.length;

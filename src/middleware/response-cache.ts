@@ -37,7 +37,7 @@ import { primaryKey, variantKey } from '../cache/key.js';
 import { instanceCacheDir } from '../cache/instance-dir.js';
 import { SharedCacheStore } from '../cache/shared-store.js';
 import { hasDirective, headerValue, StoredResponse, VaryIndex, type CacheRecord } from '../cache/record.js';
-import { judge, policyRequest } from '../cache/rules.js';
+import { judge, policyRequest, type Heuristic } from '../cache/rules.js';
 import type { CacheStore } from '../cache/store.js';
 import type { RequestContext, ResponseObserver } from '../proxy/request-context.js';
 import { problem, type ContentAnswer, type Decision, type Middleware, type MiddlewareContext, type MiddlewareMetrics } from './types.js';
@@ -53,6 +53,8 @@ export interface ResponseCacheConfig {
   defaultTtlMs: number;
   staleIfErrorMs: number;
   lockTimeoutMs?: number;
+  heuristicFreshness?: boolean;
+  heuristicMaxTtlMs?: number;
 }
 
 export const responseCacheSchema = {
@@ -92,6 +94,18 @@ export const responseCacheSchema = {
       default: 60000,
       description:
         'When the upstream fails (connection error, 5xx, timeout), an entry stale by less than this is served instead (X-Cache: STALE); never one marked must-revalidate. 0: never.',
+    },
+    heuristicFreshness: {
+      type: 'boolean',
+      default: false,
+      description:
+        'Store answers without explicit freshness but with Last-Modified for 10% of their age (RFC 9111 4.2.2), at most heuristicMaxTtlMs. Off: such answers are stored only under defaultTtlMs.',
+    },
+    heuristicMaxTtlMs: {
+      type: 'integer',
+      minimum: 0,
+      default: 86400000,
+      description: 'The longest heuristic lifetime (heuristicFreshness).',
     },
     lockTimeoutMs: {
       type: 'integer',
@@ -143,6 +157,7 @@ export class ResponseCache implements Middleware {
   readonly maxEntryBytes: number;
   readonly defaultTtlMs: number;
   readonly staleIfErrorMs: number;
+  readonly heuristic: Heuristic | null;
   readonly flights = new Flights();
   readonly names: Names;
   readonly metrics: MiddlewareMetrics;
@@ -158,6 +173,7 @@ export class ResponseCache implements Middleware {
     this.maxEntryBytes = config.maxEntryBytes;
     this.defaultTtlMs = config.defaultTtlMs;
     this.staleIfErrorMs = config.staleIfErrorMs;
+    this.heuristic = config.heuristicFreshness === true ? { maxMs: config.heuristicMaxTtlMs ?? 86_400_000 } : null;
     this.names = new Names(config.id);
     this.metrics = context.metrics;
     this.store = this.openStore(config, context);
@@ -527,7 +543,7 @@ class CacheRequest implements ResponseObserver {
   // ---- the upstream's answer (ResponseObserver) ----------------------------------------------
 
   onHead(status: number, headers: readonly string[]): void {
-    const verdict = judge(this.primary, this.requestHeaders, status, headers, this.cache.defaultTtlMs);
+    const verdict = judge(this.primary, this.requestHeaders, status, headers, this.cache.defaultTtlMs, this.cache.heuristic);
     this.setLabel(verdict.storable ? Label.Miss : Label.Bypass);
     // Nothing will be stored: followers are released now, not when the body has passed.
     if (!this.isGet || verdict.policy === null) return this.land(false);
@@ -595,8 +611,10 @@ class CacheRequest implements ResponseObserver {
     const served: string[] = [];
     const headers = this.headers;
     for (let i = 0; i < headers.length; i += 2) {
-      // Age is the cache's to say; X-Cache is this gateway's.
-      if (headers[i] !== 'age' && headers[i] !== 'x-cache') served.push(headers[i], headers[i + 1]);
+      // Age is the cache's to say; X-Cache is this gateway's; Date is written by the server (the
+      // origin's Date is read into the policy).
+      const name = headers[i];
+      if (name !== 'age' && name !== 'x-cache' && name !== 'date') served.push(name, headers[i + 1]);
     }
     const record = new StoredResponse(this.status, served, body, this.policy!, this.primary, now);
     const ttl = Math.max(0, record.freshUntil - now) + (record.mustRevalidate ? 0 : this.cache.staleIfErrorMs);

@@ -835,7 +835,8 @@ function endToEndHeaders(raw: readonly Buffer[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i];
-    if ((name.length === 4 && isDateHeader(name)) || (name.length === 3 && isViaHeader(name))) continue;
+    // Date is kept: the response cache reads the origin's (RFC 9111 4.2.3); observers never write it.
+    if (name.length === 3 && isViaHeader(name)) continue;
     out.push(name.toString('latin1').toLowerCase(), raw[i + 1].toString('latin1'));
   }
   return out;
