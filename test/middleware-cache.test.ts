@@ -470,6 +470,53 @@ t.test('other methods are BYPASS; a successful DELETE drops the entry of its URL
   t.same(post.responses[0].headers['x-cache'], ['BYPASS']);
 });
 
+t.test('revalidation: a stale entry with an ETag is refreshed by a 304, its headers updated (REVALIDATED)', async (t) => {
+  use();
+  const conditions: Array<string | undefined> = [];
+  upstream.setHandler((req, res) => {
+    conditions.push(req.headers['if-none-match']);
+    if (req.headers['if-none-match'] === '"v1"') {
+      res.writeHead(304, { etag: '"v1"', 'cache-control': 'max-age=60', 'x-version': '2' });
+      res.end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '8', etag: '"v1"', 'cache-control': 'max-age=1', 'x-version': '1' });
+    res.end('original');
+  });
+  t.equal((await get('/items/reval')).xCache, 'MISS');
+  await delay(2100);
+  const refreshed = await get('/items/reval');
+  t.same([refreshed.status, refreshed.xCache, refreshed.body], [200, 'REVALIDATED', 'original'], 'the stored body, served whole');
+  t.same(refreshed.headers['x-version'], ['2'], "the 304's headers replace the stored ones");
+  t.same(refreshed.headers['cache-control'], ['max-age=60']);
+  t.same(conditions, [undefined, '"v1"'], 'the second request went upstream with If-None-Match');
+  const after = await get('/items/reval');
+  t.same([after.xCache, after.body, after.headers['x-version']], ['HIT', 'original', ['2']], 'fresh again (max-age=60 from the 304)');
+  t.equal(seen('/items/reval'), 2);
+  t.equal(counted('revalidated304'), 1);
+});
+
+t.test("a client's If-None-Match / If-Modified-Since against a fresh entry: 304 with the validators", async (t) => {
+  use();
+  const modified = new Date(Date.now() - 86400_000).toUTCString();
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60', etag: 'W/"e1"', 'last-modified': modified }, 'conditional body'));
+  await get('/items/cond');
+  const match = await get('/items/cond', 'If-None-Match: "x", "e1"\r\n');
+  t.same([match.status, match.xCache, match.body], [304, 'HIT', ''], 'weak comparison: "e1" matches W/"e1"');
+  t.same(match.headers.etag, ['W/"e1"']);
+  t.same(match.headers['cache-control'], ['max-age=60']);
+  t.equal(match.headers['content-length'], undefined, 'no Content-Length on the 304');
+  const other = await get('/items/cond', 'If-None-Match: "e2"\r\n');
+  t.same([other.status, other.xCache, other.body], [200, 'HIT', 'conditional body']);
+  const since = await get('/items/cond', `If-Modified-Since: ${new Date().toUTCString()}\r\n`);
+  t.equal(since.status, 304, 'not modified since now');
+  const before = await get('/items/cond', `If-Modified-Since: ${new Date(Date.now() - 2 * 86400_000).toUTCString()}\r\n`);
+  t.equal(before.status, 200, 'modified since two days ago');
+  const bad = await get('/items/cond', 'If-Modified-Since: yesterday\r\n');
+  t.equal(bad.status, 200, 'an invalid date is ignored');
+  t.equal(seen('/items/cond'), 1);
+});
+
 t.test('every request is counted once: hits, misses, stale, bypass', async (t) => {
   const local = new Counters();
   plane.setPipeline(buildPipeline([cacheConfig()], { metrics: local, warn: () => {} }));
@@ -505,3 +552,4 @@ t.test('stale-if-error while every host is behind an open breaker', async (t) =>
   const none = await get('/items/never-stored');
   t.same([none.status, none.xCache], [503, 'MISS']);
 });
+

@@ -10,7 +10,10 @@
 import CachePolicy from 'http-cache-semantics';
 import type { ContentAnswer } from '../middleware/types.js';
 
-export type CacheStatus = 'HIT' | 'STALE';
+export type CacheStatus = 'HIT' | 'STALE' | 'REVALIDATED' | 'UPDATING';
+
+/** Headers a 304 carries from the entry (RFC 9110 15.4.5), besides Age and X-Cache. */
+const NOT_MODIFIED_HEADERS = new Set(['cache-control', 'content-location', 'etag', 'expires', 'vary', 'last-modified']);
 
 /** Per-entry bookkeeping beyond the bytes themselves (policy object, strings, the record). */
 const RECORD_OVERHEAD_BYTES = 512;
@@ -67,6 +70,7 @@ export class StoredResponse {
   /** The answer it is served as at `now`: built again only when its Age changed. */
   answer(status: CacheStatus, now: number): ContentAnswer {
     const age = this.ageAt(now);
+    if (status === 'REVALIDATED' || status === 'UPDATING') return this.build(age, status);
     if (status === 'HIT') {
       if (this.hitAge !== age || this.hit === null) {
         this.hit = this.build(age, status);
@@ -81,11 +85,56 @@ export class StoredResponse {
     return this.stale;
   }
 
+  /** The stored validators (RFC 9110 8.8): ETag, Last-Modified. */
+  get etag(): string | undefined {
+    return headerValue(this.headers, 'etag');
+  }
+
+  get lastModified(): string | undefined {
+    return headerValue(this.headers, 'last-modified');
+  }
+
+  /**
+   * A client's conditional GET/HEAD against this entry (RFC 9111 4.3.2, RFC 9110 13.2.2): true when it
+   * is answered 304. If-None-Match (weak comparison) decides when present, else If-Modified-Since
+   * against Last-Modified (a 200 only).
+   */
+  notModified(requestHeaders: readonly string[], parseDate: (text: string) => number | null): boolean {
+    const noneMatch = headerValue(requestHeaders, 'if-none-match');
+    if (noneMatch !== undefined) {
+      const etag = this.etag;
+      if (etag === undefined) return false;
+      const tag = weak(etag.trim());
+      return noneMatch.split(',').some((item) => item.trim() === '*' || weak(item.trim()) === tag);
+    }
+    const since = headerValue(requestHeaders, 'if-modified-since');
+    if (since === undefined || this.status !== 200) return false;
+    const sinceMs = parseDate(since);
+    const modified = this.lastModified === undefined ? null : parseDate(this.lastModified);
+    return sinceMs !== null && modified !== null && modified <= sinceMs;
+  }
+
+  /** The 304 it answers a matching conditional request with. */
+  notModifiedAnswer(now: number): ContentAnswer {
+    const headers: string[] = [];
+    for (let i = 0; i < this.headers.length; i += 2) {
+      if (NOT_MODIFIED_HEADERS.has(this.headers[i])) headers.push(this.headers[i], this.headers[i + 1]);
+    }
+    headers.push('age', String(this.ageAt(now)), 'x-cache', 'HIT');
+    return { kind: 'content', status: 304, headers, body: EMPTY };
+  }
+
   private build(age: number, status: CacheStatus): ContentAnswer {
     const headers = this.headers.slice();
     headers.push('age', String(age), 'x-cache', status);
     return { kind: 'content', status: this.status, headers, body: this.body };
   }
+}
+
+const EMPTY = new Uint8Array(0);
+
+function weak(tag: string): string {
+  return tag.startsWith('W/') ? tag.slice(2) : tag;
 }
 
 /** Under a URL whose answers vary: the request header names (lower-case) that pick a variant. */

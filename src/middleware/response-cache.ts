@@ -37,6 +37,7 @@ import { primaryKey, variantKey } from '../cache/key.js';
 import { instanceCacheDir } from '../cache/instance-dir.js';
 import { SharedCacheStore } from '../cache/shared-store.js';
 import { hasDirective, headerValue, StoredResponse, VaryIndex, type CacheRecord } from '../cache/record.js';
+import { parseHttpDate } from '../cache/http-date.js';
 import { judge, policyRequest, type Heuristic } from '../cache/rules.js';
 import type { CacheStore } from '../cache/store.js';
 import type { RequestContext, ResponseObserver } from '../proxy/request-context.js';
@@ -128,6 +129,10 @@ class Names {
   readonly waitTimeouts: string;
   readonly lockWaits: string;
   readonly storeErrors: string;
+  readonly revalidated304: string;
+  readonly revalidated200: string;
+  readonly notModified: string;
+  readonly invalidations: string;
 
   constructor(id: string) {
     const prefix = `middleware.${id}.`;
@@ -139,6 +144,10 @@ class Names {
     this.evictions = `${prefix}evictions`;
     this.waitTimeouts = `${prefix}waitTimeouts`;
     this.lockWaits = `${prefix}lockWaits`;
+    this.revalidated304 = `${prefix}revalidated304`;
+    this.revalidated200 = `${prefix}revalidated200`;
+    this.notModified = `${prefix}notModified`;
+    this.invalidations = `${prefix}invalidations`;
     this.storeErrors = `${prefix}storeErrors`;
   }
 }
@@ -224,7 +233,7 @@ export class ResponseCache implements Middleware {
     let authorization = false;
     for (let i = 0; i < headers.length; i += 2) {
       const name = headers[i];
-      if (name === 'cache-control' || name === 'pragma') directives = true;
+      if (name === 'cache-control' || name === 'pragma' || name === 'if-none-match' || name === 'if-modified-since') directives = true;
       else if (name === 'authorization') authorization = true;
     }
     const key = primaryKey(ctx.route!.canonical, ctx.path, ctx.query);
@@ -321,7 +330,9 @@ class Invalidation implements ResponseObserver {
   ) {}
 
   onHead(status: number): void {
-    if (status < 400) void this.cache.write(() => this.cache.store.delete(this.key));
+    if (status >= 400) return;
+    this.cache.metrics.add(this.cache.names.invalidations);
+    void this.cache.write(() => this.cache.store.delete(this.key));
   }
   onData(): void {}
   onEnd(): void {}
@@ -337,6 +348,7 @@ const enum Label {
   Miss,
   Bypass,
   Stale,
+  Revalidated,
 }
 
 /**
@@ -356,12 +368,17 @@ class CacheRequest implements ResponseObserver {
   private vary: readonly string[] = [];
   /** An entry that may stand in if the upstream fails (stale-if-error). */
   private candidate: StoredResponse | null = null;
+  /** A stale entry whose validators went upstream in a conditional request (RFC 9111 4.3.1). */
+  private revalidating: StoredResponse | null = null;
+  /** The client's own request is conditional (If-None-Match / If-Modified-Since). */
+  private conditional = false;
   private flight: Flight | null = null;
   /** This request leads for the instance: its token on the shared store's lock. */
   private lockToken: string | null = null;
   private observing = false;
   private label = Label.None;
   private served: ContentAnswer | null = null;
+  private lastStored: StoredResponse | null = null;
   // The answer being copied for storing.
   private status = 0;
   private headers: readonly string[] = [];
@@ -377,6 +394,7 @@ class CacheRequest implements ResponseObserver {
     private readonly authorization: boolean,
   ) {
     this.requestHeaders = ctx.headers.slice();
+    this.conditional = headerValue(this.requestHeaders, 'if-none-match') !== undefined || headerValue(this.requestHeaders, 'if-modified-since') !== undefined;
     this.deadline = performance.now() + cache.lookupSlaMs;
     this.isGet = ctx.method === 'GET';
     this.lookupKey = primary;
@@ -419,11 +437,61 @@ class CacheRequest implements ResponseObserver {
       // Past the deadline the pipeline has moved on: the request is forwarded whatever is answered here.
       if (this.usable(record) && (this.cache.shared !== null || performance.now() < this.deadline)) {
         this.setLabel(Label.Hit);
+        if (this.conditional && record.notModified(this.requestHeaders, parseHttpDate)) {
+          this.cache.metrics.add(this.cache.names.notModified);
+          return record.notModifiedAnswer(Date.now());
+        }
         return record.answer('HIT', Date.now());
       }
-      if (!record.mustRevalidate && (!this.authorization || record.sharedWithAuth)) this.candidate = record;
+      if (!this.authorization || record.sharedWithAuth) {
+        if (!record.mustRevalidate) this.candidate = record;
+        this.revalidate(record);
+      }
     }
     return this.missed();
+  }
+
+  /** A GET of a stale entry with validators, the client's request not conditional: ask the upstream whether it changed. */
+  private revalidate(record: StoredResponse): void {
+    if (!this.isGet || this.conditional || this.revalidating !== null) return;
+    const etag = record.etag;
+    const lastModified = record.lastModified;
+    if (etag === undefined && lastModified === undefined) return;
+    this.revalidating = record;
+    if (etag !== undefined) this.ctx.headers.push('if-none-match', etag);
+    if (lastModified !== undefined) this.ctx.headers.push('if-modified-since', lastModified);
+  }
+
+  /**
+   * The upstream answered 304 to the conditional request: the entry is fresh again with the 304's
+   * headers in place of its own (RFC 9111 4.3.4; framing headers kept), stored, and served.
+   */
+  private refreshed(headers: readonly string[]): ContentAnswer {
+    const entry = this.revalidating!;
+    const replaced = new Set<string>();
+    for (let i = 0; i < headers.length; i += 2) {
+      const name = headers[i];
+      if (name !== 'content-length' && name !== 'transfer-encoding' && name !== 'x-cache') replaced.add(name);
+    }
+    const merged: string[] = [];
+    for (let i = 0; i < entry.headers.length; i += 2) if (!replaced.has(entry.headers[i])) merged.push(entry.headers[i], entry.headers[i + 1]);
+    for (let i = 0; i < headers.length; i += 2) if (replaced.has(headers[i])) merged.push(headers[i], headers[i + 1]);
+    const verdict = judge(this.primary, this.requestHeaders, entry.status, merged, this.cache.defaultTtlMs, this.cache.heuristic);
+    const metrics = this.cache.metrics;
+    metrics.add(this.cache.names.revalidated304);
+    this.setLabel(Label.Revalidated);
+    if (verdict.policy === null) {
+      this.land(false);
+      return new StoredResponse(entry.status, served(merged), entry.body, entry.policy, entry.url, Date.now()).answer('REVALIDATED', Date.now());
+    }
+    this.status = entry.status;
+    this.headers = merged;
+    this.policy = verdict.policy;
+    this.storedVary = verdict.vary;
+    const record = this.store(entry.body);
+    if (record instanceof Promise) void record.then(() => this.land(true));
+    else this.land(true);
+    return this.lastStored!.answer('REVALIDATED', Date.now());
   }
 
   private usable(record: StoredResponse): boolean {
@@ -537,6 +605,10 @@ class CacheRequest implements ResponseObserver {
         // The stale answer carries its own X-Cache.
         metrics.add(names.stale);
         break;
+      case Label.Revalidated:
+        // Counted as a hit (revalidated304 says how); the answer carries its own X-Cache.
+        metrics.add(names.hits);
+        break;
     }
   }
 
@@ -544,6 +616,7 @@ class CacheRequest implements ResponseObserver {
 
   onHead(status: number, headers: readonly string[]): void {
     const verdict = judge(this.primary, this.requestHeaders, status, headers, this.cache.defaultTtlMs, this.cache.heuristic);
+    if (this.revalidating !== null && status === 200) this.cache.metrics.add(this.cache.names.revalidated200);
     this.setLabel(verdict.storable ? Label.Miss : Label.Bypass);
     // Nothing will be stored: followers are released now, not when the body has passed.
     if (!this.isGet || verdict.policy === null) return this.land(false);
@@ -580,7 +653,8 @@ class CacheRequest implements ResponseObserver {
     this.land(false);
   }
 
-  substitute(): ContentAnswer | null {
+  substitute(status: number, headers?: readonly string[]): ContentAnswer | null {
+    if (status === 304) return this.revalidating === null ? null : this.refreshed(headers ?? []);
     const candidate = this.candidate;
     const now = Date.now();
     if (candidate !== null && now - candidate.freshUntil < this.cache.staleIfErrorMs) {
@@ -608,16 +682,12 @@ class CacheRequest implements ResponseObserver {
   /** Keeps the answer (a Promise when the store answers later). */
   private store(body: Buffer): void | Promise<void> {
     const now = Date.now();
-    const served: string[] = [];
-    const headers = this.headers;
-    for (let i = 0; i < headers.length; i += 2) {
-      // Age is the cache's to say; X-Cache is this gateway's; Date is written by the server (the
-      // origin's Date is read into the policy).
-      const name = headers[i];
-      if (name !== 'age' && name !== 'x-cache' && name !== 'date') served.push(name, headers[i + 1]);
-    }
-    const record = new StoredResponse(this.status, served, body, this.policy!, this.primary, now);
-    const ttl = Math.max(0, record.freshUntil - now) + (record.mustRevalidate ? 0 : this.cache.staleIfErrorMs);
+    const record = new StoredResponse(this.status, served(this.headers), body, this.policy!, this.primary, now);
+    this.lastStored = record;
+    // Kept past its freshness for stale-if-error, and for revalidation when it has validators.
+    const validators = record.etag !== undefined || record.lastModified !== undefined;
+    const keep = Math.max(record.mustRevalidate ? 0 : this.cache.staleIfErrorMs, validators ? REVALIDATE_KEEP_MS : 0);
+    const ttl = Math.max(0, record.freshUntil - now) + keep;
     const { cache, primary } = this;
     const vary = this.storedVary;
     if (vary.length === 0) return cache.write(() => cache.store.set(primary, record, ttl));
@@ -626,6 +696,19 @@ class CacheRequest implements ResponseObserver {
     const variant = cache.write(() => cache.store.set(key, record, ttl));
     if (index instanceof Promise || variant instanceof Promise) return Promise.all([index, variant]).then(() => undefined);
   }
+}
+
+/** How long a stale entry with validators is kept for a conditional request. */
+const REVALIDATE_KEEP_MS = 10 * 60_000;
+
+/** The headers an entry is served with: Age is the cache's to say, X-Cache this gateway's, Date the server's (the origin's is read into the policy). */
+function served(headers: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i];
+    if (name !== 'age' && name !== 'x-cache' && name !== 'date') out.push(name, headers[i + 1]);
+  }
+  return out;
 }
 
 export function createResponseCache(config: ResponseCacheConfig, context: MiddlewareContext): Middleware {

@@ -266,8 +266,9 @@ export class Exchange implements UpstreamHandler {
 
     const observers = ctx.observers;
     if (observers !== null) {
-      if (status >= 500 && this.substituted(status)) return true;
       const headers = endToEndHeaders(head.headers);
+      // A 304 too: the answer to a conditional request a response cache added (it serves its entry).
+      if ((status >= 500 || status === 304) && this.substituted(status, headers)) return true;
       for (let i = observers.length - 1; i >= 0; i--) observers[i].onHead(status, headers);
     }
     this.pendingHead = head;
@@ -380,10 +381,10 @@ export class Exchange implements UpstreamHandler {
   // ---- response observers (middleware watching the answer, src/proxy/request-context.ts) ---------
 
   /** Asks the observers for content to send instead of a failed answer; writes it when one offers. */
-  private substituted(status: number): boolean {
+  private substituted(status: number, headers?: readonly string[]): boolean {
     const observers = this.ctx.observers!;
     for (let i = observers.length - 1; i >= 0; i--) {
-      const answer = observers[i].substitute(status);
+      const answer = observers[i].substitute(status, headers);
       if (answer === null) continue;
       this.stopUpstream();
       this.pendingHead = null;
