@@ -517,6 +517,29 @@ t.test("a client's If-None-Match / If-Modified-Since against a fresh entry: 304 
   t.equal(seen('/items/cond'), 1);
 });
 
+t.test('targeted cache control (RFC 9213): CDN-Cache-Control and a configured name override Cache-Control for this cache', async (t) => {
+  use();
+  upstream.setHandler(answering({ 'cache-control': 'no-store', 'cdn-cache-control': 'max-age=60' }, 'for the cdn'));
+  await get('/items/targeted-1');
+  const hit = await get('/items/targeted-1');
+  t.equal(hit.xCache, 'HIT', 'stored under CDN-Cache-Control although Cache-Control says no-store');
+  t.same(hit.headers['cache-control'], ['no-store'], 'Cache-Control goes on to clients');
+  t.equal(hit.headers['cdn-cache-control'], undefined, 'CDN-Cache-Control is not served from the cache');
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60', 'cdn-cache-control': 'no-store' }, 'not for the cdn'));
+  await get('/items/targeted-2');
+  t.equal((await get('/items/targeted-2')).xCache, 'BYPASS', 'CDN-Cache-Control: no-store wins over max-age');
+  use({ targetedCacheControl: ['Gateway-Cache-Control', 'CDN-Cache-Control'] } as Partial<ResponseCacheConfig>);
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60', 'cdn-cache-control': 'max-age=60', 'gateway-cache-control': 'private' }, 'ours'));
+  await get('/items/targeted-3');
+  t.equal((await get('/items/targeted-3')).xCache, 'BYPASS', 'the first configured name present wins');
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60', 'cdn-cache-control': 'max-age=1, must-revalidate' }, 'x'));
+  await get('/items/targeted-4');
+  t.equal((await get('/items/targeted-4')).xCache, 'HIT');
+  await delay(2100);
+  upstream.setHandler(answering({}, 'down', 503));
+  t.equal((await get('/items/targeted-4')).status, 503, "the targeted field's must-revalidate holds: no stale answer");
+});
+
 t.test('every request is counted once: hits, misses, stale, bypass', async (t) => {
   const local = new Counters();
   plane.setPipeline(buildPipeline([cacheConfig()], { metrics: local, warn: () => {} }));

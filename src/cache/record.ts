@@ -47,12 +47,14 @@ export class StoredResponse {
     readonly policy: CachePolicy,
     readonly url: string,
     readonly storedAt: number,
+    /** The Cache-Control this cache obeys when a targeted field (RFC 9213) overrode the header's. */
+    readonly targetedCacheControl?: string,
   ) {
     const now = Date.now();
     const age = policy.age();
     this.ageOrigin = now - age * 1000;
     this.freshUntil = now + (policy.maxAge() - age) * 1000;
-    const cacheControl = headerValue(headers, 'cache-control')?.toLowerCase() ?? '';
+    const cacheControl = (targetedCacheControl ?? headerValue(headers, 'cache-control'))?.toLowerCase() ?? '';
     // s-maxage implies proxy-revalidate in a shared cache (RFC 9111 5.2.2.10).
     this.mustRevalidate =
       hasDirective(cacheControl, 'must-revalidate') || hasDirective(cacheControl, 'proxy-revalidate') || hasDirective(cacheControl, 's-maxage');

@@ -29,6 +29,15 @@ const HEURISTIC_STATUSES = new Set([200, 203, 204, 300, 301, 308, 404, 405, 410,
 /** Statuses http-cache-semantics stores without explicit freshness information. */
 const LIBRARY_UNDERSTOOD = new Set([200, 203, 204, 300, 301, 302, 303, 307, 308, 404, 405, 410, 414, 501]);
 const EPOCH = formatHttpDate(0);
+const NO_TARGETS: readonly string[] = [];
+
+/** The value of the first targeted field (lower-case names) present, or undefined. */
+export function targetedValue(headers: readonly string[], targeted: readonly string[]): string | undefined {
+  for (const name of targeted) {
+    for (let i = 0; i < headers.length; i += 2) if (headers[i] === name) return headers[i + 1];
+  }
+  return undefined;
+}
 
 const POLICY_OPTIONS: CachePolicy.Options = { shared: true, cacheHeuristic: 0, immutableMinTimeToLive: 0 };
 
@@ -55,6 +64,7 @@ export function judge(
   defaultTtlMs: number,
   heuristic: Heuristic | null = null,
   now = Date.now(),
+  targeted: readonly string[] = NO_TARGETS,
 ): Verdict {
   // A partial answer is never stored (a range is served from a stored whole answer instead); a 304
   // is an answer to a conditional request, not one to keep.
@@ -65,6 +75,15 @@ export function judge(
     if (name === 'set-cookie') return FORBIDDEN;
     const previous = response[name];
     response[name] = previous === undefined ? headers[i + 1] : `${previous as string}, ${headers[i + 1]}`;
+  }
+  // Targeted cache control (RFC 9213): the first of the configured fields present replaces
+  // Cache-Control for this cache.
+  for (const name of targeted) {
+    const value = response[name];
+    if (typeof value === 'string') {
+      response['cache-control'] = value;
+      break;
+    }
   }
   readAsTheRfcSays(response, now);
   let vary: readonly string[] = [];

@@ -38,7 +38,7 @@ import { instanceCacheDir } from '../cache/instance-dir.js';
 import { SharedCacheStore } from '../cache/shared-store.js';
 import { hasDirective, headerValue, StoredResponse, VaryIndex, type CacheRecord } from '../cache/record.js';
 import { parseHttpDate } from '../cache/http-date.js';
-import { judge, policyRequest, type Heuristic } from '../cache/rules.js';
+import { judge, policyRequest, targetedValue, type Heuristic } from '../cache/rules.js';
 import type { CacheStore } from '../cache/store.js';
 import type { RequestContext, ResponseObserver } from '../proxy/request-context.js';
 import { problem, type ContentAnswer, type Decision, type Middleware, type MiddlewareContext, type MiddlewareMetrics } from './types.js';
@@ -56,6 +56,7 @@ export interface ResponseCacheConfig {
   lockTimeoutMs?: number;
   heuristicFreshness?: boolean;
   heuristicMaxTtlMs?: number;
+  targetedCacheControl?: string[];
 }
 
 export const responseCacheSchema = {
@@ -101,6 +102,13 @@ export const responseCacheSchema = {
       default: false,
       description:
         'Store answers without explicit freshness but with Last-Modified for 10% of their age (RFC 9111 4.2.2), at most heuristicMaxTtlMs. Off: such answers are stored only under defaultTtlMs.',
+    },
+    targetedCacheControl: {
+      type: 'array',
+      items: { type: 'string', pattern: '^[!#$%&\'*+.^_`|~0-9A-Za-z-]+$' },
+      default: ['CDN-Cache-Control'],
+      description:
+        'Response fields that, first present wins, replace Cache-Control for this cache (RFC 9213 targeted cache control). They are not served from the cache to clients.',
     },
     heuristicMaxTtlMs: {
       type: 'integer',
@@ -167,6 +175,8 @@ export class ResponseCache implements Middleware {
   readonly defaultTtlMs: number;
   readonly staleIfErrorMs: number;
   readonly heuristic: Heuristic | null;
+  /** Targeted Cache-Control field names, lower-case. */
+  readonly targeted: readonly string[];
   readonly flights = new Flights();
   readonly names: Names;
   readonly metrics: MiddlewareMetrics;
@@ -182,6 +192,7 @@ export class ResponseCache implements Middleware {
     this.maxEntryBytes = config.maxEntryBytes;
     this.defaultTtlMs = config.defaultTtlMs;
     this.staleIfErrorMs = config.staleIfErrorMs;
+    this.targeted = (config.targetedCacheControl ?? ['CDN-Cache-Control']).map((name) => name.toLowerCase());
     this.heuristic = config.heuristicFreshness === true ? { maxMs: config.heuristicMaxTtlMs ?? 86_400_000 } : null;
     this.names = new Names(config.id);
     this.metrics = context.metrics;
@@ -476,13 +487,14 @@ class CacheRequest implements ResponseObserver {
     const merged: string[] = [];
     for (let i = 0; i < entry.headers.length; i += 2) if (!replaced.has(entry.headers[i])) merged.push(entry.headers[i], entry.headers[i + 1]);
     for (let i = 0; i < headers.length; i += 2) if (replaced.has(headers[i])) merged.push(headers[i], headers[i + 1]);
-    const verdict = judge(this.primary, this.requestHeaders, entry.status, merged, this.cache.defaultTtlMs, this.cache.heuristic);
+    const verdict = judge(this.primary, this.requestHeaders, entry.status, merged, this.cache.defaultTtlMs, this.cache.heuristic, Date.now(), this.cache.targeted);
     const metrics = this.cache.metrics;
     metrics.add(this.cache.names.revalidated304);
     this.setLabel(Label.Revalidated);
     if (verdict.policy === null) {
       this.land(false);
-      return new StoredResponse(entry.status, served(merged), entry.body, entry.policy, entry.url, Date.now()).answer('REVALIDATED', Date.now());
+      const targeted = targetedValue(merged, this.cache.targeted);
+      return new StoredResponse(entry.status, served(merged, this.cache.targeted), entry.body, entry.policy, entry.url, Date.now(), targeted).answer('REVALIDATED', Date.now());
     }
     this.status = entry.status;
     this.headers = merged;
@@ -615,7 +627,7 @@ class CacheRequest implements ResponseObserver {
   // ---- the upstream's answer (ResponseObserver) ----------------------------------------------
 
   onHead(status: number, headers: readonly string[]): void {
-    const verdict = judge(this.primary, this.requestHeaders, status, headers, this.cache.defaultTtlMs, this.cache.heuristic);
+    const verdict = judge(this.primary, this.requestHeaders, status, headers, this.cache.defaultTtlMs, this.cache.heuristic, Date.now(), this.cache.targeted);
     if (this.revalidating !== null && status === 200) this.cache.metrics.add(this.cache.names.revalidated200);
     this.setLabel(verdict.storable ? Label.Miss : Label.Bypass);
     // Nothing will be stored: followers are released now, not when the body has passed.
@@ -682,7 +694,8 @@ class CacheRequest implements ResponseObserver {
   /** Keeps the answer (a Promise when the store answers later). */
   private store(body: Buffer): void | Promise<void> {
     const now = Date.now();
-    const record = new StoredResponse(this.status, served(this.headers), body, this.policy!, this.primary, now);
+    const targeted = this.cache.targeted;
+    const record = new StoredResponse(this.status, served(this.headers, targeted), body, this.policy!, this.primary, now, targetedValue(this.headers, targeted));
     this.lastStored = record;
     // Kept past its freshness for stale-if-error, and for revalidation when it has validators.
     const validators = record.etag !== undefined || record.lastModified !== undefined;
@@ -701,12 +714,15 @@ class CacheRequest implements ResponseObserver {
 /** How long a stale entry with validators is kept for a conditional request. */
 const REVALIDATE_KEEP_MS = 10 * 60_000;
 
-/** The headers an entry is served with: Age is the cache's to say, X-Cache this gateway's, Date the server's (the origin's is read into the policy). */
-function served(headers: readonly string[]): string[] {
+/**
+ * The headers an entry is served with: Age is the cache's to say, X-Cache this gateway's, Date the
+ * server's (the origin's is read into the policy); targeted Cache-Control fields are this cache's.
+ */
+function served(headers: readonly string[], targeted: readonly string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i];
-    if (name !== 'age' && name !== 'x-cache' && name !== 'date') out.push(name, headers[i + 1]);
+    if (name !== 'age' && name !== 'x-cache' && name !== 'date' && !targeted.includes(name)) out.push(name, headers[i + 1]);
   }
   return out;
 }
