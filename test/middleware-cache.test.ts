@@ -540,6 +540,19 @@ t.test('targeted cache control (RFC 9213): CDN-Cache-Control and a configured na
   t.equal((await get('/items/targeted-4')).status, 503, "the targeted field's must-revalidate holds: no stale answer");
 });
 
+t.test('a single-range request is answered 206 from a stored 200; other ranges get the whole answer', async (t) => {
+  use();
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, '0123456789'));
+  await get('/items/range');
+  const part = await get('/items/range', 'Range: bytes=2-5\r\n');
+  t.same([part.status, part.body, part.xCache], [206, '2345', 'HIT']);
+  t.same(part.headers['content-range'], ['bytes 2-5/10']);
+  t.same(part.headers['content-length'], ['4']);
+  t.same([(await get('/items/range', 'Range: bytes=-3\r\n')).body, (await get('/items/range', 'Range: bytes=7-\r\n')).body], ['789', '789'], 'suffix and open ranges');
+  t.same([(await get('/items/range', 'Range: bytes=0-1,4-5\r\n')).status, (await get('/items/range', 'Range: bytes=20-30\r\n')).status, (await get('/items/range', 'Range: items=0-1\r\n')).status], [200, 200, 200], 'several ranges, past the end, another unit: the whole answer');
+  t.equal(seen('/items/range'), 1);
+});
+
 t.test('every request is counted once: hits, misses, stale, bypass', async (t) => {
   const local = new Counters();
   plane.setPipeline(buildPipeline([cacheConfig()], { metrics: local, warn: () => {} }));

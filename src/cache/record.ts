@@ -116,6 +116,34 @@ export class StoredResponse {
     return sinceMs !== null && modified !== null && modified <= sinceMs;
   }
 
+  /**
+   * A single-range request (`Range: bytes=a-b`, `a-`, `-n`) on a stored 200: the 206 with that part
+   * (RFC 9110 14.2, 15.3.7). Null for anything else (several ranges, another unit, an If-Range, a
+   * range past the end): the whole answer is served instead, as a cache may.
+   */
+  rangeAnswer(requestHeaders: readonly string[], now: number): ContentAnswer | null {
+    const range = headerValue(requestHeaders, 'range');
+    if (range === undefined || this.status !== 200 || headerValue(requestHeaders, 'if-range') !== undefined) return null;
+    const m = /^bytes=(\d*)-(\d*)$/.exec(range.trim());
+    if (m === null || (m[1] === '' && m[2] === '')) return null;
+    const length = this.body.length;
+    let first: number;
+    let last: number;
+    if (m[1] === '') {
+      const suffix = Number(m[2]);
+      if (suffix === 0) return null;
+      first = Math.max(0, length - suffix);
+      last = length - 1;
+    } else {
+      first = Number(m[1]);
+      last = m[2] === '' ? length - 1 : Math.min(Number(m[2]), length - 1);
+    }
+    if (first >= length || first > last) return null;
+    const headers = this.headers.filter((_, i, all) => (i % 2 === 0 ? all[i] !== 'content-range' : all[i - 1] !== 'content-range'));
+    headers.push('content-range', `bytes ${first}-${last}/${length}`, 'age', String(this.ageAt(now)), 'x-cache', 'HIT');
+    return { kind: 'content', status: 206, headers, body: this.body.subarray(first, last + 1) };
+  }
+
   /** The 304 it answers a matching conditional request with. */
   notModifiedAnswer(now: number): ContentAnswer {
     const headers: string[] = [];

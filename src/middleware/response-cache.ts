@@ -244,7 +244,7 @@ export class ResponseCache implements Middleware {
     let authorization = false;
     for (let i = 0; i < headers.length; i += 2) {
       const name = headers[i];
-      if (name === 'cache-control' || name === 'pragma' || name === 'if-none-match' || name === 'if-modified-since') directives = true;
+      if (name === 'cache-control' || name === 'pragma' || name === 'if-none-match' || name === 'if-modified-since' || name === 'range') directives = true;
       else if (name === 'authorization') authorization = true;
     }
     const key = primaryKey(ctx.route!.canonical, ctx.path, ctx.query);
@@ -451,6 +451,10 @@ class CacheRequest implements ResponseObserver {
         if (this.conditional && record.notModified(this.requestHeaders, parseHttpDate)) {
           this.cache.metrics.add(this.cache.names.notModified);
           return record.notModifiedAnswer(Date.now());
+        }
+        if (this.isGet) {
+          const part = record.rangeAnswer(this.requestHeaders, Date.now());
+          if (part !== null) return part;
         }
         return record.answer('HIT', Date.now());
       }
