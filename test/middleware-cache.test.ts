@@ -553,6 +553,41 @@ t.test('a single-range request is answered 206 from a stored 200; other ranges g
   t.equal(seen('/items/range'), 1);
 });
 
+t.test('stale-while-revalidate: served stale (UPDATING) at once, refreshed once in the background', async (t) => {
+  use();
+  const conditions: Array<string | undefined> = [];
+  upstream.setHandler((req, res) => {
+    conditions.push(req.headers['if-none-match']);
+    if (req.headers['if-none-match'] === '"s1"') {
+      setTimeout(() => {
+        res.writeHead(304, { etag: '"s1"', 'cache-control': 'max-age=60', 'x-version': '2' });
+        res.end();
+      }, 200);
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '5', etag: '"s1"', 'cache-control': 'max-age=1, stale-while-revalidate=30', 'x-version': '1' });
+    res.end('stale');
+  });
+  t.equal((await get('/items/swr')).xCache, 'MISS');
+  await delay(2600);
+  const stale = await Promise.all([get('/items/swr'), get('/items/swr'), get('/items/swr')]);
+  t.same(stale.map((r) => [r.status, r.xCache, r.body, r.headers['x-version']?.[0]]), Array(3).fill([200, 'UPDATING', 'stale', '1']), 'served stale at once');
+  await delay(600);
+  t.same(conditions, [undefined, '"s1"'], 'one background refresh, conditional');
+  const after = await get('/items/swr');
+  t.same([after.xCache, after.headers['x-version']], ['HIT', ['2']], 'the refreshed entry');
+  t.equal(counted('backgroundRefreshes'), 1, 'one background refresh counted');
+});
+
+t.test('stale-while-revalidate does not apply to must-revalidate', async (t) => {
+  use();
+  upstream.setHandler(answering({ 'cache-control': 'max-age=1, stale-while-revalidate=30, must-revalidate' }, 'strict'));
+  await get('/items/swr-strict');
+  await delay(2600);
+  t.equal((await get('/items/swr-strict')).xCache, 'MISS', 'refetched, not served stale');
+  t.equal(seen('/items/swr-strict'), 2);
+});
+
 t.test('every request is counted once: hits, misses, stale, bypass', async (t) => {
   const local = new Counters();
   plane.setPipeline(buildPipeline([cacheConfig()], { metrics: local, warn: () => {} }));

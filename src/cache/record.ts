@@ -24,6 +24,8 @@ export class StoredResponse {
   readonly freshUntil: number;
   /** must-revalidate / proxy-revalidate / s-maxage: never served stale, not even when the upstream fails. */
   readonly mustRevalidate: boolean;
+  /** stale-while-revalidate (RFC 5861), in ms; 0 when absent. */
+  readonly staleWhileRevalidateMs: number;
   /** `public` or `s-maxage`: may answer a request that carries Authorization. */
   readonly sharedWithAuth: boolean;
   /** Bytes it stands for in a store bounded in bytes. */
@@ -59,6 +61,8 @@ export class StoredResponse {
     this.mustRevalidate =
       hasDirective(cacheControl, 'must-revalidate') || hasDirective(cacheControl, 'proxy-revalidate') || hasDirective(cacheControl, 's-maxage');
     this.sharedWithAuth = hasDirective(cacheControl, 'public') || hasDirective(cacheControl, 's-maxage');
+    const swr = /(?:^|,)\s*stale-while-revalidate\s*=\s*"?(\d+)"?\s*(?:,|$)/.exec(cacheControl);
+    this.staleWhileRevalidateMs = swr === null ? 0 : Number(swr[1]) * 1000;
     let size = RECORD_OVERHEAD_BYTES + body.length + url.length;
     for (const text of headers) size += text.length;
     this.size = size;

@@ -32,6 +32,7 @@
  * what the instance holds), evictions, waitTimeouts, storeErrors.
  */
 import type CachePolicy from 'http-cache-semantics';
+import { request as undiciRequest } from 'undici';
 import { Flights, type Flight, type FlightOutcome } from '../cache/flights.js';
 import { primaryKey, variantKey } from '../cache/key.js';
 import { instanceCacheDir } from '../cache/instance-dir.js';
@@ -141,6 +142,7 @@ class Names {
   readonly revalidated200: string;
   readonly notModified: string;
   readonly invalidations: string;
+  readonly backgroundRefreshes: string;
 
   constructor(id: string) {
     const prefix = `middleware.${id}.`;
@@ -156,6 +158,7 @@ class Names {
     this.revalidated200 = `${prefix}revalidated200`;
     this.notModified = `${prefix}notModified`;
     this.invalidations = `${prefix}invalidations`;
+    this.backgroundRefreshes = `${prefix}backgroundRefreshes`;
     this.storeErrors = `${prefix}storeErrors`;
   }
 }
@@ -178,6 +181,8 @@ export class ResponseCache implements Middleware {
   /** Targeted Cache-Control field names, lower-case. */
   readonly targeted: readonly string[];
   readonly flights = new Flights();
+  /** Keys this worker refreshes in the background now. */
+  private readonly refreshing = new Set<string>();
   readonly names: Names;
   readonly metrics: MiddlewareMetrics;
   readonly store: CacheStore;
@@ -310,6 +315,80 @@ export class ResponseCache implements Middleware {
       });
     }
     return found;
+  }
+
+  /** Stores an answer (and its Vary index); `done` is a Promise when the store answers later. */
+  save(
+    primary: string,
+    requestHeaders: readonly string[],
+    status: number,
+    headers: readonly string[],
+    body: Buffer,
+    policy: CachePolicy,
+    vary: readonly string[],
+  ): { record: StoredResponse; done: void | Promise<void> } {
+    const now = Date.now();
+    const targeted = this.targeted;
+    const record = new StoredResponse(status, served(headers, targeted), body, policy, primary, now, targetedValue(headers, targeted));
+    // Kept past its freshness for stale-if-error, stale-while-revalidate, and for revalidation when it has validators.
+    const validators = record.etag !== undefined || record.lastModified !== undefined;
+    const keep = Math.max(record.mustRevalidate ? 0 : Math.max(this.staleIfErrorMs, record.staleWhileRevalidateMs), validators ? REVALIDATE_KEEP_MS : 0);
+    const ttl = Math.max(0, record.freshUntil - now) + keep;
+    if (vary.length === 0) return { record, done: this.write(() => this.store.set(primary, record, ttl)) };
+    const key = variantKey(primary, vary, requestHeaders);
+    const index = this.write(() => this.store.set(primary, new VaryIndex(vary, now), ttl));
+    const variant = this.write(() => this.store.set(key, record, ttl));
+    const done = index instanceof Promise || variant instanceof Promise ? Promise.all([index, variant]).then(() => undefined) : undefined;
+    return { record, done };
+  }
+
+  /**
+   * stale-while-revalidate (RFC 5861): refreshes `entry` in the background, once per key for the
+   * instance (the shared store's lock; per worker with another store). The request goes straight to
+   * the endpoint's first host, conditional when the entry has validators: a 304 freshens the entry, a
+   * storable 200 replaces it. Counted in backgroundRefreshes.
+   */
+  refreshInBackground(key: string, primary: string, entry: StoredResponse, ctx: RequestContext, requestHeaders: readonly string[]): void {
+    const target = ctx.targets[0];
+    if (target === undefined || this.refreshing.has(key)) return;
+    const token = SharedCacheStore.newToken();
+    if (this.shared !== null && !this.shared.tryLock(key, token, this.lockTimeoutMs)) return;
+    this.refreshing.add(key);
+    this.metrics.add(this.names.backgroundRefreshes);
+    const headers: Record<string, string> = {};
+    for (let i = 0; i < requestHeaders.length; i += 2) {
+      const name = requestHeaders[i];
+      if (!HOP_BY_HOP.has(name)) headers[name] = headers[name] === undefined ? requestHeaders[i + 1] : `${headers[name]}, ${requestHeaders[i + 1]}`;
+    }
+    if (entry.etag !== undefined) headers['if-none-match'] = entry.etag;
+    if (entry.lastModified !== undefined) headers['if-modified-since'] = entry.lastModified;
+    const url = `${target.upstream.replace(/\/$/, '')}${ctx.path}${ctx.query === '' ? '' : `?${ctx.query}`}`;
+    const finish = (): void => {
+      this.refreshing.delete(key);
+      if (this.shared !== null) void this.write(() => this.shared!.unlock(key, token));
+    };
+    void (async () => {
+      const answer = await undiciRequest(url, { method: 'GET', headers, headersTimeout: this.lockTimeoutMs, bodyTimeout: this.lockTimeoutMs });
+      const flat: string[] = [];
+      for (const [name, value] of Object.entries(answer.headers)) {
+        if (value === undefined || HOP_BY_HOP.has(name)) continue;
+        for (const item of Array.isArray(value) ? value : [value]) flat.push(name, item);
+      }
+      if (answer.statusCode === 304) {
+        await answer.body.dump();
+        const merged = mergeNotModified(entry.headers, flat);
+        const verdict = judge(primary, requestHeaders, entry.status, merged, this.defaultTtlMs, this.heuristic, Date.now(), this.targeted);
+        if (verdict.policy !== null) await this.save(primary, requestHeaders, entry.status, merged, entry.body, verdict.policy, verdict.vary).done;
+        return;
+      }
+      const body = Buffer.from(await answer.body.arrayBuffer());
+      const verdict = judge(primary, requestHeaders, answer.statusCode, flat, this.defaultTtlMs, this.heuristic, Date.now(), this.targeted);
+      if (verdict.policy !== null && body.length <= this.maxEntryBytes) {
+        await this.save(primary, requestHeaders, answer.statusCode, flat, body, verdict.policy, verdict.vary).done;
+      }
+    })()
+      .catch(() => this.metrics.add(this.names.storeErrors))
+      .finally(finish);
   }
 
   /** A store write or delete that never throws or rejects; a Promise when the store answers later. */
@@ -459,6 +538,14 @@ class CacheRequest implements ResponseObserver {
         return record.answer('HIT', Date.now());
       }
       if (!this.authorization || record.sharedWithAuth) {
+        const now = Date.now();
+        // stale-while-revalidate: served stale at once while one background refresh runs.
+        const staleFor = now - record.freshUntil;
+        if (this.isGet && !this.noCache && !this.conditional && !record.mustRevalidate && staleFor >= 0 && staleFor < record.staleWhileRevalidateMs) {
+          this.cache.refreshInBackground(this.lookupKey, this.primary, record, this.ctx, this.requestHeaders);
+          this.setLabel(Label.Stale);
+          return record.answer('UPDATING', now);
+        }
         if (!record.mustRevalidate) this.candidate = record;
         this.revalidate(record);
       }
@@ -483,14 +570,7 @@ class CacheRequest implements ResponseObserver {
    */
   private refreshed(headers: readonly string[]): ContentAnswer {
     const entry = this.revalidating!;
-    const replaced = new Set<string>();
-    for (let i = 0; i < headers.length; i += 2) {
-      const name = headers[i];
-      if (name !== 'content-length' && name !== 'transfer-encoding' && name !== 'x-cache') replaced.add(name);
-    }
-    const merged: string[] = [];
-    for (let i = 0; i < entry.headers.length; i += 2) if (!replaced.has(entry.headers[i])) merged.push(entry.headers[i], entry.headers[i + 1]);
-    for (let i = 0; i < headers.length; i += 2) if (replaced.has(headers[i])) merged.push(headers[i], headers[i + 1]);
+    const merged = mergeNotModified(entry.headers, headers);
     const verdict = judge(this.primary, this.requestHeaders, entry.status, merged, this.cache.defaultTtlMs, this.cache.heuristic, Date.now(), this.cache.targeted);
     const metrics = this.cache.metrics;
     metrics.add(this.cache.names.revalidated304);
@@ -697,22 +777,25 @@ class CacheRequest implements ResponseObserver {
 
   /** Keeps the answer (a Promise when the store answers later). */
   private store(body: Buffer): void | Promise<void> {
-    const now = Date.now();
-    const targeted = this.cache.targeted;
-    const record = new StoredResponse(this.status, served(this.headers, targeted), body, this.policy!, this.primary, now, targetedValue(this.headers, targeted));
+    const { record, done } = this.cache.save(this.primary, this.requestHeaders, this.status, this.headers, body, this.policy!, this.storedVary);
     this.lastStored = record;
-    // Kept past its freshness for stale-if-error, and for revalidation when it has validators.
-    const validators = record.etag !== undefined || record.lastModified !== undefined;
-    const keep = Math.max(record.mustRevalidate ? 0 : this.cache.staleIfErrorMs, validators ? REVALIDATE_KEEP_MS : 0);
-    const ttl = Math.max(0, record.freshUntil - now) + keep;
-    const { cache, primary } = this;
-    const vary = this.storedVary;
-    if (vary.length === 0) return cache.write(() => cache.store.set(primary, record, ttl));
-    const key = variantKey(primary, vary, this.requestHeaders);
-    const index = cache.write(() => cache.store.set(primary, new VaryIndex(vary, now), ttl));
-    const variant = cache.write(() => cache.store.set(key, record, ttl));
-    if (index instanceof Promise || variant instanceof Promise) return Promise.all([index, variant]).then(() => undefined);
+    return done;
   }
+}
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length']);
+
+/** A stored entry's headers with those of a 304 in their place (RFC 9111 4.3.4; framing headers kept). */
+function mergeNotModified(stored: readonly string[], update: readonly string[]): string[] {
+  const replaced = new Set<string>();
+  for (let i = 0; i < update.length; i += 2) {
+    const name = update[i];
+    if (name !== 'content-length' && name !== 'transfer-encoding' && name !== 'x-cache') replaced.add(name);
+  }
+  const merged: string[] = [];
+  for (let i = 0; i < stored.length; i += 2) if (!replaced.has(stored[i])) merged.push(stored[i], stored[i + 1]);
+  for (let i = 0; i < update.length; i += 2) if (replaced.has(update[i])) merged.push(update[i], update[i + 1]);
+  return merged;
 }
 
 /** How long a stale entry with validators is kept for a conditional request. */
