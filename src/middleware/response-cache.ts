@@ -3,33 +3,26 @@
  * entry. The rules are http-cache-semantics' plus the contract's (src/cache/rules.ts); keys and Vary
  * in src/cache/key.ts; stores in src/cache/store.ts.
  *
- * X-Cache on every answer of an endpoint it runs on:
- * - HIT: served from a fresh entry (with Age);
- * - STALE: the upstream failed (connection error, 5xx, timeout, every host's breaker open) and an entry
- *   stale by less than staleIfErrorMs was served instead (with Age);
- * - MISS: looked up, went upstream; the answer is stored when it has a lifetime, fits maxEntryBytes
- *   and arrives whole (upstream failures with nothing to serve instead are MISS too);
- * - BYPASS: the cache took no part: a method other than GET/HEAD (an unsafe one's 2xx/3xx answer drops
- *   the entry, RFC 9111 4.4), a GET with a body, a request `Cache-Control: no-store`; or the answer is
- *   one the rules forbid storing (private, no-store, Set-Cookie, Vary: *, a status a cache must not
- *   keep, an answer to a request with Authorization that is neither public nor s-maxage).
+ * X-Cache on every answer of an endpoint it runs on: HIT (a fresh entry, with Age; also a 304 to a
+ * client's matching conditional request, and a 206 to a single-range request), REVALIDATED (a stale
+ * entry the upstream's 304 confirmed), UPDATING (stale-while-revalidate: served stale while one
+ * background refresh runs), STALE (stale-if-error), MISS (went upstream), BYPASS (the cache took no
+ * part, or the answer may not be stored). docs/cache.md says what each rule is and why.
  *
- * The hit path: one pass over the request headers, the key, a synchronous get from the local store
- * (two when the answers vary), a clock read, and an answer object built at most once per second per
- * entry. Everything else (a request with Cache-Control or Pragma, an asynchronous store, a miss) goes
- * through a CacheRequest.
+ * The hit path: one pass over the request headers, the key, a synchronous get from the store (the
+ * instance's shared LMDB store: a lookup and a sequence-number compare), a clock read, and an answer
+ * object built at most once per second per entry. Everything else (request directives, conditionals,
+ * Range, an asynchronous store, a miss) goes through a CacheRequest.
  *
- * Coalescing: the first miss of a key leads (goes upstream); later misses of that key follow: they
- * wait for the leader's answer and look again once it is stored (HIT), serve the leader's STALE entry
- * when the upstream failed, or go upstream themselves when its answer was not stored. A follower
- * waits at most slaMs (counted in `waitTimeouts`), then goes upstream itself without leading: the
- * pipeline would skip the cache at slaMs anyway, and going on here keeps its answer labelled and
- * storable. So coalescing holds a stampede back for upstreams that answer within slaMs; raise the
- * cache's slaMs for endpoints slower than that (nginx's proxy_cache_lock_timeout is 5 s).
+ * Coalescing: the first miss of a key leads, for the whole instance with the shared store (a lock
+ * entry in it, see CacheRequest.missed); the others wait up to lockTimeoutMs for its entry (HIT), its
+ * STALE entry when the upstream failed, or go upstream themselves at once when its answer was not
+ * stored. With a kvStores store followers are per worker and wait at most slaMs.
  *
  * Counted under `middleware.<id>.`: hits, misses, stale, bypass (one of them per request),
- * bytesStored (+ on store, - on eviction, replacement, expiry or close: the sum over the workers is
- * what the instance holds), evictions, waitTimeouts, storeErrors.
+ * bytesStored (the sum over the workers is what the instance holds), evictions, lockWaits,
+ * waitTimeouts, backgroundRefreshes, revalidated304, revalidated200, notModified, invalidations,
+ * storeErrors.
  */
 import type CachePolicy from 'http-cache-semantics';
 import { request as undiciRequest } from 'undici';
