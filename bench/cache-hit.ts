@@ -3,7 +3,8 @@
 // process (bench/proxy-load.ts), 127.0.0.1. Modes, interleaved over BENCH_ROUNDS rounds (medians):
 //   plain        no middleware: every request proxied
 //   noop         one middleware that lets every request through (what any middleware costs)
-//   hit          responseCache, every request a HIT (local store, synchronous get)
+//   hit          responseCache, every request a HIT (local store: the instance's shared LMDB store)
+//   hit-worker   the same with the per-worker in-memory store the local store was before (LocalCacheStore)
 //   hit-async    the same entries behind a store whose get answers with a Promise (the price of a
 //                microtask and of the pipeline's SLA timer per request)
 //   uncacheable  responseCache, every answer `private` (a lookup, a miss, the answer judged: BYPASS)
@@ -22,7 +23,7 @@ const CONNECTIONS = Number(env.BENCH_CONNECTIONS ?? 50);
 const ROUNDS = Number(env.BENCH_ROUNDS ?? 3);
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
-const MODES = ['plain', 'noop', 'hit', 'hit-async', 'uncacheable'] as const;
+const MODES = ['plain', 'noop', 'hit', 'hit-worker', 'hit-async', 'uncacheable'] as const;
 type Mode = (typeof MODES)[number];
 
 const BODY = JSON.stringify({ id: 1347, number: 42, state: 'open', title: 'Found a bug', user: { login: 'octocat', id: 1 } });
@@ -93,13 +94,13 @@ async function gatewayRole(mode: Mode, upstreamUrl: string): Promise<void> {
       id: 'cache',
       type: 'responseCache' as const,
       slaMs: 100,
-      store: mode === 'hit-async' ? 'async' : 'local',
+      store: mode === 'hit-async' ? 'async' : mode === 'hit-worker' ? 'worker' : 'local',
       maxEntryBytes: 131072,
       maxBytes: 67108864,
       defaultTtlMs: 0,
       staleIfErrorMs: 60000,
     };
-    plane.setPipeline(buildPipeline([config], { metrics: counters, warn: () => {}, stores: storeLookup({ cache: () => asyncStore }) }));
+    plane.setPipeline(buildPipeline([config], { metrics: counters, warn: () => {}, stores: storeLookup({ cache: (name) => (name === 'worker' ? local : asyncStore) }) }));
   }
   console.log(JSON.stringify({ port: plane.port }));
 }
@@ -129,9 +130,12 @@ async function decisionCost(): Promise<void> {
   const policy = judge(key, [], 200, headers, 0).policy!;
   local.set(key, new StoredResponse(200, headers, Buffer.from(BODY), policy, key, Date.now()), 3_600_000);
   const request = ['accept', '*/*', 'user-agent', 'bench', 'x-forwarded-for', '127.0.0.1', 'x-forwarded-proto', 'http', 'via', '1.1 gw'];
-  for (const store of ['sync', 'async', 'sync', 'async']) {
+  const { SharedCacheStore } = await import('../src/cache/shared-store.js');
+  const shared = new SharedCacheStore(undefined, 'c', 1 << 26, { added: () => {}, removed: () => {} });
+  shared.set(key, new StoredResponse(200, headers, Buffer.from(BODY), policy, key, Date.now()), 3_600_000);
+  for (const store of ['sync', 'shared', 'async', 'sync', 'shared', 'async']) {
     const config = { id: 'c', type: 'responseCache' as const, slaMs: 1000, store, maxEntryBytes: 131072, maxBytes: 1 << 26, defaultTtlMs: 0, staleIfErrorMs: 0 };
-    const pipeline = buildPipeline([config], { metrics: { add: () => {} }, warn: () => {}, stores: storeLookup({ cache: (name) => (name === 'sync' ? local : behindPromise) }) });
+    const pipeline = buildPipeline([config], { metrics: { add: () => {} }, warn: () => {}, stores: storeLookup({ cache: (name) => (name === 'sync' ? local : name === 'shared' ? shared : behindPromise) }) });
     const batch = (n: number) =>
       new Promise<void>((resolve) => {
         let left = n;

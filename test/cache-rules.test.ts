@@ -75,7 +75,7 @@ const cases: Case[] = [
   ['Vary: *', [], 200, ['cache-control', 'max-age=60', 'vary', '*'], 0, 'forbidden'],
   ['Vary with * in the list', [], 200, ['cache-control', 'max-age=60', 'vary', 'accept, *'], 0, 'forbidden'],
   ['206 (not understood)', [], 206, ['cache-control', 'max-age=60'], 0, 'forbidden'],
-  ['500', [], 500, ['cache-control', 'max-age=60'], 0, 'forbidden'],
+  ['500 with explicit freshness (RFC 9111 3: any final status)', [], 500, ['cache-control', 'max-age=60'], 0, 'fresh'],
   ['304', [], 304, ['cache-control', 'max-age=60'], 0, 'forbidden'],
   ['request no-store', ['cache-control', 'no-store'], 200, ['cache-control', 'max-age=60'], 0, 'forbidden'],
   ['Authorization, max-age only', ['authorization', 'Bearer x'], 200, ['cache-control', 'max-age=60'], 0, 'forbidden'],
@@ -213,4 +213,58 @@ t.test('flights: followers wake with the outcome, or alone at their deadline', a
   t.equal(flights.get('k'), undefined, 'landed: gone');
   t.equal(await flight.wait(1000), null, 'waiting on a landed flight: at once');
   t.equal(await flights.start('k2').wait(0), null, 'no time left: at once');
+});
+
+// ---- RFC 9110/9111 read to the letter where http-cache-semantics reads otherwise (rules.ts) ------
+
+t.test('HTTP-date: the three forms, strictly; RFC 850 two-digit years; Date.parse texts refused', async (t) => {
+  const { parseHttpDate, formatHttpDate } = await import('../src/cache/http-date.js');
+  const ms = Date.UTC(1994, 10, 6, 8, 49, 37);
+  t.equal(parseHttpDate('Sun, 06 Nov 1994 08:49:37 GMT'), ms, 'IMF-fixdate');
+  t.equal(parseHttpDate('Sunday, 06-Nov-94 08:49:37 GMT', Date.UTC(2000, 0, 1)), ms, 'RFC 850 in 2000: 94 is 1994');
+  const now2026 = Date.UTC(2026, 10, 25);
+  t.equal(parseHttpDate('Thursday, 01-Jan-70 00:00:00 GMT', now2026), Date.UTC(2070, 0, 1), 'RFC 850 in 2026: 70 is 2070 (not more than 50 years ahead)');
+  t.equal(parseHttpDate('Saturday, 01-Jan-99 00:00:00 GMT', now2026), Date.UTC(1999, 0, 1), 'RFC 850 in 2026: 99 is 1999 (2099 is more than 50 years ahead)');
+  t.equal(parseHttpDate('Sun Nov  6 08:49:37 1994'), ms, 'asctime');
+  for (const bad of ['0', '-1', '2026-11-25T10:00:00Z', 'Sun, 6 Nov 1994 08:49:37 GMT', 'Sun, 06 Nov 1994 08:49:37 PST', 'Sun, 31 Feb 1994 08:49:37 GMT', 'tomorrow', '1732530000']) {
+    t.equal(parseHttpDate(bad), null, `not an HTTP-date: ${JSON.stringify(bad)}`);
+  }
+  const fc = await import('fast-check');
+  fc.assert(
+    fc.property(fc.integer({ min: 0, max: Date.UTC(9999, 0, 1) }), (n) => parseHttpDate(formatHttpDate(n)) === Math.floor(n / 1000) * 1000),
+  );
+});
+
+t.test('the rules on malformed and edge inputs (each as the RFC reads it)', async (t) => {
+  const now = Date.now();
+  const date = new Date(now).toUTCString();
+  const fresh = (headers: string[], status = 200) => {
+    const verdict = judge('/k /k', [], status, headers, 0);
+    return verdict.policy === null ? (verdict.storable ? 'no lifetime' : 'forbidden') : 'fresh';
+  };
+  t.equal(fresh(['date', date, 'expires', 'tomorrow']), 'no lifetime', 'an invalid Expires is already expired (Date.parse would take some)');
+  t.equal(fresh(['date', date, 'expires', '2099-01-01']), 'no lifetime', 'an ISO date is not an HTTP-date');
+  t.equal(fresh(['date', date, 'expires', '0']), 'no lifetime', 'Expires: 0 is expired');
+  t.equal(fresh(['date', new Date(now - 7200_000).toUTCString(), 'cache-control', 'max-age=3600']), 'no lifetime', 'a Date two hours old: the apparent age exceeds max-age');
+  t.equal(fresh(['date', new Date(now - 7200_000).toUTCString(), 'expires', new Date(now - 3600_000).toUTCString()]), 'no lifetime', 'Expires measured from Date: stale on arrival');
+  t.equal(fresh(['date', 'garbage', 'cache-control', 'max-age=60']), 'fresh', 'an invalid Date is as if absent');
+  t.equal(fresh(['cache-control', 'max-age=60', 'age', '7200.0']), 'fresh', 'Age 7200.0 is not an integer: ignored');
+  t.equal(fresh(['cache-control', 'max-age=60', 'age', '7200']), 'no lifetime', 'Age 7200 counts');
+  t.equal(fresh(['cache-control', 'max-age=60', 'age', '-5']), 'fresh', 'a negative Age is ignored');
+  t.equal(fresh(['cache-control', 'MAX-AGE=60']), 'fresh', 'directive names are case-insensitive');
+  t.equal(fresh(['cache-control', 'No-Store, max-age=60']), 'forbidden', 'No-Store');
+  t.equal(fresh(['cache-control', 'PRIVATE, max-age=60']), 'forbidden', 'PRIVATE');
+  t.equal(fresh(['cache-control', 'max-age=60'], 500), 'fresh', 'a 500 with explicit freshness may be stored');
+  t.equal(fresh(['cache-control', 'max-age=60'], 299), 'fresh', 'an unknown 2xx with explicit freshness may be stored');
+  t.equal(fresh(['cache-control', 'max-age=60'], 206), 'forbidden', '206 is never stored');
+  t.equal(fresh([], 503), 'forbidden', 'a 503 without freshness is not');
+  const sMaxage = new StoredResponse(200, ['cache-control', 'S-MAXAGE=60'], Buffer.from('x'), judge('/k /k', [], 200, ['cache-control', 'S-MAXAGE=60'], 0).policy!, '/k /k', now);
+  t.ok(sMaxage.mustRevalidate, 's-maxage implies proxy-revalidate in a shared cache');
+  const lastModified = new Date(now - 100 * 86400_000).toUTCString();
+  t.equal(judge('/k /k', [], 200, ['date', date, 'last-modified', lastModified], 0).policy, null, 'no heuristic freshness by default');
+  const heuristic = judge('/k /k', [], 200, ['date', date, 'last-modified', lastModified], 0, { maxMs: 3600_000 }).policy!;
+  t.equal(heuristic.maxAge(), 3600, 'heuristic: 10% of 100 days, capped at one hour');
+  const small = judge('/k /k', [], 200, ['date', date, 'last-modified', new Date(now - 1000_000).toUTCString()], 0, { maxMs: 3600_000 }).policy!;
+  t.equal(small.maxAge(), 100, 'heuristic: 10% of 1,000 s');
+  t.equal(judge('/k /k', [], 500, ['date', date, 'last-modified', lastModified], 0, { maxMs: 3600_000 }).policy, null, 'not for a status that is not heuristically cacheable');
 });

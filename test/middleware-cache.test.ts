@@ -107,7 +107,8 @@ t.test('hit after miss: the upstream sees one request; Age on the hit; HEAD from
   t.equal(second.status, 200);
   t.equal(second.xCache, 'HIT');
   t.equal(second.body, 'stored body');
-  t.equal(second.age, '0');
+  // The origin's Date has whole seconds: the apparent age (RFC 9111 4.2.3) may already be 1.
+  t.ok(second.age === '0' || second.age === '1', `Age ${second.age}`);
   t.same(second.headers.etag, ['"v1"'], 'the upstream headers are served');
   t.same(second.headers.link, ['<a>; rel=x', '<b>; rel=y'], 'repeated headers kept');
   t.same(second.headers['cache-control'], ['max-age=60']);
@@ -120,7 +121,7 @@ t.test('hit after miss: the upstream sees one request; Age on the hit; HEAD from
   await delay(1100);
   const older = await get('/items/hit');
   t.equal(older.xCache, 'HIT');
-  t.equal(older.age, '1', 'Age grows with the time it was held');
+  t.ok(Number(older.age) > Number(second.age), `Age grows with the time it was held (${second.age} -> ${older.age})`);
 });
 
 t.test('an upstream Age counts: the entry is fresh for max-age less that age', async (t) => {
@@ -246,8 +247,8 @@ t.test('30 concurrent misses send one request upstream; the others are served fr
   t.ok(privates.every((r) => r.xCache === 'BYPASS' && r.body === 'mine'));
 });
 
-t.test('a follower waits at most slaMs, then goes upstream itself (counted in waitTimeouts)', async (t) => {
-  use({ slaMs: 100 });
+t.test('a follower waits at most lockTimeoutMs (not slaMs), then goes upstream itself (counted in waitTimeouts)', async (t) => {
+  use({ slaMs: 50, lockTimeoutMs: 100 });
   const before = counted('waitTimeouts');
   upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'slow', 200, 300));
   const started = Date.now();
@@ -257,6 +258,23 @@ t.test('a follower waits at most slaMs, then goes upstream itself (counted in wa
   t.equal(counted('waitTimeouts') - before, 2);
   t.ok(Date.now() - started < 1000);
   t.equal((await get('/items/slow-leader')).xCache, 'HIT', 'stored all the same');
+
+  // A lock timeout above slaMs: the followers wait for a 300 ms leader although slaMs is 50.
+  use({ slaMs: 50, lockTimeoutMs: 5000 });
+  const slaMissesBefore = counted('slaMisses');
+  const waited = await Promise.all(Array.from({ length: 5 }, () => get('/items/slow-leader-2')));
+  t.equal(seen('/items/slow-leader-2'), 1, 'one upstream request');
+  t.same(waited.map((r) => r.xCache).sort(), ['HIT', 'HIT', 'HIT', 'HIT', 'MISS']);
+  t.equal(counted('slaMisses') - slaMissesBefore, 0, 'no SLA miss while waiting for the leader');
+});
+
+t.test('a leader whose answer fails releases its followers at once', async (t) => {
+  use({ lockTimeoutMs: 5000, staleIfErrorMs: 0 });
+  upstream.setHandler(answering({}, 'broken', 502, 200));
+  const started = Date.now();
+  const results = await Promise.all(Array.from({ length: 4 }, () => get('/items/failing-leader')));
+  t.ok(results.every((r) => r.status === 502), 'every client got the upstream answer');
+  t.ok(Date.now() - started < 2500, `released well before the lock timeout (${Date.now() - started} ms)`);
 });
 
 t.test('stale-if-error: served on a 503, on a timeout and on connection refused; not past staleIfErrorMs', async (t) => {
@@ -293,6 +311,26 @@ t.test('stale-if-error: served on a 503, on a timeout and on connection refused;
   const problem = await get('/down/1');
   t.equal(problem.status, 502);
   t.equal(problem.xCache, 'MISS', "the gateway's own 502 is labelled too");
+});
+
+t.test('s-maxage: never served stale when the upstream fails (it implies proxy-revalidate)', async (t) => {
+  use({ staleIfErrorMs: 60_000 });
+  upstream.setHandler(answering({ 'cache-control': 's-maxage=1' }, 'shared lifetime'));
+  t.equal((await get('/items/smaxage')).xCache, 'MISS');
+  t.equal((await get('/items/smaxage')).xCache, 'HIT');
+  await delay(2100);
+  upstream.setHandler(answering({}, 'down', 503));
+  const failed = await get('/items/smaxage');
+  t.equal(failed.status, 503, 'the upstream failure, not the stale entry');
+  t.equal(failed.xCache, 'MISS');
+});
+
+t.test('an answer already stale on arrival (Date two hours old, max-age one hour) is not a hit', async (t) => {
+  use();
+  upstream.setHandler(answering({ 'cache-control': 'max-age=3600', date: new Date(Date.now() - 7200_000).toUTCString() }, 'old'));
+  await get('/items/old-date');
+  t.equal((await get('/items/old-date')).xCache, 'MISS');
+  t.equal(seen('/items/old-date'), 2);
 });
 
 t.test('must-revalidate: served while fresh, never stale', async (t) => {
@@ -342,7 +380,7 @@ t.test('request Cache-Control: no-cache (and Pragma: no-cache) refreshes the ent
   t.equal(seen('/items/absent'), 0);
 });
 
-t.test('the byte bound evicts the least recently used entries (counted)', async (t) => {
+t.test('the byte bound evicts the oldest entries first, in insertion order (counted)', async (t) => {
   // Each entry: ~1.5 KB body + 512 bytes of bookkeeping: two fit in 5000 bytes, three do not.
   use({ maxBytes: 5000, maxEntryBytes: 4000 });
   const body = 'b'.repeat(1500);
@@ -350,12 +388,12 @@ t.test('the byte bound evicts the least recently used entries (counted)', async 
   const evictionsBefore = counted('evictions');
   await get('/items/lru-1');
   await get('/items/lru-2');
-  t.equal((await get('/items/lru-1')).xCache, 'HIT', 'lru-1 used again: lru-2 is now the oldest');
+  t.equal((await get('/items/lru-1')).xCache, 'HIT', 'a hit does not move lru-1 back: it stays the oldest');
   await get('/items/lru-3');
   t.equal(counted('evictions') - evictionsBefore, 1, 'one eviction');
-  t.equal((await get('/items/lru-1')).xCache, 'HIT');
+  t.equal((await get('/items/lru-2')).xCache, 'HIT');
   t.equal((await get('/items/lru-3')).xCache, 'HIT');
-  t.equal((await get('/items/lru-2')).xCache, 'MISS', 'the least recently used was evicted');
+  t.equal((await get('/items/lru-1')).xCache, 'MISS', 'the first stored was evicted');
   const bytes = counted('bytesStored');
   t.ok(bytes > 2 * 1500 && bytes <= 5000, `bytesStored within the bound (${bytes})`);
 });
@@ -432,6 +470,124 @@ t.test('other methods are BYPASS; a successful DELETE drops the entry of its URL
   t.same(post.responses[0]!.headers['x-cache'], ['BYPASS']);
 });
 
+t.test('revalidation: a stale entry with an ETag is refreshed by a 304, its headers updated (REVALIDATED)', async (t) => {
+  use();
+  const conditions: Array<string | undefined> = [];
+  upstream.setHandler((req, res) => {
+    conditions.push(req.headers['if-none-match']);
+    if (req.headers['if-none-match'] === '"v1"') {
+      res.writeHead(304, { etag: '"v1"', 'cache-control': 'max-age=60', 'x-version': '2' });
+      res.end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '8', etag: '"v1"', 'cache-control': 'max-age=1', 'x-version': '1' });
+    res.end('original');
+  });
+  t.equal((await get('/items/reval')).xCache, 'MISS');
+  await delay(2100);
+  const refreshed = await get('/items/reval');
+  t.same([refreshed.status, refreshed.xCache, refreshed.body], [200, 'REVALIDATED', 'original'], 'the stored body, served whole');
+  t.same(refreshed.headers['x-version'], ['2'], "the 304's headers replace the stored ones");
+  t.same(refreshed.headers['cache-control'], ['max-age=60']);
+  t.same(conditions, [undefined, '"v1"'], 'the second request went upstream with If-None-Match');
+  const after = await get('/items/reval');
+  t.same([after.xCache, after.body, after.headers['x-version']], ['HIT', 'original', ['2']], 'fresh again (max-age=60 from the 304)');
+  t.equal(seen('/items/reval'), 2);
+  t.equal(counted('revalidated304'), 1);
+});
+
+t.test("a client's If-None-Match / If-Modified-Since against a fresh entry: 304 with the validators", async (t) => {
+  use();
+  const modified = new Date(Date.now() - 86400_000).toUTCString();
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60', etag: 'W/"e1"', 'last-modified': modified }, 'conditional body'));
+  await get('/items/cond');
+  const match = await get('/items/cond', 'If-None-Match: "x", "e1"\r\n');
+  t.same([match.status, match.xCache, match.body], [304, 'HIT', ''], 'weak comparison: "e1" matches W/"e1"');
+  t.same(match.headers.etag, ['W/"e1"']);
+  t.same(match.headers['cache-control'], ['max-age=60']);
+  t.equal(match.headers['content-length'], undefined, 'no Content-Length on the 304');
+  const other = await get('/items/cond', 'If-None-Match: "e2"\r\n');
+  t.same([other.status, other.xCache, other.body], [200, 'HIT', 'conditional body']);
+  const since = await get('/items/cond', `If-Modified-Since: ${new Date().toUTCString()}\r\n`);
+  t.equal(since.status, 304, 'not modified since now');
+  const before = await get('/items/cond', `If-Modified-Since: ${new Date(Date.now() - 2 * 86400_000).toUTCString()}\r\n`);
+  t.equal(before.status, 200, 'modified since two days ago');
+  const bad = await get('/items/cond', 'If-Modified-Since: yesterday\r\n');
+  t.equal(bad.status, 200, 'an invalid date is ignored');
+  t.equal(seen('/items/cond'), 1);
+});
+
+t.test('targeted cache control (RFC 9213): CDN-Cache-Control and a configured name override Cache-Control for this cache', async (t) => {
+  use();
+  upstream.setHandler(answering({ 'cache-control': 'no-store', 'cdn-cache-control': 'max-age=60' }, 'for the cdn'));
+  await get('/items/targeted-1');
+  const hit = await get('/items/targeted-1');
+  t.equal(hit.xCache, 'HIT', 'stored under CDN-Cache-Control although Cache-Control says no-store');
+  t.same(hit.headers['cache-control'], ['no-store'], 'Cache-Control goes on to clients');
+  t.equal(hit.headers['cdn-cache-control'], undefined, 'CDN-Cache-Control is not served from the cache');
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60', 'cdn-cache-control': 'no-store' }, 'not for the cdn'));
+  await get('/items/targeted-2');
+  t.equal((await get('/items/targeted-2')).xCache, 'BYPASS', 'CDN-Cache-Control: no-store wins over max-age');
+  use({ targetedCacheControl: ['Gateway-Cache-Control', 'CDN-Cache-Control'] } as Partial<ResponseCacheConfig>);
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60', 'cdn-cache-control': 'max-age=60', 'gateway-cache-control': 'private' }, 'ours'));
+  await get('/items/targeted-3');
+  t.equal((await get('/items/targeted-3')).xCache, 'BYPASS', 'the first configured name present wins');
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60', 'cdn-cache-control': 'max-age=1, must-revalidate' }, 'x'));
+  await get('/items/targeted-4');
+  t.equal((await get('/items/targeted-4')).xCache, 'HIT');
+  await delay(2100);
+  upstream.setHandler(answering({}, 'down', 503));
+  t.equal((await get('/items/targeted-4')).status, 503, "the targeted field's must-revalidate holds: no stale answer");
+});
+
+t.test('a single-range request is answered 206 from a stored 200; other ranges get the whole answer', async (t) => {
+  use();
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, '0123456789'));
+  await get('/items/range');
+  const part = await get('/items/range', 'Range: bytes=2-5\r\n');
+  t.same([part.status, part.body, part.xCache], [206, '2345', 'HIT']);
+  t.same(part.headers['content-range'], ['bytes 2-5/10']);
+  t.same(part.headers['content-length'], ['4']);
+  t.same([(await get('/items/range', 'Range: bytes=-3\r\n')).body, (await get('/items/range', 'Range: bytes=7-\r\n')).body], ['789', '789'], 'suffix and open ranges');
+  t.same([(await get('/items/range', 'Range: bytes=0-1,4-5\r\n')).status, (await get('/items/range', 'Range: bytes=20-30\r\n')).status, (await get('/items/range', 'Range: items=0-1\r\n')).status], [200, 200, 200], 'several ranges, past the end, another unit: the whole answer');
+  t.equal(seen('/items/range'), 1);
+});
+
+t.test('stale-while-revalidate: served stale (UPDATING) at once, refreshed once in the background', async (t) => {
+  use();
+  const conditions: Array<string | undefined> = [];
+  upstream.setHandler((req, res) => {
+    conditions.push(req.headers['if-none-match']);
+    if (req.headers['if-none-match'] === '"s1"') {
+      setTimeout(() => {
+        res.writeHead(304, { etag: '"s1"', 'cache-control': 'max-age=60', 'x-version': '2' });
+        res.end();
+      }, 200);
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '5', etag: '"s1"', 'cache-control': 'max-age=1, stale-while-revalidate=30', 'x-version': '1' });
+    res.end('stale');
+  });
+  t.equal((await get('/items/swr')).xCache, 'MISS');
+  await delay(2600);
+  const stale = await Promise.all([get('/items/swr'), get('/items/swr'), get('/items/swr')]);
+  t.same(stale.map((r) => [r.status, r.xCache, r.body, r.headers['x-version']?.[0]]), Array(3).fill([200, 'UPDATING', 'stale', '1']), 'served stale at once');
+  await delay(600);
+  t.same(conditions, [undefined, '"s1"'], 'one background refresh, conditional');
+  const after = await get('/items/swr');
+  t.same([after.xCache, after.headers['x-version']], ['HIT', ['2']], 'the refreshed entry');
+  t.equal(counted('backgroundRefreshes'), 1, 'one background refresh counted');
+});
+
+t.test('stale-while-revalidate does not apply to must-revalidate', async (t) => {
+  use();
+  upstream.setHandler(answering({ 'cache-control': 'max-age=1, stale-while-revalidate=30, must-revalidate' }, 'strict'));
+  await get('/items/swr-strict');
+  await delay(2600);
+  t.equal((await get('/items/swr-strict')).xCache, 'MISS', 'refetched, not served stale');
+  t.equal(seen('/items/swr-strict'), 2);
+});
+
 t.test('every request is counted once: hits, misses, stale, bypass', async (t) => {
   const local = new Counters();
   plane.setPipeline(buildPipeline([cacheConfig()], { metrics: local, warn: () => {} }));
@@ -467,3 +623,4 @@ t.test('stale-if-error while every host is behind an open breaker', async (t) =>
   const none = await get('/items/never-stored');
   t.same([none.status, none.xCache], [503, 'MISS']);
 });
+

@@ -5,7 +5,8 @@
  *   "SGC" 0x01            magic and format version
  *   kind (1 byte)         1: a stored response, 2: a Vary index
  *   meta length (u32 BE)  then that many bytes of UTF-8 JSON:
- *                           response: { s: status, h: [name, value, ...], p: policy.toObject(), u: key, t: storedAt }
+ *                           response: { s: status, h: [name, value, ...], p: policy.toObject(), u: key, t: storedAt,
+ *                                       c: targeted Cache-Control (optional) }
  *                           vary:     { v: [name, ...], t: storedAt }
  *   body                  the rest (responses only)
  *
@@ -27,7 +28,7 @@ export class CacheRecordError extends Error {
 export function encodeRecord(record: CacheRecord): Buffer {
   const meta =
     record.kind === 'response'
-      ? { s: record.status, h: record.headers, p: record.policy.toObject(), u: record.url, t: record.storedAt }
+      ? { s: record.status, h: record.headers, p: record.policy.toObject(), u: record.url, t: record.storedAt, c: record.targetedCacheControl }
       : { v: record.names, t: record.storedAt };
   const json = Buffer.from(JSON.stringify(meta), 'utf8');
   const body = record.kind === 'response' ? record.body : EMPTY;
@@ -66,7 +67,7 @@ export function decodeRecord(bytes: Buffer): CacheRecord {
     return new VaryIndex(meta.v, storedAt);
   }
   if (kind !== RESPONSE) throw new CacheRecordError(`unknown cache record kind ${kind}`);
-  const { s: status, h: headers, p: policyObject, u: url } = meta;
+  const { s: status, h: headers, p: policyObject, u: url, c: targeted } = meta;
   if (typeof status !== 'number' || !Number.isInteger(status) || status < 200 || status > 599) {
     throw new CacheRecordError(`stored response with an invalid status ${String(status)}`);
   }
@@ -78,7 +79,7 @@ export function decodeRecord(bytes: Buffer): CacheRecord {
   } catch (err) {
     throw new CacheRecordError(`stored response policy unreadable: ${(err as Error).message}`);
   }
-  return new StoredResponse(status, headers, bytes.subarray(HEADER_BYTES + metaLength), policy, url, storedAt);
+  return new StoredResponse(status, headers, bytes.subarray(HEADER_BYTES + metaLength), policy, url, storedAt, typeof targeted === 'string' ? targeted : undefined);
 }
 
 function isStringList(value: unknown): value is string[] {

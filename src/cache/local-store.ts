@@ -1,7 +1,8 @@
 /**
- * The `local` store: records kept as objects in the worker's memory (no encoding), least recently
- * used first out once their sizes add up to more than `maxBytes` (lru-cache's maxSize). Each worker
- * has its own; `bytesStored` summed over the workers is what the instance holds.
+ * A per-worker store: records kept as objects in the worker's memory (no encoding), least recently
+ * used first out once their sizes add up to more than `maxBytes` (lru-cache's maxSize). It was the
+ * `local` store before the instance's shared one (shared-store.ts); bench/cache-hit.ts keeps it as
+ * the baseline a shared hit is compared with.
  *
  * It answers synchronously. An expired record is dropped when next asked for (or evicted first).
  */

@@ -15,8 +15,29 @@
  * entry from ever being served stale.
  */
 import CachePolicy from 'http-cache-semantics';
+import { formatHttpDate, parseHttpDate } from './http-date.js';
 import { comparedValue, varyNames } from './key.js';
 import { hasDirective } from './record.js';
+
+/** Heuristic freshness (RFC 9111 4.2.2): a share of the time since Last-Modified, at most maxMs. */
+export interface Heuristic {
+  readonly maxMs: number;
+}
+
+/** Statuses heuristically cacheable (RFC 9110 15.1); 206 is never stored here. */
+const HEURISTIC_STATUSES = new Set([200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]);
+/** Statuses http-cache-semantics stores without explicit freshness information. */
+const LIBRARY_UNDERSTOOD = new Set([200, 203, 204, 300, 301, 302, 303, 307, 308, 404, 405, 410, 414, 501]);
+const EPOCH = formatHttpDate(0);
+const NO_TARGETS: readonly string[] = [];
+
+/** The value of the first targeted field (lower-case names) present, or undefined. */
+export function targetedValue(headers: readonly string[], targeted: readonly string[]): string | undefined {
+  for (const name of targeted) {
+    for (let i = 0; i < headers.length; i += 2) if (headers[i] === name) return headers[i + 1];
+  }
+  return undefined;
+}
 
 const POLICY_OPTIONS: CachePolicy.Options = { shared: true, cacheHeuristic: 0, immutableMinTimeToLive: 0 };
 
@@ -35,7 +56,19 @@ const FORBIDDEN: Verdict = { storable: false, policy: null, vary: [] };
  * The verdict on an answer (`status`, end-to-end `headers`, flat, lower-case names) to a GET whose
  * request headers were `requestHeaders`; `url` is the primary key the policy will be matched by.
  */
-export function judge(url: string, requestHeaders: readonly string[], status: number, headers: readonly string[], defaultTtlMs: number): Verdict {
+export function judge(
+  url: string,
+  requestHeaders: readonly string[],
+  status: number,
+  headers: readonly string[],
+  defaultTtlMs: number,
+  heuristic: Heuristic | null = null,
+  now = Date.now(),
+  targeted: readonly string[] = NO_TARGETS,
+): Verdict {
+  // A partial answer is never stored (a range is served from a stored whole answer instead); a 304
+  // is an answer to a conditional request, not one to keep.
+  if (status === 206 || status === 304 || status < 200) return FORBIDDEN;
   const response: CachePolicy.Headers = {};
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i]!;
@@ -43,6 +76,16 @@ export function judge(url: string, requestHeaders: readonly string[], status: nu
     const previous = response[name];
     response[name] = previous === undefined ? headers[i + 1] : `${previous as string}, ${headers[i + 1]}`;
   }
+  // Targeted cache control (RFC 9213): the first of the configured fields present replaces
+  // Cache-Control for this cache.
+  for (const name of targeted) {
+    const value = response[name];
+    if (typeof value === 'string') {
+      response['cache-control'] = value;
+      break;
+    }
+  }
+  readAsTheRfcSays(response, now);
   let vary: readonly string[] = [];
   if (typeof response.vary === 'string') {
     const names = varyNames(response.vary);
@@ -56,9 +99,17 @@ export function judge(url: string, requestHeaders: readonly string[], status: nu
     else response['cache-control'] = view;
   }
   const request = policyRequest(url, requestHeaders, vary);
-  let policy = new CachePolicy(request, { status, headers: response }, POLICY_OPTIONS);
+  const explicit = hasExplicitLifetime(response);
+  // RFC 9111 3: any final status may be stored with explicit freshness (or public); the library
+  // stores only the statuses it knows. It judges such an answer as a 200 (the record keeps its status).
+  const judgedStatus = !LIBRARY_UNDERSTOOD.has(status) && (explicit || hasDirective(lower(response['cache-control']), 'public')) ? 200 : status;
+  let policy = new CachePolicy(request, { status: judgedStatus, headers: response }, POLICY_OPTIONS);
   if (!policy.storable()) return FORBIDDEN;
-  if (defaultTtlMs > 0 && status === 200 && !hasExplicitLifetime(response)) {
+  if (!explicit && heuristic !== null && HEURISTIC_STATUSES.has(status)) {
+    const lifetimeMs = heuristicLifetimeMs(response, now, heuristic.maxMs);
+    if (lifetimeMs >= 1000) addLifetime(response, Math.floor(lifetimeMs / 1000));
+    policy = new CachePolicy(request, { status: judgedStatus, headers: response }, POLICY_OPTIONS);
+  } else if (defaultTtlMs > 0 && status === 200 && !explicit) {
     const lifetime = `s-maxage=${Math.ceil(defaultTtlMs / 1000)}`;
     const list = response['cache-control'];
     response['cache-control'] = typeof list === 'string' ? `${list}, ${lifetime}` : lifetime;
@@ -83,6 +134,78 @@ export function policyRequest(url: string, headers: readonly string[], vary: rea
     if (value !== undefined) view[name] = value;
   }
   return { method: 'GET', url, headers: view };
+}
+
+/**
+ * Where http-cache-semantics reads a header differently from RFC 9110/9111, the view it is given is
+ * corrected first (each rule has its test in test/cache-rules.test.ts; they could go to the library):
+ * - Cache-Control directive names are case-insensitive (RFC 9111 5.2): the library compares them as
+ *   written, so `MAX-AGE=60` would be no lifetime.
+ * - Date, Expires and Last-Modified are HTTP-dates (RFC 9110 5.6.7), read strictly (parseHttpDate),
+ *   including RFC 850's two-digit years; the library uses Date.parse, which accepts other texts and
+ *   reads "94" as 1994 whatever the century. An invalid Expires means already expired (RFC 9111
+ *   5.3); an invalid Date or Last-Modified is as if absent.
+ * - Age is a non-negative integer (RFC 9111 5.1): anything else ("7200.0", "-1", "1e3") is ignored;
+ *   the library's parseInt takes "7200.0" as 7200.
+ * - The initial age is at least the apparent age, now - Date (RFC 9111 4.2.3); the library uses the
+ *   Age header alone, so an answer whose Date is an hour old with max-age=60 would be fresh.
+ */
+export function readAsTheRfcSays(response: CachePolicy.Headers, now: number): void {
+  const cacheControl = response['cache-control'];
+  if (typeof cacheControl === 'string') response['cache-control'] = lowerDirectiveNames(cacheControl);
+  let date: number | null = null;
+  if (typeof response.date === 'string') {
+    date = parseHttpDate(response.date, now);
+    if (date === null) delete response.date;
+    else response.date = formatHttpDate(date);
+  }
+  if (typeof response.expires === 'string') {
+    const expires = parseHttpDate(response.expires, now);
+    response.expires = expires === null ? EPOCH : formatHttpDate(expires);
+  }
+  if (typeof response['last-modified'] === 'string') {
+    const modified = parseHttpDate(response['last-modified'], now);
+    if (modified === null) delete response['last-modified'];
+    else response['last-modified'] = formatHttpDate(modified);
+  }
+  let age = 0;
+  if (typeof response.age === 'string') {
+    const text = response.age.trim();
+    if (/^\d+$/.test(text)) age = Number(text);
+    delete response.age;
+  }
+  if (date !== null && now > date) age = Math.max(age, Math.floor((now - date) / 1000));
+  if (age > 0) response.age = String(age);
+}
+
+function lowerDirectiveNames(list: string): string {
+  return list
+    .split(',')
+    .map((part) => {
+      const eq = part.indexOf('=');
+      return eq === -1 ? part.trim().toLowerCase() : `${part.slice(0, eq).trim().toLowerCase()}=${part.slice(eq + 1).trim()}`;
+    })
+    .filter((part) => part !== '')
+    .join(', ');
+}
+
+function lower(value: CachePolicy.Headers[string]): string {
+  return typeof value === 'string' ? value.toLowerCase() : '';
+}
+
+/** RFC 9111 4.2.2: 10% of the time between Last-Modified and Date (or now), at most `maxMs`. */
+function heuristicLifetimeMs(response: CachePolicy.Headers, now: number, maxMs: number): number {
+  if (typeof response['last-modified'] !== 'string') return 0;
+  const modified = Date.parse(response['last-modified']);
+  const date = typeof response.date === 'string' ? Date.parse(response.date) : now;
+  if (!(date > modified)) return 0;
+  return Math.min(maxMs, (date - modified) / 10);
+}
+
+function addLifetime(response: CachePolicy.Headers, seconds: number): void {
+  const lifetime = `s-maxage=${seconds}`;
+  const list = response['cache-control'];
+  response['cache-control'] = typeof list === 'string' ? `${list}, ${lifetime}` : lifetime;
 }
 
 function hasExplicitLifetime(response: CachePolicy.Headers): boolean {

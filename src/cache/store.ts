@@ -1,5 +1,5 @@
 /**
- * Where a responseCache keeps its records. `local` (local-store.ts) is the worker's own memory; other
+ * Where a responseCache keeps its records. `local` (shared-store.ts) is the instance's, shared by its workers; other
  * stores (a Redis one, so instances share entries) come from the `cacheStores` lookup the pipeline's
  * builder is given, and keep records as bytes (codec.ts encodes a record into one Buffer and back).
  *

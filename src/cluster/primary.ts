@@ -1,4 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
+import { createInstanceCacheDir } from '../cache/instance-dir.js';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../config/load.js';
@@ -161,6 +162,7 @@ class Primary {
     if (flags.scavenging === 'refused') {
       this.log.warn({ flag: SCAVENGE_FLAG }, 'this Node refuses the flag: workers scavenge with V8\'s helper threads');
     }
+    createInstanceCacheDir();
     cluster.setupPrimary({ exec: fileURLToPath(new URL('./worker.js', import.meta.url)), args: [], execArgv: flags.execArgv });
 
     this.supervisor.on('hello', (slot, worker) => this.onHello(worker));

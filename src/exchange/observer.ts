@@ -16,8 +16,9 @@ export interface ResponseObserver {
   /** It did not: the upstream broke off, the client left, or the gateway answered instead. */
   onAbort(): void;
   /**
-   * The upstream failed (no answer, or a 5xx) and nothing has reached the client yet: content to send
-   * instead (stale-if-error), or null.
+   * The upstream failed (no answer, or a 5xx), or answered 304, and nothing has reached the client
+   * yet: content to send instead (stale-if-error; a revalidated entry), or null. `headers`: the
+   * upstream's end-to-end headers when it answered.
    */
-  substitute(status: number): ContentAnswer | null;
+  substitute(status: number, headers?: readonly string[]): ContentAnswer | null;
 }

@@ -102,6 +102,12 @@ export function writeContent(res: UwsResponse, status: number, headers: readonly
       head += headerBytes(extra[i]!, extra[i + 1]!);
     }
   }
+  if (status === 304) {
+    // No content and no Content-Length: a 304 (a cache's answer to a conditional request) has none.
+    if (options.closeConnection) res.writeHeader('connection', 'close');
+    res.endWithoutBody();
+    return 0;
+  }
   if (options.headersOnly) {
     res.writeHeader('content-length', String(body.byteLength));
     if (options.closeConnection) res.writeHeader('connection', 'close');

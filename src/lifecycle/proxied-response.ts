@@ -40,8 +40,10 @@ export class ProxiedResponse implements ResponseStream, ClientEvents, BodyOwner 
     ctx.status = status;
     if (this.client.ended) return true;
     if (ctx.observers !== null) {
-      if (status >= 500 && this.substituted(status)) return true;
-      this.chain.head(ctx, status, head);
+      const headers = this.chain.headersFor(head);
+      // A 304 too: the answer to a conditional request the response cache added (it serves its entry).
+      if ((status >= 500 || status === 304) && this.substituted(status, headers)) return true;
+      this.chain.head(ctx, status, headers);
     }
     // A HEAD served by GET: the GET's body is not wanted. The client drains a small one to keep its
     // connection and drops the connection of a large one.
@@ -120,8 +122,8 @@ export class ProxiedResponse implements ResponseStream, ClientEvents, BodyOwner 
   // ---- helpers -------------------------------------------------------------------------------
 
   /** Content an observer offers in place of the failed answer, written when one does. */
-  private substituted(status: number): boolean {
-    const answer = this.chain.substitute(this.ctx, status);
+  private substituted(status: number, headers?: readonly string[]): boolean {
+    const answer = this.chain.substitute(this.ctx, status, headers);
     if (answer === null) return false;
     this.leg.abort();
     this.replyInstead(answer);

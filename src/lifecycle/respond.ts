@@ -9,7 +9,7 @@ import type { ContentAnswer, LocalReply } from '../exchange/answer.js';
 import type { ResponseWriter } from '../exchange/client.js';
 import type { RequestContext } from '../exchange/context.js';
 import type { ResponseHead } from '../upstream/response-parser.js';
-import { isDateHeader, isViaHeader } from '../proxy/headers.js';
+import { isViaHeader } from '../proxy/headers.js';
 import { reportBug } from './report-bug.js';
 
 export class ResponseChain {
@@ -18,14 +18,18 @@ export class ResponseChain {
     private readonly finished: (ctx: RequestContext) => void,
   ) {}
 
+  /** The upstream's end-to-end headers as observers see them (flat strings, names lower-case). */
+  headersFor(head: ResponseHead): string[] {
+    return endToEndHeaders(head.headers);
+  }
+
   /**
    * Observers see the upstream's head before the client does. A throw is an observer's bug: it reaches
    * the caller, which ends this exchange (502 before anything was sent, a cut connection after).
    */
-  head(ctx: RequestContext, status: number, head: ResponseHead): void {
+  head(ctx: RequestContext, status: number, headers: readonly string[]): void {
     const observers = ctx.observers;
     if (observers === null) return;
-    const headers = endToEndHeaders(head.headers);
     for (let i = observers.length - 1; i >= 0; i--) observers[i]!.onHead(status, headers);
   }
 
@@ -36,12 +40,15 @@ export class ResponseChain {
     for (let i = observers.length - 1; i >= 0; i--) observers[i]!.onData(chunk);
   }
 
-  /** The first content an observer offers in place of a failed answer (latest registered first), or null. */
-  substitute(ctx: RequestContext, status: number): ContentAnswer | null {
+  /**
+   * The first content an observer offers in place of a failed answer or of a 304 to a conditional
+   * request the response cache added (latest registered first), or null.
+   */
+  substitute(ctx: RequestContext, status: number, headers?: readonly string[]): ContentAnswer | null {
     const observers = ctx.observers;
     if (observers === null) return null;
     for (let i = observers.length - 1; i >= 0; i--) {
-      const answer = observers[i]!.substitute(status);
+      const answer = observers[i]!.substitute(status, headers);
       if (answer !== null) return answer;
     }
     return null;
@@ -78,7 +85,8 @@ function endToEndHeaders(raw: readonly Buffer[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
-    if ((name.length === 4 && isDateHeader(name)) || (name.length === 3 && isViaHeader(name))) continue;
+    // Date is kept: the response cache reads the origin's (RFC 9111 4.2.3); observers never write it.
+    if (name.length === 3 && isViaHeader(name)) continue;
     out.push(name.toString('latin1').toLowerCase(), raw[i + 1]!.toString('latin1'));
   }
   return out;

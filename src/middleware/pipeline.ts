@@ -9,7 +9,7 @@
  */
 import type { Route } from '../routing/table.js';
 import type { RequestContext } from '../exchange/context.js';
-import { problem, type Answer, type Decision, type Middleware, type MiddlewareMetrics } from './types.js';
+import { LongDecision, problem, type Answer, type Decision, type Middleware, type MiddlewareMetrics } from './types.js';
 
 /** Called once per run: the answer to send, or null to forward the request. */
 export type PipelineDone = (answer: Answer | null) => void;
@@ -103,14 +103,18 @@ export class Pipeline {
   private decideFrom(ctx: RequestContext, list: readonly Middleware[], from: number, goingAsync: (ctx: RequestContext) => PipelineDone): Answer | null | typeof DECIDING {
     for (let i = from; i < list.length; i++) {
       const middleware = list[i]!;
-      let decision: Decision | Promise<Decision>;
+      let decision: Decision | Promise<Decision> | LongDecision;
       try {
         decision = middleware.decide(ctx);
       } catch {
         decision = this.failed(middleware);
       }
       if (decision instanceof Promise) {
-        this.await(ctx, list, i, decision, goingAsync(ctx));
+        this.await(ctx, list, i, decision, middleware.slaMs, goingAsync(ctx));
+        return DECIDING;
+      }
+      if (decision instanceof LongDecision) {
+        this.await(ctx, list, i, decision.pending, decision.waitMs, goingAsync(ctx));
         return DECIDING;
       }
       if (decision !== undefined) {
@@ -122,7 +126,7 @@ export class Pipeline {
     return null;
   }
 
-  private await(ctx: RequestContext, list: readonly Middleware[], index: number, pending: Promise<Decision>, done: PipelineDone): void {
+  private await(ctx: RequestContext, list: readonly Middleware[], index: number, pending: Promise<Decision>, waitMs: number, done: PipelineDone): void {
     const middleware = list[index]!;
     const names = this.names.get(middleware)!;
     let settled = false;
@@ -148,7 +152,7 @@ export class Pipeline {
       } else {
         this.run(ctx, list, index + 1, done);
       }
-    }, middleware.slaMs);
+    }, waitMs);
     pending.then(settle, () => settle(this.failed(middleware)));
   }
 

@@ -3,43 +3,39 @@
  * entry. The rules are http-cache-semantics' plus our stricter ones (src/cache/rules.ts); keys and Vary
  * in src/cache/key.ts; stores in src/cache/store.ts.
  *
- * X-Cache on every answer of an endpoint it runs on:
- * - HIT: served from a fresh entry (with Age);
- * - STALE: the upstream failed (connection error, 5xx, timeout, every host's breaker open) and an entry
- *   stale by less than staleIfErrorMs was served instead (with Age);
- * - MISS: looked up, went upstream; the answer is stored when it has a lifetime, fits maxEntryBytes
- *   and arrives whole (upstream failures with nothing to serve instead are MISS too);
- * - BYPASS: the cache took no part: a method other than GET/HEAD (an unsafe one's 2xx/3xx answer drops
- *   the entry, RFC 9111 4.4), a GET with a body, a request `Cache-Control: no-store`; or the answer is
- *   one the rules forbid storing (private, no-store, Set-Cookie, Vary: *, a status a cache must not
- *   keep, an answer to a request with Authorization that is neither public nor s-maxage).
+ * X-Cache on every answer of an endpoint it runs on: HIT (a fresh entry, with Age; also a 304 to a
+ * client's matching conditional request, and a 206 to a single-range request), REVALIDATED (a stale
+ * entry the upstream's 304 confirmed), UPDATING (stale-while-revalidate: served stale while one
+ * background refresh runs), STALE (stale-if-error), MISS (went upstream), BYPASS (the cache took no
+ * part, or the answer may not be stored). docs/cache.md says what each rule is and why.
  *
- * The hit path: one pass over the request headers, the key, a synchronous get from the local store
- * (two when the answers vary), a clock read, and an answer object built at most once per second per
- * entry. Everything else (a request with Cache-Control or Pragma, an asynchronous store, a miss) goes
- * through a CacheRequest.
+ * The hit path: one pass over the request headers, the key, a synchronous get from the store (the
+ * instance's shared LMDB store: a lookup and a sequence-number compare), a clock read, and an answer
+ * object built at most once per second per entry. Everything else (request directives, conditionals,
+ * Range, an asynchronous store, a miss) goes through a CacheRequest.
  *
- * Coalescing: the first miss of a key leads (goes upstream); later misses of that key follow: they
- * wait for the leader's answer and look again once it is stored (HIT), serve the leader's STALE entry
- * when the upstream failed, or go upstream themselves when its answer was not stored. A follower
- * waits at most slaMs (counted in `waitTimeouts`), then goes upstream itself without leading: the
- * pipeline would skip the cache at slaMs anyway, and going on here keeps its answer labelled and
- * storable. So coalescing holds a stampede back for upstreams that answer within slaMs; raise the
- * cache's slaMs for endpoints slower than that (nginx's proxy_cache_lock_timeout is 5 s).
+ * Coalescing: the first miss of a key leads, for the whole instance with the shared store (a lock
+ * entry in it, see CacheRequest.missed); the others wait up to lockTimeoutMs for its entry (HIT), its
+ * STALE entry when the upstream failed, or go upstream themselves at once when its answer was not
+ * stored. With a kvStores store followers are per worker and wait at most slaMs.
  *
  * Counted under `middleware.<id>.`: hits, misses, stale, bypass (one of them per request),
- * bytesStored (+ on store, - on eviction, replacement, expiry or close: the sum over the workers is
- * what the instance holds), evictions, waitTimeouts, storeErrors.
+ * bytesStored (the sum over the workers is what the instance holds), evictions, lockWaits,
+ * waitTimeouts, backgroundRefreshes, revalidated304, revalidated200, notModified, invalidations,
+ * storeErrors.
  */
 import type CachePolicy from 'http-cache-semantics';
+import { request as undiciRequest } from 'undici';
 import { Flights, type Flight, type FlightOutcome } from '../cache/flights.js';
 import { primaryKey, variantKey } from '../cache/key.js';
-import { LocalCacheStore } from '../cache/local-store.js';
+import { instanceCacheDir } from '../cache/instance-dir.js';
+import { SharedCacheStore } from '../cache/shared-store.js';
 import { hasDirective, headerValue, StoredResponse, VaryIndex, type CacheRecord } from '../cache/record.js';
-import { judge, policyRequest } from '../cache/rules.js';
+import { parseHttpDate } from '../cache/http-date.js';
+import { judge, policyRequest, targetedValue, type Heuristic } from '../cache/rules.js';
 import { CACHE_STORE, type CacheStore } from '../cache/store.js';
 import type { RequestContext, ResponseObserver } from '../exchange/context.js';
-import { problem, type ContentAnswer, type Decision, type Middleware, type MiddlewareContext, type MiddlewareMetrics } from './types.js';
+import { LongDecision, problem, type ContentAnswer, type Decision, type Middleware, type MiddlewareContext, type MiddlewareMetrics } from './types.js';
 
 export interface ResponseCacheConfig {
   id: string;
@@ -51,6 +47,10 @@ export interface ResponseCacheConfig {
   maxBytes: number;
   defaultTtlMs: number;
   staleIfErrorMs: number;
+  lockTimeoutMs?: number;
+  heuristicFreshness?: boolean;
+  heuristicMaxTtlMs?: number;
+  targetedCacheControl?: string[];
 }
 
 export const responseCacheSchema = {
@@ -62,7 +62,7 @@ export const responseCacheSchema = {
       minLength: 1,
       default: 'local',
       description:
-        'Where entries are kept: "local" (each worker\'s memory, bounded by maxBytes) or the name of a kvStores entry (a redis store shares entries between instances; they expire there too).',
+        'Where entries are kept: "local" (one cache for the instance, shared by its workers through a memory-mapped file under the OS temporary directory, bounded by maxBytes) or the name of a kvStores entry (a redis store shares entries between instances; they expire there too).',
     },
     maxEntryBytes: {
       type: 'integer',
@@ -75,7 +75,7 @@ export const responseCacheSchema = {
       minimum: 1,
       default: 67108864,
       description:
-        'Bytes the local store keeps per worker (bodies, headers and about 512 bytes of bookkeeping per entry); past it the least recently used entries are evicted. Not smaller than maxEntryBytes.',
+        'Bytes the local store keeps for the whole instance (bodies, headers and about 512 bytes of bookkeeping per entry; every worker shares it); past it the oldest entries (by when they were stored) are evicted. Not smaller than maxEntryBytes.',
     },
     defaultTtlMs: {
       type: 'integer',
@@ -91,6 +91,32 @@ export const responseCacheSchema = {
       description:
         'When the upstream fails (connection error, 5xx, timeout), an entry stale by less than this is served instead (X-Cache: STALE); never one marked must-revalidate. 0: never.',
     },
+    heuristicFreshness: {
+      type: 'boolean',
+      default: false,
+      description:
+        'Store answers without explicit freshness but with Last-Modified for 10% of their age (RFC 9111 4.2.2), at most heuristicMaxTtlMs. Off: such answers are stored only under defaultTtlMs.',
+    },
+    targetedCacheControl: {
+      type: 'array',
+      items: { type: 'string', pattern: '^[!#$%&\'*+.^_`|~0-9A-Za-z-]+$' },
+      default: ['CDN-Cache-Control'],
+      description:
+        'Response fields that, first present wins, replace Cache-Control for this cache (RFC 9213 targeted cache control). They are not served from the cache to clients.',
+    },
+    heuristicMaxTtlMs: {
+      type: 'integer',
+      minimum: 0,
+      default: 86400000,
+      description: 'The longest heuristic lifetime (heuristicFreshness).',
+    },
+    lockTimeoutMs: {
+      type: 'integer',
+      minimum: 0,
+      default: 5000,
+      description:
+        'Longest a miss waits for the request of another (on any worker of the instance, with the local store) that is already fetching the same key; then it goes upstream itself. Independent of slaMs. With a kvStores store, followers wait at most slaMs.',
+    },
   },
 } as const;
 
@@ -103,7 +129,13 @@ class Names {
   readonly bytesStored: string;
   readonly evictions: string;
   readonly waitTimeouts: string;
+  readonly lockWaits: string;
   readonly storeErrors: string;
+  readonly revalidated304: string;
+  readonly revalidated200: string;
+  readonly notModified: string;
+  readonly invalidations: string;
+  readonly backgroundRefreshes: string;
 
   constructor(id: string) {
     const prefix = `middleware.${id}.`;
@@ -114,6 +146,12 @@ class Names {
     this.bytesStored = `${prefix}bytesStored`;
     this.evictions = `${prefix}evictions`;
     this.waitTimeouts = `${prefix}waitTimeouts`;
+    this.lockWaits = `${prefix}lockWaits`;
+    this.revalidated304 = `${prefix}revalidated304`;
+    this.revalidated200 = `${prefix}revalidated200`;
+    this.notModified = `${prefix}notModified`;
+    this.invalidations = `${prefix}invalidations`;
+    this.backgroundRefreshes = `${prefix}backgroundRefreshes`;
     this.storeErrors = `${prefix}storeErrors`;
   }
 }
@@ -124,24 +162,37 @@ export class ResponseCache implements Middleware {
   readonly type = 'responseCache';
   readonly failClosed = false;
   readonly id: string;
+  /** How long a store lookup may take. */
   readonly slaMs: number;
+  readonly lockTimeoutMs: number;
   readonly maxEntryBytes: number;
   readonly defaultTtlMs: number;
   readonly staleIfErrorMs: number;
+  readonly heuristic: Heuristic | null;
+  /** Targeted Cache-Control field names, lower-case. */
+  readonly targeted: readonly string[];
   readonly flights = new Flights();
+  /** Keys this worker refreshes in the background now. */
+  private readonly refreshing = new Set<string>();
   readonly names: Names;
   readonly metrics: MiddlewareMetrics;
   readonly store: CacheStore;
+  /** The store when it is the instance's shared one (synchronous, with cross-worker locks). */
+  readonly shared: SharedCacheStore | null;
 
   constructor(config: ResponseCacheConfig, context: MiddlewareContext) {
     this.id = config.id;
     this.slaMs = config.slaMs;
+    this.lockTimeoutMs = config.lockTimeoutMs ?? 5000;
     this.maxEntryBytes = config.maxEntryBytes;
     this.defaultTtlMs = config.defaultTtlMs;
     this.staleIfErrorMs = config.staleIfErrorMs;
+    this.targeted = (config.targetedCacheControl ?? ['CDN-Cache-Control']).map((name) => name.toLowerCase());
+    this.heuristic = config.heuristicFreshness === true ? { maxMs: config.heuristicMaxTtlMs ?? 86_400_000 } : null;
     this.names = new Names(config.id);
     this.metrics = context.metrics;
     this.store = this.openStore(config, context);
+    this.shared = this.store instanceof SharedCacheStore ? this.store : null;
   }
 
   private openStore(config: ResponseCacheConfig, context: MiddlewareContext): CacheStore {
@@ -151,7 +202,7 @@ export class ResponseCache implements Middleware {
         throw new Error(`${where}: maxEntryBytes (${config.maxEntryBytes}) is larger than maxBytes (${config.maxBytes}); no entry that large could be kept`);
       }
       const { metrics, names } = this;
-      return new LocalCacheStore(config.maxBytes, {
+      return new SharedCacheStore(instanceCacheDir(), config.id, config.maxBytes, {
         added: (bytes) => metrics.add(names.bytesStored, bytes),
         removed: (bytes, evicted) => {
           metrics.add(names.bytesStored, -bytes);
@@ -166,7 +217,7 @@ export class ResponseCache implements Middleware {
     return store;
   }
 
-  decide(ctx: RequestContext): Decision | Promise<Decision> {
+  decide(ctx: RequestContext): Decision | Promise<Decision> | LongDecision {
     const method = ctx.method;
     if ((method !== 'GET' && method !== 'HEAD') || ctx.hasBody) return this.bypass(ctx);
     const headers = ctx.headers;
@@ -174,11 +225,11 @@ export class ResponseCache implements Middleware {
     let authorization = false;
     for (let i = 0; i < headers.length; i += 2) {
       const name = headers[i];
-      if (name === 'cache-control' || name === 'pragma') directives = true;
+      if (name === 'cache-control' || name === 'pragma' || name === 'if-none-match' || name === 'if-modified-since' || name === 'range') directives = true;
       else if (name === 'authorization') authorization = true;
     }
     const key = primaryKey(ctx.route!.canonical, ctx.path, ctx.query);
-    if (directives) return new CacheRequest(this, ctx, key, authorization).start();
+    if (directives) return this.armed(new CacheRequest(this, ctx, key, authorization).start());
     const found = this.get(key);
     if (found !== undefined && !(found instanceof Promise)) {
       const entry = found.kind === 'response' ? found : this.get(variantKey(key, found.names, headers));
@@ -190,7 +241,36 @@ export class ResponseCache implements Middleware {
         }
       }
     }
-    return new CacheRequest(this, ctx, key, authorization).resume(found);
+    return this.armed(new CacheRequest(this, ctx, key, authorization).resume(found));
+  }
+
+  /**
+   * With the shared store a pending decision means one thing only: a miss waiting for another request's
+   * answer, which may take lockTimeoutMs (a lookup never waits: the store answers synchronously). The
+   * pipeline waits that long for it instead of slaMs.
+   */
+  private armed(decision: Decision | Promise<Decision>): Decision | Promise<Decision> | LongDecision {
+    if (decision instanceof Promise && this.shared !== null) return new LongDecision(decision, this.lockTimeoutMs + this.slaMs);
+    return decision;
+  }
+
+  /**
+   * Another worker holds the lock on `key`: `flight` lands when its entry appears (stored: look again)
+   * or its lock goes (released without storing, or expired), at the latest after lockTimeoutMs. Polls
+   * the store (5 ms, growing to 50 ms): LMDB has no change notification across processes.
+   */
+  watchRemote(flight: Flight, key: string): void {
+    const shared = this.shared!;
+    const until = performance.now() + this.lockTimeoutMs;
+    let interval = 5;
+    const poll = (): void => {
+      const found = this.get(key);
+      if (found !== undefined && !(found instanceof Promise)) return flight.land({ stored: true, stale: null });
+      if (!shared.locked(key) || performance.now() >= until) return flight.land({ stored: false, stale: null });
+      interval = Math.min(50, interval * 1.5);
+      setTimeout(poll, interval).unref();
+    };
+    setTimeout(poll, interval).unref();
   }
 
   private bypass(ctx: RequestContext): Decision {
@@ -216,6 +296,81 @@ export class ResponseCache implements Middleware {
       });
     }
     return found;
+  }
+
+  /** Stores an answer (and its Vary index); `done` is a Promise when the store answers later. */
+  save(
+    primary: string,
+    requestHeaders: readonly string[],
+    status: number,
+    headers: readonly string[],
+    body: Buffer,
+    policy: CachePolicy,
+    vary: readonly string[],
+  ): { record: StoredResponse; done: void | Promise<void> } {
+    const now = Date.now();
+    const targeted = this.targeted;
+    const record = new StoredResponse(status, served(headers, targeted), body, policy, primary, now, targetedValue(headers, targeted));
+    // Kept past its freshness for stale-if-error, stale-while-revalidate, and for revalidation when it has validators.
+    const validators = record.etag !== undefined || record.lastModified !== undefined;
+    const keep = Math.max(record.mustRevalidate ? 0 : Math.max(this.staleIfErrorMs, record.staleWhileRevalidateMs), validators ? REVALIDATE_KEEP_MS : 0);
+    const ttl = Math.max(0, record.freshUntil - now) + keep;
+    if (vary.length === 0) return { record, done: this.write(() => this.store.set(primary, record, ttl)) };
+    const key = variantKey(primary, vary, requestHeaders);
+    const index = this.write(() => this.store.set(primary, new VaryIndex(vary, now), ttl));
+    const variant = this.write(() => this.store.set(key, record, ttl));
+    const done = index instanceof Promise || variant instanceof Promise ? Promise.all([index, variant]).then(() => undefined) : undefined;
+    return { record, done };
+  }
+
+  /**
+   * stale-while-revalidate (RFC 5861): refreshes `entry` in the background, once per key for the
+   * instance (the shared store's lock; per worker with another store). The request goes straight to
+   * the endpoint's first host, conditional when the entry has validators: a 304 freshens the entry, a
+   * storable 200 replaces it. Counted in backgroundRefreshes.
+   */
+  refreshInBackground(key: string, primary: string, entry: StoredResponse, ctx: RequestContext, requestHeaders: readonly string[]): void {
+    const target = ctx.targets[0];
+    if (target === undefined || this.refreshing.has(key)) return;
+    const token = SharedCacheStore.newToken();
+    if (this.shared !== null && !this.shared.tryLock(key, token, this.lockTimeoutMs)) return;
+    this.refreshing.add(key);
+    this.metrics.add(this.names.backgroundRefreshes);
+    const headers: Record<string, string> = {};
+    for (let i = 0; i < requestHeaders.length; i += 2) {
+      const name = requestHeaders[i]!;
+      const value = requestHeaders[i + 1]!;
+      if (!HOP_BY_HOP.has(name)) headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
+    }
+    if (entry.etag !== undefined) headers['if-none-match'] = entry.etag;
+    if (entry.lastModified !== undefined) headers['if-modified-since'] = entry.lastModified;
+    const url = `${target.upstream.replace(/\/$/, '')}${ctx.path}${ctx.query === '' ? '' : `?${ctx.query}`}`;
+    const finish = (): void => {
+      this.refreshing.delete(key);
+      if (this.shared !== null) void this.write(() => this.shared!.unlock(key, token));
+    };
+    void (async () => {
+      const answer = await undiciRequest(url, { method: 'GET', headers, headersTimeout: this.lockTimeoutMs, bodyTimeout: this.lockTimeoutMs });
+      const flat: string[] = [];
+      for (const [name, value] of Object.entries(answer.headers)) {
+        if (value === undefined || HOP_BY_HOP.has(name)) continue;
+        for (const item of Array.isArray(value) ? value : [value]) flat.push(name, item);
+      }
+      if (answer.statusCode === 304) {
+        await answer.body.dump();
+        const merged = mergeNotModified(entry.headers, flat);
+        const verdict = judge(primary, requestHeaders, entry.status, merged, this.defaultTtlMs, this.heuristic, Date.now(), this.targeted);
+        if (verdict.policy !== null) await this.save(primary, requestHeaders, entry.status, merged, entry.body, verdict.policy, verdict.vary).done;
+        return;
+      }
+      const body = Buffer.from(await answer.body.arrayBuffer());
+      const verdict = judge(primary, requestHeaders, answer.statusCode, flat, this.defaultTtlMs, this.heuristic, Date.now(), this.targeted);
+      if (verdict.policy !== null && body.length <= this.maxEntryBytes) {
+        await this.save(primary, requestHeaders, answer.statusCode, flat, body, verdict.policy, verdict.vary).done;
+      }
+    })()
+      .catch(() => this.metrics.add(this.names.storeErrors))
+      .finally(finish);
   }
 
   /** A store write or delete that never throws or rejects; a Promise when the store answers later. */
@@ -247,7 +402,9 @@ class Invalidation implements ResponseObserver {
   ) {}
 
   onHead(status: number): void {
-    if (status < 400) void this.cache.write(() => this.cache.store.delete(this.key));
+    if (status >= 400) return;
+    this.cache.metrics.add(this.cache.names.invalidations);
+    void this.cache.write(() => this.cache.store.delete(this.key));
   }
   onData(): void {}
   onEnd(): void {}
@@ -263,6 +420,7 @@ const enum Label {
   Miss,
   Bypass,
   Stale,
+  Revalidated,
 }
 
 /**
@@ -282,10 +440,17 @@ class CacheRequest implements ResponseObserver {
   private vary: readonly string[] = [];
   /** An entry that may stand in if the upstream fails (stale-if-error). */
   private candidate: StoredResponse | null = null;
+  /** A stale entry whose validators went upstream in a conditional request (RFC 9111 4.3.1). */
+  private revalidating: StoredResponse | null = null;
+  /** The client's own request is conditional (If-None-Match / If-Modified-Since). */
+  private conditional = false;
   private flight: Flight | null = null;
+  /** This request leads for the instance: its token on the shared store's lock. */
+  private lockToken: string | null = null;
   private observing = false;
   private label = Label.None;
   private served: ContentAnswer | null = null;
+  private lastStored: StoredResponse | null = null;
   // The answer being copied for storing.
   private status = 0;
   private headers: readonly string[] = [];
@@ -301,6 +466,7 @@ class CacheRequest implements ResponseObserver {
     private readonly authorization: boolean,
   ) {
     this.requestHeaders = ctx.headers.slice();
+    this.conditional = headerValue(this.requestHeaders, 'if-none-match') !== undefined || headerValue(this.requestHeaders, 'if-modified-since') !== undefined;
     this.deadline = performance.now() + cache.slaMs;
     this.isGet = ctx.method === 'GET';
     this.lookupKey = primary;
@@ -341,13 +507,69 @@ class CacheRequest implements ResponseObserver {
     }
     if (record !== undefined) {
       // Past the deadline the pipeline has moved on: the request is forwarded whatever is answered here.
-      if (this.usable(record) && performance.now() < this.deadline) {
+      if (this.usable(record) && (this.cache.shared !== null || performance.now() < this.deadline)) {
         this.setLabel(Label.Hit);
+        if (this.conditional && record.notModified(this.requestHeaders, parseHttpDate)) {
+          this.cache.metrics.add(this.cache.names.notModified);
+          return record.notModifiedAnswer(Date.now());
+        }
+        if (this.isGet) {
+          const part = record.rangeAnswer(this.requestHeaders, Date.now());
+          if (part !== null) return part;
+        }
         return record.answer('HIT', Date.now());
       }
-      if (!record.mustRevalidate && (!this.authorization || record.sharedWithAuth)) this.candidate = record;
+      if (!this.authorization || record.sharedWithAuth) {
+        const now = Date.now();
+        // stale-while-revalidate: served stale at once while one background refresh runs.
+        const staleFor = now - record.freshUntil;
+        if (this.isGet && !this.noCache && !this.conditional && !record.mustRevalidate && staleFor >= 0 && staleFor < record.staleWhileRevalidateMs) {
+          this.cache.refreshInBackground(this.lookupKey, this.primary, record, this.ctx, this.requestHeaders);
+          this.setLabel(Label.Stale);
+          return record.answer('UPDATING', now);
+        }
+        if (!record.mustRevalidate) this.candidate = record;
+        this.revalidate(record);
+      }
     }
     return this.missed();
+  }
+
+  /** A GET of a stale entry with validators, the client's request not conditional: ask the upstream whether it changed. */
+  private revalidate(record: StoredResponse): void {
+    if (!this.isGet || this.conditional || this.revalidating !== null) return;
+    const etag = record.etag;
+    const lastModified = record.lastModified;
+    if (etag === undefined && lastModified === undefined) return;
+    this.revalidating = record;
+    if (etag !== undefined) this.ctx.headers.push('if-none-match', etag);
+    if (lastModified !== undefined) this.ctx.headers.push('if-modified-since', lastModified);
+  }
+
+  /**
+   * The upstream answered 304 to the conditional request: the entry is fresh again with the 304's
+   * headers in place of its own (RFC 9111 4.3.4; framing headers kept), stored, and served.
+   */
+  private refreshed(headers: readonly string[]): ContentAnswer {
+    const entry = this.revalidating!;
+    const merged = mergeNotModified(entry.headers, headers);
+    const verdict = judge(this.primary, this.requestHeaders, entry.status, merged, this.cache.defaultTtlMs, this.cache.heuristic, Date.now(), this.cache.targeted);
+    const metrics = this.cache.metrics;
+    metrics.add(this.cache.names.revalidated304);
+    this.setLabel(Label.Revalidated);
+    if (verdict.policy === null) {
+      this.land(false);
+      const targeted = targetedValue(merged, this.cache.targeted);
+      return new StoredResponse(entry.status, served(merged, this.cache.targeted), entry.body, entry.policy, entry.url, Date.now(), targeted).answer('REVALIDATED', Date.now());
+    }
+    this.status = entry.status;
+    this.headers = merged;
+    this.policy = verdict.policy;
+    this.storedVary = verdict.vary;
+    const record = this.store(entry.body);
+    if (record instanceof Promise) void record.then(() => this.land(true));
+    else this.land(true);
+    return this.lastStored!.answer('REVALIDATED', Date.now());
   }
 
   private usable(record: StoredResponse): boolean {
@@ -365,15 +587,55 @@ class CacheRequest implements ResponseObserver {
       this.setLabel(Label.Miss);
       return problem(504, 'the request asks for a stored answer only (only-if-cached) and none is stored');
     }
-    const flight = this.cache.flights.get(this.lookupKey);
-    // Past the deadline (a slow store) the pipeline has forwarded the request already: no waiting.
-    if (flight !== undefined && !this.noCache && performance.now() < this.deadline) {
-      this.forward();
-      return flight.wait(this.deadline - performance.now()).then((outcome) => this.afterWait(outcome));
+    const cache = this.cache;
+    const key = this.lookupKey;
+    const flight = cache.flights.get(key);
+    if (flight !== undefined) {
+      if (!this.noCache && this.mayWait()) return this.follow(flight);
+      return this.forward();
     }
-    // A HEAD's answer has no body to store: it never leads.
-    if (flight === undefined && this.isGet) this.flight = this.cache.flights.start(this.lookupKey);
-    return this.forward();
+    const shared = cache.shared;
+    if (shared === null) {
+      // A HEAD's answer has no body to store: it never leads.
+      if (this.isGet) this.flight = cache.flights.start(key);
+      return this.forward();
+    }
+    // The shared store: the lead is taken for the whole instance (a lock entry in the store, with an
+    // owner and an expiry, so a leader that dies holds it at most lockTimeoutMs; no message to the
+    // primary, nothing to clean up when a worker goes). Followers on other workers watch the store.
+    if (this.isGet) {
+      const token = SharedCacheStore.newToken();
+      if (shared.tryLock(key, token, cache.lockTimeoutMs)) {
+        // Another worker may have stored it and let go between the lookup and the lock.
+        const again = cache.get(key);
+        if (again instanceof StoredResponse && !this.noCache && this.usable(again)) {
+          shared.unlock(key, token);
+          this.setLabel(Label.Hit);
+          return again.answer('HIT', Date.now());
+        }
+        this.lockToken = token;
+        this.flight = cache.flights.start(key);
+        return this.forward();
+      }
+    } else if (!shared.locked(key)) {
+      return this.forward();
+    }
+    if (this.noCache) return this.forward();
+    const remote = cache.flights.start(key);
+    cache.watchRemote(remote, key);
+    return this.follow(remote);
+  }
+
+  /** A follower may wait: with a synchronous store always (up to lockTimeoutMs), else within slaMs. */
+  private mayWait(): boolean {
+    return this.cache.shared !== null || performance.now() < this.deadline;
+  }
+
+  private follow(flight: Flight): Promise<Decision> {
+    this.forward();
+    this.cache.metrics.add(this.cache.names.lockWaits);
+    const waitMs = this.cache.shared !== null ? this.cache.lockTimeoutMs : this.deadline - performance.now();
+    return flight.wait(waitMs).then((outcome) => this.afterWait(outcome));
   }
 
   private afterWait(outcome: FlightOutcome | null): Decision | Promise<Decision> {
@@ -421,15 +683,21 @@ class CacheRequest implements ResponseObserver {
         // The stale answer carries its own X-Cache.
         metrics.add(names.stale);
         break;
+      case Label.Revalidated:
+        // Counted as a hit (revalidated304 says how); the answer carries its own X-Cache.
+        metrics.add(names.hits);
+        break;
     }
   }
 
   // ---- the upstream's answer (ResponseObserver) ----------------------------------------------
 
   onHead(status: number, headers: readonly string[]): void {
-    const verdict = judge(this.primary, this.requestHeaders, status, headers, this.cache.defaultTtlMs);
+    const verdict = judge(this.primary, this.requestHeaders, status, headers, this.cache.defaultTtlMs, this.cache.heuristic, Date.now(), this.cache.targeted);
+    if (this.revalidating !== null && status === 200) this.cache.metrics.add(this.cache.names.revalidated200);
     this.setLabel(verdict.storable ? Label.Miss : Label.Bypass);
-    if (!this.isGet || verdict.policy === null) return;
+    // Nothing will be stored: followers are released now, not when the body has passed.
+    if (!this.isGet || verdict.policy === null) return this.land(false);
     this.status = status;
     this.headers = headers;
     this.policy = verdict.policy;
@@ -463,7 +731,8 @@ class CacheRequest implements ResponseObserver {
     this.land(false);
   }
 
-  substitute(): ContentAnswer | null {
+  substitute(status: number, headers?: readonly string[]): ContentAnswer | null {
+    if (status === 304) return this.revalidating === null ? null : this.refreshed(headers ?? []);
     const candidate = this.candidate;
     const now = Date.now();
     if (candidate !== null && now - candidate.freshUntil < this.cache.staleIfErrorMs) {
@@ -476,6 +745,11 @@ class CacheRequest implements ResponseObserver {
   }
 
   private land(stored: boolean): void {
+    const token = this.lockToken;
+    if (token !== null) {
+      this.lockToken = null;
+      void this.cache.write(() => this.cache.shared!.unlock(this.lookupKey, token));
+    }
     const flight = this.flight;
     if (flight === null) return;
     this.flight = null;
@@ -485,23 +759,41 @@ class CacheRequest implements ResponseObserver {
 
   /** Keeps the answer (a Promise when the store answers later). */
   private store(body: Buffer): void | Promise<void> {
-    const now = Date.now();
-    const served: string[] = [];
-    const headers = this.headers;
-    for (let i = 0; i < headers.length; i += 2) {
-      // Age is the cache's to say; X-Cache is this gateway's.
-      if (headers[i] !== 'age' && headers[i] !== 'x-cache') served.push(headers[i]!, headers[i + 1]!);
-    }
-    const record = new StoredResponse(this.status, served, body, this.policy!, this.primary, now);
-    const ttl = Math.max(0, record.freshUntil - now) + (record.mustRevalidate ? 0 : this.cache.staleIfErrorMs);
-    const { cache, primary } = this;
-    const vary = this.storedVary;
-    if (vary.length === 0) return cache.write(() => cache.store.set(primary, record, ttl));
-    const key = variantKey(primary, vary, this.requestHeaders);
-    const index = cache.write(() => cache.store.set(primary, new VaryIndex(vary, now), ttl));
-    const variant = cache.write(() => cache.store.set(key, record, ttl));
-    if (index instanceof Promise || variant instanceof Promise) return Promise.all([index, variant]).then(() => undefined);
+    const { record, done } = this.cache.save(this.primary, this.requestHeaders, this.status, this.headers, body, this.policy!, this.storedVary);
+    this.lastStored = record;
+    return done;
   }
+}
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length']);
+
+/** A stored entry's headers with those of a 304 in their place (RFC 9111 4.3.4; framing headers kept). */
+function mergeNotModified(stored: readonly string[], update: readonly string[]): string[] {
+  const replaced = new Set<string>();
+  for (let i = 0; i < update.length; i += 2) {
+    const name = update[i]!;
+    if (name !== 'content-length' && name !== 'transfer-encoding' && name !== 'x-cache') replaced.add(name);
+  }
+  const merged: string[] = [];
+  for (let i = 0; i < stored.length; i += 2) if (!replaced.has(stored[i]!)) merged.push(stored[i]!, stored[i + 1]!);
+  for (let i = 0; i < update.length; i += 2) if (replaced.has(update[i]!)) merged.push(update[i]!, update[i + 1]!);
+  return merged;
+}
+
+/** How long a stale entry with validators is kept for a conditional request. */
+const REVALIDATE_KEEP_MS = 10 * 60_000;
+
+/**
+ * The headers an entry is served with: Age is the cache's to say, X-Cache this gateway's, Date the
+ * server's (the origin's is read into the policy); targeted Cache-Control fields are this cache's.
+ */
+function served(headers: readonly string[], targeted: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!;
+    if (name !== 'age' && name !== 'x-cache' && name !== 'date' && !targeted.includes(name)) out.push(name, headers[i + 1]!);
+  }
+  return out;
 }
 
 export function createResponseCache(config: ResponseCacheConfig, context: MiddlewareContext): Middleware {

@@ -11,6 +11,17 @@ export { problem } from '../exchange/answer.js';
 /** Answers the request itself instead of forwarding it; undefined lets it go on. */
 export type Decision = Answer | undefined;
 
+/**
+ * A pending decision allowed to take longer than the middleware's slaMs: a cache miss waiting for the
+ * request that already fetches the same key (lockTimeoutMs). The pipeline waits up to `waitMs` for it.
+ */
+export class LongDecision {
+  constructor(
+    readonly pending: Promise<Decision>,
+    readonly waitMs: number,
+  ) {}
+}
+
 export interface Middleware {
   readonly id: string;
   readonly type: string;
@@ -23,7 +34,7 @@ export interface Middleware {
    * It may change `ctx.headers` (what the upstream gets), add `ctx.responseHeaders`, set `ctx.consumer`.
    * It must not throw or reject for a store failure (it applies its own onStoreError rule).
    */
-  decide(ctx: RequestContext): Decision | Promise<Decision>;
+  decide(ctx: RequestContext): Decision | Promise<Decision> | LongDecision;
   /** Resolves once the middleware can decide as configured (its store answered, or its attempts ran out). */
   ready(): Promise<void>;
   /** Frees what it holds (store connections); in-flight decisions may still settle. */

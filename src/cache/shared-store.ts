@@ -1,0 +1,256 @@
+/**
+ * The `local` store: one cache per instance, shared by every worker through LMDB (the `lmdb` package:
+ * a memory-mapped B-tree file with one writer at a time and lock-free readers, safe across processes).
+ * A write is a transaction: a worker killed in the middle of one leaves the last committed state.
+ *
+ * Per cache (its middleware id) four named databases in the instance's environment:
+ *   <id>:e  key -> [expiresAt f64][seq f64][size f64][record bytes (codec.ts)]
+ *   <id>:o  seq -> [key, size, expiresAt]   insertion order, oldest first: what eviction takes
+ *   <id>:s  "seq" (last sequence number given), "bytes" (sizes held)
+ *   <id>:l  key -> { o: owner token, x: expiry }   coalescing locks (see response-cache.ts)
+ * A set adds its size to "bytes" and, in the same transaction, removes the oldest entries (expired
+ * ones first among the few it looks at) until the sum is back under maxBytes: the bound holds for
+ * the instance, eviction is deterministic (insertion order: a re-stored key goes to the back) and
+ * each set does a bounded amount of work beyond the entries it evicts. Order by insertion and not by
+ * access: recording every hit would make each hit a write transaction for the whole instance.
+ *
+ * Reads take no lock. A record is decoded once per worker and kept (memo, bounded in bytes) with the
+ * sequence number it was stored with: a hit is one LMDB lookup and a compare; an entry another worker
+ * replaced or deleted is seen at the next read.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { open, type Database, type RootDatabase } from 'lmdb';
+import { LRUCache } from 'lru-cache';
+import { CacheRecordError, decodeRecord, encodeRecord } from './codec.js';
+import type { CacheRecord } from './record.js';
+import type { CacheStore } from './store.js';
+
+export interface SharedStoreEvents {
+  /** A record of `bytes` was added (by this worker). */
+  added(bytes: number): void;
+  /** One of `bytes` left (through this worker): evicted to make room, or replaced, deleted or expired. */
+  removed(bytes: number, evicted: boolean): void;
+}
+
+const HEADER = 24;
+/** Oldest entries a set looks at for expired ones, beyond what the bound makes it evict. */
+const SWEEP = 4;
+/** Decoded records a worker keeps, at most this share of maxBytes (and never over MEMO_MAX_BYTES). */
+const MEMO_SHARE = 0.25;
+const MEMO_MAX_BYTES = 32 * 1024 * 1024;
+
+interface Env {
+  root: RootDatabase;
+  users: number;
+  /** A directory of our own (no instance directory): removed with the last user. */
+  removeDir: string | null;
+}
+const envs = new Map<string, Env>();
+let privateDirs = 0;
+
+function acquire(dir: string | undefined): { key: string; env: Env } {
+  // Without an instance directory each store has one of its own (nothing to share it with).
+  const key = dir ?? `private:${++privateDirs}`;
+  let env = envs.get(key);
+  if (env === undefined) {
+    const path = dir ?? mkdtempSync(join(tmpdir(), `specgate-cache-${process.pid}-`));
+    const root = open({ path, noSync: true, noMetaSync: true, maxDbs: 256, mapSize: 1024 * 1024 * 1024, cache: false });
+    env = { root, users: 0, removeDir: dir === undefined ? path : null };
+    envs.set(key, env);
+  }
+  env.users++;
+  return { key, env };
+}
+
+function release(key: string, env: Env): void {
+  if (--env.users > 0) return;
+  envs.delete(key);
+  const dir = env.removeDir;
+  void env.root.close().then(() => {
+    if (dir !== null) rmSync(dir, { recursive: true, force: true });
+  });
+}
+
+let tokens = 0;
+
+export class SharedCacheStore implements CacheStore {
+  private readonly envKey: string;
+  private readonly env: Env;
+  private readonly entries: Database<Buffer, string>;
+  private readonly order: Database<[string, number, number], number>;
+  private readonly state: Database<number, string>;
+  private readonly locks: Database<{ o: string; x: number }, string>;
+  private readonly memo: LRUCache<string, { seq: number; record: CacheRecord }>;
+  private closed = false;
+
+  /** `dir`: the instance's directory (instance-dir.ts); undefined: a directory of this store's own. */
+  constructor(
+    dir: string | undefined,
+    owner: string,
+    private readonly maxBytes: number,
+    private readonly events: SharedStoreEvents,
+  ) {
+    ({ key: this.envKey, env: this.env } = acquire(dir));
+    const root = this.env.root;
+    this.entries = root.openDB<Buffer, string>(`${owner}:e`, { encoding: 'binary' });
+    this.order = root.openDB<[string, number, number], number>(`${owner}:o`, { encoding: 'json' });
+    this.state = root.openDB<number, string>(`${owner}:s`, { encoding: 'json' });
+    this.locks = root.openDB<{ o: string; x: number }, string>(`${owner}:l`, { encoding: 'json' });
+    this.memo = new LRUCache({
+      maxSize: Math.max(1, Math.min(MEMO_MAX_BYTES, Math.floor(maxBytes * MEMO_SHARE))),
+      sizeCalculation: (item) => Math.max(1, item.record.size),
+    });
+  }
+
+  get(key: string): CacheRecord | undefined {
+    const raw = this.entries.getBinaryFast(key);
+    if (raw === undefined || raw.length < HEADER) return undefined;
+    if (Date.now() >= raw.readDoubleLE(0)) return undefined;
+    const seq = raw.readDoubleLE(8);
+    const memo = this.memo.get(key);
+    if (memo !== undefined && memo.seq === seq) return memo.record;
+    let record: CacheRecord;
+    try {
+      // A copy: getBinaryFast's buffer is reused by the next read.
+      record = decodeRecord(Buffer.from(raw.subarray(HEADER)));
+    } catch (err) {
+      if (err instanceof CacheRecordError) return undefined;
+      throw err;
+    }
+    this.memo.set(key, { seq, record });
+    return record;
+  }
+
+  set(key: string, record: CacheRecord, ttlMs: number): void {
+    const bytes = encodeRecord(record);
+    const size = record.size;
+    const expiresAt = Date.now() + Math.max(1, Math.ceil(ttlMs));
+    const value = Buffer.allocUnsafe(HEADER + bytes.length);
+    value.writeDoubleLE(expiresAt, 0);
+    value.writeDoubleLE(size, 16);
+    bytes.copy(value, HEADER);
+    const removed: Array<[number, boolean]> = [];
+    const seq = this.env.root.transactionSync(() => {
+      const seq = (this.state.get('seq') ?? 0) + 1;
+      let total = this.state.get('bytes') ?? 0;
+      total -= this.removeEntry(key, removed, false);
+      value.writeDoubleLE(seq, 8);
+      this.entries.put(key, value);
+      this.order.put(seq, [key, size, expiresAt]);
+      total += size;
+      total = this.makeRoom(total, seq, removed);
+      this.state.put('seq', seq);
+      this.state.put('bytes', total);
+      return seq;
+    });
+    this.memo.set(key, { seq, record });
+    for (const [n, evicted] of removed) this.events.removed(n, evicted);
+    this.events.added(size);
+  }
+
+  delete(key: string): void {
+    const removed: Array<[number, boolean]> = [];
+    this.env.root.transactionSync(() => {
+      const size = this.removeEntry(key, removed, false);
+      if (size > 0) this.state.put('bytes', (this.state.get('bytes') ?? 0) - size);
+    });
+    this.memo.delete(key);
+    for (const [n, evicted] of removed) this.events.removed(n, evicted);
+  }
+
+  /** Inside a write transaction: removes `key` and its order entry; the bytes it held (0: absent). */
+  private removeEntry(key: string, removed: Array<[number, boolean]>, evicted: boolean): number {
+    const raw = this.entries.getBinaryFast(key);
+    if (raw === undefined || raw.length < HEADER) return 0;
+    const seq = raw.readDoubleLE(8);
+    const size = raw.readDoubleLE(16);
+    this.entries.remove(key);
+    this.order.remove(seq);
+    removed.push([size, evicted]);
+    return size;
+  }
+
+  /**
+   * Inside a write transaction: drops the expired ones among the SWEEP oldest entries, then evicts
+   * the oldest (never `keep`, the one just stored) while the sum is over the bound.
+   */
+  private makeRoom(total: number, keep: number, removed: Array<[number, boolean]>): number {
+    const now = Date.now();
+    for (const { key: seq, value } of Array.from(this.order.getRange({ limit: SWEEP }))) {
+      if (seq !== keep && now >= value[2]) total -= this.evict(seq, value, removed, false);
+    }
+    while (total > this.maxBytes) {
+      const oldest = Array.from(this.order.getRange({ limit: 2 })).find((item) => item.key !== keep);
+      if (oldest === undefined) break;
+      total -= this.evict(oldest.key, oldest.value, removed, true);
+    }
+    return total;
+  }
+
+  private evict(seq: number, [key, size]: [string, number, number], removed: Array<[number, boolean]>, evicted: boolean): number {
+    this.order.remove(seq);
+    const raw = this.entries.getBinaryFast(key);
+    if (raw !== undefined && raw.length >= HEADER && raw.readDoubleLE(8) === seq) this.entries.remove(key);
+    this.memo.delete(key);
+    removed.push([size, evicted]);
+    return size;
+  }
+
+  /** Bytes the instance holds for this cache. */
+  get bytes(): number {
+    return this.state.get('bytes') ?? 0;
+  }
+
+  get count(): number {
+    return this.entries.getCount();
+  }
+
+  /** A token that names this process's claim on a lock. */
+  static newToken(): string {
+    return `${process.pid}:${++tokens}`;
+  }
+
+  /** Takes the lock on `key` for `ttlMs` unless someone else holds it unexpired. */
+  tryLock(key: string, token: string, ttlMs: number): boolean {
+    const now = Date.now();
+    return this.env.root.transactionSync(() => {
+      const held = this.locks.get(key);
+      if (held !== undefined && held.x > now && held.o !== token) return false;
+      this.locks.put(key, { o: token, x: now + ttlMs });
+      return true;
+    });
+  }
+
+  /** Gives up the lock on `key` if `token` holds it. */
+  unlock(key: string, token: string): void {
+    this.env.root.transactionSync(() => {
+      if (this.locks.get(key)?.o === token) this.locks.remove(key);
+    });
+  }
+
+  /** Someone holds an unexpired lock on `key`. */
+  locked(key: string): boolean {
+    const held = this.locks.get(key);
+    return held !== undefined && held.x > Date.now();
+  }
+
+  ready(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** The instance's entries stay for its other workers (and for this cache's successor after a reload). */
+  close(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.closed = true;
+    this.memo.clear();
+    // A directory of its own goes with its last user, and the bytes it held with it.
+    if (this.env.removeDir !== null && this.env.users === 1) {
+      const held = this.bytes;
+      if (held > 0) this.events.removed(held, false);
+    }
+    release(this.envKey, this.env);
+    return Promise.resolve();
+  }
+}
