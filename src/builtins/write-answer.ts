@@ -7,15 +7,28 @@ import type { BuiltinAnswer } from '../proxy/data-plane-types.js';
 /**
  * Status, headers and body; for `headersOnly` (HEAD) the body's Content-Length only. With
  * `closeConnection` the connection is closed after the answer (HEAD: the client is asked to close).
+ * `extra`: more headers, flat [name, value, ...] (the request ID).
  * Returns the body bytes sent.
  */
-export function writeBuiltinAnswer(res: UwsResponse, answer: BuiltinAnswer, headersOnly: boolean, closeConnection: boolean): number {
+export function writeBuiltinAnswer(
+  res: UwsResponse,
+  answer: BuiltinAnswer,
+  headersOnly: boolean,
+  closeConnection: boolean,
+  extra: readonly string[] | null = null,
+): number {
   res.writeStatus(statusLine(answer.status));
   const headers = answer.headers;
   let head = 0;
   for (const name in headers) {
     res.writeHeader(name, headers[name]);
     head += headerBytes(name, headers[name]);
+  }
+  if (extra !== null) {
+    for (let i = 0; i < extra.length; i += 2) {
+      res.writeHeader(extra[i], extra[i + 1]);
+      head += headerBytes(extra[i], extra[i + 1]);
+    }
   }
   const body = answer.body;
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;

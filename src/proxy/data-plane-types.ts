@@ -6,6 +6,7 @@ import type { Counters } from '../metrics/counters.js';
 import type { CircuitReport } from './breaker.js';
 import type { Pipeline } from '../middleware/pipeline.js';
 import type { RequestListener } from '../listeners/capture.js';
+import type { RequestObserve } from '../observe/request-observe.js';
 
 export type { HeaderView } from '../http/request-head.js';
 
@@ -51,6 +52,19 @@ export interface RequestDoneInfo {
   clientAddress: string;
   /** The endpoint's x-disabled-listeners; empty when no endpoint was selected. */
   disabledListeners: readonly string[];
+  /** The raw query string (without "?"); '' when none. */
+  query: string;
+  /** The request ID ('' when request IDs are off). */
+  requestId: string;
+  /** The W3C trace id the request belongs to. */
+  traceId: string;
+  userAgent: string | undefined;
+  /** Who apiKeyAuth admitted; null when no key was checked. */
+  consumer: string | null;
+  /** From sending the request upstream until the upstream's answer ended (or failed); -1 when not forwarded. */
+  upstreamMs: number;
+  /** The answer's X-Cache (HIT, MISS, STALE, BYPASS); null when the response cache did not run. */
+  cache: string | null;
 }
 
 export interface UpstreamWeight {
@@ -69,6 +83,8 @@ export interface DataPlaneOptions {
   counters?: Counters | null;
   /** The native build to use; loadUws() by default. */
   uws?: LoadedUws;
+  /** Request IDs, trace context and span export (src/observe/); none when unset. */
+  observe?: RequestObserve | null;
 }
 
 export interface DataPlane {

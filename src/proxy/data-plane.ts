@@ -39,6 +39,7 @@ import { problem, type Answer, type ContentAnswer, type Middleware } from '../mi
 import type { ForwardFailure } from './forward-errors.js';
 import type { Counters } from '../metrics/counters.js';
 import { poolSettings, UpstreamPools } from './upstream-pool.js';
+import { headerValue, type RequestObserve } from '../observe/request-observe.js';
 import type { UpstreamPool } from '../upstream/pool.js';
 
 export type {
@@ -78,6 +79,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
   private readonly trust: TrustedProxies;
   private readonly rejectEncodedSlashes: boolean;
   private readonly onRequestDone: ((info: RequestDoneInfo) => void) | null;
+  private readonly observe: RequestObserve | null;
   private readonly app: UwsApp;
   private listenSocket: UwsListenSocket | null = null;
   private readonly weights: HostWeights;
@@ -103,6 +105,13 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     bytesOut: 0,
     clientAddress: '',
     disabledListeners: NO_LISTENERS,
+    query: '',
+    requestId: '',
+    traceId: '',
+    userAgent: undefined,
+    consumer: null,
+    upstreamMs: -1,
+    cache: null,
   };
   /** The response of the request the pipeline is deciding now (read by holdUntilDecided). */
   private deciding: UwsResponse | null = null;
@@ -130,6 +139,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     this.maxBodyBytes = config.limits.maxBodyBytes;
     this.builtins = options.builtins ?? null;
     this.onRequestDone = options.onRequestDone ?? null;
+    this.observe = options.observe ?? null;
     this.counters = options.counters ?? null;
     const onBreakersChanged = options.onBreakersChanged ?? null;
     this.breakers = new Breakers(config.circuitBreaker, Date.now, onBreakersChanged);
@@ -288,6 +298,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     const ctx = new RequestContext(head.method, head.url, head.query, peer, head.xForwardedFor, startedAt, head.hasBody, head.forward);
     ctx.bodyLength = head.contentLength;
     try {
+      this.observe?.begin(ctx, this.trust);
       this.route(res, head, ctx);
     } catch (err) {
       // A bug of ours must not take the worker down with every connection it holds.
@@ -393,9 +404,11 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     // Rate limits key on it: decided once, here.
     ctx.clientAddress = this.trust.clientAddress(ctx.peer, ctx.forwardedFor);
     this.deciding = res;
+    this.observe?.middlewareStarted(ctx);
     const outcome = this.pipeline.decide(ctx, middleware, this.holdUntilDecided);
     this.deciding = null;
     if (outcome === DECIDING) return;
+    this.observe?.middlewareEnded(ctx);
     // Every middleware decided at once (auth, a local rate limit with tokens, a cache miss): nothing is
     // held; answered, or forwarded as a request without middleware is. Body bytes are still unread.
     if (outcome !== null) return this.answerUnforwarded(res, ctx, outcome);
@@ -432,7 +445,10 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     this.inFlightCount++;
     res.onAborted(() => held.onAborted());
     if (ctx.hasBody) res.onData((chunk, isLast) => held.onData(chunk, isLast));
-    return (answer) => held.decided(answer);
+    return (answer) => {
+      this.observe?.middlewareEnded(ctx);
+      held.decided(answer);
+    };
   };
 
   forwardHeld(held: HeldRequest): Exchange | null {
@@ -464,6 +480,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
       const headersOnly = ctx.method === 'HEAD';
       const closeConnection = close || this.closing;
       if (answer.kind === 'content') {
+        ctx.cache = headerValue(answer.headers, 'x-cache');
         ctx.bytesOut = writeContent(res, answer.status, answer.headers, answer.body, { via: this.via, headersOnly, closeConnection, headers: ctx.responseHeaders });
         return;
       }
@@ -526,6 +543,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
       headersOnly: ctx.method === 'HEAD',
       // An unread body would otherwise be read and thrown away.
       closeConnection: close || ctx.hasBody || this.closing,
+      headers: ctx.responseHeaders,
     });
     this.emitDone(ctx);
   }
@@ -534,6 +552,8 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     res.writeStatus(statusLine(200));
     res.writeHeader('allow', allow);
     res.writeHeader('via', this.via);
+    const own = ctx.responseHeaders;
+    if (own !== null) for (let i = 0; i < own.length; i += 2) res.writeHeader(own[i], own[i + 1]);
     res.end('', ctx.hasBody || this.closing);
     ctx.status = 200;
     this.emitDone(ctx);
@@ -542,14 +562,14 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
   private answerBuiltin(res: UwsResponse, ctx: RequestContext, answer: BuiltinAnswer): void {
     const headersOnly = ctx.method === 'HEAD';
     // A HEAD has no body left unread: only a closing gateway asks for the connection to close.
-    ctx.bytesOut = writeBuiltinAnswer(res, answer, headersOnly, headersOnly ? this.closing : ctx.hasBody || this.closing);
+    ctx.bytesOut = writeBuiltinAnswer(res, answer, headersOnly, headersOnly ? this.closing : ctx.hasBody || this.closing, ctx.responseHeaders);
     ctx.status = answer.status;
     this.emitDone(ctx);
   }
 
   /** The request is over (answered, forwarded and answered, or the client left): tell the listeners. */
   private emitDone(ctx: RequestContext): void {
-    if (this.onRequestDone === null && ctx.capture === null) return;
+    if (this.onRequestDone === null && ctx.capture === null && this.observe === null) return;
     const info = this.info;
     const now = performance.now();
     info.method = ctx.method;
@@ -564,6 +584,7 @@ class DataPlaneServer implements DataPlane, ExchangeHost, HeldRequestHost {
     info.startedAt = TIME_ORIGIN + ctx.startedAt;
     info.latencyMs = now - ctx.startedAt;
     info.clientAddress = ctx.clientAddress === '' ? (ctx.clientAddress = this.trust.clientAddress(ctx.peer, ctx.forwardedFor)) : ctx.clientAddress;
+    this.observe?.finish(ctx, info, now);
     try {
       this.onRequestDone?.(info);
     } catch (err) {

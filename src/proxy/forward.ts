@@ -30,6 +30,8 @@ import type { UpstreamCall, UpstreamHandler } from '../upstream/call.js';
 import type { UpstreamError } from '../upstream/errors.js';
 import type { ResponseHead } from '../upstream/response-parser.js';
 import { isDateHeader, isViaHeader } from './headers.js';
+import { performance } from 'node:perf_hooks';
+import { headerValue } from '../observe/request-observe.js';
 
 /** What an exchange needs from the data plane that owns it. */
 export interface ExchangeHost {
@@ -154,12 +156,14 @@ export class Exchange implements UpstreamHandler {
 
   private dispatch(body: Buffer | null): void {
     this.dispatched = true;
+    this.ctx.upstreamStartedAt = performance.now();
     this.body = body;
     this.call = this.pool.request(this.method, this.target, this.ctx.headers, body, this);
   }
 
   private dispatchStreamed(): UpstreamCall {
     this.dispatched = true;
+    this.ctx.upstreamStartedAt = performance.now();
     this.streaming = true;
     const length = this.ctx.bodyLength;
     const call = this.pool.request(this.method, this.target, this.ctx.headers, length >= 0 ? { length } : UNKNOWN_LENGTH, this);
@@ -328,6 +332,7 @@ export class Exchange implements UpstreamHandler {
   }
 
   private upstreamEnd(): void {
+    this.ctx.upstreamEndedAt = performance.now();
     this.upstreamComplete = true;
     this.upstreamSettled = true;
     this.call = null;
@@ -340,6 +345,7 @@ export class Exchange implements UpstreamHandler {
 
   private upstreamError(err: UpstreamError): void {
     const weStoppedIt = this.upstreamSettled;
+    this.ctx.upstreamEndedAt = performance.now();
     this.upstreamSettled = true;
     this.call = null;
     if (weStoppedIt || this.clientGone) return;
@@ -401,6 +407,7 @@ export class Exchange implements UpstreamHandler {
     this.releaseClientBody();
     this.ended = true;
     this.ctx.status = answer.status;
+    this.ctx.cache = headerValue(answer.headers, 'x-cache');
     this.ctx.bytesOut = writeContent(this.res, answer.status, answer.headers, answer.body, {
       via: this.host.via,
       headersOnly: this.headersOnly,

@@ -7,6 +7,7 @@
 import type { Route, RouteTarget } from '../routing/table.js';
 import type { ContentAnswer } from '../middleware/types.js';
 import type { Capture } from '../listeners/capture.js';
+import type { RequestTrace } from '../observe/request-trace.js';
 
 /**
  * Watches the upstream's answer on its way to the client (a middleware's response side, e.g. the
@@ -81,6 +82,19 @@ export class RequestContext {
   bytesOut = 0;
   /** The client's address as decided by trustedProxies (see src/http/trusted-proxies.ts). */
   clientAddress = '';
+
+  // Observability (src/observe/request-observe.ts).
+  /** The request ID (kept from a trusted peer or made here); '' when request IDs are off. */
+  requestId = '';
+  /** The client's User-Agent. */
+  userAgent: string | undefined = undefined;
+  /** Its trace (ids, and the timestamps of a sampled one); null before the head was read. */
+  trace: RequestTrace | null = null;
+  /** performance.now() when the upstream call was first sent and when it ended; 0 until then. */
+  upstreamStartedAt = 0;
+  upstreamEndedAt = 0;
+  /** X-Cache of an answer the gateway served from its cache (HIT, STALE); null otherwise. */
+  cache: string | null = null;
 
   constructor(method: string, path: string, query: string, peer: string, forwardedFor: string | undefined, startedAt: number, hasBody: boolean, headers: string[]) {
     this.method = method;
