@@ -123,7 +123,7 @@ async function startServing(message: PublishMessage): Promise<DataPlane> {
     });
     await accessLog.ready;
   }
-  observe = new RequestObserve(message.config, counters, (text) => log.warn(text));
+  observe = await RequestObserve.create(message.config, counters, (text) => log.warn(text));
   const started = await startDataPlane({ config: message.config, builtins: builtins.handle, onRequestDone, counters, onBreakersChanged, observe });
   log.info({ port: started.port }, 'worker listening');
   const admin = message.config.admin;

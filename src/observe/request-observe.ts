@@ -11,7 +11,8 @@ import { isAcceptableRequestId, nextRequestId } from './request-id.js';
 import { formatTraceparent, parseTraceparent, passTracestate, SAMPLED } from './trace-context.js';
 import { randomHex } from './random-hex.js';
 import { RequestTrace } from './request-trace.js';
-import { SpanExport, type ExportLimits, type TracingConfig, type TracingCounters } from './tracing.js';
+// Types only: the SDK (about a second to load on a busy machine) is imported when tracing is configured.
+import type { ExportLimits, SpanExport, TracingConfig, TracingCounters } from './tracing.js';
 
 /** The config keys read here. */
 export interface ObserveConfig {
@@ -31,17 +32,25 @@ export class RequestObserve {
   private tracingKey = '';
   private spans: SpanExport | null = null;
 
-  constructor(
-    config: ObserveConfig,
+  private constructor(
     private readonly counters: TracingCounters,
     private readonly warn: (message: string) => void,
-    private readonly exportLimits: Partial<ExportLimits> = {},
-  ) {
-    this.configure(config);
+    private readonly exportLimits: Partial<ExportLimits>,
+  ) {}
+
+  static async create(
+    config: ObserveConfig,
+    counters: TracingCounters,
+    warn: (message: string) => void,
+    exportLimits: Partial<ExportLimits> = {},
+  ): Promise<RequestObserve> {
+    const observe = new RequestObserve(counters, warn, exportLimits);
+    await observe.configure(config);
+    return observe;
   }
 
   /** Takes a (re)loaded config; a changed `tracing` replaces the exporter (the old one flushes and closes). */
-  configure(config: ObserveConfig): void {
+  async configure(config: ObserveConfig): Promise<void> {
     this.idsOn = config.requestId.enabled;
     this.header = config.requestId.header.toLowerCase();
     const tracing = config.tracing;
@@ -49,8 +58,14 @@ export class RequestObserve {
     if (key === this.tracingKey) return;
     this.tracingKey = key;
     const old = this.spans;
-    this.spans = tracing === undefined ? null : new SpanExport(tracing, this.counters, this.warn, this.exportLimits);
-    this.ratio = tracing === undefined ? 0 : tracing.sampleRatio;
+    if (tracing === undefined) {
+      this.spans = null;
+      this.ratio = 0;
+    } else {
+      const { SpanExport } = await import('./tracing.js');
+      this.spans = new SpanExport(tracing, this.counters, this.warn, this.exportLimits);
+      this.ratio = tracing.sampleRatio;
+    }
     if (old !== null) void old.close();
   }
 

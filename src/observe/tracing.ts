@@ -67,7 +67,7 @@ export interface ExportLimits {
   exportTimeoutMillis: number;
 }
 
-const DEFAULT_LIMITS: ExportLimits = { maxQueueSize: 4096, maxExportBatchSize: 512, scheduledDelayMillis: 1000, exportTimeoutMillis: 10_000 };
+const DEFAULT_LIMITS: ExportLimits = { maxQueueSize: 4096, maxExportBatchSize: 512, scheduledDelayMillis: 1000, exportTimeoutMillis: 5000 };
 
 /** A finished request, as its spans need it. Times are epoch milliseconds (fractional); 0 for "did not happen". */
 export interface TracedRequest {
