@@ -1,5 +1,6 @@
 // Request IDs, W3C trace context, span export and the access log file, through the real gateway
 // process: what the client, the upstream, the access log and an OTLP/HTTP receiver of the test see.
+import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, renameSync, rmSync, existsSync } from 'node:fs';
@@ -263,4 +264,74 @@ t.test('SIGUSR1 reopens the access log file: a rotation under load loses no line
   t.ok(after.length > 0, `${after.length} lines in the reopened file`);
   t.equal(before.length + after.length, sent, 'every request has its line, in one file or the other');
   t.equal(new Set([...before, ...after].map((l) => l.path)).size, sent, 'each once');
+});
+
+t.test('with middleware: consumer and cache status logged, a middleware span exported', async (t) => {
+  const dir = tempDir(t);
+  const logFile = join(dir, 'access.log');
+  const receiver = await startReceiver(t);
+  const key = 'observe-key-0123456789';
+  const gateway = await startGateway(t, {
+    config: testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints }], {
+      accessLog: { enabled: true, destination: logFile },
+      tracing: { otlpEndpoint: receiver.url, sampleRatio: 1 },
+      middleware: [
+        { id: 'auth', type: 'apiKeyAuth', header: 'x-api-key', keys: [{ consumer: 'acme', sha256: createHash('sha256').update(key).digest('hex') }] },
+        { id: 'cache', type: 'responseCache', store: 'local', defaultTtlMs: 60_000 },
+      ],
+    }),
+    workers: 1,
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+  });
+  const first = await httpRequest(gateway.port, '/items/mw', { headers: { 'x-api-key': key } });
+  t.equal(first.headers['x-cache'], 'MISS');
+  // The entry is stored once the answer is over: asked again until it is served from the cache.
+  const second = await eventually(
+    async () => {
+      const answer = await httpRequest(gateway.port, '/items/mw', { headers: { 'x-api-key': key } });
+      return answer.headers['x-cache'] === 'HIT' ? answer : undefined;
+    },
+    5000,
+    50,
+    'a cache hit',
+  );
+  const refused = await httpRequest(gateway.port, '/items/mw');
+  t.same([first.status, second.status, refused.status], [200, 200, 401]);
+  t.not(second.headers['x-request-id'], first.headers['x-request-id'], 'a cache hit gets its own request ID');
+  t.match(refused.headers['x-request-id'], GENERATED, "a middleware's refusal carries one");
+  const lines = await eventually(
+    async () => {
+      const lines = readLines(logFile);
+      return lines.some((l) => l.status === 401) ? lines : undefined;
+    },
+    5000,
+    50,
+    'the access lines',
+  );
+  const byId = (answer: { headers: IncomingHttpHeaders }) => lines.find((l) => l.requestId === answer.headers['x-request-id'])!;
+  t.match(byId(first), { consumer: 'acme', cache: 'MISS', status: 200 });
+  t.type(byId(first).upstreamMs, 'number');
+  t.match(byId(second), { consumer: 'acme', cache: 'HIT', status: 200, upstreamMs: null });
+  t.match(byId(refused), { consumer: null, status: 401 });
+
+  const traceOf = (answer: { headers: IncomingHttpHeaders }) => byId(answer).traceId as string;
+  const spansOf = async (answer: { headers: IncomingHttpHeaders }, count: number) =>
+    eventually(
+      async () => {
+        const spans = receiver.spans.filter((s) => s.traceId === traceOf(answer));
+        return spans.length >= count ? spans : undefined;
+      },
+      8000,
+      100,
+      `${count} spans`,
+    );
+  const missSpans = await spansOf(first, 3);
+  const server = missSpans.find((s) => s.kind === 2)!;
+  const middleware = missSpans.find((s) => s.name === 'middleware')!;
+  t.ok(middleware, 'a middleware span');
+  t.equal(middleware.parentSpanId, server.spanId, 'child of the server span');
+  t.ok(missSpans.some((s) => s.kind === 3 && s.parentSpanId === server.spanId), 'and the upstream call');
+  const hitSpans = await spansOf(second, 2);
+  t.same(hitSpans.map((s) => s.name).sort(), ['GET /items/{id}', 'middleware'], 'a hit: no upstream span');
 });
