@@ -10,7 +10,8 @@
 //
 // More contenders measure what the features cost: the gateway with apiKeyAuth + rateLimit on the local
 // store and on a Redis store (redis-server started here), and with responseCache where every request
-// is a hit, beside nginx with proxy_cache.
+// is a hit, beside nginx with proxy_cache; and with span export (OTLP/HTTP to a sink in this process) at 1%
+// and 100% sampling.
 //
 // Environment (all optional): BENCH_DURATION_S (8), BENCH_WARMUP_S (3 in the first round, 1 after),
 // BENCH_CONNECTIONS (50), BENCH_ROUNDS (3; the half-rate runs take at most 2), BENCH_ONLY (comma-separated contender ids),
