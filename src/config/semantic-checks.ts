@@ -4,6 +4,7 @@ import type { ConfigProblem } from './problem.js';
 import { rangeProblem } from '../http/trusted-proxies.js';
 import { checkListeners } from '../listeners/registry.js';
 import { LOCAL_STORE, kvStoreProblems } from '../stores/config.js';
+import { checkObserveConfig } from '../observe/config-checks.js';
 
 /** Rules beyond the schema; `config` has passed the schema and holds its defaults. */
 export function checkConfigRules(config: GatewayConfig, explicitPathKeys: ReadonlySet<string>): ConfigProblem[] {
@@ -16,6 +17,7 @@ export function checkConfigRules(config: GatewayConfig, explicitPathKeys: Readon
     ...checkListeners(config.listeners),
     ...kvStoreProblems(config.kvStores),
     ...checkStoreNames(config),
+    ...checkObserveConfig(config),
   ];
 }
 
