@@ -89,37 +89,37 @@ const LINE_ROOM = 1024;
 /** Beyond this much unwritten log (a stuck reader), new lines are dropped rather than held in memory. */
 const MAX_QUEUED_BYTES = 32 * 1024 * 1024;
 
-const EMPTY = new Uint8Array(0);
+const EMPTY = Buffer.alloc(0);
 const HEAD_START = '{"level":30,"time":';
 const LINE_END = fragment(',"msg":"request"}\n');
 /** An ASCII part of a line, encoded once. */
-function fragment(text: string): Uint8Array {
+function fragment(text: string): Buffer {
   return Buffer.from(text, 'latin1');
 }
 const NULL = fragment('null');
-const key = (name: string): Uint8Array => fragment(`,"${name}":`);
+const key = (name: string): Buffer => fragment(`,"${name}":`);
 
 /** Which fields a line has, and their keys encoded once. */
 class Layout {
-  readonly method: Uint8Array | null;
-  readonly path: Uint8Array | null;
-  readonly status: Uint8Array | null;
-  readonly endpoint: Uint8Array | null;
-  readonly upstream: Uint8Array | null;
-  readonly latencyMs: Uint8Array | null;
-  readonly bytesIn: Uint8Array | null;
-  readonly bytesOut: Uint8Array | null;
-  readonly client: Uint8Array | null;
-  readonly query: Uint8Array | null;
-  readonly userAgent: Uint8Array | null;
-  readonly consumer: Uint8Array | null;
-  readonly requestId: Uint8Array | null;
-  readonly traceId: Uint8Array | null;
-  readonly upstreamMs: Uint8Array | null;
-  readonly cache: Uint8Array | null;
+  readonly method: Buffer | null;
+  readonly path: Buffer | null;
+  readonly status: Buffer | null;
+  readonly endpoint: Buffer | null;
+  readonly upstream: Buffer | null;
+  readonly latencyMs: Buffer | null;
+  readonly bytesIn: Buffer | null;
+  readonly bytesOut: Buffer | null;
+  readonly client: Buffer | null;
+  readonly query: Buffer | null;
+  readonly userAgent: Buffer | null;
+  readonly consumer: Buffer | null;
+  readonly requestId: Buffer | null;
+  readonly traceId: Buffer | null;
+  readonly upstreamMs: Buffer | null;
+  readonly cache: Buffer | null;
 
   constructor(omit: readonly string[]) {
-    const on = (name: AccessLogField): Uint8Array | null => (omit.includes(name) ? null : key(name));
+    const on = (name: AccessLogField): Buffer | null => (omit.includes(name) ? null : key(name));
     this.method = on('method');
     this.path = on('path');
     this.status = on('status');
@@ -193,9 +193,18 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
   };
 
   const batch = new Batch();
+  // Fields that mostly repeat from one line to the next are kept encoded with their key.
+  const method = new Repeated();
+  const status = new Repeated();
+  const endpoint = new Repeated();
+  const upstream = new Repeated();
+  const client = new Repeated();
+  const userAgent = new Repeated();
+  const consumer = new Repeated();
+  const cache = new Repeated();
   // The head of a line changes once per millisecond: kept encoded.
   let headTime = -1;
-  let head: Uint8Array = EMPTY;
+  let head: Buffer = EMPTY;
 
   /** Encodes the recorded fields into lines, then drops the references (short-lived: no GC promotion). */
   function encodeBatch(): void {
@@ -219,26 +228,14 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
       }
       e.lineStart = e.pos;
       e.bytes(head);
-      if (l.method !== null) {
-        e.bytes(l.method);
-        e.string(batch.method[i]);
-      }
+      if (l.method !== null) e.bytes(method.of(l.method, batch.method[i]));
       if (l.path !== null) {
         e.bytes(l.path);
         e.string(batch.path[i]);
       }
-      if (l.status !== null) {
-        e.bytes(l.status);
-        e.number(batch.status[i]);
-      }
-      if (l.endpoint !== null) {
-        e.bytes(l.endpoint);
-        e.stringOrNull(batch.endpoint[i]);
-      }
-      if (l.upstream !== null) {
-        e.bytes(l.upstream);
-        e.stringOrNull(batch.upstream[i]);
-      }
+      if (l.status !== null) e.bytes(status.of(l.status, batch.status[i]));
+      if (l.endpoint !== null) e.bytes(endpoint.of(l.endpoint, batch.endpoint[i]));
+      if (l.upstream !== null) e.bytes(upstream.of(l.upstream, batch.upstream[i]));
       if (l.latencyMs !== null) {
         e.bytes(l.latencyMs);
         e.milliseconds(batch.latencyMs[i]);
@@ -251,22 +248,13 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
         e.bytes(l.bytesOut);
         e.number(batch.bytesOut[i]);
       }
-      if (l.client !== null) {
-        e.bytes(l.client);
-        e.string(batch.client[i]);
-      }
+      if (l.client !== null) e.bytes(client.of(l.client, batch.client[i]));
       if (l.query !== null) {
         e.bytes(l.query);
         e.string(batch.query[i]);
       }
-      if (l.userAgent !== null) {
-        e.bytes(l.userAgent);
-        e.stringOrNull(batch.userAgent[i]);
-      }
-      if (l.consumer !== null) {
-        e.bytes(l.consumer);
-        e.stringOrNull(batch.consumer[i]);
-      }
+      if (l.userAgent !== null) e.bytes(userAgent.of(l.userAgent, batch.userAgent[i]));
+      if (l.consumer !== null) e.bytes(consumer.of(l.consumer, batch.consumer[i]));
       if (l.requestId !== null) {
         e.bytes(l.requestId);
         e.stringOrNull(batch.requestId[i]);
@@ -281,10 +269,7 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
         if (ms < 0) e.bytes(NULL);
         else e.milliseconds(ms);
       }
-      if (l.cache !== null) {
-        e.bytes(l.cache);
-        e.stringOrNull(batch.cache[i]);
-      }
+      if (l.cache !== null) e.bytes(cache.of(l.cache, batch.cache[i]));
       e.bytes(LINE_END);
       const lineStart = e.lineStart;
       // This line would make the chunk too long: the chunk ends before it.
@@ -345,6 +330,20 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
       return writer.reopen();
     },
   };
+}
+
+/** A field's key and value as encoded the last time, reused while the value stays the same. */
+class Repeated {
+  private last: string | number | null | undefined = undefined;
+  private part: Buffer = EMPTY;
+
+  of(key: Buffer, value: string | number | null): Buffer {
+    if (value === this.last && this.part !== EMPTY) return this.part;
+    this.last = value;
+    const text = value === null ? 'null' : typeof value === 'number' ? (Number.isFinite(value) ? '' + value : 'null') : jsonString(value);
+    this.part = Buffer.concat([key, fragment(text)]);
+    return this.part;
+  }
 }
 
 /** Lines recorded and not yet encoded, one column per field. */
@@ -414,10 +413,15 @@ class LineEncoder {
     if (buffer.length === BUFFER_SIZE && this.spare.length < SPARE_BUFFERS) this.spare.push(buffer);
   }
 
-  bytes(constant: Uint8Array): void {
-    this.ensure(constant.length);
-    this.buffer.set(constant, this.pos);
-    this.pos += constant.length;
+  bytes(constant: Buffer): void {
+    const n = constant.length;
+    this.ensure(n);
+    const buffer = this.buffer;
+    const p = this.pos;
+    // A short copy is cheaper by hand than through TypedArray.prototype.set.
+    if (n < 64) for (let i = 0; i < n; i++) buffer[p + i] = constant[i];
+    else buffer.set(constant, p);
+    this.pos = p + n;
   }
 
   /** ASCII text known to need no escaping (digits). */
