@@ -187,6 +187,11 @@ export class RequestObserve {
     }
   }
 
+  /** Exports the spans queued so far (bounded by the export timeout). */
+  async flush(): Promise<void> {
+    await this.spans?.flush();
+  }
+
   async close(): Promise<void> {
     await this.spans?.close();
   }
