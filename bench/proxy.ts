@@ -10,7 +10,8 @@
 //
 // More contenders measure what the features cost: the gateway with apiKeyAuth + rateLimit on the local
 // store and on a Redis store (redis-server started here), and with responseCache where every request
-// is a hit, beside nginx with proxy_cache.
+// is a hit, beside nginx with proxy_cache; and with span export (OTLP/HTTP to a sink in this process) at 1%
+// and 100% sampling.
 //
 // Environment (all optional): BENCH_DURATION_S (8), BENCH_WARMUP_S (3 in the first round, 1 after),
 // BENCH_CONNECTIONS (50), BENCH_ROUNDS (3; the half-rate runs take at most 2), BENCH_ONLY (comma-separated contender ids),
@@ -25,7 +26,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { request } from 'node:http';
+import { createServer as createHttpServer, request } from 'node:http';
 import { createConnection, createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -285,6 +286,22 @@ async function startUpstream(): Promise<string> {
 
 /** The API key every request of the middleware contenders carries, and its digest for the config. */
 const API_KEY = 'bench-key-0123456789abcdef';
+/** Where the tracing contenders export spans: an OTLP/HTTP sink in this process that reads and drops them. */
+let otlpSinkUrl = '';
+
+async function startOtlpSink(): Promise<void> {
+  const server = createHttpServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.unref();
+  const address = server.address();
+  otlpSinkUrl = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}/v1/traces`;
+}
 const API_KEY_HEADERS = { 'x-api-key': API_KEY };
 
 /** Middleware (and stores) of each gateway contender: none for "gateway" and "gateway-off". */
@@ -298,6 +315,10 @@ function featureConfig(id: string, redisUrl: string | null): Record<string, unkn
       return { middleware: [auth, limit('local')] };
     case 'gateway-mw-redis':
       return { kvStores: { shared: { type: 'redis', url: redisUrl, keyPrefix: 'bench:' } }, middleware: [auth, limit('shared')] };
+    case 'gateway-trace-1':
+      return { tracing: { otlpEndpoint: otlpSinkUrl, sampleRatio: 0.01 } };
+    case 'gateway-trace-100':
+      return { tracing: { otlpEndpoint: otlpSinkUrl, sampleRatio: 1 } };
     case 'gateway-cache':
       // The bench upstream sends no Cache-Control: defaultTtlMs makes its 200s storable.
       return { middleware: [{ id: 'cache', type: 'responseCache', store: 'local', defaultTtlMs: 600_000 }] };
@@ -338,6 +359,7 @@ async function startGateway(id: string, upstream: string, endpoints: Array<{ met
       discovery: { refreshIntervalMs: 0 },
       accessLog: { enabled: observe },
       metrics: { enabled: observe },
+      requestId: { enabled: observe },
       ...featureConfig(id, redisUrl),
     }),
   );
@@ -576,6 +598,8 @@ async function main(): Promise<void> {
     { id: 'gateway-mw', label: 'gateway + apiKeyAuth + rateLimit (local store)', origin: null, skipped: null, pgid: 0, headers: API_KEY_HEADERS },
     { id: 'gateway-mw-redis', label: 'gateway + apiKeyAuth + rateLimit (Redis store)', origin: null, skipped: null, pgid: 0, headers: API_KEY_HEADERS },
     { id: 'gateway-cache', label: 'gateway + responseCache (local), every request a hit', origin: null, skipped: null, pgid: 0 },
+    { id: 'gateway-trace-1', label: 'gateway + span export (OTLP/HTTP), 1% sampled', origin: null, skipped: null, pgid: 0 },
+    { id: 'gateway-trace-100', label: 'gateway + span export (OTLP/HTTP), every request sampled', origin: null, skipped: null, pgid: 0 },
     { id: 'nginx-cache', label: `nginx + proxy_cache, every request a hit`, origin: null, skipped: null, pgid: 0 },
   ];
   const byId = (id: string): Contender => contenders.find((c) => c.id === id)!;
@@ -601,6 +625,9 @@ async function main(): Promise<void> {
   }
   start('gateway-mw', () => startGateway('gateway-mw', upstream, endpoints, true));
   start('gateway-cache', () => startGateway('gateway-cache', upstream, endpoints, true));
+  if (wanted('gateway-trace-1') || wanted('gateway-trace-100')) await startOtlpSink();
+  start('gateway-trace-1', () => startGateway('gateway-trace-1', upstream, endpoints, true));
+  start('gateway-trace-100', () => startGateway('gateway-trace-100', upstream, endpoints, true));
   if (onPath('redis-server')) start('gateway-mw-redis', async () => startGateway('gateway-mw-redis', upstream, endpoints, true, await startRedis()));
   else byId('gateway-mw-redis').skipped = 'skipped (redis-server not installed)';
   start('naive', () => startStandIn('naive', upstream));
@@ -769,6 +796,11 @@ async function main(): Promise<void> {
     };
     cost('gateway-mw', 0.1, 'apiKeyAuth + rateLimit on the local store');
     cost('gateway-mw-redis', 0.3, 'apiKeyAuth + rateLimit on a Redis store');
+    cost('gateway-trace-1', 0.03, 'span export at 1% sampling');
+    const everySpan = result('gateway-trace-100', tool);
+    if (everySpan !== null) {
+      out.push(`- span export at 100% sampling (${tool}): req/s ${((1 - everySpan.rps / gw.rps) * 100).toFixed(1)}% below the gateway (${fmtRps(everySpan.rps)} vs ${fmtRps(gw.rps)}), CPU ${everySpan.cpuUsPerRequest.toFixed(1)} vs ${gw.cpuUsPerRequest.toFixed(1)} µs/req`);
+    }
     const cached = result('gateway-cache', tool);
     if (cached !== null) {
       const ratio = cached.rps / gw.rps;

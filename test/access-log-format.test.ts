@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import t, { type Test } from 'tap';
-import { createAccessLog, jsonString, type FinishedRequest } from '../src/listeners/access-log.js';
+import { ACCESS_LOG_FIELDS, createAccessLog, jsonString, type FinishedRequest } from '../src/listeners/access-log.js';
 
 const requests: FinishedRequest[] = [
   {
@@ -21,6 +21,13 @@ const requests: FinishedRequest[] = [
     bytesOut: 94,
     clientAddress: '203.0.113.9',
     disabledListeners: [],
+    query: 'q=1&r=%C3%A9',
+    userAgent: 'curl/8.5.0',
+    consumer: 'acme',
+    requestId: '4bf92f3577b34da6-1a',
+    traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+    upstreamMs: 0.61234,
+    cache: 'MISS',
   },
   {
     method: 'POST',
@@ -69,6 +76,13 @@ function pinoLine(workerId: number, request: FinishedRequest): Record<string, un
       bytesIn: request.bytesIn,
       bytesOut: request.bytesOut,
       client: request.clientAddress,
+      query: request.query ?? '',
+      userAgent: request.userAgent ?? null,
+      consumer: request.consumer ?? null,
+      requestId: request.requestId || null,
+      traceId: request.traceId || null,
+      upstreamMs: request.upstreamMs === undefined || request.upstreamMs < 0 ? null : Math.round(request.upstreamMs * 1000) / 1000,
+      cache: request.cache ?? null,
     },
     'request',
   );
@@ -102,6 +116,22 @@ t.test('lines parse to what pino wrote, keys in the same order, ASCII only', asy
     t.same(Object.keys(lines[i]!), Object.keys(expected), 'key order');
     t.same({ ...lines[i], time: 0 }, { ...expected, time: 0 });
   }
+});
+
+t.test('accessLog.omit leaves fields out, the rest in the same order', async (t) => {
+  const { file, fd } = tempLogFile(t);
+  const omit = ['query', 'client', 'userAgent', 'upstreamMs'];
+  const log = createAccessLog({ workerId: 2, fd, omit, flushIntervalMs: 10_000 });
+  await log.ready;
+  log.record(requests[0]!);
+  await log.flush();
+  closeSync(fd);
+  const line = JSON.parse(readFileSync(file, 'latin1')) as Record<string, unknown>;
+  const expected = pinoLine(2, requests[0]!);
+  for (const field of omit) delete expected[field];
+  t.same(Object.keys(line), Object.keys(expected), 'key order without the omitted fields');
+  t.same({ ...line, time: 0 }, { ...expected, time: 0 });
+  for (const field of ACCESS_LOG_FIELDS) if (!omit.includes(field)) t.ok(field in line, `${field} is written`);
 });
 
 t.test('many lines, written in chunks, all arrive in order', async (t) => {

@@ -7,15 +7,30 @@ import type { BuiltinAnswer } from '../exchange/answer.js';
 /**
  * Status, headers and body; for `headersOnly` (HEAD) the body's Content-Length only. With
  * `closeConnection` the connection is closed after the answer (HEAD: the client is asked to close).
+ * `extra`: more headers, flat [name, value, ...] (the request ID).
  * Returns the body bytes sent.
  */
-export function writeBuiltinAnswer(res: UwsResponse, answer: BuiltinAnswer, headersOnly: boolean, closeConnection: boolean): number {
+export function writeBuiltinAnswer(
+  res: UwsResponse,
+  answer: BuiltinAnswer,
+  headersOnly: boolean,
+  closeConnection: boolean,
+  extra: readonly string[] | null = null,
+): number {
   res.writeStatus(statusLine(answer.status));
   const headers = answer.headers;
   let head = 0;
   for (const name in headers) {
     res.writeHeader(name, headers[name]!);
     head += headerBytes(name, headers[name]!);
+  }
+  if (extra !== null) {
+    for (let i = 0; i < extra.length; i += 2) {
+      const name = extra[i]!;
+      const value = extra[i + 1]!;
+      res.writeHeader(name, value);
+      head += headerBytes(name, value);
+    }
   }
   const body = answer.body;
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;

@@ -53,7 +53,19 @@ export interface BreakerTripMessage {
   endpoint: string | null;
 }
 
-export type PrimaryToWorker = PublishMessage | HealthMessage | MetricsReportMessage | ShutdownMessage | BreakerTripMessage | LeaseBankMessage;
+/** SIGUSR1 reached the primary: reopen the log files (rotated away) by their paths. */
+export interface ReopenLogsMessage {
+  type: 'reopen-logs';
+}
+
+export type PrimaryToWorker =
+  | PublishMessage
+  | HealthMessage
+  | MetricsReportMessage
+  | ShutdownMessage
+  | BreakerTripMessage
+  | ReopenLogsMessage
+  | LeaseBankMessage;
 
 /**
  * Sent once the worker listens for messages: anything the primary sent before that could be lost,
@@ -117,6 +129,6 @@ export function isWorkerMessage(value: unknown): value is WorkerToPrimary {
 export function isPrimaryMessage(value: unknown): value is PrimaryToWorker {
   return (
     hasType(value) &&
-    (value.type === 'publish' || value.type === 'health' || value.type === 'metrics' || value.type === 'shutdown' || value.type === 'breaker-trip')
+    (value.type === 'publish' || value.type === 'health' || value.type === 'metrics' || value.type === 'shutdown' || value.type === 'breaker-trip' || value.type === 'reopen-logs')
   );
 }

@@ -181,6 +181,11 @@ class Primary {
     process.on('SIGHUP', () => {
       if (!this.shuttingDown) this.reloader.sighup();
     });
+    // logrotate without copytruncate: the file was renamed; every worker opens its path anew.
+    process.on('SIGUSR1', () => {
+      this.log.info('SIGUSR1: workers reopen their log files');
+      this.supervisor.broadcast({ type: 'reopen-logs' });
+    });
 
     this.log.info(
       { workers: this.supervisor.slots.length, port: this.config.port, upstreams: this.config.upstreams.length },

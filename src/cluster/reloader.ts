@@ -9,7 +9,7 @@ import { keepRestartOnlyTls } from '../edge/reload.js';
 export const RESTART_ONLY = ['port', 'host', 'workers', 'admin'] as const;
 
 /** Settings a worker reads once, when it starts: a reload that changes them replaces the workers. */
-export const WORKER_START = ['name', 'trustedProxies', 'encodedSlashes', 'timeouts', 'limits', 'circuitBreaker', 'upstreamWeighting', 'accessLog', 'websocket'] as const;
+export const WORKER_START = ['name', 'trustedProxies', 'encodedSlashes', 'timeouts', 'limits', 'circuitBreaker', 'upstreamWeighting', 'accessLog', 'websocket', 'requestId', 'tracing'] as const;
 
 function changed<K extends keyof GatewayConfig>(keys: readonly K[], before: GatewayConfig, after: GatewayConfig): K[] {
   return keys.filter((key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]));

@@ -16,6 +16,7 @@ import { startAdminListener, type AdminListener } from '../builtins/admin-listen
 import { WorkerComponents } from './worker-components.js';
 import { isLeaseBankMessage, type LeaseWorkerMessage } from '../stores/lease-messages.js';
 import { isPrimaryMessage, type PrimaryToWorker, type PublishMessage, type WorkerToPrimary } from './messages.js';
+import { RequestObserve } from '../observe/request-observe.js';
 
 const METRICS_SHIP_INTERVAL_MS = 200;
 /** Opt-in debug header naming the worker pid on built-in responses (tests use it to see both workers answer). */
@@ -45,6 +46,7 @@ const counters = new Counters();
 const processMetrics = new ProcessMetricsSampler();
 let dataPlane: DataPlane | null = null;
 let accessLog: AccessLog | null = null;
+let observe: RequestObserve | null = null;
 let adminListener: AdminListener | null = null;
 /** The table version this worker serves; null until the first is applied. */
 let servingVersion: number | null = null;
@@ -122,11 +124,17 @@ async function startServing(message: PublishMessage): Promise<DataPlane> {
     if (fault === 'exit') process.exit(1);
     await new Promise<never>(() => {});
   }
-  if (message.config.accessLog.enabled) {
-    accessLog = createAccessLog({ workerId });
+  const { accessLog: logConfig } = message.config;
+  if (logConfig.enabled) {
+    accessLog = createAccessLog({
+      workerId,
+      path: logConfig.destination === 'stdout' ? undefined : logConfig.destination,
+      omit: logConfig.omit,
+    });
     await accessLog.ready;
   }
-  const started = await startDataPlane({ config: message.config, builtins: builtins.handle, listeners: builtins_(), counters, onBreakersChanged });
+  observe = await RequestObserve.create(message.config, counters, (text) => log.warn(text));
+  const started = await startDataPlane({ config: message.config, builtins: builtins.handle, listeners: builtins_(), counters, onBreakersChanged, observe });
   log.info({ port: started.port }, 'worker listening');
   const admin = message.config.admin;
   if (admin !== undefined) {
@@ -192,6 +200,7 @@ async function shutdown(reason: string): Promise<void> {
   await components.close();
   shipMetrics();
   await accessLog?.flush();
+  await observe?.close();
   log.info('worker stopped');
   process.exit(0);
 }
@@ -218,6 +227,9 @@ function onMessage(message: PrimaryToWorker): void {
       break;
     case 'breaker-trip':
       dataPlane?.tripBreaker(message.upstream, message.endpoint);
+      break;
+    case 'reopen-logs':
+      accessLog?.reopen().catch((err: unknown) => log.error({ err }, 'could not reopen the access log'));
       break;
     case 'shutdown':
       graceMs = message.graceMs;

@@ -13,6 +13,7 @@ import { listenersSchema } from '../listeners/registry.js';
 import { kvStoresSchema } from '../stores/config.js';
 import { webSocketSchema } from '../websocket/settings.js';
 import { SERVER_NAME_PATTERN, tlsSchema } from '../edge/schema.js';
+import { ACCESS_LOG_FIELDS } from '../listeners/access-log.js';
 
 /** Media types and ids lists share this shape. */
 const stringList = (description: string) => ({
@@ -335,6 +336,57 @@ export const configSchema = {
       default: {},
       properties: {
         enabled: { type: 'boolean', default: true, description: 'Log one line per proxied request.' },
+        destination: {
+          type: 'string',
+          minLength: 1,
+          default: 'stdout',
+          description:
+            '"stdout", or a file path (relative to the working directory) every worker appends to; SIGUSR1 to the primary reopens it (log rotation).',
+        },
+        omit: {
+          type: 'array',
+          items: { type: 'string', enum: [...ACCESS_LOG_FIELDS] },
+          uniqueItems: true,
+          default: [],
+          description: 'Fields left out of every line (privacy: e.g. "query", "client", "userAgent").',
+        },
+      },
+    },
+    requestId: {
+      type: 'object',
+      description: 'Request IDs: kept from a trusted proxy, made otherwise; forwarded upstream, returned on every answer, logged.',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        enabled: { type: 'boolean', default: true, description: 'Give every request an ID.' },
+        header: {
+          type: 'string',
+          pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$",
+          default: 'x-request-id',
+          description: 'The header that carries it, in requests and answers.',
+        },
+      },
+    },
+    tracing: {
+      type: 'object',
+      description:
+        'Export spans over OTLP/HTTP. Without it nothing is exported; W3C traceparent/tracestate are propagated either way.',
+      additionalProperties: false,
+      required: ['otlpEndpoint'],
+      properties: {
+        otlpEndpoint: {
+          type: 'string',
+          pattern: '^https?://[^\\s]+$',
+          description: 'The collector\'s OTLP/HTTP traces URL, e.g. "http://127.0.0.1:4318/v1/traces".',
+        },
+        sampleRatio: {
+          type: 'number',
+          minimum: 0,
+          maximum: 1,
+          default: 0.01,
+          description: 'Share of the traces the gateway starts that are exported; a caller\'s traceparent decides for its own.',
+        },
+        serviceName: { type: 'string', minLength: 1, default: 'specgate', description: 'service.name of the exported spans.' },
       },
     },
     kvStores: kvStoresSchema,

@@ -5,6 +5,7 @@ import { bucketProblems } from '../metrics/buckets.js';
 import { rangeProblem } from '../http/trusted-proxies.js';
 import { checkListeners } from '../listeners/registry.js';
 import { LOCAL_STORE, kvStoreProblems } from '../stores/config.js';
+import { checkObserveConfig } from '../observe/config-checks.js';
 
 /** Rules beyond the schema; `config` has passed the schema and holds its defaults. */
 export function checkConfigRules(config: GatewayConfig, explicitPathKeys: ReadonlySet<string>): ConfigProblem[] {
@@ -18,6 +19,7 @@ export function checkConfigRules(config: GatewayConfig, explicitPathKeys: Readon
     ...kvStoreProblems(config.kvStores),
     ...checkStoreNames(config),
     ...bucketProblems(config.metrics.histogramBucketsS).map((reason) => ({ pointer: '/metrics/histogramBucketsS', reason })),
+    ...checkObserveConfig(config),
   ];
 }
 

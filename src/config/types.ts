@@ -65,7 +65,16 @@ export interface GatewayConfig {
     /** Re-fetch every upstream doc this often; 0 disables re-discovery. */
     refreshIntervalMs: number;
   };
-  accessLog: { enabled: boolean };
+  accessLog: {
+    enabled: boolean;
+    /** "stdout" or a file path. */
+    destination: string;
+    /** Fields left out of every line. */
+    omit: string[];
+  };
+  requestId: { enabled: boolean; header: string };
+  /** Span export; absent: none. */
+  tracing?: { otlpEndpoint: string; sampleRatio: number; serviceName: string };
   /** Named stores middleware refer to (docs/reference/stores.md); "local" always exists besides. */
   kvStores: KvStoresConfig;
   /** Run in order for every routed request (docs/reference/middleware.md). */

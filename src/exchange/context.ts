@@ -8,6 +8,7 @@ import type { Route, RouteTarget } from '../routing/table.js';
 import type { Capture } from './capture.js';
 import type { ClientSide } from './client.js';
 import type { ResponseObserver } from './observer.js';
+import type { RequestTrace } from '../observe/request-trace.js';
 
 export type { ResponseObserver } from './observer.js';
 
@@ -97,6 +98,19 @@ export class RequestContext {
   /** Counted among the worker's in-flight requests: held or forwarded, and not over yet. */
   inFlight = false;
 
+  // Observability (src/observe/request-observe.ts).
+  /** The request ID (kept from a trusted peer or made here); '' when request IDs are off. */
+  requestId = '';
+  /** The client's User-Agent. */
+  userAgent: string | undefined = undefined;
+  /** Its trace (ids, and the timestamps of a sampled one); null before the head was read. */
+  trace: RequestTrace | null = null;
+  /** performance.now() when the upstream call was first sent and when it ended; 0 until then. */
+  upstreamStartedAt = 0;
+  upstreamEndedAt = 0;
+  /** X-Cache of an answer the gateway served from its cache (HIT, STALE); null otherwise. */
+  cache: string | null = null;
+
   constructor(head: ParsedRequestHead) {
     this.method = head.method;
     this.path = head.url;
@@ -113,6 +127,11 @@ export class RequestContext {
   /** Milliseconds from arrival to the end of the answer (set by the done phase). */
   get latencyMs(): number {
     return this.endedAt - this.startedAt;
+  }
+
+  /** The trace this request belongs to; '' before the head was read. */
+  get traceId(): string {
+    return this.trace === null ? '' : this.trace.traceId;
   }
 
   /** The first value of a request header the upstream would get (lower-case name); undefined when absent. */

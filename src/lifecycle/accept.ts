@@ -14,7 +14,7 @@ import { TrustedProxies } from '../http/trusted-proxies.js';
 import { DEFAULT_MAX_URL_BYTES, targetTooLong } from '../edge/request-line.js';
 
 export class AcceptPhase {
-  private readonly trust: TrustedProxies;
+  readonly trust: TrustedProxies;
   private readonly rejectEncodedSlashes: boolean;
   private readonly maxHeaderBytes: number;
   private readonly maxBodyBytes: number;

@@ -8,6 +8,7 @@ import type { RequestContext } from '../exchange/context.js';
 import { DECIDING, type PipelineDone } from '../middleware/pipeline.js';
 import { BodyPump } from './body-pump.js';
 import type { DataPlaneState } from './state.js';
+import type { RequestObserve } from '../observe/request-observe.js';
 
 /** What happens to a held request once its middleware decided. */
 export interface DecisionTaker {
@@ -24,6 +25,7 @@ export class DecidePhase {
   constructor(
     private readonly state: DataPlaneState,
     private readonly taker: DecisionTaker,
+    private readonly observe: RequestObserve | null,
   ) {}
 
   /** Runs the routed request's middleware: an answer, null to forward now, or HELD. */
@@ -31,8 +33,11 @@ export class DecidePhase {
     const state = this.state;
     const middleware = state.pipeline.forRoute(ctx.route!, state.table!.routes());
     if (middleware.length === 0) return null;
+    this.observe?.middlewareStarted(ctx);
     const outcome = state.pipeline.decide(ctx, middleware, this.hold);
-    return outcome === DECIDING ? HELD : outcome;
+    if (outcome === DECIDING) return HELD;
+    this.observe?.middlewareEnded(ctx);
+    return outcome;
   }
 
   /** A middleware decides asynchronously: called inside the handler, so the client can be watched now. */
@@ -55,6 +60,7 @@ export class DecidePhase {
     return (answer) => {
       if (over) return;
       over = true;
+      this.observe?.middlewareEnded(ctx);
       this.taker.decided(ctx, pump, answer);
     };
   };

@@ -12,6 +12,7 @@ import type { RequestListener } from '../exchange/listener.js';
 import type { AcceptPhase } from './accept.js';
 import { reportBug } from './report-bug.js';
 import type { DataPlaneState } from './state.js';
+import type { RequestObserve } from '../observe/request-observe.js';
 
 const NO_IDS: readonly string[] = Object.freeze([]);
 
@@ -19,6 +20,7 @@ export class DonePhase {
   constructor(
     private readonly state: DataPlaneState,
     private readonly accept: AcceptPhase,
+    private readonly observe: RequestObserve | null,
   ) {}
 
   /** At routing time: the listeners that sample this request get a capture of it and of its answer. */
@@ -41,6 +43,7 @@ export class DonePhase {
   done(ctx: RequestContext): void {
     ctx.endedAt = performance.now();
     this.accept.clientAddress(ctx);
+    this.observe?.finish(ctx, ctx.endedAt);
     const listeners = this.state.listeners;
     const disabled = ctx.disabledListeners;
     const capture = ctx.capture;

@@ -14,6 +14,7 @@
 import type { Counters } from '../metrics/counters.js';
 import { problem, type Answer, type LocalReply } from '../exchange/answer.js';
 import type { BuiltinsHook } from '../exchange/builtins.js';
+import type { RequestObserve } from '../observe/request-observe.js';
 import type { ClientSide } from '../exchange/client.js';
 import type { RequestContext } from '../exchange/context.js';
 import type { RequestHead } from '../http/client-request-head.js';
@@ -28,6 +29,8 @@ import type { DataPlaneState } from './state.js';
 
 export interface LifecycleOptions {
   builtins: BuiltinsHook | null;
+  /** Request IDs and traces: begun at accept, spans recorded at done. */
+  observe: RequestObserve | null;
   counters: Counters | null;
   onBreakersChanged: (() => void) | null;
 }
@@ -39,6 +42,7 @@ export class RequestLifecycle implements DecisionTaker {
   readonly forwarder: ForwardPhase;
   readonly chain: ResponseChain;
   readonly finisher: DonePhase;
+  private readonly observe: RequestObserve | null;
 
   constructor(
     private readonly state: DataPlaneState,
@@ -46,15 +50,18 @@ export class RequestLifecycle implements DecisionTaker {
   ) {
     this.accept = new AcceptPhase(state.config, state.via);
     this.router = new RoutePhase(state, options.builtins);
-    this.decider = new DecidePhase(state, this);
+    this.observe = options.observe;
+    this.decider = new DecidePhase(state, this, options.observe);
     this.chain = new ResponseChain(this.finished);
     this.forwarder = new ForwardPhase(state, this.chain, options.counters, options.onBreakersChanged);
-    this.finisher = new DonePhase(state, this.accept);
+    this.finisher = new DonePhase(state, this.accept, options.observe);
   }
 
   /** Synchronous, inside the transport's handler: `head` is valid only now. */
   handle(head: RequestHead, ctx: RequestContext, client: ClientSide): void {
     ctx.client = client;
+    // Before anything can answer: every answer carries the request ID.
+    this.observe?.begin(ctx, this.accept.trust);
     // An answer inside the handler with a body still unread closes the connection (else the body would be read and thrown away).
     const unread = ctx.hasBody;
 

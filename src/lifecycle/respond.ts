@@ -11,6 +11,7 @@ import type { RequestContext } from '../exchange/context.js';
 import type { ResponseHead } from '../upstream/response-parser.js';
 import { isViaHeader } from '../proxy/headers.js';
 import { reportBug } from './report-bug.js';
+import { headerValue } from '../observe/request-observe.js';
 
 export class ResponseChain {
   constructor(
@@ -59,6 +60,8 @@ export class ResponseChain {
    * then the request is over, its observers told it did not get an upstream answer.
    */
   reply(ctx: RequestContext, client: ResponseWriter, reply: LocalReply, close: boolean): void {
+    // An answer from the cache says so in the access log.
+    if (reply.kind === 'content') ctx.cache = headerValue(reply.headers, 'x-cache');
     client.reply(reply, close);
     this.over(ctx, false);
   }

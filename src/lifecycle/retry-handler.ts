@@ -133,7 +133,9 @@ class Attempt implements UpstreamHandler {
     body: Buffer | null | { length: number },
   ) {
     this.call = null;
-    retry.response.ctx.upstreamSentAt = performance.now();
+    const ctx = retry.response.ctx;
+    ctx.upstreamSentAt = performance.now();
+    if (ctx.upstreamStartedAt === 0) ctx.upstreamStartedAt = ctx.upstreamSentAt;
     this.call = retry.request(pool, body, this);
   }
 
@@ -186,6 +188,7 @@ class Attempt implements UpstreamHandler {
   onEnd(): void {
     this.settled = true;
     this.call = null;
+    this.retry.response.ctx.upstreamEndedAt = performance.now();
     try {
       this.retry.response.end();
     } catch (err) {
@@ -197,6 +200,7 @@ class Attempt implements UpstreamHandler {
     const weStoppedIt = this.settled;
     this.settled = true;
     this.call = null;
+    this.retry.response.ctx.upstreamEndedAt = performance.now();
     if (weStoppedIt || this.retry.response.clientGone) return;
     try {
       this.retry.failed(this, classifyUpstreamError(err));

@@ -1,4 +1,9 @@
-import { fstatSync, write, writeSync } from 'node:fs';
+/**
+ * The access log: one JSON line per request. Two parts: the line encoder here (fields to bytes, a
+ * batch at a time) and the destination, an AppendWriter (./append-writer.ts): stdout or a file, the
+ * file reopened on demand (SIGUSR1 in the primary, for log rotation).
+ */
+import { AppendWriter, type Destination } from './append-writer.js';
 
 /** The listener id used in /healthcheck and in an endpoint's `x-disabled-listeners`. */
 export const ACCESS_LOG_LISTENER = 'accessLog';
@@ -15,7 +20,39 @@ export interface FinishedRequest {
   bytesOut: number;
   clientAddress: string;
   disabledListeners: readonly string[];
+  query?: string;
+  userAgent?: string | undefined;
+  consumer?: string | null;
+  requestId?: string;
+  traceId?: string;
+  /** -1 (or absent): not forwarded. */
+  upstreamMs?: number;
+  cache?: string | null;
 }
+
+/**
+ * The request fields of a line, in the order they are written, by their names in the line. Each may
+ * be left out (`accessLog.omit`); level, time, pid, role, workerId, log and msg always are written.
+ */
+export const ACCESS_LOG_FIELDS = [
+  'method',
+  'path',
+  'status',
+  'endpoint',
+  'upstream',
+  'latencyMs',
+  'bytesIn',
+  'bytesOut',
+  'client',
+  'query',
+  'userAgent',
+  'consumer',
+  'requestId',
+  'traceId',
+  'upstreamMs',
+  'cache',
+] as const;
+export type AccessLogField = (typeof ACCESS_LOG_FIELDS)[number];
 
 export interface AccessLog {
   /** Resolves once the destination can be written to. */
@@ -23,20 +60,22 @@ export interface AccessLog {
   record(request: FinishedRequest): void;
   /** Writes out what is buffered; call on shutdown. */
   flush(): Promise<void>;
+  /** Opens a file destination again (after rotation); a no-op for stdout. */
+  reopen(): Promise<void>;
 }
 
 export interface AccessLogOptions {
   workerId: number;
   /** File descriptor to write to; stdout by default. */
   fd?: number;
+  /** A file to append to instead of `fd`. */
+  path?: string;
+  /** Fields left out of every line. */
+  omit?: readonly string[];
   /** Longest a line may sit in the buffer. */
   flushIntervalMs?: number;
 }
 
-/** Writes to a pipe or socket of at most PIPE_BUF bytes are atomic (Linux: 4096). */
-const PIPE_CHUNK = 4096;
-/** Regular files (and /dev/null, ttys): a write is never interleaved with other writers' writes. */
-const FILE_CHUNK = 256 * 1024;
 /** Lines are encoded into buffers of this size (a longer line gets a buffer of its own). */
 const BUFFER_SIZE = 512 * 1024;
 /** Written-out buffers kept for reuse. */
@@ -49,182 +88,137 @@ const MAX_FAST_MS = 0x40000000;
 const LINE_ROOM = 1024;
 /** Beyond this much unwritten log (a stuck reader), new lines are dropped rather than held in memory. */
 const MAX_QUEUED_BYTES = 32 * 1024 * 1024;
-const EAGAIN_RETRY_MS = 10;
 
-/** A part of a buffer that goes out in one write(). */
-interface Chunk {
-  buffer: Buffer;
-  start: number;
-  end: number;
+const EMPTY = Buffer.alloc(0);
+const HEAD_START = '{"level":30,"time":';
+const LINE_END = fragment(',"msg":"request"}\n');
+/** An ASCII part of a line, encoded once. */
+function fragment(text: string): Buffer {
+  return Buffer.from(text, 'latin1');
+}
+const NULL = fragment('null');
+const key = (name: string): Buffer => fragment(`,"${name}":`);
+
+/** Which fields a line has, and their keys encoded once. */
+class Layout {
+  readonly method: Buffer | null;
+  readonly path: Buffer | null;
+  readonly status: Buffer | null;
+  readonly endpoint: Buffer | null;
+  readonly upstream: Buffer | null;
+  readonly latencyMs: Buffer | null;
+  readonly bytesIn: Buffer | null;
+  readonly bytesOut: Buffer | null;
+  readonly client: Buffer | null;
+  readonly query: Buffer | null;
+  readonly userAgent: Buffer | null;
+  readonly consumer: Buffer | null;
+  readonly requestId: Buffer | null;
+  readonly traceId: Buffer | null;
+  readonly upstreamMs: Buffer | null;
+  readonly cache: Buffer | null;
+
+  constructor(omit: readonly string[]) {
+    const on = (name: AccessLogField): Buffer | null => (omit.includes(name) ? null : key(name));
+    this.method = on('method');
+    this.path = on('path');
+    this.status = on('status');
+    this.endpoint = on('endpoint');
+    this.upstream = on('upstream');
+    this.latencyMs = on('latencyMs');
+    this.bytesIn = on('bytesIn');
+    this.bytesOut = on('bytesOut');
+    this.client = on('client');
+    this.query = on('query');
+    this.userAgent = on('userAgent');
+    this.consumer = on('consumer');
+    this.requestId = on('requestId');
+    this.traceId = on('traceId');
+    this.upstreamMs = on('upstreamMs');
+    this.cache = on('cache');
+  }
 }
 
-const EMPTY = new Uint8Array(0);
-const HEAD_START = '{"level":30,"time":';
-const PATH_KEY = ',"path":';
-const ENDPOINT_KEY = ',"endpoint":';
-const UPSTREAM_KEY = ',"upstream":';
-const LATENCY_KEY = ',"latencyMs":';
-const CLIENT_KEY = ',"client":';
-const LINE_END = ',"msg":"request"}\n';
-/** An ASCII part of a line, encoded once. */
-const fragment = (text: string): Uint8Array => Buffer.from(text, 'latin1');
-const STATUS_KEY = ',"status":';
-const NULL = fragment('null');
-const BYTES_IN = fragment(',"bytesIn":');
-const BYTES_OUT = fragment(',"bytesOut":');
-const NO_BYTES_IN = fragment(',"bytesIn":0,"bytesOut":');
-
 /**
- * One JSON line per request, kept off the hot path. Each line is the one pino wrote here before (same
- * keys, same order: level, time, pid, role, workerId, log, the request fields, msg; latencyMs is
- * rounded to the microsecond, which performance.now() differences carry no more than). record() only
- * copies the fields into columns; lines are encoded a batch at a time (every 64 requests, or by the
- * flush timer) straight into a byte buffer: no object walk, no strings built per line, and under load
- * nothing held long enough for the GC to copy it. Every character past ASCII is written as a \u escape.
+ * One JSON line per request, kept off the hot path. The line starts as pino's did (level, time, pid,
+ * role, workerId, log), then the request fields of ACCESS_LOG_FIELDS in that order (those not omitted),
+ * then msg. latencyMs and upstreamMs are rounded to the microsecond, which performance.now()
+ * differences carry no more than. record() only copies the fields into columns; lines are encoded a
+ * batch at a time (every 64 requests, or by the flush timer) straight into a byte buffer: no object
+ * walk, no strings built per line, and under load nothing held long enough for the GC to copy it.
+ * Every character past ASCII is written as a \u escape.
  *
- * Lines are gathered into chunks written asynchronously, one write in flight at a time: at most
- * PIPE_BUF (4096) bytes when the destination is a pipe or socket (shared by every process of the
- * cluster, so writes must stay whole lines), 256 KiB otherwise. A chunk goes out when full, or after at
+ * Encoded lines are handed to the writer in chunks of whole lines, at most its chunkLimit each (4 KiB
+ * to a pipe shared by the cluster's processes, 256 KiB to a file); a chunk goes when full, or after at
  * most `flushIntervalMs`. Whatever is still buffered when the process exits is written synchronously.
  */
-export function createAccessLog({ workerId, fd = 1, flushIntervalMs = 250 }: AccessLogOptions): AccessLog {
-  let chunkLimit = FILE_CHUNK;
-  let ready: Promise<void>;
-  try {
-    const stat = fstatSync(fd);
-    if (stat.isFIFO() || stat.isSocket()) chunkLimit = PIPE_CHUNK;
-    ready = Promise.resolve();
-  } catch (err) {
-    ready = Promise.reject(err);
-    // Unhandled only if nobody awaits it; the worker does.
-    ready.catch(() => {});
-  }
-  const base = `,"pid":${process.pid},"role":"worker","workerId":${workerId},"log":"access","method":`;
-
+export function createAccessLog({ workerId, fd = 1, path, omit = [], flushIntervalMs = 250 }: AccessLogOptions): AccessLog {
+  const destination: Destination = path === undefined ? { fd } : { path };
   const encoder = new LineEncoder();
+  /** Ranges of each buffer handed to the writer and not yet written. */
+  const outstanding = new Map<Buffer, number>();
+  const writer = new AppendWriter(destination, {
+    maxQueuedBytes: MAX_QUEUED_BYTES,
+    onBroken(err) {
+      process.emitWarning(`access log: writing to ${path ?? `fd ${fd}`} failed (${err.code ?? err.message}); access logging stops`, 'AccessLogWarning');
+    },
+    onReleased(buffer) {
+      const left = (outstanding.get(buffer) ?? 1) - 1;
+      if (left > 0) {
+        outstanding.set(buffer, left);
+        return;
+      }
+      outstanding.delete(buffer);
+      // A buffer none of whose chunks is queued any more is reused for later lines.
+      if (buffer !== encoder.buffer) encoder.release(buffer);
+    },
+  });
+  const base = `,"pid":${process.pid},"role":"worker","workerId":${workerId},"log":"access"`;
+  const layout = new Layout(omit);
+
   /** Where the chunk being filled starts in encoder.buffer. */
   let chunkStart = 0;
-  const queue: Chunk[] = [];
-  let queuedBytes = 0;
-  let writing: Chunk | null = null;
-  let broken = false;
-  let waiters: Array<() => void> = [];
 
-  /** Queues encoder.buffer[chunkStart, end). */
+  /** Hands encoder.buffer[chunkStart, end) to the writer. */
   const seal = (end: number): void => {
     if (end <= chunkStart) return;
-    queue.push({ buffer: encoder.buffer, start: chunkStart, end });
+    const buffer = encoder.buffer;
+    if (writer.push(buffer, chunkStart, end)) outstanding.set(buffer, (outstanding.get(buffer) ?? 0) + 1);
     chunkStart = end;
   };
-  // A line that outgrows its buffer moves to a fresh one: what came before it is queued first.
+  // A line that outgrows its buffer moves to a fresh one: what came before it is handed over first.
   encoder.beforeMove = (lineStart) => {
     seal(lineStart);
     chunkStart = 0;
   };
 
-  const settleWaiters = (): void => {
-    if (writing !== null || queue.length > 0 || encoder.pos > chunkStart) return;
-    const done = waiters;
-    waiters = [];
-    for (const resolve of done) resolve();
-  };
-
-  const fail = (err: NodeJS.ErrnoException): void => {
-    // The destination is gone (EPIPE, EBADF, ENOSPC, ...): stop logging rather than pile lines up.
-    broken = true;
-    writing = null;
-    queue.length = 0;
-    queuedBytes = 0;
-    chunkStart = encoder.pos;
-    process.emitWarning(`access log: writing to fd ${fd} failed (${err.code ?? err.message}); access logging stops`, 'AccessLogWarning');
-    settleWaiters();
-  };
-
-  const writeChunk = (chunk: Chunk): void => {
-    if (broken) return;
-    writing = chunk;
-    write(fd, chunk.buffer, chunk.start, chunk.end - chunk.start, null, onWritten);
-  };
-
-  const onWritten = (err: NodeJS.ErrnoException | null, written: number): void => {
-    const chunk = writing!;
-    if (err) {
-      if (err.code === 'EAGAIN') {
-        setTimeout(writeChunk, EAGAIN_RETRY_MS, chunk);
-        return;
-      }
-      fail(err);
-      return;
-    }
-    queuedBytes -= written;
-    chunk.start += written;
-    if (chunk.start < chunk.end) {
-      writeChunk(chunk);
-      return;
-    }
-    writing = null;
-    // A buffer none of whose chunks is queued any more is reused for later lines.
-    if (chunk.buffer !== encoder.buffer && (queue.length === 0 || queue[0]!.buffer !== chunk.buffer)) encoder.release(chunk.buffer);
-    kick();
-  };
-
-  const kick = (): void => {
-    if (writing !== null || broken) return;
-    const next = queue.shift();
-    if (next === undefined) {
-      settleWaiters();
-      return;
-    }
-    writeChunk(next);
-  };
-
   const batch = new Batch();
+  // Fields that mostly repeat from one line to the next are kept encoded with their key.
+  const method = new Repeated();
+  const status = new Repeated();
+  const endpoint = new Repeated();
+  const upstream = new Repeated();
+  const client = new Repeated();
+  const userAgent = new Repeated();
+  const consumer = new Repeated();
+  const cache = new Repeated();
+  // The head of a line changes once per millisecond: kept encoded.
+  let headTime = -1;
+  let head: Buffer = EMPTY;
 
   /** Encodes the recorded fields into lines, then drops the references (short-lived: no GC promotion). */
-  // Parts of a line that repeat from one line to the next are kept encoded: the head (per millisecond),
-  // the method, the endpoint + upstream pair, and the client. Each is checked against the last value.
-  let headTime = -1;
-  let head: Uint8Array = EMPTY;
-  let lastMethod = '';
-  let methodPart: Uint8Array = EMPTY;
-  let lastStatus = -1;
-  let lastEndpoint: string | null = null;
-  let lastUpstream: string | null = null;
-  let routePart: Uint8Array = EMPTY;
-  let lastClient = '';
-  let clientPart: Uint8Array = EMPTY;
-
   function encodeBatch(): void {
     const n = batch.size;
     if (n === 0) return;
     batch.size = 0;
     const e = encoder;
+    const l = layout;
+    const chunkLimit = writer.chunkLimit;
     for (let i = 0; i < n; i++) {
       const now = batch.time[i]!;
       if (now !== headTime) {
         headTime = now;
         head = fragment(`${HEAD_START}${now}${base}`);
-      }
-      const method = batch.method[i]!;
-      if (method !== lastMethod || methodPart === EMPTY) {
-        lastMethod = method;
-        methodPart = fragment(`${jsonString(method)}${PATH_KEY}`);
-      }
-      const status = batch.status[i]!;
-      const endpoint = batch.endpoint[i]!;
-      const upstream = batch.upstream[i]!;
-      if (status !== lastStatus || endpoint !== lastEndpoint || upstream !== lastUpstream || routePart === EMPTY) {
-        lastStatus = status;
-        lastEndpoint = endpoint;
-        lastUpstream = upstream;
-        routePart = fragment(
-          `${STATUS_KEY}${jsonNumber(status)}${ENDPOINT_KEY}${jsonStringOrNull(endpoint)}${UPSTREAM_KEY}${jsonStringOrNull(upstream)}${LATENCY_KEY}`,
-        );
-      }
-      const client = batch.client[i]!;
-      if (client !== lastClient || clientPart === EMPTY) {
-        lastClient = client;
-        clientPart = fragment(`${CLIENT_KEY}${jsonString(client)}${LINE_END}`);
       }
       if (e.pos + LINE_ROOM > e.buffer.length) {
         // Room for the constant parts and short values; long strings make room as they go (ensure).
@@ -234,60 +228,75 @@ export function createAccessLog({ workerId, fd = 1, flushIntervalMs = 250 }: Acc
       }
       e.lineStart = e.pos;
       e.bytes(head);
-      e.bytes(methodPart);
-      e.string(batch.path[i]!);
-      e.bytes(routePart);
-      e.milliseconds(batch.latencyMs[i]!);
-      const bytesIn = batch.bytesIn[i]!;
-      if (bytesIn === 0) {
-        e.bytes(NO_BYTES_IN);
-      } else {
-        e.bytes(BYTES_IN);
-        e.number(bytesIn);
-        e.bytes(BYTES_OUT);
+      if (l.method !== null) e.bytes(method.of(l.method, batch.method[i]!));
+      if (l.path !== null) {
+        e.bytes(l.path);
+        e.string(batch.path[i]!);
       }
-      e.number(batch.bytesOut[i]!);
-      e.bytes(clientPart);
+      if (l.status !== null) e.bytes(status.of(l.status, batch.status[i]!));
+      if (l.endpoint !== null) e.bytes(endpoint.of(l.endpoint, batch.endpoint[i]!));
+      if (l.upstream !== null) e.bytes(upstream.of(l.upstream, batch.upstream[i]!));
+      if (l.latencyMs !== null) {
+        e.bytes(l.latencyMs);
+        e.milliseconds(batch.latencyMs[i]!);
+      }
+      if (l.bytesIn !== null) {
+        e.bytes(l.bytesIn);
+        e.number(batch.bytesIn[i]!);
+      }
+      if (l.bytesOut !== null) {
+        e.bytes(l.bytesOut);
+        e.number(batch.bytesOut[i]!);
+      }
+      if (l.client !== null) e.bytes(client.of(l.client, batch.client[i]!));
+      if (l.query !== null) {
+        e.bytes(l.query);
+        e.string(batch.query[i]!);
+      }
+      if (l.userAgent !== null) e.bytes(userAgent.of(l.userAgent, batch.userAgent[i]!));
+      if (l.consumer !== null) e.bytes(consumer.of(l.consumer, batch.consumer[i]!));
+      if (l.requestId !== null) {
+        e.bytes(l.requestId);
+        e.stringOrNull(batch.requestId[i]!);
+      }
+      if (l.traceId !== null) {
+        e.bytes(l.traceId);
+        e.stringOrNull(batch.traceId[i]!);
+      }
+      if (l.upstreamMs !== null) {
+        e.bytes(l.upstreamMs);
+        const ms = batch.upstreamMs[i]!;
+        if (ms < 0) e.bytes(NULL);
+        else e.milliseconds(ms);
+      }
+      if (l.cache !== null) e.bytes(cache.of(l.cache, batch.cache[i]!));
+      e.bytes(LINE_END);
       const lineStart = e.lineStart;
-      queuedBytes += e.pos - lineStart;
       // This line would make the chunk too long: the chunk ends before it.
       if (e.pos - chunkStart > chunkLimit) seal(lineStart);
       if (e.pos - chunkStart >= chunkLimit) seal(e.pos);
     }
     batch.clear(n);
-    if (queue.length > 0) kick();
   }
 
   const timer = setInterval(() => {
     encodeBatch();
-    if (encoder.pos === chunkStart) return;
     seal(encoder.pos);
-    kick();
   }, flushIntervalMs);
   timer.unref();
 
   process.once('exit', () => {
-    // Synchronously, what has not been handed to a write yet (the write in flight may or may not land).
     encodeBatch();
     seal(encoder.pos);
-    for (const chunk of queue) {
-      for (let attempts = 0; chunk.start < chunk.end && attempts < 1000; attempts++) {
-        try {
-          chunk.start += writeSync(fd, chunk.buffer, chunk.start, chunk.end - chunk.start);
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') return;
-        }
-      }
-    }
+    writer.writeOutSync();
   });
 
   return {
-    ready,
+    ready: writer.ready,
     record(request) {
-      if (broken) return;
       const disabled = request.disabledListeners;
       if (disabled.length > 0 && disabled.includes(ACCESS_LOG_LISTENER)) return;
-      if (queuedBytes > MAX_QUEUED_BYTES) return;
+      if (writer.queuedBytes > MAX_QUEUED_BYTES) return;
       // Only the fields are kept here; lines are encoded a batch at a time (encodeBatch).
       const i = batch.size++;
       batch.time[i] = Date.now();
@@ -300,16 +309,41 @@ export function createAccessLog({ workerId, fd = 1, flushIntervalMs = 250 }: Acc
       batch.bytesIn[i] = request.bytesIn;
       batch.bytesOut[i] = request.bytesOut;
       batch.client[i] = request.clientAddress;
+      batch.query[i] = request.query ?? '';
+      batch.userAgent[i] = request.userAgent ?? null;
+      batch.consumer[i] = request.consumer ?? null;
+      batch.requestId[i] = request.requestId || null;
+      batch.traceId[i] = request.traceId || null;
+      batch.upstreamMs[i] = request.upstreamMs ?? -1;
+      batch.cache[i] = request.cache ?? null;
       if (i === BATCH - 1) encodeBatch();
     },
     flush() {
       encodeBatch();
       seal(encoder.pos);
-      kick();
-      if (writing === null && queue.length === 0) return Promise.resolve();
-      return new Promise((resolve) => waiters.push(resolve));
+      return writer.flush();
+    },
+    reopen() {
+      // Lines encoded so far go to the file they were meant for before the writer moves on.
+      encodeBatch();
+      seal(encoder.pos);
+      return writer.reopen();
     },
   };
+}
+
+/** A field's key and value as encoded the last time, reused while the value stays the same. */
+class Repeated {
+  private last: string | number | null | undefined = undefined;
+  private part: Buffer = EMPTY;
+
+  of(key: Buffer, value: string | number | null): Buffer {
+    if (value === this.last && this.part !== EMPTY) return this.part;
+    this.last = value;
+    const text = value === null ? 'null' : typeof value === 'number' ? (Number.isFinite(value) ? '' + value : 'null') : jsonString(value);
+    this.part = Buffer.concat([key, fragment(text)]);
+    return this.part;
+  }
 }
 
 /** Lines recorded and not yet encoded, one column per field. */
@@ -325,6 +359,13 @@ class Batch {
   readonly bytesIn = new Float64Array(BATCH);
   readonly bytesOut = new Float64Array(BATCH);
   readonly client: string[] = new Array<string>(BATCH).fill('');
+  readonly query: string[] = new Array<string>(BATCH).fill('');
+  readonly userAgent: Array<string | null> = new Array<string | null>(BATCH).fill(null);
+  readonly consumer: Array<string | null> = new Array<string | null>(BATCH).fill(null);
+  readonly requestId: Array<string | null> = new Array<string | null>(BATCH).fill(null);
+  readonly traceId: Array<string | null> = new Array<string | null>(BATCH).fill(null);
+  readonly upstreamMs = new Float64Array(BATCH);
+  readonly cache: Array<string | null> = new Array<string | null>(BATCH).fill(null);
 
   /** Lets the first `n` entries' strings go. */
   clear(n: number): void {
@@ -334,6 +375,12 @@ class Batch {
       this.endpoint[i] = null;
       this.upstream[i] = null;
       this.client[i] = '';
+      this.query[i] = '';
+      this.userAgent[i] = null;
+      this.consumer[i] = null;
+      this.requestId[i] = null;
+      this.traceId[i] = null;
+      this.cache[i] = null;
     }
   }
 }
@@ -366,10 +413,15 @@ class LineEncoder {
     if (buffer.length === BUFFER_SIZE && this.spare.length < SPARE_BUFFERS) this.spare.push(buffer);
   }
 
-  bytes(constant: Uint8Array): void {
-    this.ensure(constant.length);
-    this.buffer.set(constant, this.pos);
-    this.pos += constant.length;
+  bytes(constant: Buffer): void {
+    const n = constant.length;
+    this.ensure(n);
+    const buffer = this.buffer;
+    const p = this.pos;
+    // A short copy is cheaper by hand than through TypedArray.prototype.set.
+    if (n < 64) for (let i = 0; i < n; i++) buffer[p + i] = constant[i]!;
+    else buffer.set(constant, p);
+    this.pos = p + n;
   }
 
   /** ASCII text known to need no escaping (digits). */
@@ -440,6 +492,11 @@ class LineEncoder {
     this.pos = p;
   }
 
+  stringOrNull(value: string | null): void {
+    if (value === null) this.bytes(NULL);
+    else this.string(value);
+  }
+
   digits(value: number): void {
     this.ensure(10);
     let length = 1;
@@ -468,14 +525,6 @@ export function jsonString(value: string): string {
     if (c < 0x20 || c === 0x22 || c === 0x5c || c > 0x7e) return escapedJsonString(value);
   }
   return '"' + value + '"';
-}
-
-function jsonNumber(value: number): string {
-  return Number.isFinite(value) ? '' + value : 'null';
-}
-
-function jsonStringOrNull(value: string | null): string {
-  return value === null ? 'null' : jsonString(value);
 }
 
 function escapedJsonString(value: string): string {

@@ -390,6 +390,8 @@ class AlternateUpstream implements Listener {
       endpoint: ctx.route === null ? null : `${ctx.route.method} ${ctx.route.template}`,
       upstream: ctx.upstream,
       consumer: ctx.consumer,
+      requestId: ctx.requestId,
+      traceId: ctx.trace === null ? '' : ctx.trace.traceId,
       requestHeaders,
       clientStatus: capture.status,
       alternateStatus: answer.status,

@@ -34,6 +34,9 @@ export interface MismatchRecord {
   /** The primary host that answered the client. */
   upstream: string | null;
   consumer: string | null;
+  /** The request's ID and trace id (as in the access log); '' when unknown. */
+  requestId?: string;
+  traceId?: string;
   /** The few request headers worth having to reproduce the request (never credentials). */
   requestHeaders: ReadonlyArray<readonly [string, string]>;
   clientStatus: number;
@@ -127,6 +130,8 @@ function detailed(record: MismatchRecord, values: ValueTexts, level: Level): Rec
   request.endpoint = record.endpoint === null ? null : clip.text(record.endpoint, level.path);
   request.upstream = record.upstream === null ? null : clip.text(record.upstream, level.path);
   request.consumer = record.consumer === null ? null : clip.text(record.consumer, SHORT);
+  if (record.requestId) request.requestId = clip.text(record.requestId, SHORT * 4);
+  if (record.traceId) request.traceId = record.traceId;
   if (level.requestHeaders) {
     // Entries, not assignments: a client may send a header named "__proto__".
     request.headers = Object.fromEntries(record.requestHeaders.map(([name, value]) => [name, clip.text(value, level.value)]));
@@ -191,7 +196,11 @@ function minimal(record: MismatchRecord): Record<string, unknown> {
   return {
     time: new Date(record.time).toISOString(),
     listener: clip.text(record.listener, SHORT),
-    request: { method: clip.text(record.method, SHORT), path: clip.text(record.path, 128) },
+    request: {
+      method: clip.text(record.method, SHORT),
+      path: clip.text(record.path, 128),
+      ...(record.requestId ? { requestId: clip.text(record.requestId, SHORT * 4) } : {}),
+    },
     status: { client: record.clientStatus, alternate: record.alternateStatus },
     differences: differenceNames(record),
     truncated: true,

@@ -5,6 +5,7 @@ import type { Counters } from '../metrics/counters.js';
 import type { CircuitReport } from './upstream-breakers.js';
 import type { Pipeline } from '../middleware/pipeline.js';
 import type { BuiltinsHook } from '../exchange/builtins.js';
+import type { RequestObserve } from '../observe/request-observe.js';
 import type { RequestListener } from '../exchange/listener.js';
 import type { UpstreamWeight } from '../lifecycle/forward.js';
 
@@ -20,6 +21,8 @@ export interface DataPlaneOptions {
   onBreakersChanged?: (() => void) | null;
   /** Where retries (and other events) are counted for /metrics. */
   counters?: Counters | null;
+  /** Request IDs, trace context and span export (src/observe/); null: none. */
+  observe?: RequestObserve | null;
   /** The native build to use; loadUws() by default. */
   uws?: LoadedUws;
 }

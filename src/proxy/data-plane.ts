@@ -22,6 +22,7 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
     builtins: options.builtins ?? null,
     counters: options.counters ?? null,
     onBreakersChanged: options.onBreakersChanged ?? null,
+    observe: options.observe ?? null,
   });
   const acceptor = new UwsAcceptor(uws, state, lifecycle, options.counters ?? null);
   const control = new DataPlaneControl(uws, state, lifecycle, acceptor);

@@ -144,12 +144,16 @@ export class UwsClient implements ClientSide {
         return;
       case 'builtin':
         // A HEAD has no body left unread: only a closing gateway asks for the connection to close.
-        ctx.bytesOut = writeBuiltinAnswer(res, reply.answer, headersOnly, headersOnly ? settings.closing : closeConnection);
+        ctx.bytesOut = writeBuiltinAnswer(res, reply.answer, headersOnly, headersOnly ? settings.closing : closeConnection, ctx.responseHeaders);
         return;
       case 'options':
         res.writeStatus(statusLine(200));
         res.writeHeader('allow', reply.allow);
         res.writeHeader('via', settings.via);
+        if (ctx.responseHeaders !== null) {
+          const extra = ctx.responseHeaders;
+          for (let i = 0; i < extra.length; i += 2) res.writeHeader(extra[i]!, extra[i + 1]!);
+        }
         res.end('', closeConnection);
         ctx.bytesOut = 0;
         return;

@@ -1,0 +1,275 @@
+/**
+ * Span export over OTLP/HTTP with OpenTelemetry's SDK (config `tracing`). Spans are built after the
+ * request is over from the timestamps it recorded (see RequestTrace), only for sampled requests: an
+ * unsampled one costs nothing here. Each sampled request gives
+ * - a SERVER span named "<METHOD> <route template>" (or "<METHOD>" when no endpoint matched), with the
+ *   HTTP semantic-convention attributes, its parent the caller's span when a traceparent came in;
+ * - an INTERNAL span "middleware" for the time the middleware took to decide, when any ran;
+ * - a CLIENT span "<METHOD> upstream" for the call to the upstream, whose id is the parent id the
+ *   upstream saw in its traceparent.
+ *
+ * Spans queue in a BatchSpanProcessor and go out in batches from the event loop's idle time. The queue
+ * is bounded (spans waiting plus spans being exported); past the bound a span is dropped and counted,
+ * as is every span of a failed export (collector down, refusing, timing out). Nothing waits for the
+ * collector: a request never does.
+ */
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Attributes, type HrTime } from '@opentelemetry/api';
+import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  AlwaysOnSampler,
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  type IdGenerator,
+  type ReadableSpan,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace-base';
+import {
+  ATTR_CLIENT_ADDRESS,
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_HTTP_ROUTE,
+  ATTR_NETWORK_PROTOCOL_VERSION,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+  ATTR_SERVICE_NAME,
+  ATTR_URL_FULL,
+  ATTR_URL_PATH,
+  ATTR_URL_SCHEME,
+  ATTR_USER_AGENT_ORIGINAL,
+} from '@opentelemetry/semantic-conventions';
+import type { Tracer } from '@opentelemetry/api';
+import type { RequestTrace } from './request-trace.js';
+import { randomHex } from './random-hex.js';
+
+export interface TracingConfig {
+  /** OTLP/HTTP traces endpoint, e.g. http://127.0.0.1:4318/v1/traces. */
+  otlpEndpoint: string;
+  /** Share of traces the gateway starts that are exported (0-1); a caller's sampled flag decides for the rest. */
+  sampleRatio: number;
+  serviceName: string;
+}
+
+/** Where the export counts what it did (worker counters, shown under tracing.* in /metrics). */
+export interface TracingCounters {
+  add(name: string, n?: number): void;
+}
+
+export const SPANS_EXPORTED = 'tracing.spansExported';
+export const SPANS_DROPPED = 'tracing.spansDropped';
+
+/** Bounds of the export queue and batches (tests make them small). */
+export interface ExportLimits {
+  maxQueueSize: number;
+  maxExportBatchSize: number;
+  scheduledDelayMillis: number;
+  exportTimeoutMillis: number;
+}
+
+const DEFAULT_LIMITS: ExportLimits = { maxQueueSize: 4096, maxExportBatchSize: 512, scheduledDelayMillis: 1000, exportTimeoutMillis: 5000 };
+
+/** A finished request, as its spans need it. Times are epoch milliseconds (fractional); 0 for "did not happen". */
+export interface TracedRequest {
+  trace: RequestTrace;
+  method: string;
+  path: string;
+  routeTemplate: string | null;
+  status: number;
+  startedAt: number;
+  endedAt: number;
+  middlewareStartedAt: number;
+  middlewareEndedAt: number;
+  upstream: string | null;
+  upstreamMethod: string;
+  upstreamTarget: string;
+  upstreamStartedAt: number;
+  upstreamEndedAt: number;
+  clientAddress: string;
+  userAgent: string | undefined;
+  requestId: string;
+  host: string | undefined;
+  bytesIn: number;
+  bytesOut: number;
+}
+
+/** Hands the SDK the ids the gateway already chose (and propagated) for the span it starts next. */
+class ChosenIds implements IdGenerator {
+  traceId = '';
+  spanId = '';
+  generateTraceId(): string {
+    return this.traceId;
+  }
+  generateSpanId(): string {
+    return this.spanId;
+  }
+}
+
+/**
+ * Counts what becomes of every span and keeps the number in the processor's hands bounded: a span
+ * is let in only while fewer than maxQueueSize are queued or being exported, so the processor's own
+ * queue never overflows unseen.
+ */
+class CountingExporter implements SpanExporter {
+  /** Spans handed to the processor whose export has not finished. */
+  pending = 0;
+  private failing = false;
+
+  constructor(
+    private readonly inner: SpanExporter,
+    private readonly counters: TracingCounters,
+    private readonly warn: (message: string) => void,
+  ) {}
+
+  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+    const settle = (result: ExportResult): void => {
+      this.pending -= spans.length;
+      if (result.code === ExportResultCode.SUCCESS) {
+        this.counters.add(SPANS_EXPORTED, spans.length);
+        if (this.failing) this.warn('span export works again');
+        this.failing = false;
+      } else {
+        this.counters.add(SPANS_DROPPED, spans.length);
+        if (!this.failing) this.warn(`span export failed (${result.error?.message ?? 'unknown error'}); spans are dropped until it works again`);
+        this.failing = true;
+      }
+      done(result);
+    };
+    try {
+      this.inner.export(spans, settle);
+    } catch (err) {
+      settle({ code: ExportResultCode.FAILED, error: err instanceof Error ? err : new Error(String(err)) });
+    }
+  }
+
+  shutdown(): Promise<void> {
+    return this.inner.shutdown();
+  }
+
+  forceFlush(): Promise<void> {
+    return this.inner.forceFlush?.() ?? Promise.resolve();
+  }
+}
+
+function hrTime(epochMs: number): HrTime {
+  const seconds = Math.trunc(epochMs / 1000);
+  return [seconds, Math.round((epochMs - seconds * 1000) * 1e6)];
+}
+
+export class SpanExport {
+  private readonly ids = new ChosenIds();
+  private readonly provider: BasicTracerProvider;
+  private readonly tracer: Tracer;
+  private readonly exporter: CountingExporter;
+  private readonly maxQueueSize: number;
+
+  constructor(
+    config: TracingConfig,
+    private readonly counters: TracingCounters,
+    warn: (message: string) => void,
+    limits: Partial<ExportLimits> = {},
+  ) {
+    const bounds = { ...DEFAULT_LIMITS, ...limits };
+    this.maxQueueSize = bounds.maxQueueSize;
+    this.exporter = new CountingExporter(
+      new OTLPTraceExporter({ url: config.otlpEndpoint, timeoutMillis: bounds.exportTimeoutMillis, concurrencyLimit: 2 }),
+      counters,
+      warn,
+    );
+    this.provider = new BasicTracerProvider({
+      resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName }),
+      idGenerator: this.ids,
+      // Sampling is decided when the request arrives (its traceparent says so downstream already).
+      sampler: new AlwaysOnSampler(),
+      spanProcessors: [new BatchSpanProcessor(this.exporter, bounds)],
+    });
+    this.tracer = this.provider.getTracer('specgate');
+  }
+
+  /** The spans of one finished, sampled request go into the export queue (or are dropped and counted). */
+  record(request: TracedRequest): void {
+    const t = request.trace;
+    const spans = 1 + (request.middlewareStartedAt > 0 ? 1 : 0) + (request.upstreamStartedAt > 0 ? 1 : 0);
+    if (this.exporter.pending + spans > this.maxQueueSize) {
+      this.counters.add(SPANS_DROPPED, spans);
+      return;
+    }
+    this.exporter.pending += spans;
+    const parent =
+      t.parentId === ''
+        ? ROOT_CONTEXT
+        : trace.setSpanContext(ROOT_CONTEXT, { traceId: t.traceId, spanId: t.parentId, traceFlags: TraceFlags.SAMPLED, isRemote: true });
+    const name = request.routeTemplate === null ? request.method : `${request.method} ${request.routeTemplate}`;
+    const attributes: Attributes = {
+      [ATTR_HTTP_REQUEST_METHOD]: request.method,
+      [ATTR_URL_PATH]: request.path,
+      [ATTR_URL_SCHEME]: 'http',
+      [ATTR_HTTP_RESPONSE_STATUS_CODE]: request.status,
+      [ATTR_NETWORK_PROTOCOL_VERSION]: '1.1',
+      [ATTR_CLIENT_ADDRESS]: request.clientAddress,
+      'http.request.body.size': request.bytesIn,
+      'http.response.body.size': request.bytesOut,
+      'gateway.request_id': request.requestId,
+    };
+    if (request.routeTemplate !== null) attributes[ATTR_HTTP_ROUTE] = request.routeTemplate;
+    if (request.userAgent !== undefined) attributes[ATTR_USER_AGENT_ORIGINAL] = request.userAgent;
+    if (request.host !== undefined) attributes[ATTR_SERVER_ADDRESS] = request.host;
+    this.ids.traceId = t.traceId;
+    this.ids.spanId = t.spanId;
+    const server = this.tracer.startSpan(name, { kind: SpanKind.SERVER, startTime: hrTime(request.startedAt), attributes }, parent);
+    // A 5xx is the server's failure; a 4xx is the client's (left unset, as the conventions ask).
+    if (request.status >= 500) server.setStatus({ code: SpanStatusCode.ERROR });
+    const inServer = trace.setSpan(ROOT_CONTEXT, server);
+
+    if (request.middlewareStartedAt > 0) {
+      this.ids.spanId = randomSpanId();
+      const middleware = this.tracer.startSpan('middleware', { kind: SpanKind.INTERNAL, startTime: hrTime(request.middlewareStartedAt) }, inServer);
+      middleware.end(hrTime(request.middlewareEndedAt > 0 ? request.middlewareEndedAt : request.endedAt));
+    }
+    if (request.upstreamStartedAt > 0 && request.upstream !== null) {
+      this.ids.spanId = t.upstreamSpanId;
+      const clientAttributes: Attributes = {
+        [ATTR_HTTP_REQUEST_METHOD]: request.upstreamMethod,
+        [ATTR_URL_FULL]: request.upstream + request.upstreamTarget,
+        ...serverOf(request.upstream),
+      };
+      if (request.status > 0 && request.status !== 499) clientAttributes[ATTR_HTTP_RESPONSE_STATUS_CODE] = request.status;
+      const client = this.tracer.startSpan(`${request.upstreamMethod} upstream`, { kind: SpanKind.CLIENT, startTime: hrTime(request.upstreamStartedAt), attributes: clientAttributes }, inServer);
+      if (request.status >= 500) client.setStatus({ code: SpanStatusCode.ERROR });
+      client.end(hrTime(request.upstreamEndedAt > 0 ? request.upstreamEndedAt : request.endedAt));
+    }
+    server.end(hrTime(request.endedAt));
+  }
+
+  /** Exports what is queued (bounded by the export timeout). */
+  async flush(): Promise<void> {
+    await this.provider.forceFlush().catch(() => {});
+  }
+
+  async close(): Promise<void> {
+    await this.provider.shutdown().catch(() => {});
+  }
+}
+
+function randomSpanId(): string {
+  return randomHex(8);
+}
+
+const serverCache = new Map<string, Attributes>();
+
+/** server.address and server.port of an upstream's serviceLocation ("http://host:port"). */
+function serverOf(upstream: string): Attributes {
+  let attributes = serverCache.get(upstream);
+  if (attributes === undefined) {
+    attributes = {};
+    try {
+      const url = new URL(upstream);
+      attributes[ATTR_SERVER_ADDRESS] = url.hostname;
+      attributes[ATTR_SERVER_PORT] = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+    } catch {
+      // Not a URL: no server attributes.
+    }
+    if (serverCache.size < 1000) serverCache.set(upstream, attributes);
+  }
+  return attributes;
+}

@@ -1,0 +1,337 @@
+// Request IDs, W3C trace context, span export and the access log file, through the real gateway
+// process: what the client, the upstream, the access log and an OTLP/HTTP receiver of the test see.
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtempSync, readFileSync, renameSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t, { type Test } from 'tap';
+import { eventually, httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
+
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  startTimeUnixNano: string;
+  endTimeUnixNano: string;
+  attributes: Array<{ key: string; value: Record<string, unknown> }>;
+  status?: { code?: number };
+}
+
+/** An OTLP/HTTP receiver on loopback that keeps the spans of every JSON export it is sent. */
+async function startReceiver(t: Test): Promise<{ url: string; spans: OtlpSpan[]; services: Set<string>; posts: () => number }> {
+  const spans: OtlpSpan[] = [];
+  const services = new Set<string>();
+  let posts = 0;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      posts++;
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+        resourceSpans: Array<{ resource: { attributes: OtlpSpan['attributes'] }; scopeSpans: Array<{ spans: OtlpSpan[] }> }>;
+      };
+      for (const resource of body.resourceSpans) {
+        const name = resource.resource.attributes.find((a) => a.key === 'service.name');
+        if (name) services.add(String(name.value.stringValue));
+        for (const scope of resource.scopeSpans) spans.push(...scope.spans);
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/traces`, spans, services, posts: () => posts };
+}
+
+const attribute = (span: OtlpSpan, key: string): unknown => {
+  const value = span.attributes.find((a) => a.key === key)?.value;
+  return value === undefined ? undefined : (value.stringValue ?? (value.intValue !== undefined ? Number(value.intValue) : value));
+};
+
+function tempDir(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'specgate-observe-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function readLines(file: string): Array<Record<string, unknown>> {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+const endpoints = [{ method: 'GET', path: '/items/{id}' }];
+/** Headers the upstream received, by request path. */
+const upstreamSaw = new Map<string, IncomingHttpHeaders>();
+const upstream = await startUpstream(t, {
+  name: 'app',
+  handle(req, res) {
+    upstreamSaw.set(req.url!, req.headers);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"ok":true}');
+  },
+});
+const GENERATED = /^[0-9a-f]{16}-[0-9a-z]+$/;
+
+t.test('from a trusted peer: IDs kept, traces continued, spans exported, every answer and line carries the ID', async (t) => {
+  const dir = tempDir(t);
+  const logFile = join(dir, 'access.log');
+  const receiver = await startReceiver(t);
+  const gateway = await startGateway(t, {
+    config: testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints }], {
+      trustedProxies: ['127.0.0.1'],
+      accessLog: { enabled: true, destination: logFile },
+      tracing: { otlpEndpoint: receiver.url, sampleRatio: 1, serviceName: 'gw-under-test' },
+    }),
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+  });
+
+  const made = await httpRequest(gateway.port, '/items/1?color=red', { headers: { 'user-agent': 'observe-test/1' } });
+  t.equal(made.status, 200);
+  const madeId = made.headers['x-request-id'] as string;
+  t.match(madeId, GENERATED, 'an ID is made when none came');
+  t.equal(upstreamSaw.get('/items/1?color=red')!['x-request-id'], madeId, 'and forwarded upstream');
+
+  const kept = await httpRequest(gateway.port, '/items/2', { headers: { 'x-request-id': 'client-chose-this' } });
+  t.equal(kept.headers['x-request-id'], 'client-chose-this', "a trusted peer's ID is kept");
+  t.equal(upstreamSaw.get('/items/2')!['x-request-id'], 'client-chose-this');
+
+  const tooLong = await httpRequest(gateway.port, '/items/3', { headers: { 'x-request-id': 'x'.repeat(201) } });
+  t.match(tooLong.headers['x-request-id'], GENERATED, 'an ID over 200 characters is replaced');
+
+  const missing = await httpRequest(gateway.port, '/nowhere');
+  t.equal(missing.status, 404);
+  t.match(missing.headers['content-type'], /problem\+json/);
+  t.match(missing.headers['x-request-id'], GENERATED, 'a problem+json answer carries one');
+  const health = await httpRequest(gateway.port, '/healthcheck');
+  t.match(health.headers['x-request-id'], GENERATED, 'a built-in answer carries one');
+
+  const callerTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
+  const callerSpan = '00f067aa0ba902b7';
+  const traced = await httpRequest(gateway.port, '/items/4', {
+    headers: { traceparent: `00-${callerTrace}-${callerSpan}-01`, tracestate: 'congo=t61rcWkgMzE' },
+  });
+  t.equal(traced.status, 200);
+  const sent = upstreamSaw.get('/items/4')!;
+  const [version, traceId, parentId, flags] = String(sent.traceparent).split('-');
+  t.equal(version, '00');
+  t.equal(traceId, callerTrace, 'the trace goes on with the same trace id');
+  t.not(parentId, callerSpan, 'with a new parent id');
+  t.match(parentId, /^[0-9a-f]{16}$/);
+  t.equal(flags, '01', 'still sampled');
+  t.equal(sent.tracestate, 'congo=t61rcWkgMzE', 'tracestate passed on');
+
+  const started = upstreamSaw.get('/items/1?color=red')!;
+  t.match(started.traceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/, 'without one the gateway starts a trace (sampled at ratio 1)');
+  const badTrace = await httpRequest(gateway.port, '/items/5', { headers: { traceparent: `00-${callerTrace.toUpperCase()}-${callerSpan}-01`, tracestate: 'a=b' } });
+  t.equal(badTrace.status, 200);
+  t.not(String(upstreamSaw.get('/items/5')!.traceparent).split('-')[1], callerTrace.toUpperCase(), 'an invalid traceparent starts a new trace');
+  t.equal(upstreamSaw.get('/items/5')!.tracestate, undefined, 'and its tracestate is dropped');
+
+  // The access log file.
+  const lines = await eventually(
+    async () => {
+      const lines = readLines(logFile);
+      return lines.length >= 7 ? lines : undefined;
+    },
+    5000,
+    50,
+    'seven access lines in the file',
+  );
+  const byPath = (path: string) => lines.find((line) => line.path === path)!;
+  t.match(byPath('/items/1'), {
+    requestId: madeId,
+    query: 'color=red',
+    userAgent: 'observe-test/1',
+    consumer: null,
+    cache: null,
+    traceId: String(started.traceparent).split('-')[1],
+    upstream: upstream.location,
+    endpoint: '/items/{id}',
+  });
+  t.type(byPath('/items/1').upstreamMs, 'number');
+  t.ok((byPath('/items/1').upstreamMs as number) <= (byPath('/items/1').latencyMs as number), 'upstreamMs is within latencyMs');
+  t.equal(byPath('/items/2').requestId, 'client-chose-this');
+  t.match(byPath('/nowhere'), { status: 404, requestId: missing.headers['x-request-id'], upstreamMs: null });
+  t.equal(byPath('/items/4').traceId, callerTrace);
+
+  // The spans.
+  const server = await eventually(
+    async () => receiver.spans.find((s) => s.traceId === callerTrace && s.kind === 2),
+    8000,
+    100,
+    'the server span of the traced request',
+  );
+  t.ok(receiver.services.has('gw-under-test'), 'service.name from the config');
+  t.equal(server.name, 'GET /items/{id}', 'named by the route template');
+  t.equal(server.parentSpanId, callerSpan, "the caller's span is its parent");
+  t.equal(attribute(server, 'http.request.method'), 'GET');
+  t.equal(attribute(server, 'http.route'), '/items/{id}');
+  t.equal(attribute(server, 'url.path'), '/items/4');
+  t.equal(attribute(server, 'http.response.status_code'), 200);
+  t.equal(attribute(server, 'gateway.request_id'), traced.headers['x-request-id']);
+  const client = await eventually(async () => receiver.spans.find((s) => s.traceId === callerTrace && s.kind === 3), 5000, 100, 'the client span');
+  t.equal(client.parentSpanId, server.spanId, 'the upstream call is a child of the server span');
+  t.equal(client.spanId, parentId, 'whose id is the parent id the upstream saw');
+  t.equal(attribute(client, 'server.port'), upstream.port);
+  t.ok(BigInt(client.startTimeUnixNano) >= BigInt(server.startTimeUnixNano) && BigInt(client.endTimeUnixNano) <= BigInt(server.endTimeUnixNano), 'inside the server span');
+  const notFound = await eventually(async () => receiver.spans.find((s) => attribute(s, 'url.path') === '/nowhere'), 5000, 100, 'the 404 span');
+  t.equal(notFound.name, 'GET', 'no route: named by the method alone');
+  t.equal(attribute(notFound, 'http.response.status_code'), 404);
+});
+
+t.test('from an untrusted peer an incoming ID is replaced; with the collector down requests go on and drops are counted', async (t) => {
+  // A port that was free a moment ago: nothing listens there.
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const deadPort = (probe.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  const gateway = await startGateway(t, {
+    config: testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints }], {
+      accessLog: { enabled: true },
+      tracing: { otlpEndpoint: `http://127.0.0.1:${deadPort}/v1/traces`, sampleRatio: 1 },
+    }),
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+  });
+  const answer = await httpRequest(gateway.port, '/items/10', { headers: { 'x-request-id': 'spoofed' } });
+  t.match(answer.headers['x-request-id'], GENERATED, "an untrusted peer's ID is replaced");
+  t.equal(upstreamSaw.get('/items/10')!['x-request-id'], answer.headers['x-request-id'], 'upstream gets the replacement');
+  const line = await eventually(async () => gateway.accessLines().find((l) => l.path === '/items/10'), 3000, 50, 'its access line');
+  t.equal(line.requestId, answer.headers['x-request-id'], 'logged on stdout too');
+
+  const N = 200;
+  const statuses: number[] = [];
+  for (let i = 0; i < N; i += 20) {
+    const batch = await Promise.all(Array.from({ length: 20 }, (_, j) => httpRequest(gateway.port, `/items/${100 + i + j}`)));
+    statuses.push(...batch.map((r) => r.status));
+  }
+  t.equal(statuses.filter((s) => s === 200).length, N, 'every request answered while the collector is down');
+  const dropped = await eventually(
+    async () => {
+      const metrics = JSON.parse((await httpRequest(gateway.port, '/metrics')).body) as { tracing?: { spansDropped?: number } };
+      const count = metrics.tracing?.spansDropped ?? 0;
+      return count >= N * 2 ? count : undefined;
+    },
+    20_000,
+    250,
+    'dropped spans counted in /metrics',
+  );
+  t.ok(dropped >= N * 2, `${dropped} spans counted as dropped (server and client span of each request)`);
+  t.ok(gateway.lines.some((l) => typeof l.msg === 'string' && l.msg.startsWith('span export failed')), 'and a warning logged');
+});
+
+t.test('SIGUSR1 reopens the access log file: a rotation under load loses no line', async (t) => {
+  const dir = tempDir(t);
+  const logFile = join(dir, 'access.log');
+  const rotated = join(dir, 'access.log.1');
+  const gateway = await startGateway(t, {
+    config: testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints }], {
+      accessLog: { enabled: true, destination: logFile },
+    }),
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+  });
+  let sent = 0;
+  let rotatedAt = -1;
+  const load = async (worker: number): Promise<void> => {
+    for (let i = 0; i < 150; i++) {
+      const answer = await httpRequest(gateway.port, `/items/rot-${worker}-${i}`);
+      if (answer.status === 200) sent++;
+      if (worker === 0 && i === 60) {
+        renameSync(logFile, rotated);
+        rotatedAt = sent;
+        gateway.signal('SIGUSR1');
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, (_, w) => load(w)));
+  t.ok(rotatedAt > 0, 'rotated while requests were running');
+  await gateway.waitForLog((l) => l.msg === 'SIGUSR1: workers reopen their log files', 3000);
+  gateway.signal('SIGTERM');
+  t.same(await gateway.exited, { code: 0, signal: null });
+  const before = readLines(rotated).filter((l) => String(l.path).startsWith('/items/rot-'));
+  const after = readLines(logFile).filter((l) => String(l.path).startsWith('/items/rot-'));
+  t.ok(before.length > 0, `${before.length} lines in the rotated file`);
+  t.ok(after.length > 0, `${after.length} lines in the reopened file`);
+  t.equal(before.length + after.length, sent, 'every request has its line, in one file or the other');
+  t.equal(new Set([...before, ...after].map((l) => l.path)).size, sent, 'each once');
+});
+
+t.test('with middleware: consumer and cache status logged, a middleware span exported', async (t) => {
+  const dir = tempDir(t);
+  const logFile = join(dir, 'access.log');
+  const receiver = await startReceiver(t);
+  const key = 'observe-key-0123456789';
+  const gateway = await startGateway(t, {
+    config: testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints }], {
+      accessLog: { enabled: true, destination: logFile },
+      tracing: { otlpEndpoint: receiver.url, sampleRatio: 1 },
+      middleware: [
+        { id: 'auth', type: 'apiKeyAuth', header: 'x-api-key', keys: [{ consumer: 'acme', sha256: createHash('sha256').update(key).digest('hex') }] },
+        { id: 'cache', type: 'responseCache', store: 'local', defaultTtlMs: 60_000 },
+      ],
+    }),
+    workers: 1,
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+  });
+  const first = await httpRequest(gateway.port, '/items/mw', { headers: { 'x-api-key': key } });
+  t.equal(first.headers['x-cache'], 'MISS');
+  // The entry is stored once the answer is over: asked again until it is served from the cache.
+  const second = await eventually(
+    async () => {
+      const answer = await httpRequest(gateway.port, '/items/mw', { headers: { 'x-api-key': key } });
+      return answer.headers['x-cache'] === 'HIT' ? answer : undefined;
+    },
+    5000,
+    50,
+    'a cache hit',
+  );
+  const refused = await httpRequest(gateway.port, '/items/mw');
+  t.same([first.status, second.status, refused.status], [200, 200, 401]);
+  t.not(second.headers['x-request-id'], first.headers['x-request-id'], 'a cache hit gets its own request ID');
+  t.match(refused.headers['x-request-id'], GENERATED, "a middleware's refusal carries one");
+  const lines = await eventually(
+    async () => {
+      const lines = readLines(logFile);
+      return lines.some((l) => l.status === 401) ? lines : undefined;
+    },
+    5000,
+    50,
+    'the access lines',
+  );
+  const byId = (answer: { headers: IncomingHttpHeaders }) => lines.find((l) => l.requestId === answer.headers['x-request-id'])!;
+  t.match(byId(first), { consumer: 'acme', cache: 'MISS', status: 200 });
+  t.type(byId(first).upstreamMs, 'number');
+  t.match(byId(second), { consumer: 'acme', cache: 'HIT', status: 200, upstreamMs: null });
+  t.match(byId(refused), { consumer: null, status: 401 });
+
+  const traceOf = (answer: { headers: IncomingHttpHeaders }) => byId(answer).traceId as string;
+  const spansOf = async (answer: { headers: IncomingHttpHeaders }, count: number) =>
+    eventually(
+      async () => {
+        const spans = receiver.spans.filter((s) => s.traceId === traceOf(answer));
+        return spans.length >= count ? spans : undefined;
+      },
+      8000,
+      100,
+      `${count} spans`,
+    );
+  const missSpans = await spansOf(first, 3);
+  const server = missSpans.find((s) => s.kind === 2)!;
+  const middleware = missSpans.find((s) => s.name === 'middleware')!;
+  t.ok(middleware, 'a middleware span');
+  t.equal(middleware.parentSpanId, server.spanId, 'child of the server span');
+  t.ok(missSpans.some((s) => s.kind === 3 && s.parentSpanId === server.spanId), 'and the upstream call');
+  const hitSpans = await spansOf(second, 2);
+  t.same(hitSpans.map((s) => s.name).sort(), ['GET /items/{id}', 'middleware'], 'a hit: no upstream span');
+});
