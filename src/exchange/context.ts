@@ -8,7 +8,7 @@ import type { Route, RouteTarget } from '../routing/table.js';
 import type { Capture } from './capture.js';
 import type { ClientSide } from './client.js';
 import type { ResponseObserver } from './observer.js';
-import type { RequestTrace } from '../observe/request-trace.js';
+import type { RequestTrace } from './request-trace.js';
 
 export type { ResponseObserver } from './observer.js';
 

@@ -9,7 +9,7 @@ import type { TrustedProxies } from '../http/trusted-proxies.js';
 import { isAcceptableRequestId, nextRequestId } from './request-id.js';
 import { formatTraceparent, parseTraceparent, passTracestate, SAMPLED } from './trace-context.js';
 import { randomHex } from './random-hex.js';
-import { RequestTrace } from './request-trace.js';
+import { RequestTrace } from '../exchange/request-trace.js';
 // Types only: the SDK (about a second to load on a busy machine) is imported when tracing is configured.
 import type { ExportLimits, SpanExport, TracingConfig, TracingCounters } from './tracing.js';
 

@@ -40,7 +40,7 @@ import {
   ATTR_USER_AGENT_ORIGINAL,
 } from '@opentelemetry/semantic-conventions';
 import type { Tracer } from '@opentelemetry/api';
-import type { RequestTrace } from './request-trace.js';
+import type { RequestTrace } from '../exchange/request-trace.js';
 import { randomHex } from './random-hex.js';
 
 export interface TracingConfig {
