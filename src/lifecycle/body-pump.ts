@@ -36,6 +36,8 @@ export class BodyPump implements ClientBody {
   private dispatch: BodyDispatch | null = null;
   private owner: BodyOwner | null = null;
   private stopped = false;
+  /** The forward phase's set of pumps its sweep checks for slow clients; left once the body is whole or the request over. */
+  private sweeping: Set<BodyPump> | null = null;
 
   constructor(
     private readonly ctx: RequestContext,
@@ -73,7 +75,10 @@ export class BodyPump implements ClientBody {
       this.owner.refuse(413, `the request body is larger than ${this.maxBodyBytes} bytes`);
       return;
     }
-    if (isLast) this.complete = true;
+    if (isLast) {
+      this.complete = true;
+      this.sweeping?.delete(this);
+    }
     // Ours: the call keeps it until the socket took it, a capture keeps it for its listeners.
     const copy = length > 0 ? Buffer.from(new Uint8Array(chunk)) : null;
     if (copy !== null) ctx.capture?.addRequestChunk(copy);
@@ -137,5 +142,14 @@ export class BodyPump implements ClientBody {
   stop(): void {
     this.stopped = true;
     this.held.length = 0;
+    this.sweeping?.delete(this);
+  }
+
+  /** Checked by `sweep` against its deadline until the body is whole or the request over. */
+  sweptBy(sweep: Set<BodyPump>, deadline: number): void {
+    if (this.complete || this.stopped) return;
+    this.deadline = deadline;
+    this.sweeping = sweep;
+    sweep.add(this);
   }
 }

@@ -93,10 +93,9 @@ export class ForwardPhase implements RetryHost {
     pump ??= new BodyPump(ctx, client, state.config.limits.maxBodyBytes);
     response.pump = pump;
     retry.onBodyDrain = () => pump.drained();
-    if (!pump.whole) {
-      pump.deadline = ctx.startedAt + state.config.timeouts.clientRequestMs;
-      this.receiving.add(pump);
-    }
+    // Without this removal when the request ends, the set kept every body request's context alive
+    // until the next sweep (negotiation-memory test: +110 MB over 16,000 requests with 7 KB headers).
+    pump.sweptBy(this.receiving, ctx.startedAt + state.config.timeouts.clientRequestMs);
     pump.attach(response, {
       sendWhole: (body) => retry.send(upstream, body),
       sendStreamed: (length): BodySink => {
