@@ -16,7 +16,8 @@
 // Environment (all optional): BENCH_DURATION_S (8), BENCH_WARMUP_S (3 in the first round, 1 after),
 // BENCH_CONNECTIONS (50), BENCH_ROUNDS (3; the half-rate runs take at most 2), BENCH_ONLY (comma-separated contender ids),
 // BENCH_RESULTS (where the machine-readable results go; default bench/results/proxy.json, git-ignored;
-// `npm run bench:chart` draws docs/benchmark-proxy.svg from it), BENCH_TOOLS (autocannon,wrk), BENCH_PROFILE_DIR (the gateway's primary and workers run with --cpu-prof there;
+// `npm run bench:chart` draws docs/benchmark-proxy.svg from it), BENCH_TOOLS (autocannon,wrk), BENCH_PROFILE_DIR (the gateway's primary and workers run with --cpu-prof there; BENCH_PROFILE_ID picks
+// which gateway contender, default `gateway`;
 // the top self-time functions of its workers are printed at the end), BENCH_GATEWAY_NODE_FLAGS (more
 // node flags for that gateway, e.g. --perf-basic-prof for `perf record`), BENCH_DEADLINE_S (1200),
 // BENCH_PACED_RATE (req/s of the paced latency runs; default half the gateway's peak), BENCH_WORKERS
@@ -51,6 +52,8 @@ const DEADLINE_S = Number(env.BENCH_DEADLINE_S ?? 1200);
 const WORKERS = Number(env.BENCH_WORKERS ?? 2);
 const ROUTE_COUNT = 350;
 const PROFILE_DIR = env.BENCH_PROFILE_DIR || null;
+/** The gateway contender that runs with --cpu-prof (and BENCH_GATEWAY_NODE_FLAGS). */
+const PROFILE_ID = env.BENCH_PROFILE_ID || 'gateway';
 const GATEWAY_NODE_FLAGS = (env.BENCH_GATEWAY_NODE_FLAGS ?? '').split(' ').filter((s) => s !== '');
 const ONLY = env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',').map((s) => s.trim())) : null;
 const WANTED_TOOLS = new Set((env.BENCH_TOOLS ?? 'autocannon,wrk').split(',').map((s) => s.trim()));
@@ -367,11 +370,11 @@ async function startGateway(id: string, upstream: string, endpoints: Array<{ met
   const out = openSync(join(workDir, `${id}.log`), 'w');
   // Node 20 refuses --cpu-prof in NODE_OPTIONS; cluster workers inherit the primary's execArgv.
   const nodeFlags: string[] = [];
-  if (PROFILE_DIR !== null && id === 'gateway') {
+  if (PROFILE_DIR !== null && id === PROFILE_ID) {
     mkdirSync(PROFILE_DIR, { recursive: true });
     nodeFlags.push('--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`);
   }
-  if (GATEWAY_NODE_FLAGS.length > 0 && id === 'gateway') nodeFlags.push(...GATEWAY_NODE_FLAGS);
+  if (GATEWAY_NODE_FLAGS.length > 0 && id === PROFILE_ID) nodeFlags.push(...GATEWAY_NODE_FLAGS);
   const child = startChild(process.execPath, [...nodeFlags, GATEWAY_MAIN, 'start', '--config', configFile, '--workers', String(WORKERS)], { stdout: out });
   closeSync(out);
   gatewayProcesses.set(id, child);
@@ -840,15 +843,15 @@ async function main(): Promise<void> {
   out.push(`Total bench time: ${((Date.now() - startedAt) / 1000).toFixed(0)} s.`);
 
   // Profiles are written when the workers exit: stop the profiled gateway first (SIGTERM to its primary).
-  if (PROFILE_DIR !== null && gatewayProcesses.has('gateway')) {
-    const primary = gatewayProcesses.get('gateway')!;
+  if (PROFILE_DIR !== null && gatewayProcesses.has(PROFILE_ID)) {
+    const primary = gatewayProcesses.get(PROFILE_ID)!;
     await stopChild(primary, 15_000, true);
     // CPU.<date>.<time>.<pid>.<tid>.<seq>.cpuprofile; the primary's are left out.
     const files = profileFiles([PROFILE_DIR]).filter((f) => basename(f).split('.')[3] !== String(primary.pid));
     const fresh = files.filter((f) => statSync(f).mtimeMs >= startedAt);
     if (fresh.length > 0) {
       out.push('');
-      out.push(`Gateway worker CPU profile (${PROFILE_DIR}), top self time:`);
+      out.push(`Gateway worker CPU profile (${PROFILE_ID}, ${PROFILE_DIR}), top self time:`);
       out.push('');
       out.push(formatSelfTimes(fresh, 30));
     }
