@@ -138,7 +138,7 @@ export function policyRequest(url: string, headers: readonly string[], vary: rea
 
 /**
  * Where http-cache-semantics reads a header differently from RFC 9110/9111, the view it is given is
- * corrected first (each rule has its test in test/cache-rules.test.ts; they could go to the library):
+ * corrected first (each rule has its test in test/cache/cache-rules.test.ts; they could go to the library):
  * - Cache-Control directive names are case-insensitive (RFC 9111 5.2): the library compares them as
  *   written, so `MAX-AGE=60` would be no lifetime.
  * - Date, Expires and Last-Modified are HTTP-dates (RFC 9110 5.6.7), read strictly (parseHttpDate),

@@ -7,7 +7,7 @@
  * returns on `failed` instead of on `failed && optionally`; fixed in later uWS). A chunked body then
  * carries a chunk size without its data, and a sized one stops short of its Content-Length. It takes a
  * socket whose kernel buffer is exactly full while uWS's own backpressure buffer is empty: rare, but a
- * 1 GiB chunked download hit it (test/data-plane-streaming.test.ts).
+ * 1 GiB chunked download hit it (test/lifecycle/data-plane-streaming.test.ts).
  *
  * The rule for every build: the bytes written in one cork by calls that must not fail (writeStatus,
  * writeHeader, write, end) stay within CORK_BUFFER_BYTES. tryEnd's body is an optional write (what

@@ -1,7 +1,7 @@
 // The optional admin listener: /metrics, /spec and the health report on a port of their own; the public
 // port then answers /metrics and /spec 404 and keeps /healthcheck for load balancers.
 import t from 'tap';
-import { eventually, httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
+import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 
 t.test('admin: { port: 0 } serves the built-ins apart from the public port', async (t) => {
   const app = await startUpstream(t, { name: 'app' });

@@ -1,6 +1,6 @@
 // Built-in paths moved by config are served at the new paths; the old paths go to routing.
 import t from 'tap';
-import { httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
+import { httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 
 const upstream = await startUpstream(t, { name: 'app' });
 const gateway = await startGateway(t, {

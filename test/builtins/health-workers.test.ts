@@ -1,8 +1,8 @@
 // The health report's `workers` field: how many workers serve and with which table version, so an
 // operator sees a missing worker or one stuck on an old table (status stays latched at 200).
 import t from 'tap';
-import type { WorkersHealth } from '../src/builtins/healthcheck.js';
-import { eventually, httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
+import type { WorkersHealth } from '../../src/builtins/healthcheck.js';
+import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 
 const upstream = await startUpstream(t, { name: 'one' });
 const config = (paths: string[]): Record<string, unknown> =>

@@ -1,6 +1,6 @@
 // /healthcheck: 503 while an upstream's doc is held back, then 200 from every worker, and 200 for good.
 import t from 'tap';
-import { eventually, httpRequest, startGateway, startUpstream, swaggerDoc, testConfig, type GatewayProcess } from './helpers/gateway-process.js';
+import { eventually, httpRequest, startGateway, startUpstream, swaggerDoc, testConfig, type GatewayProcess } from '../helpers/gateway-process.js';
 
 let releaseDoc: () => void = () => {};
 const slow = await startUpstream(t, {

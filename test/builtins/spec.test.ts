@@ -1,9 +1,9 @@
 import t from 'tap';
 import SwaggerParser from '@apidevtools/swagger-parser';
-import type { UpstreamConfig } from '../src/config/types.js';
-import type { DiscoveredUpstream } from '../src/discovery/types.js';
-import { buildCombinedSpec } from '../src/builtins/spec.js';
-import { openapi3WithUser, swagger2WithRefs } from './fixtures/docs.js';
+import type { UpstreamConfig } from '../../src/config/types.js';
+import type { DiscoveredUpstream } from '../../src/discovery/types.js';
+import { buildCombinedSpec } from '../../src/builtins/spec.js';
+import { openapi3WithUser, swagger2WithRefs } from '../fixtures/docs.js';
 
 type Json = Record<string, any>;
 
@@ -175,7 +175,7 @@ t.test('the input docs are not modified', async (t) => {
 });
 
 t.test('toOpenApi3: the same combination as a valid OpenAPI 3.0 document', async (t) => {
-  const { toOpenApi3 } = await import('../src/builtins/spec.js');
+  const { toOpenApi3 } = await import('../../src/builtins/spec.js');
   const swagger = combined([swaggerUpstream, openapiUpstream, staticUpstream]);
   const before = JSON.stringify(swagger);
   const doc = toOpenApi3(swagger) as Json;

@@ -2,12 +2,12 @@
 // and 4.2 through http-cache-semantics, plus docs/reference/response-cache.md#what-is-stored), the record and its Age, the one-Buffer
 // encoding shared stores keep, and the flights that coalesce misses.
 import t from 'tap';
-import { CacheRecordError, decodeRecord, encodeRecord } from '../src/cache/codec.js';
-import { Flights } from '../src/cache/flights.js';
-import { comparedValue, primaryKey, variantKey, varyNames } from '../src/cache/key.js';
-import { LocalCacheStore } from '../src/cache/local-store.js';
-import { hasDirective, StoredResponse, VaryIndex } from '../src/cache/record.js';
-import { judge } from '../src/cache/rules.js';
+import { CacheRecordError, decodeRecord, encodeRecord } from '../../src/cache/codec.js';
+import { Flights } from '../../src/cache/flights.js';
+import { comparedValue, primaryKey, variantKey, varyNames } from '../../src/cache/key.js';
+import { LocalCacheStore } from '../../src/cache/local-store.js';
+import { hasDirective, StoredResponse, VaryIndex } from '../../src/cache/record.js';
+import { judge } from '../../src/cache/rules.js';
 
 t.test('keys: the endpoint, the normalized path, the raw query', async (t) => {
   t.equal(primaryKey('/items/{}', '/items/1', ''), '/items/{} /items/1');
@@ -218,7 +218,7 @@ t.test('flights: followers wake with the outcome, or alone at their deadline', a
 // ---- RFC 9110/9111 read to the letter where http-cache-semantics reads otherwise (rules.ts) ------
 
 t.test('HTTP-date: the three forms, strictly; RFC 850 two-digit years; Date.parse texts refused', async (t) => {
-  const { parseHttpDate, formatHttpDate } = await import('../src/cache/http-date.js');
+  const { parseHttpDate, formatHttpDate } = await import('../../src/cache/http-date.js');
   const ms = Date.UTC(1994, 10, 6, 8, 49, 37);
   t.equal(parseHttpDate('Sun, 06 Nov 1994 08:49:37 GMT'), ms, 'IMF-fixdate');
   t.equal(parseHttpDate('Sunday, 06-Nov-94 08:49:37 GMT', Date.UTC(2000, 0, 1)), ms, 'RFC 850 in 2000: 94 is 1994');

@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { Agent, request } from 'undici';
-import { eventually, httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
-import { rawRequest } from './helpers/raw-http.js';
+import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { rawRequest } from '../helpers/raw-http.js';
 
 const MB = 1024 * 1024;
 const COUNT = Number(process.env.CACHE_TEST_COUNT ?? 2000);

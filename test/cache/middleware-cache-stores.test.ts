@@ -3,18 +3,18 @@
 // planes (two instances), stands in for Redis: each serves the other's entries, variants and stale
 // entries included, and coalescing still holds. A store that fails costs no request its answer; one
 // slower than slaMs leaves the request labelled.
-import { storeLookup } from './helpers/stores.js';
+import { storeLookup } from '../helpers/stores.js';
 import type http from 'node:http';
 import t from 'tap';
-import { decodeRecord, encodeRecord } from '../src/cache/codec.js';
-import type { CacheRecord } from '../src/cache/record.js';
-import type { CacheStore } from '../src/cache/store.js';
-import { Counters } from '../src/metrics/counters.js';
-import { buildPipeline, type MiddlewareConfig } from '../src/middleware/registry.js';
-import { startDataPlane, type DataPlane } from '../src/proxy/data-plane.js';
-import { RoutingTable } from '../src/routing/table.js';
-import { rawRequest } from './helpers/raw-http.js';
-import { entry, startUpstream, testConfig, type UpstreamHandler } from './helpers/upstream-server.js';
+import { decodeRecord, encodeRecord } from '../../src/cache/codec.js';
+import type { CacheRecord } from '../../src/cache/record.js';
+import type { CacheStore } from '../../src/cache/store.js';
+import { Counters } from '../../src/metrics/counters.js';
+import { buildPipeline, type MiddlewareConfig } from '../../src/middleware/registry.js';
+import { startDataPlane, type DataPlane } from '../../src/proxy/data-plane.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import { rawRequest } from '../helpers/raw-http.js';
+import { entry, startUpstream, testConfig, type UpstreamHandler } from '../helpers/upstream-server.js';
 
 /** Keeps records as bytes with a TTL, answering a few ms later, like a store across the network. */
 class BytesStore implements CacheStore {

@@ -6,7 +6,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { MAIN, startUpstream, swaggerDoc } from './helpers/gateway-process.js';
+import { MAIN, startUpstream, swaggerDoc } from '../helpers/gateway-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'specgate-check-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -41,7 +41,7 @@ const fastDiscovery = { fetchTimeoutMs: 2000, retries: 0, backoffMs: 0, refreshI
 t.test('--version names the gateway, Node.js and the native build', async (t) => {
   const { code, stdout } = await cli(['--version']);
   t.equal(code, 0);
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
   t.match(stdout, new RegExp(`^gateway ${pkg.version.replace(/\./g, '\\.')}\n`));
   t.match(stdout, `node ${process.version}, uWebSockets.js `);
 });

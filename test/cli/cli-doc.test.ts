@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { gateway } from './helpers/cli.js';
-import { asYaml, formsDoc, htmlPage, openapi3RestYaml, sloppyDoc } from './fixtures/lenient-docs.js';
+import { gateway } from '../helpers/cli.js';
+import { asYaml, formsDoc, htmlPage, openapi3RestYaml, sloppyDoc } from '../fixtures/lenient-docs.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'specgate-cli-doc-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));

@@ -4,8 +4,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { gateway } from './helpers/cli.js';
-import { startUpstream, swaggerDoc } from './helpers/gateway-process.js';
+import { gateway } from '../helpers/cli.js';
+import { startUpstream, swaggerDoc } from '../helpers/gateway-process.js';
 
 const upstream = await startUpstream(t, { name: 'users', spec: swaggerDoc('users', { '/users/{id}': ['GET'], '/users/me': ['GET'] }, '/api') });
 const dir = mkdtempSync(join(tmpdir(), 'specgate-cli-fetch-'));

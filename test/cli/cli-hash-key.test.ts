@@ -2,7 +2,7 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import t from 'tap';
-import { MAIN } from './helpers/gateway-process.js';
+import { MAIN } from '../helpers/gateway-process.js';
 
 const run = (args: string[], input: string) => spawnSync(process.execPath, [MAIN, ...args], { input, encoding: 'utf8' });
 

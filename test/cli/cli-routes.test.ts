@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { gateway } from './helpers/cli.js';
+import { gateway } from '../helpers/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'specgate-cli-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));

@@ -5,9 +5,10 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { eventually, httpRequest } from './helpers/gateway-process.js';
+import { eventually, httpRequest } from '../helpers/gateway-process.js';
+import { holdExamplePorts } from '../helpers/machine-lock.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 
 function parentOf(pid: string): number | undefined {
   try {
@@ -39,6 +40,9 @@ const alive = (pid: number): boolean => {
     return false;
   }
 };
+
+// npm start runs the example upstreams on their fixed ports.
+await holdExamplePorts(t);
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   t.test(`${signal} to npm start's process stops every gateway process`, async (t) => {

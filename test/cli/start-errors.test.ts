@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { gateway } from './helpers/cli.js';
+import { gateway } from '../helpers/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'specgate-start-errors-'));
 const file = join(dir, 'bad.json');

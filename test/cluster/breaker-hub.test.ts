@@ -1,8 +1,8 @@
 // Breakers across workers (docs/reference/forward.md#circuit-breakers): the primary sums every worker's consecutive failures and
 // opens a breaker on all of them at the threshold; the /metrics summary merges their states.
 import t from 'tap';
-import { BreakerHub, type BreakerTrip } from '../src/cluster/breaker-hub.js';
-import { Breakers, type CircuitReport } from '../src/proxy/upstream-breakers.js';
+import { BreakerHub, type BreakerTrip } from '../../src/cluster/breaker-hub.js';
+import { Breakers, type CircuitReport } from '../../src/proxy/upstream-breakers.js';
 
 const H = 'http://10.0.0.1:8080';
 const settings = { hostFailures: 10, endpointFailures: 4, resetMs: 1000 };

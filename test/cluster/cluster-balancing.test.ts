@@ -1,6 +1,6 @@
 // Weighted balancing through the real gateway: one worker, three upstreams declaring the same endpoint.
 import t from 'tap';
-import { httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
+import { httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 
 const light1 = await startUpstream(t, { name: 'light-1' });
 const light2 = await startUpstream(t, { name: 'light-2' });

@@ -1,7 +1,7 @@
 // docs/reference/forward.md#circuit-breakers, through the running gateway with 2 workers: a failing host's breaker opens after
 // about hostFailures failures in all (not hostFailures per worker), on both workers, and /metrics shows it.
 import t from 'tap';
-import { askWorker, eventually, httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
+import { askWorker, eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 
 const THRESHOLD = 10;
 

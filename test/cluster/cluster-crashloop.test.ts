@@ -1,11 +1,11 @@
 // Workers that crash-loop after a good start do not take the primary down: it respawns them with a
 // growing back-off, and the gateway serves again once the cause is gone. Here the cause is a socket
 // without SO_REUSEPORT that takes the port while the workers are down, so every new worker exits at
-// listen. (A port held before the start is refused at once: test/cluster-port-held.test.ts.)
+// listen. (A port held before the start is refused at once: test/cluster/cluster-port-held.test.ts.)
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import t from 'tap';
-import { eventually, httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
+import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 
 const upstream = await startUpstream(t, { name: 'backend' });
 

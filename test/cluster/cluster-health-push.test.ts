@@ -1,8 +1,8 @@
 // HealthPush: the health report goes to the workers only when it changed, a status change at once,
 // and a burst of changes (every worker acknowledging a table) as a few pushes, the last one latest.
 import t from 'tap';
-import { HealthPush } from '../src/cluster/health-push.js';
-import type { HealthMessage } from '../src/cluster/messages.js';
+import { HealthPush } from '../../src/cluster/health-push.js';
+import type { HealthMessage } from '../../src/cluster/messages.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

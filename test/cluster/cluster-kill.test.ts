@@ -1,6 +1,6 @@
 // kill -9 of a worker under load: it is replaced, requests keep succeeding, /healthcheck stays 200.
 import t from 'tap';
-import { eventually, httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
+import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 
 const upstream = await startUpstream(t, { name: 'backend' });
 const gateway = await startGateway(t, {

@@ -2,10 +2,10 @@
 // rateLimit on the local store holding for the whole instance (fresh connections spread over both
 // workers, and one keep-alive connection), its headers, scope, and the health and metrics reports.
 import t from 'tap';
-import { sha256Hex } from '../src/middleware/api-key-auth.js';
+import { sha256Hex } from '../../src/middleware/api-key-auth.js';
 import { Agent, request } from 'undici';
-import { eventually, httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
-import { rawRequest } from './helpers/raw-http.js';
+import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { rawRequest } from '../helpers/raw-http.js';
 
 const app = await startUpstream(t, {
   name: 'app',

@@ -5,8 +5,8 @@ import { spawn } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 import t from 'tap';
-import type { ReloadStatus } from '../src/builtins/healthcheck.js';
-import { eventually, httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
+import type { ReloadStatus } from '../../src/builtins/healthcheck.js';
+import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 
 const upstream = await startUpstream(t, { name: 'backend' });
 const config = (overrides: Record<string, unknown> = {}) =>

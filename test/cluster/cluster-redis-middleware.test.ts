@@ -4,8 +4,8 @@
 // slaMs and counted, and two instances serving each other's cached answers.
 import t from 'tap';
 import { createClient } from 'redis';
-import { eventually, httpRequest, startGateway, startUpstream, testConfig, type GatewayProcess } from './helpers/gateway-process.js';
-import { startRedisServer } from './helpers/redis-server.js';
+import { eventually, httpRequest, startGateway, startUpstream, testConfig, type GatewayProcess } from '../helpers/gateway-process.js';
+import { startRedisServer } from '../helpers/redis-server.js';
 
 const redis = await startRedisServer();
 t.teardown(() => redis.stop());

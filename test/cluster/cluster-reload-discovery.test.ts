@@ -10,7 +10,7 @@ import {
   startUpstream,
   swaggerDoc,
   testConfig,
-} from './helpers/gateway-process.js';
+} from '../helpers/gateway-process.js';
 
 interface Health {
   upstreams: Array<{ serviceLocation: string; state: string; endpoints: number }>;

@@ -1,8 +1,8 @@
 // SIGHUP with a broken config (bad JSON, unknown key, invalid template): the old routes keep answering
 // on every worker, the error is logged and shown in /metrics (lastReload) and in the health report.
 import t, { type Test } from 'tap';
-import type { ReloadStatus } from '../src/builtins/healthcheck.js';
-import { askWorker, eventually, httpRequest, startGateway, startUpstream, testConfig, type GatewayProcess } from './helpers/gateway-process.js';
+import type { ReloadStatus } from '../../src/builtins/healthcheck.js';
+import { askWorker, eventually, httpRequest, startGateway, startUpstream, testConfig, type GatewayProcess } from '../helpers/gateway-process.js';
 
 const upstream = await startUpstream(t, { name: 'keep' });
 const good = testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints: [{ method: 'GET', path: '/old/{id}' }] }]);

@@ -5,8 +5,8 @@
 // so workers are never replaced: every reload is a table swap between requests.
 import { createRequire } from 'node:module';
 import t from 'tap';
-import type { WorkersHealth } from '../src/builtins/healthcheck.js';
-import { askWorker, eventually, httpRequest, startGateway, startUpstream, swaggerDoc, testConfig } from './helpers/gateway-process.js';
+import type { WorkersHealth } from '../../src/builtins/healthcheck.js';
+import { askWorker, eventually, httpRequest, startGateway, startUpstream, swaggerDoc, testConfig } from '../helpers/gateway-process.js';
 
 interface AutocannonResult {
   requests: { total: number; sent: number; average: number };

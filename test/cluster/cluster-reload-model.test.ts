@@ -5,13 +5,13 @@
 // health reaches 200), the last SIGHUP got an outcome, and what serves is what that outcome says.
 import t from 'tap';
 import fc from 'fast-check';
-import type { GatewayConfig, UpstreamConfig } from '../src/config/types.js';
-import type { DiscoveredUpstream } from '../src/discovery/index.js';
-import type { Logger } from '../src/log.js';
-import type { Published, PublishOutcome, PublishState } from '../src/cluster/publisher.js';
-import { Reloader, type PublishTarget, type ReloadResult, type WorkerReplacement } from '../src/cluster/reloader.js';
-import type { DiscoverFn } from '../src/cluster/discovered-upstreams.js';
-import { testConfig } from './helpers/upstream-server.js';
+import type { GatewayConfig, UpstreamConfig } from '../../src/config/types.js';
+import type { DiscoveredUpstream } from '../../src/discovery/index.js';
+import type { Logger } from '../../src/log.js';
+import type { Published, PublishOutcome, PublishState } from '../../src/cluster/publisher.js';
+import { Reloader, type PublishTarget, type ReloadResult, type WorkerReplacement } from '../../src/cluster/reloader.js';
+import type { DiscoverFn } from '../../src/cluster/discovered-upstreams.js';
+import { testConfig } from '../helpers/upstream-server.js';
 
 const silentLog = (): Logger => {
   const nothing = (): void => {};

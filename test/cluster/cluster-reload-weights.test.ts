@@ -1,11 +1,11 @@
 // A weight change arriving by SIGHUP moves linearly over upstreamWeighting.stepCount steps of
 // stepDurationMs (docs/reference/forward.md#weights), on every worker: not at once. The step timing itself (which
-// share in which step) is checked against an injected clock in test/balancer.test.ts ("weight
+// share in which step) is checked against an injected clock in test/proxy/balancer.test.ts ("weight
 // transition"); this real-process check asserts order, not time windows: in the order the answers
 // came, the heavy upstream's share starts at the old split, passes through values in between, never
 // goes back, and ends at the new split.
 import t from 'tap';
-import { httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
+import { httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 
 const STEPS = 3;
 const STEP_MS = 1500;

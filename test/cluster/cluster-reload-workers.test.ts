@@ -7,9 +7,9 @@
 // config has the given `name` exit at start (`exit:`) or never report ready (`hang:`).
 import { readFileSync } from 'node:fs';
 import t, { type Test } from 'tap';
-import type { ReloadStatus, WorkersHealth } from '../src/builtins/healthcheck.js';
-import { SUCCESSOR_READY_TIMEOUT_MS } from '../src/cluster/supervisor.js';
-import { askWorker, eventually, httpRequest, startGateway, startUpstream, testConfig, type GatewayProcess } from './helpers/gateway-process.js';
+import type { ReloadStatus, WorkersHealth } from '../../src/builtins/healthcheck.js';
+import { SUCCESSOR_READY_TIMEOUT_MS } from '../../src/cluster/supervisor.js';
+import { askWorker, eventually, httpRequest, startGateway, startUpstream, testConfig, type GatewayProcess } from '../helpers/gateway-process.js';
 
 const upstream = await startUpstream(t, { name: 'keep' });
 const config = (name: string, paths: string[]): Record<string, unknown> => ({

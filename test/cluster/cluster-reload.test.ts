@@ -1,7 +1,7 @@
 // SIGHUP: a bad config is refused and the old one keeps serving; a good one is swapped in on every
 // worker without dropping a request.
 import t from 'tap';
-import { eventually, httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
+import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 
 const first = await startUpstream(t, { name: 'first' });
 const second = await startUpstream(t, { name: 'second' });

@@ -1,6 +1,6 @@
 // Requests through the real gateway (primary + 2 workers) land on the upstream docs/reference/routing.md says.
 import t from 'tap';
-import { eventually, httpRequest, startGateway, startUpstream, swaggerDoc, testConfig } from './helpers/gateway-process.js';
+import { eventually, httpRequest, startGateway, startUpstream, swaggerDoc, testConfig } from '../helpers/gateway-process.js';
 
 const users = await startUpstream(t, {
   name: 'users',

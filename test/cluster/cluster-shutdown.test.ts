@@ -11,7 +11,7 @@ import {
   type GatewayProcess,
   type Teardown,
   type WorkerConnection,
-} from './helpers/gateway-process.js';
+} from '../helpers/gateway-process.js';
 
 const SLOW_MS = 1500;
 

@@ -1,7 +1,7 @@
 // The process model's pure pieces: crash-loop back-off and the readiness rule.
 import t from 'tap';
-import { respawnDelay, type WorkerSlot } from '../src/cluster/supervisor.js';
-import { componentStates, isOperational } from '../src/cluster/readiness.js';
+import { respawnDelay, type WorkerSlot } from '../../src/cluster/supervisor.js';
+import { componentStates, isOperational } from '../../src/cluster/readiness.js';
 
 t.test('respawn back-off: none after one exit, then doubling up to the cap', async (t) => {
   t.same([1, 2, 3, 4, 5].map((n) => respawnDelay(n, 250, 30_000)), [0, 250, 500, 1000, 2000]);

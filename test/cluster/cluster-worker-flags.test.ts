@@ -2,8 +2,8 @@
 // (src/cluster/worker-flags.ts): the rule, and the flags real worker processes run with.
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { nodeAcceptsScavengeFlag, SCAVENGE_FLAG, workerExecArgv } from '../src/cluster/worker-flags.js';
-import { startGateway, startUpstream, testConfig, type GatewayProcess } from './helpers/gateway-process.js';
+import { nodeAcceptsScavengeFlag, SCAVENGE_FLAG, workerExecArgv } from '../../src/cluster/worker-flags.js';
+import { startGateway, startUpstream, testConfig, type GatewayProcess } from '../helpers/gateway-process.js';
 
 t.test('the rule', async (t) => {
   const accepted = (): boolean => true;

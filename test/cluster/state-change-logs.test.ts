@@ -4,8 +4,8 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { eventually, httpRequest, startGateway, startUpstream, swaggerDoc, testConfig } from './helpers/gateway-process.js';
-import { startRedisServer } from './helpers/redis-server.js';
+import { eventually, httpRequest, startGateway, startUpstream, swaggerDoc, testConfig } from '../helpers/gateway-process.js';
+import { startRedisServer } from '../helpers/redis-server.js';
 
 const app = await startUpstream(t, { name: 'app' });
 

@@ -6,15 +6,18 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'jsonc-parser';
 import t from 'tap';
-import { startExampleUpstreams } from '../examples/upstreams.js';
-import { httpRequest, startGateway } from './helpers/gateway-process.js';
-import { startRedisServer } from './helpers/redis-server.js';
+import { startExampleUpstreams } from '../../examples/upstreams.js';
+import { httpRequest, startGateway } from '../helpers/gateway-process.js';
+import { machineLock } from '../helpers/machine-lock.js';
+import { startRedisServer } from '../helpers/redis-server.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const EXAMPLES = `${ROOT}config/examples`;
 
+// The example upstreams' ports are fixed: one test file at a time holds them.
+const releasePorts = await machineLock('example-ports');
 const examples = await startExampleUpstreams();
-t.teardown(() => examples.close());
+t.teardown(() => examples.close().finally(releasePorts));
 const redis = await startRedisServer();
 t.teardown(() => redis.stop());
 

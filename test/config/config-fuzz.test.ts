@@ -1,6 +1,6 @@
 import t from 'tap';
 import fc from 'fast-check';
-import { ConfigError, parseConfig } from '../src/config/load.js';
+import { ConfigError, parseConfig } from '../../src/config/load.js';
 
 /** Whatever the file holds, parseConfig either returns a config or throws a ConfigError in the promised format. */
 t.test('any JSON value: a config or a well-formed ConfigError', async (t) => {

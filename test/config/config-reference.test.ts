@@ -2,7 +2,7 @@
 // and description; on a mismatch the expected row is printed, ready to paste.
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { configSchema } from '../src/config/schema.js';
+import { configSchema } from '../../src/config/schema.js';
 
 interface KeySchema {
   type?: string;
@@ -66,7 +66,7 @@ function expectedRows(): Map<string, string> {
   return rows;
 }
 
-const readme = readFileSync(new URL('../../config/README.md', import.meta.url), 'utf8');
+const readme = readFileSync(new URL('../../../config/README.md', import.meta.url), 'utf8');
 const tableRows = new Map<string, string>();
 for (const line of readme.split('\n')) {
   const key = /^\| `([^`]+)` \|/.exec(line)?.[1];

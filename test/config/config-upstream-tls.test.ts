@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { ConfigError, loadConfig } from '../src/config/load.js';
+import { ConfigError, loadConfig } from '../../src/config/load.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'specgate-config-tls-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));

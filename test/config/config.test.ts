@@ -2,8 +2,8 @@ import t from 'tap';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig, parseConfig } from '../src/config/load.js';
-import { configSchema } from '../src/config/schema.js';
+import { ConfigError, loadConfig, parseConfig } from '../../src/config/load.js';
+import { configSchema } from '../../src/config/schema.js';
 
 const FILE = 'config/prod.json';
 const swagger2 = (serviceLocation: string, extra: object = {}) => ({ serviceType: 'swagger2', serviceLocation, ...extra });

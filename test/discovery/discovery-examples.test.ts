@@ -1,10 +1,10 @@
 import t from 'tap';
 import { request } from 'undici';
 import SwaggerParser from '@apidevtools/swagger-parser';
-import { startExampleUpstreams } from '../examples/upstreams.js';
-import { loadConfig } from '../src/config/load.js';
-import { discoverUpstream } from '../src/discovery/index.js';
-import { buildCombinedSpec } from '../src/builtins/spec.js';
+import { startExampleUpstreams } from '../../examples/upstreams.js';
+import { loadConfig } from '../../src/config/load.js';
+import { discoverUpstream } from '../../src/discovery/index.js';
+import { buildCombinedSpec } from '../../src/builtins/spec.js';
 
 t.test('the shipped default config discovers the bundled examples and /spec validates', async (t) => {
   const examples = await startExampleUpstreams(0);

@@ -4,9 +4,9 @@
 // sloppy doc's objections and the two failures in /healthcheck, and /spec validates.
 import t, { type Test } from 'tap';
 import SwaggerParser from '@apidevtools/swagger-parser';
-import { httpRequest, startGateway, testConfig } from './helpers/gateway-process.js';
-import { echoHandler, startUpstream, type Upstream } from './helpers/upstream-server.js';
-import { asYaml, formRequests, formsDoc, htmlPage, notADoc, openapi3RestYaml, sloppyDoc, sloppyProblems } from './fixtures/lenient-docs.js';
+import { httpRequest, startGateway, testConfig } from '../helpers/gateway-process.js';
+import { echoHandler, startUpstream, type Upstream } from '../helpers/upstream-server.js';
+import { asYaml, formRequests, formsDoc, htmlPage, notADoc, openapi3RestYaml, sloppyDoc, sloppyProblems } from '../fixtures/lenient-docs.js';
 
 type Json = Record<string, any>;
 

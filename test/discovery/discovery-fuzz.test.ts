@@ -4,11 +4,11 @@
 import t from 'tap';
 import fc from 'fast-check';
 import SwaggerParser from '@apidevtools/swagger-parser';
-import { discoverFromDoc } from '../src/discovery/index.js';
-import { buildCombinedSpecWithNamespaces } from '../src/builtins/spec.js';
-import { guardSpec } from '../src/builtins/spec-guard.js';
-import { openapi3WithUser, swagger2WithRefs } from './fixtures/docs.js';
-import { formsDoc, sloppyDoc } from './fixtures/lenient-docs.js';
+import { discoverFromDoc } from '../../src/discovery/index.js';
+import { buildCombinedSpecWithNamespaces } from '../../src/builtins/spec.js';
+import { guardSpec } from '../../src/builtins/spec-guard.js';
+import { openapi3WithUser, swagger2WithRefs } from '../fixtures/docs.js';
+import { formsDoc, sloppyDoc } from '../fixtures/lenient-docs.js';
 
 type Json = Record<string, any>;
 

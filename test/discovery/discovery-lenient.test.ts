@@ -3,17 +3,17 @@
 // (collapsed path keys, the guard), and how the registry bounds and logs problems.
 import t from 'tap';
 import SwaggerParser from '@apidevtools/swagger-parser';
-import type { UpstreamConfig } from '../src/config/types.js';
-import { discoverFromDoc, parseDocText, type DiscoveredUpstream, type EndpointProblem } from '../src/discovery/index.js';
-import { swaggerPath } from '../src/discovery/swagger-path.js';
-import { validateDoc } from '../src/discovery/validate-doc.js';
-import { buildCombinedSpec, buildCombinedSpecWithNamespaces } from '../src/builtins/spec.js';
-import { guardSpec } from '../src/builtins/spec-guard.js';
-import { UpstreamRegistry, type DiscoverFn } from '../src/cluster/discovered-upstreams.js';
-import type { Logger } from '../src/log.js';
-import { Rank } from '../src/routing/template.js';
-import { catalogDoc, filesDoc, usersDoc } from '../examples/upstream-docs.js';
-import { asYaml, formsDoc, htmlPage, openapi3RestYaml, sloppyDoc, sloppyProblems } from './fixtures/lenient-docs.js';
+import type { UpstreamConfig } from '../../src/config/types.js';
+import { discoverFromDoc, parseDocText, type DiscoveredUpstream, type EndpointProblem } from '../../src/discovery/index.js';
+import { swaggerPath } from '../../src/discovery/swagger-path.js';
+import { validateDoc } from '../../src/discovery/validate-doc.js';
+import { buildCombinedSpec, buildCombinedSpecWithNamespaces } from '../../src/builtins/spec.js';
+import { guardSpec } from '../../src/builtins/spec-guard.js';
+import { UpstreamRegistry, type DiscoverFn } from '../../src/cluster/discovered-upstreams.js';
+import type { Logger } from '../../src/log.js';
+import { Rank } from '../../src/routing/template.js';
+import { catalogDoc, filesDoc, usersDoc } from '../../examples/upstream-docs.js';
+import { asYaml, formsDoc, htmlPage, openapi3RestYaml, sloppyDoc, sloppyProblems } from '../fixtures/lenient-docs.js';
 
 type Json = Record<string, any>;
 

@@ -1,10 +1,10 @@
 import t from 'tap';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { UpstreamConfig } from '../src/config/types.js';
-import { discoverUpstream, entriesEqual } from '../src/discovery/index.js';
-import type { RouteEntry } from '../src/routing/types.js';
-import { openapi3WithServer, swagger2WithRefs } from './fixtures/docs.js';
+import type { UpstreamConfig } from '../../src/config/types.js';
+import { discoverUpstream, entriesEqual } from '../../src/discovery/index.js';
+import type { RouteEntry } from '../../src/routing/types.js';
+import { openapi3WithServer, swagger2WithRefs } from '../fixtures/docs.js';
 
 const FAST = { fetchTimeoutMs: 1000, retries: 0, backoffMs: 10 };
 

@@ -1,10 +1,10 @@
 // UpstreamRegistry.refresh / adoptUnchanged and the Rediscovery sweep, with a fake discover function.
 import t from 'tap';
-import type { UpstreamConfig } from '../src/config/types.js';
-import type { DiscoveredUpstream } from '../src/discovery/index.js';
-import type { Logger } from '../src/log.js';
-import { Rediscovery } from '../src/cluster/rediscovery.js';
-import { UpstreamRegistry, type DiscoverFn } from '../src/cluster/discovered-upstreams.js';
+import type { UpstreamConfig } from '../../src/config/types.js';
+import type { DiscoveredUpstream } from '../../src/discovery/index.js';
+import type { Logger } from '../../src/log.js';
+import { Rediscovery } from '../../src/cluster/rediscovery.js';
+import { UpstreamRegistry, type DiscoverFn } from '../../src/cluster/discovered-upstreams.js';
 
 function fakeLog(): Logger & { said: string[] } {
   const said: string[] = [];

@@ -2,7 +2,7 @@
 // re-fetch; a doc that stops answering keeps the last known endpoints; a failed upstream that starts
 // answering becomes ready. /healthcheck stays 200 throughout.
 import t, { type Test } from 'tap';
-import { askWorker, eventually, httpRequest, startGateway, startUpstream, swaggerDoc, testConfig, type UpstreamOptions } from './helpers/gateway-process.js';
+import { askWorker, eventually, httpRequest, startGateway, startUpstream, swaggerDoc, testConfig, type UpstreamOptions } from '../helpers/gateway-process.js';
 
 const REFRESH_MS = 300;
 

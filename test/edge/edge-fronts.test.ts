@@ -6,8 +6,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { findFreePort } from '../src/cluster/free-port.js';
-import { httpRequest, startGateway, startUpstream, testConfig, type Teardown } from './helpers/gateway-process.js';
+import { findFreePort } from '../../src/cluster/free-port.js';
+import { httpRequest, startGateway, startUpstream, testConfig, type Teardown } from '../helpers/gateway-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'specgate-fronts-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));

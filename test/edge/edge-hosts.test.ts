@@ -4,8 +4,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { gateway as cli } from './helpers/cli.js';
-import { httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
+import { gateway as cli } from '../helpers/cli.js';
+import { httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 
 t.test('Host picks the upstreams: the more specific template of another host does not capture the request', async (t) => {
   const api = await startUpstream(t, { name: 'api' });

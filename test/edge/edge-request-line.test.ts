@@ -3,10 +3,10 @@
  * boundary, in one segment and split across segments; extension methods as uWS 20.30 treats them.
  */
 import t from 'tap';
-import { startDataPlane } from '../src/proxy/data-plane.js';
-import { RoutingTable } from '../src/routing/table.js';
-import { rawRequest } from './helpers/raw-http.js';
-import { entry, startUpstream, testConfig } from './helpers/upstream-server.js';
+import { startDataPlane } from '../../src/proxy/data-plane.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import { rawRequest } from '../helpers/raw-http.js';
+import { entry, startUpstream, testConfig } from '../helpers/upstream-server.js';
 
 const upstream = await startUpstream();
 t.teardown(() => upstream.close());

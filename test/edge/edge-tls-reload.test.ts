@@ -6,11 +6,11 @@ import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'node:https';
 import t from 'tap';
-import { CertificateDir } from './helpers/certs.js';
-import { httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
-import { loadListenerCertificates } from '../src/edge/certificates.js';
-import type { ListenerTlsConfig } from '../src/edge/types.js';
-import { files, presented } from './helpers/tls-client.js';
+import { CertificateDir } from '../helpers/certs.js';
+import { httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { loadListenerCertificates } from '../../src/edge/certificates.js';
+import type { ListenerTlsConfig } from '../../src/edge/types.js';
+import { files, presented } from '../helpers/tls-client.js';
 
 /** Requests on fresh connections (one handshake each) until `stop`; counts answers and failures. */
 function churn(port: number, servername: string, stop: { done: boolean }): Promise<{ ok: number; failed: string[] }> {

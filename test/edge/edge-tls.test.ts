@@ -5,9 +5,9 @@ import t from 'tap';
 
 // Two gateways start in one test on a shared, slow machine.
 t.setTimeout(180_000);
-import { CertificateDir } from './helpers/certs.js';
-import { files, httpsGet, presented } from './helpers/tls-client.js';
-import { httpRequest, startGateway, startUpstream, testConfig, type Teardown } from './helpers/gateway-process.js';
+import { CertificateDir } from '../helpers/certs.js';
+import { files, httpsGet, presented } from '../helpers/tls-client.js';
+import { httpRequest, startGateway, startUpstream, testConfig, type Teardown } from '../helpers/gateway-process.js';
 
 export async function tlsGateway(t: Teardown, certificates: unknown[], tls: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
   const app = await startUpstream(t, {

@@ -5,8 +5,8 @@
  */
 import net from 'node:net';
 import t from 'tap';
-import { remoteAddress } from '../src/http/remote-address.js';
-import { loadUws } from '../src/native/uws.js';
+import { remoteAddress } from '../../src/http/remote-address.js';
+import { loadUws } from '../../src/native/uws.js';
 
 const bytes = (...values: number[]): ArrayBuffer => new Uint8Array(values).buffer;
 const mapped = (a: number, b: number, c: number, d: number): ArrayBuffer => bytes(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d);

@@ -3,9 +3,9 @@
 import { BlockList } from 'node:net';
 import fc from 'fast-check';
 import t from 'tap';
-import { parseConfig } from '../src/config/load.js';
-import { inRange, parseIp, parseRange, type IpRange } from '../src/http/ip-ranges.js';
-import { TrustedProxies } from '../src/http/trusted-proxies.js';
+import { parseConfig } from '../../src/config/load.js';
+import { inRange, parseIp, parseRange, type IpRange } from '../../src/http/ip-ranges.js';
+import { TrustedProxies } from '../../src/http/trusted-proxies.js';
 
 const SEED = Number(process.env.TRUST_SEED ?? Date.now() % 2 ** 31);
 

@@ -8,17 +8,17 @@
  */
 import t from 'tap';
 import fc from 'fast-check';
-import { CORK_BUFFER_BYTES, endWithBody } from '../src/http/cork-budget.js';
-import { writeContent } from '../src/http/problem-json.js';
-import type { UwsBytes, UwsResponse } from '../src/native/uws-types.js';
-import { RequestContext } from '../src/exchange/context.js';
-import { ProxiedResponse } from '../src/lifecycle/proxied-response.js';
-import { ResponseChain } from '../src/lifecycle/respond.js';
-import { RetryHandler, type RetryHost } from '../src/lifecycle/retry-handler.js';
-import { UwsClient } from '../src/lifecycle/uws/uws-client.js';
-import type { UpstreamHandler } from '../src/upstream/call.js';
-import type { UpstreamPool } from '../src/upstream/pool.js';
-import { ResponseHead } from '../src/upstream/response-parser.js';
+import { CORK_BUFFER_BYTES, endWithBody } from '../../src/http/cork-budget.js';
+import { writeContent } from '../../src/http/problem-json.js';
+import type { UwsBytes, UwsResponse } from '../../src/native/uws-types.js';
+import { RequestContext } from '../../src/exchange/context.js';
+import { ProxiedResponse } from '../../src/lifecycle/proxied-response.js';
+import { ResponseChain } from '../../src/lifecycle/respond.js';
+import { RetryHandler, type RetryHost } from '../../src/lifecycle/retry-handler.js';
+import { UwsClient } from '../../src/lifecycle/uws/uws-client.js';
+import type { UpstreamHandler } from '../../src/upstream/call.js';
+import type { UpstreamPool } from '../../src/upstream/pool.js';
+import { ResponseHead } from '../../src/upstream/response-parser.js';
 
 /** What uWS itself puts in a cork beside our writes: Date, its own header. */
 const UWS_OWN_HEADERS = 64;

@@ -9,10 +9,10 @@
  * Each case checks the upstream saw nothing and the server still serves afterwards.
  */
 import t, { type Test } from 'tap';
-import { startDataPlane } from '../src/proxy/data-plane.js';
-import { RoutingTable } from '../src/routing/table.js';
-import { rawRequest, type RawResult } from './helpers/raw-http.js';
-import { entry, startUpstream, testConfig } from './helpers/upstream-server.js';
+import { startDataPlane } from '../../src/proxy/data-plane.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import { rawRequest, type RawResult } from '../helpers/raw-http.js';
+import { entry, startUpstream, testConfig } from '../helpers/upstream-server.js';
 
 const MAX_HEADER_BYTES = 2048;
 const MAX_BODY_BYTES = 1000;

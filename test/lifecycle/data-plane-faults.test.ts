@@ -1,9 +1,9 @@
 import t from 'tap';
 import { Agent, request } from 'undici';
-import { startDataPlane } from '../src/proxy/data-plane.js';
-import { RoutingTable } from '../src/routing/table.js';
-import { closedPort, rawRequest } from './helpers/raw-http.js';
-import { afterBody, entry, startUpstream, testConfig } from './helpers/upstream-server.js';
+import { startDataPlane } from '../../src/proxy/data-plane.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import { closedPort, rawRequest } from '../helpers/raw-http.js';
+import { afterBody, entry, startUpstream, testConfig } from '../helpers/upstream-server.js';
 
 const UPSTREAM_MS = 300;
 const RESET_MS = 600;

@@ -1,10 +1,10 @@
 import t from 'tap';
 import { Agent, request } from 'undici';
-import { startDataPlane } from '../src/proxy/data-plane.js';
-import { recordInto, type FinishedInfo } from './helpers/finished.js';
-import { RoutingTable } from '../src/routing/table.js';
-import { rawRequest } from './helpers/raw-http.js';
-import { afterBody, echoHandler, entry, startUpstream, testConfig, type Upstream } from './helpers/upstream-server.js';
+import { startDataPlane } from '../../src/proxy/data-plane.js';
+import { recordInto, type FinishedInfo } from '../helpers/finished.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import { rawRequest } from '../helpers/raw-http.js';
+import { afterBody, echoHandler, entry, startUpstream, testConfig, type Upstream } from '../helpers/upstream-server.js';
 
 const a = await startUpstream();
 const b = await startUpstream();

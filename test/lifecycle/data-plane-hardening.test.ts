@@ -3,14 +3,14 @@
 // trust, encoded slashes.
 import http from 'node:http';
 import t from 'tap';
-import { startDataPlane, type DataPlane } from '../src/proxy/data-plane.js';
-import { recordInto, type FinishedInfo } from './helpers/finished.js';
-import { RoutingTable } from '../src/routing/table.js';
-import type { GatewayConfig } from '../src/config/types.js';
-import type { Teardown } from './helpers/gateway-process.js';
-import { rawRequest } from './helpers/raw-http.js';
-import { fillers, rawResponse, startRawUpstream } from './helpers/raw-upstream.js';
-import { echoHandler, entry, startUpstream, testConfig, type ConfigOverrides } from './helpers/upstream-server.js';
+import { startDataPlane, type DataPlane } from '../../src/proxy/data-plane.js';
+import { recordInto, type FinishedInfo } from '../helpers/finished.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import type { GatewayConfig } from '../../src/config/types.js';
+import type { Teardown } from '../helpers/gateway-process.js';
+import { rawRequest } from '../helpers/raw-http.js';
+import { fillers, rawResponse, startRawUpstream } from '../helpers/raw-upstream.js';
+import { echoHandler, entry, startUpstream, testConfig, type ConfigOverrides } from '../helpers/upstream-server.js';
 
 const echo = await startUpstream();
 t.teardown(() => echo.close());

@@ -11,13 +11,13 @@
  */
 import fc from 'fast-check';
 import t from 'tap';
-import { Counters } from '../src/metrics/counters.js';
-import { Pipeline } from '../src/middleware/pipeline.js';
-import { startDataPlane } from '../src/proxy/data-plane.js';
-import { RoutingTable } from '../src/routing/table.js';
-import { rawRequest } from './helpers/raw-http.js';
-import { startRawServer } from './helpers/raw-upstream.js';
-import { entry, testConfig } from './helpers/upstream-server.js';
+import { Counters } from '../../src/metrics/counters.js';
+import { Pipeline } from '../../src/middleware/pipeline.js';
+import { startDataPlane } from '../../src/proxy/data-plane.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import { rawRequest } from '../helpers/raw-http.js';
+import { startRawServer } from '../helpers/raw-upstream.js';
+import { entry, testConfig } from '../helpers/upstream-server.js';
 
 interface GeneratedHeader {
   name: string;

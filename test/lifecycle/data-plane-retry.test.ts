@@ -4,12 +4,12 @@
 import net from 'node:net';
 import t from 'tap';
 import { Agent, request } from 'undici';
-import { Counters } from '../src/metrics/counters.js';
-import { startDataPlane, type DataPlane } from '../src/proxy/data-plane.js';
-import { RoutingTable } from '../src/routing/table.js';
-import type { Teardown } from './helpers/gateway-process.js';
-import { eventually, httpRequest, startGateway, startUpstream as startNamedUpstream, testConfig as gatewayConfig } from './helpers/gateway-process.js';
-import { entry, startUpstream, testConfig } from './helpers/upstream-server.js';
+import { Counters } from '../../src/metrics/counters.js';
+import { startDataPlane, type DataPlane } from '../../src/proxy/data-plane.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import type { Teardown } from '../helpers/gateway-process.js';
+import { eventually, httpRequest, startGateway, startUpstream as startNamedUpstream, testConfig as gatewayConfig } from '../helpers/gateway-process.js';
+import { entry, startUpstream, testConfig } from '../helpers/upstream-server.js';
 
 /** A port nothing listens on (connections are refused). */
 async function deadPort(): Promise<string> {

@@ -11,9 +11,9 @@ import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
-import { startDataPlane } from '../src/proxy/data-plane.js';
-import { RoutingTable } from '../src/routing/table.js';
-import { entry, testConfig } from './helpers/upstream-server.js';
+import { startDataPlane } from '../../src/proxy/data-plane.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import { entry, testConfig } from '../helpers/upstream-server.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;

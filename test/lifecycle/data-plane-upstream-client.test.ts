@@ -7,15 +7,15 @@
  */
 import net from 'node:net';
 import t from 'tap';
-import { Counters } from '../src/metrics/counters.js';
-import { Pipeline } from '../src/middleware/pipeline.js';
-import type { Middleware } from '../src/middleware/types.js';
-import { startDataPlane, type DataPlane } from '../src/proxy/data-plane.js';
-import type { ResponseObserver } from '../src/exchange/context.js';
-import { RoutingTable } from '../src/routing/table.js';
-import { rawRequest, type ParsedResponse } from './helpers/raw-http.js';
-import { startRawServer } from './helpers/raw-upstream.js';
-import { entry, testConfig } from './helpers/upstream-server.js';
+import { Counters } from '../../src/metrics/counters.js';
+import { Pipeline } from '../../src/middleware/pipeline.js';
+import type { Middleware } from '../../src/middleware/types.js';
+import { startDataPlane, type DataPlane } from '../../src/proxy/data-plane.js';
+import type { ResponseObserver } from '../../src/exchange/context.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import { rawRequest, type ParsedResponse } from '../helpers/raw-http.js';
+import { startRawServer } from '../helpers/raw-upstream.js';
+import { entry, testConfig } from '../helpers/upstream-server.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import t, { type Test } from 'tap';
-import { ACCESS_LOG_FIELDS, createAccessLog, jsonString, type FinishedRequest } from '../src/listeners/access-log.js';
+import { ACCESS_LOG_FIELDS, createAccessLog, jsonString, type FinishedRequest } from '../../src/listeners/access-log.js';
 
 const requests: FinishedRequest[] = [
   {

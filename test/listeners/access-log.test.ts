@@ -1,7 +1,7 @@
 // The accessLog listener: one JSON line per request, skipped where an endpoint disables it, off when
 // disabled in the config, and nothing lost on shutdown.
 import t from 'tap';
-import { eventually, httpRequest, startGateway, startUpstream, testConfig, type LogLine } from './helpers/gateway-process.js';
+import { eventually, httpRequest, startGateway, startUpstream, testConfig, type LogLine } from '../helpers/gateway-process.js';
 
 const upstream = await startUpstream(t, { name: 'app' });
 const endpoints = [

@@ -2,12 +2,12 @@
 // (RequestListener.maxCaptureBytes): sampled requests of a listener with a small bound do not hold
 // bodies up to limits.maxBodyBytes.
 import t from 'tap';
-import type { Capture } from '../src/exchange/capture.js';
-import type { RequestListener } from '../src/exchange/listener.js';
-import { startDataPlane } from '../src/proxy/data-plane.js';
-import { RoutingTable } from '../src/routing/table.js';
-import { rawRequest } from './helpers/raw-http.js';
-import { entry, startUpstream, testConfig } from './helpers/upstream-server.js';
+import type { Capture } from '../../src/exchange/capture.js';
+import type { RequestListener } from '../../src/exchange/listener.js';
+import { startDataPlane } from '../../src/proxy/data-plane.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import { rawRequest } from '../helpers/raw-http.js';
+import { entry, startUpstream, testConfig } from '../helpers/upstream-server.js';
 
 const upstream = await startUpstream();
 t.teardown(() => upstream.close());

@@ -1,13 +1,13 @@
 // Listeners that sample a request get a capture of it and of the client's answer after the answer is
 // over (the hook alternateUpstream stands on); unsampled requests keep nothing.
 import t from 'tap';
-import type { Capture } from '../src/exchange/capture.js';
-import type { RequestListener } from '../src/exchange/listener.js';
-import { startDataPlane } from '../src/proxy/data-plane.js';
-import type { RequestContext } from '../src/exchange/context.js';
-import { RoutingTable } from '../src/routing/table.js';
-import { rawRequest } from './helpers/raw-http.js';
-import { entry, startUpstream, testConfig } from './helpers/upstream-server.js';
+import type { Capture } from '../../src/exchange/capture.js';
+import type { RequestListener } from '../../src/exchange/listener.js';
+import { startDataPlane } from '../../src/proxy/data-plane.js';
+import type { RequestContext } from '../../src/exchange/context.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import { rawRequest } from '../helpers/raw-http.js';
+import { entry, startUpstream, testConfig } from '../helpers/upstream-server.js';
 
 const upstream = await startUpstream();
 t.teardown(() => upstream.close());

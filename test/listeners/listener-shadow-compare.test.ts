@@ -6,12 +6,12 @@ import { brotliCompressSync, deflateRawSync, gzipSync } from 'node:zlib';
 import { Ajv } from 'ajv';
 import fc from 'fast-check';
 import t from 'tap';
-import { firstJsonDifference, jsonEqual, valueAt } from '../src/listeners/json-difference.js';
-import { MAX_LINE_BYTES, mismatchLine, type MismatchRecord } from '../src/listeners/mismatch-line.js';
-import { Sampler } from '../src/listeners/sampler.js';
-import { bodyDifference } from '../src/listeners/shadow-body.js';
-import { headerDifferences, headerMapFromFlat, headerMapFromParsed, shadowRequestHeaders } from '../src/listeners/shadow-headers.js';
-import { checkListeners, listenersSchema, type ListenerConfig } from '../src/listeners/registry.js';
+import { firstJsonDifference, jsonEqual, valueAt } from '../../src/listeners/json-difference.js';
+import { MAX_LINE_BYTES, mismatchLine, type MismatchRecord } from '../../src/listeners/mismatch-line.js';
+import { Sampler } from '../../src/listeners/sampler.js';
+import { bodyDifference } from '../../src/listeners/shadow-body.js';
+import { headerDifferences, headerMapFromFlat, headerMapFromParsed, shadowRequestHeaders } from '../../src/listeners/shadow-headers.js';
+import { checkListeners, listenersSchema, type ListenerConfig } from '../../src/listeners/registry.js';
 
 /** The reference: a copy with every object's keys sorted, compared by plain deep equality. */
 function sortedCopy(value: unknown): unknown {

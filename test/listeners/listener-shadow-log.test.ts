@@ -5,12 +5,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { openAppendLog } from '../src/listeners/append-log.js';
-import { MAX_LINE_BYTES } from '../src/listeners/mismatch-line.js';
+import { openAppendLog } from '../../src/listeners/append-log.js';
+import { MAX_LINE_BYTES } from '../../src/listeners/mismatch-line.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'specgate-append-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-const moduleUrl = new URL('../src/listeners/append-log.js', import.meta.url).href;
+const moduleUrl = new URL('../../src/listeners/append-log.js', import.meta.url).href;
 
 const WRITERS = 4;
 /**

@@ -11,11 +11,11 @@ import { randomBytes } from 'node:crypto';
 import { gzipSync, constants as zlibConstants } from 'node:zlib';
 import t from 'tap';
 import { Agent, request } from 'undici';
-import { buildListeners, type Listener, type ListenerConfig } from '../src/listeners/registry.js';
-import { ALTERNATE_UPSTREAM_DEFAULTS } from '../src/listeners/alternate-upstream.js';
-import { startDataPlane } from '../src/proxy/data-plane.js';
-import { RoutingTable } from '../src/routing/table.js';
-import { afterBody, entry, startUpstream, testConfig, type UpstreamHandler } from './helpers/upstream-server.js';
+import { buildListeners, type Listener, type ListenerConfig } from '../../src/listeners/registry.js';
+import { ALTERNATE_UPSTREAM_DEFAULTS } from '../../src/listeners/alternate-upstream.js';
+import { startDataPlane } from '../../src/proxy/data-plane.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import { afterBody, entry, startUpstream, testConfig, type UpstreamHandler } from '../helpers/upstream-server.js';
 
 const primary = await startUpstream();
 const alternate = await startUpstream();

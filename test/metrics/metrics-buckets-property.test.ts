@@ -3,10 +3,10 @@
 // to the number of recorded latencies at or below `le`, for the default bounds and random ones.
 import t from 'tap';
 import fc from 'fast-check';
-import { MetricsAggregator } from '../src/metrics/aggregate.js';
-import { MetricsRecorder } from '../src/metrics/recorder.js';
-import { bucketEdgesMicros, bucketProblems, DEFAULT_BUCKETS_S } from '../src/metrics/buckets.js';
-import { parsePrometheus, type PromFamily } from './helpers/prometheus.js';
+import { MetricsAggregator } from '../../src/metrics/aggregate.js';
+import { MetricsRecorder } from '../../src/metrics/recorder.js';
+import { bucketEdgesMicros, bucketProblems, DEFAULT_BUCKETS_S } from '../../src/metrics/buckets.js';
+import { parsePrometheus, type PromFamily } from '../helpers/prometheus.js';
 
 interface Sample {
   worker: number;

@@ -1,7 +1,7 @@
 // /metrics merged across 2 workers: counts every request of a burst within a second of its end.
 import { createRequire } from 'node:module';
 import t from 'tap';
-import { eventually, httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
+import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 
 interface AutocannonResult {
   requests: { total: number };

@@ -13,7 +13,7 @@ import {
   MAX_LATENCY_MICROS,
   webAssemblyReady,
   type Precision,
-} from '../src/metrics/histogram.js';
+} from '../../src/metrics/histogram.js';
 
 const SEED = Number(process.env.MERGE_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const PERCENTILES = [0, 1, 25, 50, 75, 90, 99, 99.9, 99.99, 100];

@@ -1,9 +1,9 @@
 // The Prometheus exposition of middleware, listener and store metrics parses strictly and says what the
 // JSON report says.
 import t from 'tap';
-import { MetricsAggregator } from '../src/metrics/aggregate.js';
-import { MetricsRecorder } from '../src/metrics/recorder.js';
-import { parsePrometheus, sampleValue } from './helpers/prometheus.js';
+import { MetricsAggregator } from '../../src/metrics/aggregate.js';
+import { MetricsRecorder } from '../../src/metrics/recorder.js';
+import { parsePrometheus, sampleValue } from '../helpers/prometheus.js';
 
 t.test('middleware, listener and store counters: JSON nesting and Prometheus families agree', async (t) => {
   const aggregator = new MetricsAggregator(() => 1_000);

@@ -3,11 +3,11 @@
 // histograms, process metrics of every process and build info it should.
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { MetricsAggregator } from '../src/metrics/aggregate.js';
-import { MetricsRecorder } from '../src/metrics/recorder.js';
+import { MetricsAggregator } from '../../src/metrics/aggregate.js';
+import { MetricsRecorder } from '../../src/metrics/recorder.js';
 import t from 'tap';
-import { eventually, httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
-import { parsePrometheus, sampleValue, type PromFamily } from './helpers/prometheus.js';
+import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { parsePrometheus, sampleValue, type PromFamily } from '../helpers/prometheus.js';
 
 const REQUESTS = 60;
 
@@ -101,7 +101,7 @@ t.test('promtool accepts the exposition of a gateway under traffic', async (t) =
 });
 
 t.test('every metric the Grafana dashboard queries exists', async (t) => {
-  const dashboard = JSON.parse(readFileSync(new URL('../../examples/grafana/specgate-dashboard.json', import.meta.url), 'utf8')) as {
+  const dashboard = JSON.parse(readFileSync(new URL('../../../examples/grafana/specgate-dashboard.json', import.meta.url), 'utf8')) as {
     panels: Array<{ title: string; targets: Array<{ expr: string }> }>;
   };
   // What this gateway exposes, plus the families that need middleware, breakers or failures to appear.

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { MetricsAggregator } from '../src/metrics/aggregate.js';
+import { MetricsAggregator } from '../../src/metrics/aggregate.js';
 
 t.test('the last reload shows in the Prometheus output as Prometheus names its own', async (t) => {
   const metrics = new MetricsAggregator();

@@ -1,7 +1,7 @@
 // MetricsRecorder.routeFinished (keyed by route id) records exactly what requestFinished with the
 // "METHOD template" key records, and a route id reused by a new table lands in the new template's series.
 import t from 'tap';
-import { MetricsRecorder } from '../src/metrics/recorder.js';
+import { MetricsRecorder } from '../../src/metrics/recorder.js';
 
 t.test('routeFinished records what requestFinished records', async (t) => {
   const byKey = new MetricsRecorder({ useWebAssembly: false });

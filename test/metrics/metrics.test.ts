@@ -1,8 +1,8 @@
 import t, { type Test } from 'tap';
-import { MetricsRecorder, type MetricsDelta } from '../src/metrics/recorder.js';
-import { MetricsAggregator, type MetricsReport, type LatencySummaryMs } from '../src/metrics/aggregate.js';
-import { PROMETHEUS_CONTENT_TYPE } from '../src/metrics/prometheus.js';
-import { parsePrometheus, sampleValue } from './helpers/prometheus.js';
+import { MetricsRecorder, type MetricsDelta } from '../../src/metrics/recorder.js';
+import { MetricsAggregator, type MetricsReport, type LatencySummaryMs } from '../../src/metrics/aggregate.js';
+import { PROMETHEUS_CONTENT_TYPE } from '../../src/metrics/prometheus.js';
+import { parsePrometheus, sampleValue } from '../helpers/prometheus.js';
 
 /** Deterministic PRNG so failures reproduce. */
 function lcg(seed: number): () => number {

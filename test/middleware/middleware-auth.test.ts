@@ -2,13 +2,13 @@
 // missing or unknown key, X-Consumer to the upstream (never the client's), the key hidden, a query key,
 // x-disabled-middleware, and a body held while the decision is made.
 import t from 'tap';
-import { Counters } from '../src/metrics/counters.js';
-import { sha256Hex } from '../src/middleware/api-key-auth.js';
-import { buildPipeline, type MiddlewareConfig } from '../src/middleware/registry.js';
-import { startDataPlane } from '../src/proxy/data-plane.js';
-import { RoutingTable } from '../src/routing/table.js';
-import { rawRequest } from './helpers/raw-http.js';
-import { entry, startUpstream, testConfig } from './helpers/upstream-server.js';
+import { Counters } from '../../src/metrics/counters.js';
+import { sha256Hex } from '../../src/middleware/api-key-auth.js';
+import { buildPipeline, type MiddlewareConfig } from '../../src/middleware/registry.js';
+import { startDataPlane } from '../../src/proxy/data-plane.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import { rawRequest } from '../helpers/raw-http.js';
+import { entry, startUpstream, testConfig } from '../helpers/upstream-server.js';
 
 const upstream = await startUpstream();
 t.teardown(() => upstream.close());

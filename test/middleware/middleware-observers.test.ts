@@ -5,14 +5,14 @@
 // answer with content (a cache hit) is counted as answered, not as a rejection.
 import net from 'node:net';
 import t from 'tap';
-import { Counters } from '../src/metrics/counters.js';
-import { Pipeline } from '../src/middleware/pipeline.js';
-import { problem, type ContentAnswer, type Decision, type Middleware } from '../src/middleware/types.js';
-import { startDataPlane } from '../src/proxy/data-plane.js';
-import type { RequestContext, ResponseObserver } from '../src/exchange/context.js';
-import { RoutingTable } from '../src/routing/table.js';
-import { rawRequest } from './helpers/raw-http.js';
-import { entry, startUpstream, testConfig } from './helpers/upstream-server.js';
+import { Counters } from '../../src/metrics/counters.js';
+import { Pipeline } from '../../src/middleware/pipeline.js';
+import { problem, type ContentAnswer, type Decision, type Middleware } from '../../src/middleware/types.js';
+import { startDataPlane } from '../../src/proxy/data-plane.js';
+import type { RequestContext, ResponseObserver } from '../../src/exchange/context.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import { rawRequest } from '../helpers/raw-http.js';
+import { entry, startUpstream, testConfig } from '../helpers/upstream-server.js';
 
 const upstream = await startUpstream();
 t.teardown(() => upstream.close());

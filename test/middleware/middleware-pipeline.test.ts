@@ -3,14 +3,14 @@
 // leaving while a decision is pending, response headers added by middleware on every answer.
 import net from 'node:net';
 import t from 'tap';
-import { Counters } from '../src/metrics/counters.js';
-import { DECIDING, Pipeline } from '../src/middleware/pipeline.js';
-import { problem, type Decision, type Middleware } from '../src/middleware/types.js';
-import { startDataPlane } from '../src/proxy/data-plane.js';
-import type { RequestContext } from '../src/exchange/context.js';
-import { RoutingTable } from '../src/routing/table.js';
-import { rawRequest } from './helpers/raw-http.js';
-import { echoHandler, entry, startUpstream, testConfig } from './helpers/upstream-server.js';
+import { Counters } from '../../src/metrics/counters.js';
+import { DECIDING, Pipeline } from '../../src/middleware/pipeline.js';
+import { problem, type Decision, type Middleware } from '../../src/middleware/types.js';
+import { startDataPlane } from '../../src/proxy/data-plane.js';
+import type { RequestContext } from '../../src/exchange/context.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import { rawRequest } from '../helpers/raw-http.js';
+import { echoHandler, entry, startUpstream, testConfig } from '../helpers/upstream-server.js';
 
 const upstream = await startUpstream();
 t.teardown(() => upstream.close());

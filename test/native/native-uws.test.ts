@@ -1,9 +1,9 @@
 import t from 'tap';
 import { existsSync } from 'node:fs';
 import { request } from 'undici';
-import { loadFirstOf, loadUws } from '../src/native/uws.js';
-import { closedPort } from './helpers/raw-http.js';
-import type { UwsListenSocket } from '../src/native/uws-types.js';
+import { loadFirstOf, loadUws } from '../../src/native/uws.js';
+import { closedPort } from '../helpers/raw-http.js';
+import type { UwsListenSocket } from '../../src/native/uws-types.js';
 
 const KNOWN_BUILDS = ['uWebSockets.js', '@btc-vision/uwebsockets.js', '@trufflesuite/uws-js-unofficial'];
 

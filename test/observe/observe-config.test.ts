@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { ConfigError, parseConfig } from '../src/config/load.js';
+import { ConfigError, parseConfig } from '../../src/config/load.js';
 
 const FILE = 'config/observe.json';
 

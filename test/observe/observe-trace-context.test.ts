@@ -2,9 +2,9 @@
 // formatting round trips, tracestate passing, request IDs and random ids.
 import fc from 'fast-check';
 import t from 'tap';
-import { formatTraceparent, parseTraceparent, passTracestate } from '../src/observe/trace-context.js';
-import { isAcceptableRequestId, nextRequestId } from '../src/observe/request-id.js';
-import { randomHex } from '../src/observe/random-hex.js';
+import { formatTraceparent, parseTraceparent, passTracestate } from '../../src/observe/trace-context.js';
+import { isAcceptableRequestId, nextRequestId } from '../../src/observe/request-id.js';
+import { randomHex } from '../../src/observe/random-hex.js';
 
 /** The spec's rules, read literally: a regular expression and the all-zero and version checks. */
 function reference(value: string): { traceId: string; parentId: string; flags: number } | null {

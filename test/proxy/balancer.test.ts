@@ -1,7 +1,7 @@
 import t from 'tap';
 import fc from 'fast-check';
-import { HostWeights, RouteBalancer } from '../src/proxy/balancer.js';
-import type { RouteTarget } from '../src/routing/table.js';
+import { HostWeights, RouteBalancer } from '../../src/proxy/balancer.js';
+import type { RouteTarget } from '../../src/routing/table.js';
 
 function target(upstream: string): RouteTarget {
   return { upstream, template: '/x', consumes: [], produces: [], disabledMiddleware: [], disabledListeners: [] };

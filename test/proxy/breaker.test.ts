@@ -1,5 +1,5 @@
 import t from 'tap';
-import { Breakers, DEFAULT_BREAKER_SETTINGS } from '../src/proxy/upstream-breakers.js';
+import { Breakers, DEFAULT_BREAKER_SETTINGS } from '../../src/proxy/upstream-breakers.js';
 
 function setup(settings = DEFAULT_BREAKER_SETTINGS) {
   const clock = { now: 1_000_000 };

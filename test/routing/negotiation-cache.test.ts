@@ -1,8 +1,8 @@
 // The negotiation cache's byte budget (docs/reference/routing.md#content-negotiation-415-406): short client values are cached within the
 // table's budget, long ones never, and answers stay the same either way.
 import t from 'tap';
-import { MAX_CACHED_CHARS, NEGOTIATION_CACHE_BYTES, NegotiationCacheBudget, TargetNegotiation } from '../src/routing/negotiate.js';
-import type { RouteTarget } from '../src/routing/table.js';
+import { MAX_CACHED_CHARS, NEGOTIATION_CACHE_BYTES, NegotiationCacheBudget, TargetNegotiation } from '../../src/routing/negotiate.js';
+import type { RouteTarget } from '../../src/routing/table.js';
 
 function target(upstream: string, consumes: string[], produces: string[]): RouteTarget {
   return { upstream, template: '/x', consumes, produces, disabledMiddleware: [], disabledListeners: [] };

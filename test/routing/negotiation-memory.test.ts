@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { Agent, request } from 'undici';
-import { askWorker, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
+import { askWorker, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 
 const REQUESTS = 16_000;
 const WARM_UP = 2_000;

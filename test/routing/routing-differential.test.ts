@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import t from 'tap';
-import { RoutingTable } from '../src/routing/table.js';
-import { entry, oracleFor } from './helpers/routes.js';
-import { HostRoutes } from '../src/edge/host-routes.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import { entry, oracleFor } from '../helpers/routes.js';
+import { HostRoutes } from '../../src/edge/host-routes.js';
 
 // Differential test: the trie must pick exactly what the oracle of docs/reference/routing.md#specificity picks (sorted templates,
 // one anchored regex each, first match wins), on random template sets that use every form.

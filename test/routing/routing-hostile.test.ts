@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import t from 'tap';
-import { normalizePath } from '../src/http/normalize-path.js';
-import { RoutingTable } from '../src/routing/table.js';
-import { compile, entry, oracleFor, winner } from './helpers/routes.js';
+import { normalizePath } from '../../src/http/normalize-path.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import { compile, entry, oracleFor, winner } from '../helpers/routes.js';
 
 /** Best of a few runs: a one-off stall of this shared machine must not fail the test. */
 function fastestMs(fn: () => void, runs = 5): number {

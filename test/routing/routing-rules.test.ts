@@ -1,6 +1,6 @@
 import t from 'tap';
-import { RoutingTable } from '../src/routing/table.js';
-import { compile, entry, oracleFor, winner } from './helpers/routes.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import { compile, entry, oracleFor, winner } from '../helpers/routes.js';
 
 const U1 = 'http://127.0.0.1:9001';
 const U2 = 'http://127.0.0.1:9002';

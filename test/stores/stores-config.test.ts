@@ -2,10 +2,10 @@
 // it (defaults filled, bad entries refused), the URL checks, and createStores on a real Redis.
 import { Ajv } from 'ajv';
 import t from 'tap';
-import { type KvStoresConfig, REDIS_STORE_DEFAULTS, createStores, kvStoreProblems, kvStoresSchema, redactedUrl } from '../src/stores/config.js';
-import { gcraPolicy } from '../src/stores/gcra.js';
-import { LeaseClient } from '../src/stores/lease-client.js';
-import { startRedisServer } from './helpers/redis-server.js';
+import { type KvStoresConfig, REDIS_STORE_DEFAULTS, createStores, kvStoreProblems, kvStoresSchema, redactedUrl } from '../../src/stores/config.js';
+import { gcraPolicy } from '../../src/stores/gcra.js';
+import { LeaseClient } from '../../src/stores/lease-client.js';
+import { startRedisServer } from '../helpers/redis-server.js';
 
 const validate = new Ajv({ allErrors: true, useDefaults: true }).compile({
   type: 'object',

@@ -11,7 +11,7 @@ import {
   gcraPolicy,
   gcraRefund,
   gcraRescale,
-} from '../src/stores/gcra.js';
+} from '../../src/stores/gcra.js';
 
 /** A bucket of `limit` tokens refilled at limit/windowMs per ms; tokens held ×windowMs as a BigInt. */
 class ReferenceBucket {

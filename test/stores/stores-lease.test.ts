@@ -3,13 +3,13 @@
 // never under-admitted for long, bounded memory.
 import fc from 'fast-check';
 import t from 'tap';
-import { StoreError } from '../src/stores/store-errors.js';
-import { type GcraState, type RateDecision, gcraPolicy, gcraTryTake } from '../src/stores/gcra.js';
-import { MAX_KEY_LENGTH } from '../src/stores/keys.js';
-import { LeaseBank } from '../src/stores/lease-bank.js';
-import { LeaseClient } from '../src/stores/lease-client.js';
-import type { LeaseBankMessage, LeaseWorkerMessage } from '../src/stores/lease-messages.js';
-import { LeaseSim, settle } from './helpers/lease-sim.js';
+import { StoreError } from '../../src/stores/store-errors.js';
+import { type GcraState, type RateDecision, gcraPolicy, gcraTryTake } from '../../src/stores/gcra.js';
+import { MAX_KEY_LENGTH } from '../../src/stores/keys.js';
+import { LeaseBank } from '../../src/stores/lease-bank.js';
+import { LeaseClient } from '../../src/stores/lease-client.js';
+import type { LeaseBankMessage, LeaseWorkerMessage } from '../../src/stores/lease-messages.js';
+import { LeaseSim, settle } from '../helpers/lease-sim.js';
 
 const LIMIT_20 = gcraPolicy(20, 60_000);
 

@@ -5,10 +5,10 @@ import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { createClient } from 'redis';
 import t from 'tap';
-import { StoreError } from '../src/stores/store-errors.js';
-import { type GcraState, type RateDecision, gcraDecide, gcraPolicy } from '../src/stores/gcra.js';
-import { RedisStore, type RedisStoreOptions } from '../src/stores/redis-store.js';
-import { type RedisServer, findRedisServer, startRedisServer } from './helpers/redis-server.js';
+import { StoreError } from '../../src/stores/store-errors.js';
+import { type GcraState, type RateDecision, gcraDecide, gcraPolicy } from '../../src/stores/gcra.js';
+import { RedisStore, type RedisStoreOptions } from '../../src/stores/redis-store.js';
+import { type RedisServer, findRedisServer, startRedisServer } from '../helpers/redis-server.js';
 
 const servers: RedisServer[] = [];
 t.teardown(async () => {

@@ -3,8 +3,8 @@
 // above it (the documented under-admission bound); exactly the true one when one worker spends.
 import fc from 'fast-check';
 import t from 'tap';
-import { type GcraState, gcraConsume, gcraPolicy } from '../src/stores/gcra.js';
-import { SLOTS_PER_WINDOW, SpendBook, recordSpend, spendSlotMs } from '../src/stores/spend-log.js';
+import { type GcraState, gcraConsume, gcraPolicy } from '../../src/stores/gcra.js';
+import { SLOTS_PER_WINDOW, SpendBook, recordSpend, spendSlotMs } from '../../src/stores/spend-log.js';
 
 const EPOCH = 1_767_225_600_000;
 

@@ -7,9 +7,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { installVerbatimStringShim, shimInEffect, VerbatimString } from '../src/stores/verbatim-string-shim.js';
+import { installVerbatimStringShim, shimInEffect, VerbatimString } from '../../src/stores/verbatim-string-shim.js';
 
-const STORE = new URL('../src/stores/redis-store.js', import.meta.url).href;
+const STORE = new URL('../../src/stores/redis-store.js', import.meta.url).href;
 
 function run(code: string): { out: Record<string, unknown>; stderr: string } {
   const child = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', timeout: 60_000 });

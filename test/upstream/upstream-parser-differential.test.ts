@@ -12,8 +12,8 @@ import http from 'node:http';
 import net from 'node:net';
 import t from 'tap';
 import fc from 'fast-check';
-import { UpstreamPool } from '../src/upstream/pool.js';
-import type { UpstreamError } from '../src/upstream/call-errors.js';
+import { UpstreamPool } from '../../src/upstream/pool.js';
+import type { UpstreamError } from '../../src/upstream/call-errors.js';
 
 const SEED = process.env.UPSTREAM_SEED !== undefined ? Number(process.env.UPSTREAM_SEED) : Math.floor(Math.random() * 2 ** 31);
 const RUNS = Number(process.env.UPSTREAM_RUNS ?? 300);

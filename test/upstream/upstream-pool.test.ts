@@ -8,13 +8,13 @@ import http from 'node:http';
 import net from 'node:net';
 import { Worker } from 'node:worker_threads';
 import t from 'tap';
-import { UpstreamPool, type UpstreamPoolOptions } from '../src/upstream/pool.js';
-import type { UpstreamError } from '../src/upstream/call-errors.js';
-import type { ResponseHead } from '../src/upstream/response-parser.js';
-import type { UpstreamCall, UpstreamHandler } from '../src/upstream/call.js';
-import type { RequestBody } from '../src/upstream/upstream-request-head.js';
-import { closedPort } from './helpers/raw-http.js';
-import { startRawServer } from './helpers/raw-upstream.js';
+import { UpstreamPool, type UpstreamPoolOptions } from '../../src/upstream/pool.js';
+import type { UpstreamError } from '../../src/upstream/call-errors.js';
+import type { ResponseHead } from '../../src/upstream/response-parser.js';
+import type { UpstreamCall, UpstreamHandler } from '../../src/upstream/call.js';
+import type { RequestBody } from '../../src/upstream/upstream-request-head.js';
+import { closedPort } from '../helpers/raw-http.js';
+import { startRawServer } from '../helpers/raw-upstream.js';
 
 // ---- helpers -----------------------------------------------------------------------------------
 

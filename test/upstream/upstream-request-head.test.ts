@@ -5,7 +5,7 @@
  * paths are reached here.
  */
 import t from 'tap';
-import { serializeHead } from '../src/upstream/upstream-request-head.js';
+import { serializeHead } from '../../src/upstream/upstream-request-head.js';
 
 const HOST = ' HTTP/1.1\r\nhost: 10.0.0.7:8080\r\n';
 

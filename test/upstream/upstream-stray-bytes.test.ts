@@ -5,9 +5,9 @@
  */
 import net from 'node:net';
 import t from 'tap';
-import { UpstreamPool } from '../src/upstream/pool.js';
-import type { UpstreamError } from '../src/upstream/call-errors.js';
-import { startRawServer } from './helpers/raw-upstream.js';
+import { UpstreamPool } from '../../src/upstream/pool.js';
+import type { UpstreamError } from '../../src/upstream/call-errors.js';
+import { startRawServer } from '../helpers/raw-upstream.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

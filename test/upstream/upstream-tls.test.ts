@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import t from 'tap';
-import { UpstreamPool, type UpstreamTlsOptions } from '../src/upstream/pool.js';
-import type { UpstreamError } from '../src/upstream/call-errors.js';
+import { UpstreamPool, type UpstreamTlsOptions } from '../../src/upstream/pool.js';
+import type { UpstreamError } from '../../src/upstream/call-errors.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'specgate-tls-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));

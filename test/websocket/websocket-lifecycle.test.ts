@@ -3,9 +3,9 @@
 // timeouts.shutdownGraceMs, then the gateway exits 0. Also: permessage-deflate with the client when
 // `websocket.compression`, and a config error that names the field.
 import t from 'tap';
-import { parseConfig } from '../src/config/load.js';
-import { startGateway, testConfig } from './helpers/gateway-process.js';
-import { closed, nextMessage, openClient, startWsUpstream, wsUpstreamConfig } from './helpers/ws-upstream.js';
+import { parseConfig } from '../../src/config/load.js';
+import { startGateway, testConfig } from '../helpers/gateway-process.js';
+import { closed, nextMessage, openClient, startWsUpstream, wsUpstreamConfig } from '../helpers/ws-upstream.js';
 
 t.test('SIGHUP keeps open connections; SIGTERM closes them with 1001 after the grace and exits 0', async (t) => {
   const upstream = await startWsUpstream(t);

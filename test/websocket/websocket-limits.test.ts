@@ -6,9 +6,9 @@ import { createServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { createHash } from 'node:crypto';
 import t from 'tap';
-import { startChatUpstream } from '../examples/websocket-chat.js';
-import { startGateway, testConfig } from './helpers/gateway-process.js';
-import { closed, nextMessage, openClient, startWsUpstream, wsUpstreamConfig } from './helpers/ws-upstream.js';
+import { startChatUpstream } from '../../examples/websocket-chat.js';
+import { startGateway, testConfig } from '../helpers/gateway-process.js';
+import { closed, nextMessage, openClient, startWsUpstream, wsUpstreamConfig } from '../helpers/ws-upstream.js';
 
 const refusal = (err: unknown) => err as { status: number; headers: Record<string, string>; body: string };
 

@@ -7,8 +7,8 @@ import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import t from 'tap';
 import { WebSocket } from 'ws';
-import { startGateway, testConfig } from './helpers/gateway-process.js';
-import { openClient, startWsUpstream, wsUpstreamConfig } from './helpers/ws-upstream.js';
+import { startGateway, testConfig } from '../helpers/gateway-process.js';
+import { openClient, startWsUpstream, wsUpstreamConfig } from '../helpers/ws-upstream.js';
 
 interface Sent {
   binary: boolean;

@@ -4,9 +4,9 @@
 import t from 'tap';
 import { WebSocket } from 'ws';
 import { createHash } from 'node:crypto';
-import { startGateway, httpRequest, eventually, testConfig } from './helpers/gateway-process.js';
-import { closed, nextMessage, openClient, startWsUpstream, wsUpstreamConfig } from './helpers/ws-upstream.js';
-import { parsePrometheus } from './helpers/prometheus.js';
+import { startGateway, httpRequest, eventually, testConfig } from '../helpers/gateway-process.js';
+import { closed, nextMessage, openClient, startWsUpstream, wsUpstreamConfig } from '../helpers/ws-upstream.js';
+import { parsePrometheus } from '../helpers/prometheus.js';
 
 const refusal = (err: unknown) => err as { status: number; headers: Record<string, string>; body: string };
 
