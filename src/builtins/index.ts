@@ -1,4 +1,7 @@
+import type { HostSpec } from '../cluster/compile-task.js';
 import type { GatewayConfig } from '../config/types.js';
+import { HostSets, type HostedUpstream } from '../edge/host-sets.js';
+import { hostValueProblem } from '../edge/host-value.js';
 import { PROMETHEUS_CONTENT_TYPE } from '../metrics/prometheus.js';
 import { metricsFormat } from './metrics.js';
 
@@ -16,6 +19,11 @@ interface Rendered {
   status: number;
   contentType: string;
   body: Buffer;
+}
+
+interface SpecDocs {
+  swagger2: Buffer;
+  openapi3: Buffer;
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -47,6 +55,8 @@ export class Builtins {
   private metricsText: Buffer = Buffer.from('');
   private spec: Buffer = Buffer.from('{}');
   private specOpenApi3: Buffer = Buffer.from('{}');
+  /** The documents of each set of upstreams a host can get; null when no upstream lists hosts. */
+  private hostSpecs: HostSets<SpecDocs> | null = null;
   private readonly extraHeaders: Record<string, string>;
 
   constructor(config: Pick<GatewayConfig, 'paths' | 'admin'> & { metrics: Pick<GatewayConfig['metrics'], 'enabled'> }, options: { workerHeader?: string } = {}) {
@@ -71,9 +81,17 @@ export class Builtins {
     this.metricsText = Buffer.from(prometheus);
   }
 
-  setSpec(swagger2: string, openapi3: string): void {
+  setSpec(swagger2: string, openapi3: string, hosts?: { upstreams: readonly HostedUpstream[]; sets: readonly HostSpec[] }): void {
     this.spec = Buffer.from(swagger2);
     this.specOpenApi3 = Buffer.from(openapi3);
+    this.hostSpecs = null;
+    if (hosts !== undefined) {
+      const byKey = new Map(hosts.sets.map((set) => [set.key, set]));
+      this.hostSpecs = HostSets.build(hosts.upstreams, ({ key }) => {
+        const set = byKey.get(key);
+        return set === undefined ? null : { swagger2: Buffer.from(set.swagger2), openapi3: Buffer.from(set.openapi3) };
+      });
+    }
   }
 
   /**
@@ -116,11 +134,24 @@ export class Builtins {
 
   private render(builtin: 'healthcheck' | 'metrics' | 'spec', query: string, headers: BuiltinHeaders): Rendered {
     if (builtin === 'healthcheck') return this.health;
-    if (builtin === 'spec') {
-      const openapi3 = query !== '' && new URLSearchParams(query).get('format') === 'openapi3';
-      return { status: 200, contentType: JSON_TYPE, body: openapi3 ? this.specOpenApi3 : this.spec };
-    }
+    if (builtin === 'spec') return query === '' ? { status: 200, contentType: JSON_TYPE, body: this.spec } : this.renderSpec(new URLSearchParams(query));
     return this.renderMetrics(query, headers);
+  }
+
+  /** `?format=openapi3`; `?host=` narrows the document to the upstreams a request with that Host routes among. */
+  private renderSpec(params: URLSearchParams): Rendered {
+    const openapi3 = params.get('format') === 'openapi3';
+    const hosts = params.getAll('host');
+    if (hosts.length === 0) return { status: 200, contentType: JSON_TYPE, body: openapi3 ? this.specOpenApi3 : this.spec };
+    if (hosts.length > 1) return problem(400, 'Bad Request', 'give one host');
+    const host = hosts[0]!;
+    const why = hostValueProblem(host);
+    if (why !== null) return problem(400, 'Bad Request', why);
+    // No upstream lists hosts: every host routes among every upstream.
+    if (this.hostSpecs === null) return { status: 200, contentType: JSON_TYPE, body: openapi3 ? this.specOpenApi3 : this.spec };
+    const docs = this.hostSpecs.match(host);
+    if (docs === null) return problem(404, 'Not Found', 'no upstream serves this host');
+    return { status: 200, contentType: JSON_TYPE, body: openapi3 ? docs.openapi3 : docs.swagger2 };
   }
 
   private renderMetrics(query: string, headers: BuiltinHeaders): Rendered {

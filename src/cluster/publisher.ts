@@ -93,6 +93,7 @@ export class Publisher {
       builtinPaths: config.paths,
       name: config.name,
       version: buildInfo().version,
+      hosted: config.upstreams.map((u) => ({ serviceLocation: u.serviceLocation, ...(u.hosts ? { hosts: u.hosts } : {}) })),
     });
     const tableVersion = ++this.version;
 

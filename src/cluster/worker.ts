@@ -150,7 +150,7 @@ async function startServing(message: PublishMessage): Promise<DataPlane> {
 async function apply(message: PublishMessage): Promise<void> {
   const table = RoutingTable.fromTransferable(message.table);
   builtins.configure(message.config);
-  builtins.setSpec(message.spec.swagger2, message.spec.openapi3);
+  builtins.setSpec(message.spec.swagger2, message.spec.openapi3, message.spec.hosts);
   graceMs = message.config.timeouts.shutdownGraceMs;
   metricsEnabled = message.config.metrics.enabled;
   log.level = message.config.logLevel;

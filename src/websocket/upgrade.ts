@@ -31,6 +31,7 @@ import type { Breakers } from '../proxy/upstream-breakers.js';
 import { RequestContext } from '../exchange/context.js';
 import { emptySelection, type RoutingTable } from '../routing/table.js';
 import { ACCESS_LOG_LISTENER } from '../listeners/access-log.js';
+import { acceptedHeaders } from './accepted-headers.js';
 import { HIGH_WATER, Relay, type ClientSlot, type RelayEnd, type RelayHost } from './relay.js';
 import { WebSocketMetrics, type UpgradeOutcome } from './metrics.js';
 import { webSocketSettings, type WebSocketConfig } from './settings.js';
@@ -284,6 +285,8 @@ class PendingUpgrade {
   private done = false;
   private socket: UpstreamSocket | null = null;
   private retried = false;
+  /** The upstream's 101 headers (rawHeaders), kept from ws's 'upgrade' event until the client's upgrade. */
+  private accepted: readonly string[] = [];
 
   constructor(
     private readonly proxy: WebSocketProxy,
@@ -344,6 +347,9 @@ class PendingUpgrade {
       return this.answer({ kind: 'problem', status: 400, detail: `the upgrade cannot be forwarded as sent: ${(err as Error).message}` }, 'rejected');
     }
     this.socket = socket;
+    socket.on('upgrade', (response: IncomingMessage) => {
+      this.accepted = response.rawHeaders;
+    });
     socket.on('open', () => this.opened(socket, upstream));
     socket.on('unexpected-response', (request: ClientRequest, response: IncomingMessage) => this.refused(socket, upstream, request, response));
     socket.on('error', (err: Error & { code?: string }) => this.failed(socket, upstream, err));
@@ -352,6 +358,7 @@ class PendingUpgrade {
   private opened(socket: UpstreamSocket, upstream: string): void {
     socket.removeAllListeners('error');
     socket.removeAllListeners('unexpected-response');
+    socket.removeAllListeners('upgrade');
     this.host.breakers.onSuccess(upstream, this.ctx.routeId);
     if (this.clientGone || this.done) {
       socket.close(1001, 'the client went away');
@@ -364,7 +371,18 @@ class PendingUpgrade {
     const relay = new Relay(this.proxy, socket, ctx, this.proxy.settings.compression);
     this.proxy.adopt(relay);
     const slot: ClientSlot = { relay };
-    this.res.cork(() => this.res.upgrade(slot, this.key, socket.protocol, this.extensions, this.context));
+    const headers = acceptedHeaders(this.accepted);
+    this.accepted = [];
+    const res = this.res;
+    const via = this.host.via;
+    res.cork(() => {
+      // uWS's upgrade() writes its status line only when none was written: headers written after our
+      // own status line go out ahead of the ones upgrade() adds (native-notes.md, WebSockets).
+      res.writeStatus('101 Switching Protocols');
+      for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i]!, headers[i + 1]!);
+      res.writeHeader('via', via);
+      res.upgrade(slot, this.key, socket.protocol, this.extensions, this.context);
+    });
   }
 
   /** The upstream answered something other than 101: the client gets that answer. */
