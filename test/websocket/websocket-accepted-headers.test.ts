@@ -6,10 +6,10 @@
 import type { IncomingMessage } from 'node:http';
 import t from 'tap';
 import { WebSocket } from 'ws';
-import { loadUws } from '../src/native/uws.js';
-import type { UwsListenSocket } from '../src/native/uws-types.js';
-import { startGateway, testConfig } from './helpers/gateway-process.js';
-import { nextMessage, startWsUpstream, wsUpstreamConfig } from './helpers/ws-upstream.js';
+import { loadUws } from '../../src/native/uws.js';
+import type { UwsListenSocket } from '../../src/native/uws-types.js';
+import { startGateway, testConfig } from '../helpers/gateway-process.js';
+import { nextMessage, startWsUpstream, wsUpstreamConfig } from '../helpers/ws-upstream.js';
 
 /** Opens a client and resolves with it and its 101's raw headers (names lower-cased). */
 function openWithHead(url: string, protocols: string[] = []): Promise<{ socket: WebSocket; head: Array<[string, string]> }> {

@@ -1,6 +1,6 @@
 // What /spec?host= accepts as a host: a Host header's value (name or IP, optional port).
 import t from 'tap';
-import { hostValueProblem } from '../src/edge/host-value.js';
+import { hostValueProblem } from '../../src/edge/host-value.js';
 
 const label = (n: number, c = 'a') => c.repeat(n);
 const longest = `${label(63)}.${label(63, 'b')}.${label(63, 'c')}.${label(61, 'd')}`;

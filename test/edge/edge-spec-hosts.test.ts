@@ -2,7 +2,7 @@
 // upstreams on different hosts plus a host-less one), checked against what the gateway routes; a bad
 // host is 400, a host nobody serves is 404, both problem+json.
 import t from 'tap';
-import { httpRequest, startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
+import { httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 
 interface Swagger {
   paths: Record<string, Record<string, { 'x-upstreams'?: string[] }>>;
