@@ -1,5 +1,5 @@
 import { docBasePath } from '../discovery/base-path.js';
-import { specUrl } from '../discovery/discover.js';
+import { specUrl } from '../discovery/spec-url.js';
 import { isObject } from '../discovery/objection.js';
 import { swaggerPath, type SwaggerPath } from '../discovery/swagger-path.js';
 import type { DiscoveredUpstream } from '../discovery/types.js';

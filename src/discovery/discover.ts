@@ -3,6 +3,7 @@ import { docBasePath } from './base-path.js';
 import { endpointProblems } from './endpoint-problems.js';
 import { entriesFromDoc, entriesFromStatic } from './extract-entries.js';
 import { fetchDoc } from './fetch-doc.js';
+import { specUrl } from './spec-url.js';
 import { validateDoc } from './validate-doc.js';
 import type { DiscoveredUpstream, DiscoveryOptions } from './types.js';
 
@@ -41,7 +42,4 @@ export async function discoverFromDoc(upstream: UpstreamConfig, doc: unknown, so
   return { upstream, entries, doc: doc as object, problems };
 }
 
-/** Where an upstream's doc is fetched. */
-export function specUrl(upstream: UpstreamConfig): string {
-  return upstream.serviceLocation.replace(/\/+$/, '') + (upstream.specPath ?? '/spec');
-}
+export { specUrl };

@@ -1,4 +1,3 @@
-import { $RefParser } from '@apidevtools/json-schema-ref-parser';
 import { isObject, type DocKind, type Objection } from './objection.js';
 import { schemaObjections } from './schema-objections.js';
 import { specObjections } from './spec-objections.js';
@@ -28,6 +27,8 @@ export interface CheckedDoc {
  * spec checks (per operation, on the dereferenced doc). The doc itself is not modified.
  */
 export async function findObjections(doc: Json, kind: DocKind): Promise<CheckedDoc> {
+  // Loaded here, not at import: about 24 modules that the compile threads and workers rarely need.
+  const { $RefParser } = await import('@apidevtools/json-schema-ref-parser');
   const objections: Objection[] = [];
   const written = structuredClone(doc);
   // swagger-parser's resolver, without swagger-parser's own parse step: that one refuses a doc for a
