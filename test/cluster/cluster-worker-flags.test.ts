@@ -2,7 +2,7 @@
 // (src/cluster/worker-flags.ts): the rule, and the flags real worker processes run with.
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { nodeAcceptsScavengeFlag, SCAVENGE_FLAG, workerExecArgv } from '../../src/cluster/worker-flags.js';
+import { nodeAcceptsScavengeFlag, probeScavengeFlag, SCAVENGE_FLAG, workerExecArgv } from '../../src/cluster/worker-flags.js';
 import { startGateway, startUpstream, testConfig, type GatewayProcess } from '../helpers/gateway-process.js';
 
 t.test('the rule', async (t) => {
@@ -16,7 +16,9 @@ t.test('the rule', async (t) => {
     t.notOk(asked, 'no probe when the operator chose');
   }
   t.same(workerExecArgv(['--trace-gc'], () => false), { execArgv: ['--trace-gc'], scavenging: 'refused' }, 'a Node that refuses the flag starts workers without it');
-  t.ok(nodeAcceptsScavengeFlag(), 'this Node accepts the flag');
+  t.ok(probeScavengeFlag(), 'this Node accepts the flag (probed)');
+  t.ok(nodeAcceptsScavengeFlag(), 'and is known to');
+  t.equal(nodeAcceptsScavengeFlag('99.0.0'), true, 'a Node of an unknown major is probed (this one accepts)');
 });
 
 function argvOf(pid: number): string[] {
