@@ -4,7 +4,7 @@ import type { GatewayConfig } from '../config/types.js';
 import { discoverUpstream } from '../discovery/index.js';
 import { RoutingTable } from '../routing/table.js';
 import type { RouteEntry } from '../routing/types.js';
-import { UsageError } from './start.js';
+import { UsageError } from './usage-error.js';
 
 export const CHECK_USAGE = `Usage: gateway check [--config FILE] [--fetch]
 

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { normalizePath } from '../http/normalize-path.js';
 import { OfflineTableError, offlineTable, reportOnStderr } from './offline-table.js';
-import { UsageError } from './start.js';
+import { UsageError } from './usage-error.js';
 
 export const EXPLAIN_USAGE = `Usage: gateway explain [--config FILE] [--fetch] [--doc FILE|URL ...] [--host HOST] [--content-type TYPE] [--accept ACCEPT] METHOD PATH [METHOD PATH ...]
 

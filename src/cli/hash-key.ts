@@ -1,5 +1,5 @@
 import { sha256Hex } from '../middleware/api-key-auth.js';
-import { UsageError } from './start.js';
+import { UsageError } from './usage-error.js';
 
 export const HASH_KEY_USAGE = `Usage: gateway hash-key < key.txt
 

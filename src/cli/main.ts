@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { UsageError, runStart } from './start.js';
+import { UsageError } from './usage-error.js';
 
 const USAGE = `Usage: gateway <command> [options]
 
@@ -17,9 +17,10 @@ const EXIT_USAGE = 2;
 
 type Command = (argv: string[]) => Promise<number>;
 
-// routes/explain are loaded on demand so that nothing they import can keep `start` from working.
+// Each command is loaded on demand: nothing one imports can keep another from working, and a quick
+// command (hash-key, check, --version) does not pay for start's primary, logger and cluster modules.
 const commands: Record<string, () => Promise<Command>> = {
-  start: async () => runStart,
+  start: async () => (await import('./start.js')).runStart,
   routes: async () => (await import('./routes.js')).runRoutes,
   explain: async () => (await import('./explain.js')).runExplain,
   'hash-key': async () => (await import('./hash-key.js')).runHashKey,

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { OfflineTableError, offlineTable, reportOnStderr } from './offline-table.js';
-import { UsageError } from './start.js';
+import { UsageError } from './usage-error.js';
 
 export const ROUTES_USAGE = `Usage: gateway routes [--config FILE] [--fetch] [--doc FILE|URL ...] [--host HOST] [--json]
 

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { runPrimary } from '../cluster/primary.js';
+import { UsageError } from './usage-error.js';
 
 export const START_USAGE = `Usage: gateway start --config FILE [--workers N] [--port P] [--with-examples]
 
@@ -8,7 +9,6 @@ export const START_USAGE = `Usage: gateway start --config FILE [--workers N] [--
   --port P          listening port; 0 = any free port (default: config "port")
   --with-examples   start the bundled example upstreams first (for a demo on a fresh machine)`;
 
-export class UsageError extends Error {}
 
 function integerOption(name: string, value: string | undefined, max: number): number | undefined {
   if (value === undefined) return undefined;

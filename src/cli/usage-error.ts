@@ -1,0 +1,2 @@
+/** A command line that is wrong (exit code 2, with a pointer to the command's --help). */
+export class UsageError extends Error {}
