@@ -27,7 +27,8 @@
 import type CachePolicy from 'http-cache-semantics';
 import { request as undiciRequest } from 'undici';
 import { Flights, type Flight, type FlightOutcome } from '../cache/flights.js';
-import { primaryKey, variantKey } from '../cache/key.js';
+import { primaryKey, urlPrefix, variantKey } from '../cache/key.js';
+import { invalidates, locationUrls } from '../cache/invalidation.js';
 import { instanceCacheDir } from '../cache/instance-dir.js';
 import { SharedCacheStore } from '../cache/shared-store.js';
 import { hasDirective, headerValue, StoredResponse, VaryIndex, type CacheRecord } from '../cache/record.js';
@@ -276,7 +277,7 @@ export class ResponseCache implements Middleware {
   private bypass(ctx: RequestContext): Decision {
     ctx.addResponseHeader('x-cache', 'BYPASS');
     this.metrics.add(this.names.bypass);
-    if (!SAFE_METHODS.has(ctx.method)) ctx.observe(new Invalidation(this, primaryKey(ctx.route!.canonical, ctx.path, ctx.query)));
+    if (!SAFE_METHODS.has(ctx.method)) ctx.observe(new Invalidation(this, ctx));
     return undefined;
   }
 
@@ -394,17 +395,52 @@ export class ResponseCache implements Middleware {
   }
 }
 
-/** An unsafe method's success invalidates the entries of its URL (RFC 9111 4.4). */
+/**
+ * An unsafe method's success (2xx, 3xx) invalidates its URL and the same-origin URLs of the answer's
+ * Location and Content-Location (RFC 9111 4.4; src/cache/invalidation.ts), under every endpoint and in
+ * every variant, for every worker (one range delete in the shared store). A store that cannot delete
+ * by prefix (Redis) drops the target's primary key only.
+ */
 class Invalidation implements ResponseObserver {
+  private readonly secure: boolean;
+  private readonly path: string;
+  private readonly query: string;
+  private readonly canonical: string;
+  private readonly requestHeaders: readonly string[];
+
   constructor(
     private readonly cache: ResponseCache,
-    private readonly key: string,
-  ) {}
+    ctx: RequestContext,
+  ) {
+    this.secure = ctx.secure;
+    this.path = ctx.path;
+    this.query = ctx.query;
+    this.canonical = ctx.route!.canonical;
+    // Read at the answer: later middleware may change ctx.headers, but not X-Forwarded-*.
+    this.requestHeaders = ctx.headers;
+  }
 
-  onHead(status: number): void {
-    if (status >= 400) return;
-    this.cache.metrics.add(this.cache.names.invalidations);
-    void this.cache.write(() => this.cache.store.delete(this.key));
+  onHead(status: number, headers: readonly string[]): void {
+    if (!invalidates(status)) return;
+    const cache = this.cache;
+    const store = cache.store;
+    cache.metrics.add(cache.names.invalidations);
+    if (store.deletePrefix === undefined) {
+      void cache.write(() => store.delete(primaryKey(this.canonical, this.path, this.query)));
+      return;
+    }
+    const drop = (prefix: string): void => {
+      void cache.write(() => {
+        const done = store.deletePrefix!(prefix);
+        if (done instanceof Promise) return done.then(() => undefined);
+      });
+    };
+    drop(urlPrefix(this.path, this.query));
+    for (const url of locationUrls(this.secure, this.path, this.query, this.requestHeaders, headers)) {
+      if (url.path === this.path && url.query === this.query) continue;
+      cache.metrics.add(cache.names.invalidations);
+      drop(urlPrefix(url.path, url.query));
+    }
   }
   onData(): void {}
   onEnd(): void {}

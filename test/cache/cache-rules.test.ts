@@ -4,14 +4,17 @@
 import t from 'tap';
 import { CacheRecordError, decodeRecord, encodeRecord } from '../../src/cache/codec.js';
 import { Flights } from '../../src/cache/flights.js';
-import { comparedValue, primaryKey, variantKey, varyNames } from '../../src/cache/key.js';
+import { comparedValue, primaryKey, urlPrefix, variantKey, varyNames } from '../../src/cache/key.js';
 import { LocalCacheStore } from '../../src/cache/local-store.js';
 import { hasDirective, StoredResponse, VaryIndex } from '../../src/cache/record.js';
 import { judge } from '../../src/cache/rules.js';
 
 t.test('keys: the endpoint, the normalized path, the raw query', async (t) => {
-  t.equal(primaryKey('/items/{}', '/items/1', ''), '/items/{} /items/1');
-  t.equal(primaryKey('/items/{}', '/items/1', 'b=2&a=1'), '/items/{} /items/1?b=2&a=1');
+  t.equal(primaryKey('/items/{}', '/items/1', ''), '/items/1 /items/{}');
+  t.equal(primaryKey('/items/{}', '/items/1', 'b=2&a=1'), '/items/1?b=2&a=1 /items/{}');
+  t.ok(primaryKey('/items/{}', '/items/1', '').startsWith(urlPrefix('/items/1', '')), 'a key starts with its URL prefix');
+  t.notOk(primaryKey('/items/{}', '/items/10', '').startsWith(urlPrefix('/items/1', '')), 'and no other URL\'s');
+  t.notOk(primaryKey('/items/{}', '/items/1', 'a=1').startsWith(urlPrefix('/items/1', '')), 'nor that of the same path with a query');
   t.not(primaryKey('/items/{}', '/items/1', 'a=1&b=2'), primaryKey('/items/{}', '/items/1', 'b=2&a=1'), 'the raw query: order counts');
 });
 
