@@ -103,7 +103,7 @@ export const responseCacheSchema = {
       items: { type: 'string', pattern: '^[!#$%&\'*+.^_`|~0-9A-Za-z-]+$' },
       default: ['CDN-Cache-Control'],
       description:
-        'Response fields that, first present wins, replace Cache-Control for this cache (RFC 9213 targeted cache control). They are not served from the cache to clients.',
+        'Response fields that, first present wins, replace Cache-Control for this cache (RFC 9213 targeted cache control). Clients of an endpoint the cache runs on never get them, from the cache or passed through.',
     },
     heuristicMaxTtlMs: {
       type: 'integer',
@@ -172,6 +172,8 @@ export class ResponseCache implements Middleware {
   readonly heuristic: Heuristic | null;
   /** Targeted Cache-Control field names, lower-case. */
   readonly targeted: readonly string[];
+  /** The same, or null when there are none. */
+  private readonly hidden: readonly string[] | null;
   readonly flights = new Flights();
   /** Keys this worker refreshes in the background now. */
   private readonly refreshing = new Set<string>();
@@ -189,6 +191,7 @@ export class ResponseCache implements Middleware {
     this.defaultTtlMs = config.defaultTtlMs;
     this.staleIfErrorMs = config.staleIfErrorMs;
     this.targeted = (config.targetedCacheControl ?? ['CDN-Cache-Control']).map((name) => name.toLowerCase());
+    this.hidden = this.targeted.length === 0 ? null : this.targeted;
     this.heuristic = config.heuristicFreshness === true ? { maxMs: config.heuristicMaxTtlMs ?? 86_400_000 } : null;
     this.names = new Names(config.id);
     this.metrics = context.metrics;
@@ -219,6 +222,9 @@ export class ResponseCache implements Middleware {
   }
 
   decide(ctx: RequestContext): Decision | Promise<Decision> | LongDecision {
+    // Whatever reaches the client from the upstream (miss, bypass, uncacheable) loses the fields
+    // this cache obeys (RFC 9213); answers built from entries never had them.
+    ctx.hiddenResponseHeaders = this.hidden;
     const method = ctx.method;
     if ((method !== 'GET' && method !== 'HEAD') || ctx.hasBody) return this.bypass(ctx);
     const headers = ctx.headers;
@@ -359,7 +365,7 @@ export class ResponseCache implements Middleware {
       }
       if (answer.statusCode === 304) {
         await answer.body.dump();
-        const merged = mergeNotModified(entry.headers, flat);
+        const merged = mergeNotModified(storedHeaders(entry, flat, this.targeted), flat);
         const verdict = judge(primary, requestHeaders, entry.status, merged, this.defaultTtlMs, this.heuristic, Date.now(), this.targeted);
         if (verdict.policy !== null) await this.save(primary, requestHeaders, entry.status, merged, entry.body, verdict.policy, verdict.vary).done;
         return;
@@ -588,7 +594,7 @@ class CacheRequest implements ResponseObserver {
    */
   private refreshed(headers: readonly string[]): ContentAnswer {
     const entry = this.revalidating!;
-    const merged = mergeNotModified(entry.headers, headers);
+    const merged = mergeNotModified(storedHeaders(entry, headers, this.cache.targeted), headers);
     const verdict = judge(this.primary, this.requestHeaders, entry.status, merged, this.cache.defaultTtlMs, this.cache.heuristic, Date.now(), this.cache.targeted);
     const metrics = this.cache.metrics;
     metrics.add(this.cache.names.revalidated304);
@@ -814,6 +820,16 @@ function mergeNotModified(stored: readonly string[], update: readonly string[]):
   for (let i = 0; i < stored.length; i += 2) if (!replaced.has(stored[i]!)) merged.push(stored[i]!, stored[i + 1]!);
   for (let i = 0; i < update.length; i += 2) if (replaced.has(update[i]!)) merged.push(update[i]!, update[i + 1]!);
   return merged;
+}
+
+/**
+ * An entry's headers as the upstream sent them, for a 304 to update: its targeted field (kept aside,
+ * not among the served headers) is put back unless the 304 brings one of its own, which replaces it.
+ */
+function storedHeaders(entry: StoredResponse, update: readonly string[], targeted: readonly string[]): readonly string[] {
+  const value = entry.targetedCacheControl;
+  if (value === undefined || targeted.length === 0 || targetedValue(update, targeted) !== undefined) return entry.headers;
+  return [targeted[0]!, value, ...entry.headers];
 }
 
 /** How long a stale entry with validators is kept for a conditional request. */
