@@ -57,9 +57,13 @@ export class StoredResponse {
     this.ageOrigin = now - age * 1000;
     this.freshUntil = now + (policy.maxAge() - age) * 1000;
     const cacheControl = (targetedCacheControl ?? headerValue(headers, 'cache-control'))?.toLowerCase() ?? '';
-    // s-maxage implies proxy-revalidate in a shared cache (RFC 9111 5.2.2.10).
+    // s-maxage implies proxy-revalidate in a shared cache (RFC 9111 5.2.2.10); no-cache forbids any
+    // use without revalidation, so never stale either (RFC 9111 4.2.4).
     this.mustRevalidate =
-      hasDirective(cacheControl, 'must-revalidate') || hasDirective(cacheControl, 'proxy-revalidate') || hasDirective(cacheControl, 's-maxage');
+      hasDirective(cacheControl, 'must-revalidate') ||
+      hasDirective(cacheControl, 'proxy-revalidate') ||
+      hasDirective(cacheControl, 's-maxage') ||
+      hasDirective(cacheControl, 'no-cache');
     this.sharedWithAuth = hasDirective(cacheControl, 'public') || hasDirective(cacheControl, 's-maxage');
     const swr = /(?:^|,)\s*stale-while-revalidate\s*=\s*"?(\d+)"?\s*(?:,|$)/.exec(cacheControl);
     this.staleWhileRevalidateMs = swr === null ? 0 : Number(swr[1]) * 1000;

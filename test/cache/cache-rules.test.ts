@@ -271,3 +271,34 @@ t.test('the rules on malformed and edge inputs (each as the RFC reads it)', asyn
   t.equal(small.maxAge(), 100, 'heuristic: 10% of 1,000 s');
   t.equal(judge('/k /k', [], 500, ['date', date, 'last-modified', lastModified], 0, { maxMs: 3600_000 }).policy, null, 'not for a status that is not heuristically cacheable');
 });
+
+t.test('rules the public HTTP cache test suite showed we read wrong', async (t) => {
+  const now = Date.now();
+  const date = new Date(now).toUTCString();
+  const verdict = (headers: string[], targeted: string[] = []) => {
+    const v = judge('/k /k', [], 200, headers, 0, null, now, targeted);
+    return v.policy === null ? (v.storable ? 'no lifetime' : 'forbidden') : v.policy.maxAge() - v.policy.age() > 0 ? 'fresh' : 'revalidate';
+  };
+  // Age as a list: its first member counts (RFC 9111 5.1).
+  t.equal(verdict(['date', date, 'cache-control', 'max-age=3600', 'age', '7200, 0']), 'no lifetime', 'Age "7200, 0": 7200');
+  t.equal(verdict(['date', date, 'cache-control', 'max-age=3600', 'age', '7200', 'age', '0']), 'no lifetime', 'two Age lines, 7200 first: 7200');
+  t.equal(verdict(['date', date, 'cache-control', 'max-age=3600', 'age', '0, 7200']), 'fresh', 'Age "0, 7200": 0');
+  // no-cache with a validator: kept, to be revalidated on every use (RFC 9111 5.2.2.4), never served stale.
+  t.equal(verdict(['cache-control', 'no-cache', 'etag', '"a"']), 'revalidate', 'no-cache and ETag: stored for revalidation');
+  t.equal(verdict(['cache-control', 'no-cache, max-age=3600', 'etag', '"a"']), 'revalidate', 'no-cache with max-age: still revalidated on use');
+  t.equal(verdict(['cache-control', 'no-cache']), 'no lifetime', 'no-cache without a validator: nothing to revalidate with');
+  t.equal(verdict(['cache-control', 'max-age=0', 'last-modified', date]), 'revalidate', 'an explicit lifetime already spent, with Last-Modified');
+  t.equal(verdict(['etag', '"a"']), 'no lifetime', 'no lifetime at all: not stored (heuristics are opt-in)');
+  const noCache = judge('/k /k', [], 200, ['cache-control', 'no-cache', 'etag', '"a"'], 0).policy!;
+  t.ok(new StoredResponse(200, ['cache-control', 'no-cache', 'etag', '"a"'], Buffer.from('x'), noCache, '/k /k', now).mustRevalidate, 'a no-cache entry is never served stale');
+  // A targeted field that is not a valid Structured Field Dictionary, or whose lifetime is not an Integer, is ignored (RFC 9213 2.1).
+  const cdn = ['cdn-cache-control'];
+  t.equal(verdict(['cache-control', 'no-store', 'cdn-cache-control', 'max-age=60'], cdn), 'fresh', 'a valid CDN-Cache-Control rules');
+  t.equal(verdict(['cache-control', 'no-store', 'cdn-cache-control', 'max-age=10000, &&&&&'], cdn), 'forbidden', 'one that does not parse: Cache-Control rules');
+  t.equal(verdict(['cache-control', 'no-store', 'cdn-cache-control', 'max-age="10000"'], cdn), 'forbidden', 'max-age as a String: ignored');
+  t.equal(verdict(['cache-control', 'no-store', 'cdn-cache-control', 'max-age=1.5'], cdn), 'forbidden', 'max-age as a Decimal: ignored');
+  t.equal(verdict(['cache-control', 'no-store', 'cdn-cache-control', 'MAX-AGE=60'], cdn), 'forbidden', 'an upper-case key is not a Structured Field key');
+  t.equal(verdict(['cache-control', 'max-age=60', 'cdn-cache-control', 'no-store'], cdn), 'forbidden', 'a valid no-store wins over Cache-Control');
+  t.equal(verdict(['cache-control', 'no-store', 'gw-cache-control', 'max-age="1"', 'cdn-cache-control', 'max-age=60'], ['gw-cache-control', 'cdn-cache-control']), 'fresh', 'an invalid first field: the next one applies');
+  t.equal(verdict(['cache-control', 'no-store', 'cdn-cache-control', 'max-age=60', 'cdn-cache-control', 'must-revalidate'], cdn), 'fresh', 'several lines are one Dictionary');
+});
