@@ -6,7 +6,7 @@
  * - only an explicit lifetime counts (max-age, s-maxage, Expires): no heuristic from Last-Modified,
  *   no implicit day for `immutable`; `defaultTtlMs` > 0 gives a 200 without one that lifetime
  *   (rounded up to whole seconds, HTTP's unit);
- * - a request with Authorization only when the answer is `public` or has `s-maxage`.
+ * - a request with Authorization only when the answer is `public` or has `s-maxage` or `must-revalidate`.
  *
  * The library treats must-revalidate as "never reuse without revalidating", even while fresh; RFC
  * 9111 5.2.2.2 only forbids reusing it once stale. This cache never revalidates, so the policy is
@@ -113,13 +113,19 @@ export function judge(
     if (names === '*') return FORBIDDEN;
     vary = names;
   }
+  const understood = mustUnderstand(response, status);
+  if (understood === false) return FORBIDDEN;
   const cacheControl = typeof response['cache-control'] === 'string' ? response['cache-control'] : undefined;
+  // RFC 9111 3.5: must-revalidate lets a shared cache store an answer to a request with
+  // Authorization, as public and s-maxage do; the view below loses it, so the policy is not told
+  // of the credentials (the record's sharedWithAuth says the same).
+  const authorizedByRevalidation = cacheControl !== undefined && hasDirective(cacheControl.toLowerCase(), 'must-revalidate');
   if (cacheControl !== undefined) {
     const view = withoutRevalidation(cacheControl);
     if (view === '') delete response['cache-control'];
     else response['cache-control'] = view;
   }
-  const request = policyRequest(url, requestHeaders, vary);
+  const request = policyRequest(url, requestHeaders, vary, authorizedByRevalidation);
   const explicit = hasExplicitLifetime(response);
   // RFC 9111 3: any final status may be stored with explicit freshness (or public); the library
   // stores only the statuses it knows. It judges such an answer as a 200 (the record keeps its status).
@@ -149,9 +155,9 @@ export function judge(
  * The request as the policy sees it: the headers its rules and Vary read (credentials as digests),
  * never the whole request (a remote store would keep it).
  */
-export function policyRequest(url: string, headers: readonly string[], vary: readonly string[]): CachePolicy.Request {
+export function policyRequest(url: string, headers: readonly string[], vary: readonly string[], withoutAuthorization = false): CachePolicy.Request {
   const view: CachePolicy.Headers = {};
-  for (const name of ['cache-control', 'pragma', 'authorization']) {
+  for (const name of withoutAuthorization ? ['cache-control', 'pragma'] : ['cache-control', 'pragma', 'authorization']) {
     const value = comparedValue(headers, name);
     if (value !== undefined) view[name] = value;
   }
@@ -240,6 +246,24 @@ function hasExplicitLifetime(response: CachePolicy.Headers): boolean {
   if (response.expires !== undefined) return true;
   const list = typeof response['cache-control'] === 'string' ? response['cache-control'].toLowerCase() : '';
   return hasDirective(list, 'max-age') || hasDirective(list, 's-maxage');
+}
+
+/** Statuses whose caching rules this cache implements: `must-understand` lifts `no-store` for them only. */
+const UNDERSTOOD_STATUSES = new Set([200, 203, 204, 300, 301, 302, 303, 307, 308, 404, 405, 410, 414, 501]);
+
+/**
+ * `must-understand` (RFC 9111 5.2.2.3): for a status this cache understands, `no-store` is ignored
+ * (removed from the view); for any other the answer is not stored (false). Null: no must-understand.
+ */
+function mustUnderstand(response: CachePolicy.Headers, status: number): boolean | null {
+  const list = response['cache-control'];
+  if (typeof list !== 'string' || !hasDirective(list.toLowerCase(), 'must-understand')) return null;
+  if (!UNDERSTOOD_STATUSES.has(status)) return false;
+  response['cache-control'] = list
+    .split(',')
+    .filter((part) => part.trim().toLowerCase() !== 'no-store')
+    .join(',');
+  return true;
 }
 
 function withoutRevalidation(cacheControl: string): string {

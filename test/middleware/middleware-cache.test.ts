@@ -191,7 +191,10 @@ t.test('Authorization: stored and served only with public or s-maxage', async (t
   t.equal((await get('/items/auth-smaxage', auth)).xCache, 'MISS');
   t.equal((await get('/items/auth-smaxage', auth)).xCache, 'HIT', 's-maxage counts as public');
   upstream.setHandler(answering({ 'cache-control': 'max-age=60, must-revalidate' }));
-  t.equal((await get('/items/auth-revalidate', auth)).xCache, 'BYPASS', 'must-revalidate does not make it shareable');
+  t.equal((await get('/items/auth-revalidate', auth)).xCache, 'MISS', 'must-revalidate makes it shareable (RFC 9111 3.5)');
+  t.equal((await get('/items/auth-revalidate', 'Authorization: Bearer bob\r\n')).xCache, 'HIT', 'for any caller while fresh');
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60, proxy-revalidate' }));
+  t.equal((await get('/items/auth-proxy-revalidate', auth)).xCache, 'BYPASS', 'proxy-revalidate does not');
 
   upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'anonymous view'));
   t.equal((await get('/items/auth-anon')).xCache, 'MISS');
