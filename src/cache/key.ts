@@ -16,7 +16,8 @@ import { headerValue } from './record.js';
 
 /** Primary key of a request for `canonical` (the route's canonical template). */
 export function primaryKey(canonical: string, path: string, query: string): string {
-  return `${urlPrefix(path, query)}${canonical}`;
+  // One template, not urlPrefix() and a concatenation: this runs on every hit.
+  return query === '' ? `${path} ${canonical}` : `${path}?${query} ${canonical}`;
 }
 
 /**
