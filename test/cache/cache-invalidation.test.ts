@@ -3,9 +3,9 @@
 // answer's Location and Content-Location, for both workers and in every variant; a cross-origin one and
 // a failed request drop nothing. Plus the URL resolution rules on their own (src/cache/invalidation.ts).
 import t, { type Test } from 'tap';
-import { locationUrls } from '../src/cache/invalidation.js';
-import { startGateway, startUpstream, testConfig } from './helpers/gateway-process.js';
-import { rawRequest } from './helpers/raw-http.js';
+import { locationUrls } from '../../src/cache/invalidation.js';
+import { startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { rawRequest } from '../helpers/raw-http.js';
 
 const app = await startUpstream(t, {
   name: 'app',

@@ -5,14 +5,14 @@
 // conditional request, from the cache or passed through. Fields it does not obey pass untouched.
 import type http from 'node:http';
 import t, { type Test } from 'tap';
-import { Counters } from '../src/metrics/counters.js';
-import type { Pipeline } from '../src/middleware/pipeline.js';
-import { buildPipeline } from '../src/middleware/registry.js';
-import type { ResponseCacheConfig } from '../src/middleware/response-cache.js';
-import { startDataPlane } from '../src/proxy/data-plane.js';
-import { RoutingTable } from '../src/routing/table.js';
-import { rawRequest } from './helpers/raw-http.js';
-import { entry, startUpstream, testConfig, type UpstreamHandler } from './helpers/upstream-server.js';
+import { Counters } from '../../src/metrics/counters.js';
+import type { Pipeline } from '../../src/middleware/pipeline.js';
+import { buildPipeline } from '../../src/middleware/registry.js';
+import type { ResponseCacheConfig } from '../../src/middleware/response-cache.js';
+import { startDataPlane } from '../../src/proxy/data-plane.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import { rawRequest } from '../helpers/raw-http.js';
+import { entry, startUpstream, testConfig, type UpstreamHandler } from '../helpers/upstream-server.js';
 
 const upstream = await startUpstream();
 t.teardown(() => upstream.close());

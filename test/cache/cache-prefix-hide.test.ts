@@ -4,11 +4,11 @@
 // upstream head, keeping the others in order.
 import fc from 'fast-check';
 import t from 'tap';
-import { SharedCacheStore } from '../src/cache/shared-store.js';
-import { StoredResponse } from '../src/cache/record.js';
-import { judge } from '../src/cache/rules.js';
-import { withoutHeaders } from '../src/upstream/hide-headers.js';
-import { ResponseHead } from '../src/upstream/response-parser.js';
+import { SharedCacheStore } from '../../src/cache/shared-store.js';
+import { StoredResponse } from '../../src/cache/record.js';
+import { judge } from '../../src/cache/rules.js';
+import { withoutHeaders } from '../../src/upstream/hide-headers.js';
+import { ResponseHead } from '../../src/upstream/response-parser.js';
 
 t.test('deletePrefix removes exactly the keys with the prefix, and their bytes', async (t) => {
   let held = 0;
