@@ -1,7 +1,10 @@
 /**
- * Cache keys (docs/reference/response-cache.md#keys-and-vary): the endpoint, the normalized path and the raw query. The
- * endpoint is its canonical template (identifiers erased), so GET /items/{id} and DELETE
+ * Cache keys (docs/reference/response-cache.md#keys-and-vary): the normalized path and the raw query,
+ * then the endpoint: its canonical template (identifiers erased), so GET /items/{id} and DELETE
  * /items/{itemId} address the same entries. Keys are printable: a remote store shows them as they are.
+ * The URL comes first so that every entry of one URL (under any endpoint, every variant) shares the
+ * prefix `<path>[?query] `: invalidating a URL (an unsafe request's target, its Location) needs no
+ * routing, one range of an ordered store.
  *
  * A URL whose answer varies (Vary) keeps a VaryIndex under its primary key and each variant under
  * `<primary>\n<name>=<value>\n...`, the values of the named request headers ("<name>" alone when the
@@ -13,8 +16,16 @@ import { headerValue } from './record.js';
 
 /** Primary key of a request for `canonical` (the route's canonical template). */
 export function primaryKey(canonical: string, path: string, query: string): string {
-  // The path holds no space (visible ASCII only), so the last space splits the key unambiguously.
-  return query === '' ? `${canonical} ${path}` : `${canonical} ${path}?${query}`;
+  // One template, not urlPrefix() and a concatenation: this runs on every hit.
+  return query === '' ? `${path} ${canonical}` : `${path}?${query} ${canonical}`;
+}
+
+/**
+ * What every key of a URL starts with: path and query (visible ASCII only, so no space) and a space.
+ * No key of another URL starts with it.
+ */
+export function urlPrefix(path: string, query: string): string {
+  return query === '' ? `${path} ` : `${path}?${query} `;
 }
 
 /** The header names a Vary value lists (lower-case, in order, each once); '*' when it holds "*". */

@@ -57,10 +57,15 @@ export class StoredResponse {
     this.ageOrigin = now - age * 1000;
     this.freshUntil = now + (policy.maxAge() - age) * 1000;
     const cacheControl = (targetedCacheControl ?? headerValue(headers, 'cache-control'))?.toLowerCase() ?? '';
-    // s-maxage implies proxy-revalidate in a shared cache (RFC 9111 5.2.2.10).
+    // s-maxage implies proxy-revalidate in a shared cache (RFC 9111 5.2.2.10); no-cache forbids any
+    // use without revalidation, so never stale either (RFC 9111 4.2.4).
     this.mustRevalidate =
-      hasDirective(cacheControl, 'must-revalidate') || hasDirective(cacheControl, 'proxy-revalidate') || hasDirective(cacheControl, 's-maxage');
-    this.sharedWithAuth = hasDirective(cacheControl, 'public') || hasDirective(cacheControl, 's-maxage');
+      hasDirective(cacheControl, 'must-revalidate') ||
+      hasDirective(cacheControl, 'proxy-revalidate') ||
+      hasDirective(cacheControl, 's-maxage') ||
+      hasDirective(cacheControl, 'no-cache');
+    // RFC 9111 3.5: what lets a shared cache reuse an answer to a request with Authorization.
+    this.sharedWithAuth = hasDirective(cacheControl, 'public') || hasDirective(cacheControl, 's-maxage') || hasDirective(cacheControl, 'must-revalidate');
     const swr = /(?:^|,)\s*stale-while-revalidate\s*=\s*"?(\d+)"?\s*(?:,|$)/.exec(cacheControl);
     this.staleWhileRevalidateMs = swr === null ? 0 : Number(swr[1]) * 1000;
     let size = RECORD_OVERHEAD_BYTES + body.length + url.length;
@@ -116,7 +121,8 @@ export class StoredResponse {
     const since = headerValue(requestHeaders, 'if-modified-since');
     if (since === undefined || this.status !== 200) return false;
     const sinceMs = parseDate(since);
-    const modified = this.lastModified === undefined ? null : parseDate(this.lastModified);
+    // Without Last-Modified, the origin's Date (else when it arrived) stands for it (RFC 9111 4.3.2).
+    const modified = this.lastModified === undefined ? this.policy.date() : parseDate(this.lastModified);
     return sinceMs !== null && modified !== null && modified <= sinceMs;
   }
 

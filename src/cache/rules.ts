@@ -6,7 +6,7 @@
  * - only an explicit lifetime counts (max-age, s-maxage, Expires): no heuristic from Last-Modified,
  *   no implicit day for `immutable`; `defaultTtlMs` > 0 gives a 200 without one that lifetime
  *   (rounded up to whole seconds, HTTP's unit);
- * - a request with Authorization only when the answer is `public` or has `s-maxage`.
+ * - a request with Authorization only when the answer is `public` or has `s-maxage` or `must-revalidate`.
  *
  * The library treats must-revalidate as "never reuse without revalidating", even while fresh; RFC
  * 9111 5.2.2.2 only forbids reusing it once stale. This cache never revalidates, so the policy is
@@ -15,6 +15,7 @@
  * entry from ever being served stale.
  */
 import CachePolicy from 'http-cache-semantics';
+import { parseDictionary } from 'structured-headers';
 import { formatHttpDate, parseHttpDate } from './http-date.js';
 import { comparedValue, varyNames } from './key.js';
 import { hasDirective } from './record.js';
@@ -31,12 +32,37 @@ const LIBRARY_UNDERSTOOD = new Set([200, 203, 204, 300, 301, 302, 303, 307, 308,
 const EPOCH = formatHttpDate(0);
 const NO_TARGETS: readonly string[] = [];
 
-/** The value of the first targeted field (lower-case names) present, or undefined. */
+/**
+ * The value of the first targeted field (lower-case names) present and valid (its lines joined), or
+ * undefined. RFC 9213 2.1: a targeted field is a Structured Field Dictionary; one that does not parse
+ * as one, or whose lifetime directives are not non-negative Integers (`max-age="60"`), is ignored as
+ * a whole, and the next field (at last Cache-Control) applies.
+ */
 export function targetedValue(headers: readonly string[], targeted: readonly string[]): string | undefined {
   for (const name of targeted) {
-    for (let i = 0; i < headers.length; i += 2) if (headers[i] === name) return headers[i + 1];
+    let value: string | undefined;
+    for (let i = 0; i < headers.length; i += 2) if (headers[i] === name) value = value === undefined ? headers[i + 1] : `${value}, ${headers[i + 1]}`;
+    if (value !== undefined && validTargeted(value)) return value;
   }
   return undefined;
+}
+
+const INTEGER_DIRECTIVES = ['max-age', 's-maxage', 'stale-while-revalidate', 'stale-if-error'];
+
+function validTargeted(value: string): boolean {
+  let members: ReturnType<typeof parseDictionary>;
+  try {
+    members = parseDictionary(value);
+  } catch {
+    return false;
+  }
+  for (const name of INTEGER_DIRECTIVES) {
+    const member = members.get(name);
+    if (member === undefined) continue;
+    const item = member[0];
+    if (typeof item !== 'number' || !Number.isInteger(item) || item < 0) return false;
+  }
+  return true;
 }
 
 const POLICY_OPTIONS: CachePolicy.Options = { shared: true, cacheHeuristic: 0, immutableMinTimeToLive: 0 };
@@ -78,13 +104,8 @@ export function judge(
   }
   // Targeted cache control (RFC 9213): the first of the configured fields present replaces
   // Cache-Control for this cache.
-  for (const name of targeted) {
-    const value = response[name];
-    if (typeof value === 'string') {
-      response['cache-control'] = value;
-      break;
-    }
-  }
+  const targetedControl = targetedValue(headers, targeted);
+  if (targetedControl !== undefined) response['cache-control'] = targetedControl;
   readAsTheRfcSays(response, now);
   let vary: readonly string[] = [];
   if (typeof response.vary === 'string') {
@@ -92,13 +113,19 @@ export function judge(
     if (names === '*') return FORBIDDEN;
     vary = names;
   }
+  const understood = mustUnderstand(response, status);
+  if (understood === false) return FORBIDDEN;
   const cacheControl = typeof response['cache-control'] === 'string' ? response['cache-control'] : undefined;
+  // RFC 9111 3.5: must-revalidate lets a shared cache store an answer to a request with
+  // Authorization, as public and s-maxage do; the view below loses it, so the policy is not told
+  // of the credentials (the record's sharedWithAuth says the same).
+  const authorizedByRevalidation = cacheControl !== undefined && hasDirective(cacheControl.toLowerCase(), 'must-revalidate');
   if (cacheControl !== undefined) {
     const view = withoutRevalidation(cacheControl);
     if (view === '') delete response['cache-control'];
     else response['cache-control'] = view;
   }
-  const request = policyRequest(url, requestHeaders, vary);
+  const request = policyRequest(url, requestHeaders, vary, authorizedByRevalidation);
   const explicit = hasExplicitLifetime(response);
   // RFC 9111 3: any final status may be stored with explicit freshness (or public); the library
   // stores only the statuses it knows. It judges such an answer as a 200 (the record keeps its status).
@@ -116,16 +143,21 @@ export function judge(
     policy = new CachePolicy(request, { status, headers: response }, POLICY_OPTIONS);
   }
   const fresh = policy.maxAge() - policy.age() > 0;
-  return { storable: true, policy: fresh ? policy : null, vary };
+  // Not fresh now, but kept to be revalidated on use (RFC 9111 4.3): an answer with a validator that
+  // says `no-cache` (stored, never served without asking the upstream) or has an explicit lifetime
+  // already spent. One with no lifetime at all stays unstored (heuristic freshness is opt-in).
+  const revalidatable =
+    !fresh && (response.etag !== undefined || response['last-modified'] !== undefined) && (explicit || hasDirective(lower(response['cache-control']), 'no-cache'));
+  return { storable: true, policy: fresh || revalidatable ? policy : null, vary };
 }
 
 /**
  * The request as the policy sees it: the headers its rules and Vary read (credentials as digests),
  * never the whole request (a remote store would keep it).
  */
-export function policyRequest(url: string, headers: readonly string[], vary: readonly string[]): CachePolicy.Request {
+export function policyRequest(url: string, headers: readonly string[], vary: readonly string[], withoutAuthorization = false): CachePolicy.Request {
   const view: CachePolicy.Headers = {};
-  for (const name of ['cache-control', 'pragma', 'authorization']) {
+  for (const name of withoutAuthorization ? ['cache-control', 'pragma'] : ['cache-control', 'pragma', 'authorization']) {
     const value = comparedValue(headers, name);
     if (value !== undefined) view[name] = value;
   }
@@ -170,7 +202,9 @@ export function readAsTheRfcSays(response: CachePolicy.Headers, now: number): vo
   }
   let age = 0;
   if (typeof response.age === 'string') {
-    const text = response.age.trim();
+    // A list (one line "7200, 0", or several lines joined): the first member counts (RFC 9111 5.1).
+    const comma = response.age.indexOf(',');
+    const text = (comma === -1 ? response.age : response.age.slice(0, comma)).trim();
     if (/^\d+$/.test(text)) age = Number(text);
     delete response.age;
   }
@@ -212,6 +246,24 @@ function hasExplicitLifetime(response: CachePolicy.Headers): boolean {
   if (response.expires !== undefined) return true;
   const list = typeof response['cache-control'] === 'string' ? response['cache-control'].toLowerCase() : '';
   return hasDirective(list, 'max-age') || hasDirective(list, 's-maxage');
+}
+
+/** Statuses whose caching rules this cache implements: `must-understand` lifts `no-store` for them only. */
+const UNDERSTOOD_STATUSES = new Set([200, 203, 204, 300, 301, 302, 303, 307, 308, 404, 405, 410, 414, 501]);
+
+/**
+ * `must-understand` (RFC 9111 5.2.2.3): for a status this cache understands, `no-store` is ignored
+ * (removed from the view); for any other the answer is not stored (false). Null: no must-understand.
+ */
+function mustUnderstand(response: CachePolicy.Headers, status: number): boolean | null {
+  const list = response['cache-control'];
+  if (typeof list !== 'string' || !hasDirective(list.toLowerCase(), 'must-understand')) return null;
+  if (!UNDERSTOOD_STATUSES.has(status)) return false;
+  response['cache-control'] = list
+    .split(',')
+    .filter((part) => part.trim().toLowerCase() !== 'no-store')
+    .join(',');
+  return true;
 }
 
 function withoutRevalidation(cacheControl: string): string {

@@ -160,6 +160,28 @@ export class SharedCacheStore implements CacheStore {
     for (const [n, evicted] of removed) this.events.removed(n, evicted);
   }
 
+  /**
+   * Every entry whose key starts with `prefix`, in one transaction: keys are ordered, so that is one
+   * range (from the prefix up to the prefix with its last character's successor).
+   */
+  deletePrefix(prefix: string): number {
+    if (prefix === '') return 0;
+    const end = prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+    const removed: Array<[number, boolean]> = [];
+    const keys: string[] = [];
+    this.env.root.transactionSync(() => {
+      for (const key of Array.from(this.entries.getKeys({ start: prefix, end }))) {
+        if (!key.startsWith(prefix)) continue;
+        keys.push(key);
+        const size = this.removeEntry(key, removed, false);
+        if (size > 0) this.state.put('bytes', (this.state.get('bytes') ?? 0) - size);
+      }
+    });
+    for (const key of keys) this.memo.delete(key);
+    for (const [n, evicted] of removed) this.events.removed(n, evicted);
+    return keys.length;
+  }
+
   /** Inside a write transaction: removes `key` and its order entry; the bytes it held (0: absent). */
   private removeEntry(key: string, removed: Array<[number, boolean]>, evicted: boolean): number {
     const raw = this.entries.getBinaryFast(key);

@@ -16,6 +16,11 @@ export interface CacheStore {
   /** Keeps `record` under `key` for `ttlMs` (then it is gone), replacing what was there. */
   set(key: string, record: CacheRecord, ttlMs: number): void | Promise<void>;
   delete(key: string): void | Promise<void>;
+  /**
+   * Removes every entry whose key starts with `prefix` (key.ts: every entry of one URL); how many.
+   * Absent when the store cannot list keys by prefix cheaply: the cache then deletes the keys it knows.
+   */
+  deletePrefix?(prefix: string): number | Promise<number>;
   /** Resolves once the store can answer (or has given up trying to connect). */
   ready(): Promise<void>;
   /** The cache that uses it is closed: free what is held for it. */

@@ -78,6 +78,8 @@ export class RequestContext {
   consumer: string | null = null;
   /** Headers middleware adds to whatever answer the client gets, flat [name, value, ...]; null when none. */
   responseHeaders: string[] | null = null;
+  /** Upstream response headers (lower-case names) the client must not get; null when none. */
+  hiddenResponseHeaders: readonly string[] | null = null;
   /** Middleware watching the upstream's answer; null when none (the usual case). */
   observers: ResponseObserver[] | null = null;
   /** Kept for listeners that sampled this request (shadow traffic); null when none did. */

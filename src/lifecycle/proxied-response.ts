@@ -11,6 +11,7 @@ import { problem, type LocalReply } from '../exchange/answer.js';
 import type { ClientEvents, ClientSide, ResponseStream } from '../exchange/client.js';
 import type { RequestContext } from '../exchange/context.js';
 import type { ResponseHead } from '../upstream/response-parser.js';
+import { withoutHeaders } from '../upstream/hide-headers.js';
 import type { ForwardFailure } from '../proxy/forward-errors.js';
 import type { BodyOwner, ClientBody, UpstreamLeg } from './legs.js';
 import type { ResponseChain } from './respond.js';
@@ -45,6 +46,8 @@ export class ProxiedResponse implements ResponseStream, ClientEvents, BodyOwner 
       if ((status >= 500 || status === 304) && this.substituted(status, headers)) return true;
       this.chain.head(ctx, status, headers);
     }
+    // Headers a middleware withholds from the client (after the observers, which may need them).
+    if (ctx.hiddenResponseHeaders !== null) head = withoutHeaders(head, ctx.hiddenResponseHeaders);
     // A HEAD served by GET: the GET's body is not wanted. The client drains a small one to keep its
     // connection and drops the connection of a large one.
     if (this.client.startStream(this, status, head) && head.contentLength !== 0) this.leg.abort();

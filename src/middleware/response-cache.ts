@@ -27,7 +27,8 @@
 import type CachePolicy from 'http-cache-semantics';
 import { request as undiciRequest } from 'undici';
 import { Flights, type Flight, type FlightOutcome } from '../cache/flights.js';
-import { primaryKey, variantKey } from '../cache/key.js';
+import { primaryKey, urlPrefix, variantKey } from '../cache/key.js';
+import { invalidates, locationUrls } from '../cache/invalidation.js';
 import { instanceCacheDir } from '../cache/instance-dir.js';
 import { SharedCacheStore } from '../cache/shared-store.js';
 import { hasDirective, headerValue, StoredResponse, VaryIndex, type CacheRecord } from '../cache/record.js';
@@ -102,7 +103,7 @@ export const responseCacheSchema = {
       items: { type: 'string', pattern: '^[!#$%&\'*+.^_`|~0-9A-Za-z-]+$' },
       default: ['CDN-Cache-Control'],
       description:
-        'Response fields that, first present wins, replace Cache-Control for this cache (RFC 9213 targeted cache control). They are not served from the cache to clients.',
+        'Response fields that, first present wins, replace Cache-Control for this cache (RFC 9213 targeted cache control). Clients of an endpoint the cache runs on never get them, from the cache or passed through.',
     },
     heuristicMaxTtlMs: {
       type: 'integer',
@@ -171,6 +172,8 @@ export class ResponseCache implements Middleware {
   readonly heuristic: Heuristic | null;
   /** Targeted Cache-Control field names, lower-case. */
   readonly targeted: readonly string[];
+  /** The same, or null when there are none. */
+  private readonly hidden: readonly string[] | null;
   readonly flights = new Flights();
   /** Keys this worker refreshes in the background now. */
   private readonly refreshing = new Set<string>();
@@ -188,6 +191,7 @@ export class ResponseCache implements Middleware {
     this.defaultTtlMs = config.defaultTtlMs;
     this.staleIfErrorMs = config.staleIfErrorMs;
     this.targeted = (config.targetedCacheControl ?? ['CDN-Cache-Control']).map((name) => name.toLowerCase());
+    this.hidden = this.targeted.length === 0 ? null : this.targeted;
     this.heuristic = config.heuristicFreshness === true ? { maxMs: config.heuristicMaxTtlMs ?? 86_400_000 } : null;
     this.names = new Names(config.id);
     this.metrics = context.metrics;
@@ -218,6 +222,9 @@ export class ResponseCache implements Middleware {
   }
 
   decide(ctx: RequestContext): Decision | Promise<Decision> | LongDecision {
+    // Whatever reaches the client from the upstream (miss, bypass, uncacheable) loses the fields
+    // this cache obeys (RFC 9213); answers built from entries never had them.
+    ctx.hiddenResponseHeaders = this.hidden;
     const method = ctx.method;
     if ((method !== 'GET' && method !== 'HEAD') || ctx.hasBody) return this.bypass(ctx);
     const headers = ctx.headers;
@@ -276,7 +283,7 @@ export class ResponseCache implements Middleware {
   private bypass(ctx: RequestContext): Decision {
     ctx.addResponseHeader('x-cache', 'BYPASS');
     this.metrics.add(this.names.bypass);
-    if (!SAFE_METHODS.has(ctx.method)) ctx.observe(new Invalidation(this, primaryKey(ctx.route!.canonical, ctx.path, ctx.query)));
+    if (!SAFE_METHODS.has(ctx.method)) ctx.observe(new Invalidation(this, ctx));
     return undefined;
   }
 
@@ -358,7 +365,7 @@ export class ResponseCache implements Middleware {
       }
       if (answer.statusCode === 304) {
         await answer.body.dump();
-        const merged = mergeNotModified(entry.headers, flat);
+        const merged = mergeNotModified(storedHeaders(entry, flat, this.targeted), flat);
         const verdict = judge(primary, requestHeaders, entry.status, merged, this.defaultTtlMs, this.heuristic, Date.now(), this.targeted);
         if (verdict.policy !== null) await this.save(primary, requestHeaders, entry.status, merged, entry.body, verdict.policy, verdict.vary).done;
         return;
@@ -394,17 +401,52 @@ export class ResponseCache implements Middleware {
   }
 }
 
-/** An unsafe method's success invalidates the entries of its URL (RFC 9111 4.4). */
+/**
+ * An unsafe method's success (2xx, 3xx) invalidates its URL and the same-origin URLs of the answer's
+ * Location and Content-Location (RFC 9111 4.4; src/cache/invalidation.ts), under every endpoint and in
+ * every variant, for every worker (one range delete in the shared store). A store that cannot delete
+ * by prefix (Redis) drops the target's primary key only.
+ */
 class Invalidation implements ResponseObserver {
+  private readonly secure: boolean;
+  private readonly path: string;
+  private readonly query: string;
+  private readonly canonical: string;
+  private readonly requestHeaders: readonly string[];
+
   constructor(
     private readonly cache: ResponseCache,
-    private readonly key: string,
-  ) {}
+    ctx: RequestContext,
+  ) {
+    this.secure = ctx.secure;
+    this.path = ctx.path;
+    this.query = ctx.query;
+    this.canonical = ctx.route!.canonical;
+    // Read at the answer: later middleware may change ctx.headers, but not X-Forwarded-*.
+    this.requestHeaders = ctx.headers;
+  }
 
-  onHead(status: number): void {
-    if (status >= 400) return;
-    this.cache.metrics.add(this.cache.names.invalidations);
-    void this.cache.write(() => this.cache.store.delete(this.key));
+  onHead(status: number, headers: readonly string[]): void {
+    if (!invalidates(status)) return;
+    const cache = this.cache;
+    const store = cache.store;
+    cache.metrics.add(cache.names.invalidations);
+    if (store.deletePrefix === undefined) {
+      void cache.write(() => store.delete(primaryKey(this.canonical, this.path, this.query)));
+      return;
+    }
+    const drop = (prefix: string): void => {
+      void cache.write(() => {
+        const done = store.deletePrefix!(prefix);
+        if (done instanceof Promise) return done.then(() => undefined);
+      });
+    };
+    drop(urlPrefix(this.path, this.query));
+    for (const url of locationUrls(this.secure, this.path, this.query, this.requestHeaders, headers)) {
+      if (url.path === this.path && url.query === this.query) continue;
+      cache.metrics.add(cache.names.invalidations);
+      drop(urlPrefix(url.path, url.query));
+    }
   }
   onData(): void {}
   onEnd(): void {}
@@ -552,7 +594,7 @@ class CacheRequest implements ResponseObserver {
    */
   private refreshed(headers: readonly string[]): ContentAnswer {
     const entry = this.revalidating!;
-    const merged = mergeNotModified(entry.headers, headers);
+    const merged = mergeNotModified(storedHeaders(entry, headers, this.cache.targeted), headers);
     const verdict = judge(this.primary, this.requestHeaders, entry.status, merged, this.cache.defaultTtlMs, this.cache.heuristic, Date.now(), this.cache.targeted);
     const metrics = this.cache.metrics;
     metrics.add(this.cache.names.revalidated304);
@@ -778,6 +820,16 @@ function mergeNotModified(stored: readonly string[], update: readonly string[]):
   for (let i = 0; i < stored.length; i += 2) if (!replaced.has(stored[i]!)) merged.push(stored[i]!, stored[i + 1]!);
   for (let i = 0; i < update.length; i += 2) if (replaced.has(update[i]!)) merged.push(update[i]!, update[i + 1]!);
   return merged;
+}
+
+/**
+ * An entry's headers as the upstream sent them, for a 304 to update: its targeted field (kept aside,
+ * not among the served headers) is put back unless the 304 brings one of its own, which replaces it.
+ */
+function storedHeaders(entry: StoredResponse, update: readonly string[], targeted: readonly string[]): readonly string[] {
+  const value = entry.targetedCacheControl;
+  if (value === undefined || targeted.length === 0 || targetedValue(update, targeted) !== undefined) return entry.headers;
+  return [targeted[0]!, value, ...entry.headers];
 }
 
 /** How long a stale entry with validators is kept for a conditional request. */

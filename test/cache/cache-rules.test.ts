@@ -4,14 +4,18 @@
 import t from 'tap';
 import { CacheRecordError, decodeRecord, encodeRecord } from '../../src/cache/codec.js';
 import { Flights } from '../../src/cache/flights.js';
-import { comparedValue, primaryKey, variantKey, varyNames } from '../../src/cache/key.js';
+import { comparedValue, primaryKey, urlPrefix, variantKey, varyNames } from '../../src/cache/key.js';
 import { LocalCacheStore } from '../../src/cache/local-store.js';
 import { hasDirective, StoredResponse, VaryIndex } from '../../src/cache/record.js';
 import { judge } from '../../src/cache/rules.js';
+import { parseHttpDate } from '../../src/cache/http-date.js';
 
 t.test('keys: the endpoint, the normalized path, the raw query', async (t) => {
-  t.equal(primaryKey('/items/{}', '/items/1', ''), '/items/{} /items/1');
-  t.equal(primaryKey('/items/{}', '/items/1', 'b=2&a=1'), '/items/{} /items/1?b=2&a=1');
+  t.equal(primaryKey('/items/{}', '/items/1', ''), '/items/1 /items/{}');
+  t.equal(primaryKey('/items/{}', '/items/1', 'b=2&a=1'), '/items/1?b=2&a=1 /items/{}');
+  t.ok(primaryKey('/items/{}', '/items/1', '').startsWith(urlPrefix('/items/1', '')), 'a key starts with its URL prefix');
+  t.notOk(primaryKey('/items/{}', '/items/10', '').startsWith(urlPrefix('/items/1', '')), 'and no other URL\'s');
+  t.notOk(primaryKey('/items/{}', '/items/1', 'a=1').startsWith(urlPrefix('/items/1', '')), 'nor that of the same path with a query');
   t.not(primaryKey('/items/{}', '/items/1', 'a=1&b=2'), primaryKey('/items/{}', '/items/1', 'b=2&a=1'), 'the raw query: order counts');
 });
 
@@ -81,7 +85,8 @@ const cases: Case[] = [
   ['Authorization, max-age only', ['authorization', 'Bearer x'], 200, ['cache-control', 'max-age=60'], 0, 'forbidden'],
   ['Authorization, public', ['authorization', 'Bearer x'], 200, ['cache-control', 'public, max-age=60'], 0, 'fresh'],
   ['Authorization, s-maxage', ['authorization', 'Bearer x'], 200, ['cache-control', 's-maxage=60'], 0, 'fresh'],
-  ['Authorization, must-revalidate (not enough)', ['authorization', 'Bearer x'], 200, ['cache-control', 'max-age=60, must-revalidate'], 0, 'forbidden'],
+  ['Authorization, must-revalidate (RFC 9111 3.5)', ['authorization', 'Bearer x'], 200, ['cache-control', 'max-age=60, must-revalidate'], 0, 'fresh'],
+  ['Authorization, proxy-revalidate (not enough)', ['authorization', 'Bearer x'], 200, ['cache-control', 'max-age=60, proxy-revalidate'], 0, 'forbidden'],
   ['Authorization, no lifetime, defaultTtlMs', ['authorization', 'Bearer x'], 200, [], 1500, 'forbidden'],
   ['must-revalidate: stored while fresh', [], 200, ['cache-control', 'max-age=60, must-revalidate'], 0, 'fresh'],
   ['arrived older than its max-age', [], 200, ['cache-control', 'max-age=60', 'age', '61'], 0, 'no lifetime'],
@@ -218,7 +223,7 @@ t.test('flights: followers wake with the outcome, or alone at their deadline', a
 // ---- RFC 9110/9111 read to the letter where http-cache-semantics reads otherwise (rules.ts) ------
 
 t.test('HTTP-date: the three forms, strictly; RFC 850 two-digit years; Date.parse texts refused', async (t) => {
-  const { parseHttpDate, formatHttpDate } = await import('../../src/cache/http-date.js');
+  const { formatHttpDate } = await import('../../src/cache/http-date.js');
   const ms = Date.UTC(1994, 10, 6, 8, 49, 37);
   t.equal(parseHttpDate('Sun, 06 Nov 1994 08:49:37 GMT'), ms, 'IMF-fixdate');
   t.equal(parseHttpDate('Sunday, 06-Nov-94 08:49:37 GMT', Date.UTC(2000, 0, 1)), ms, 'RFC 850 in 2000: 94 is 1994');
@@ -267,4 +272,50 @@ t.test('the rules on malformed and edge inputs (each as the RFC reads it)', asyn
   const small = judge('/k /k', [], 200, ['date', date, 'last-modified', new Date(now - 1000_000).toUTCString()], 0, { maxMs: 3600_000 }).policy!;
   t.equal(small.maxAge(), 100, 'heuristic: 10% of 1,000 s');
   t.equal(judge('/k /k', [], 500, ['date', date, 'last-modified', lastModified], 0, { maxMs: 3600_000 }).policy, null, 'not for a status that is not heuristically cacheable');
+});
+
+t.test('rules the public HTTP cache test suite showed we read wrong', async (t) => {
+  const now = Date.now();
+  const date = new Date(now).toUTCString();
+  const verdict = (headers: string[], targeted: string[] = []) => {
+    const v = judge('/k /k', [], 200, headers, 0, null, now, targeted);
+    return v.policy === null ? (v.storable ? 'no lifetime' : 'forbidden') : v.policy.maxAge() - v.policy.age() > 0 ? 'fresh' : 'revalidate';
+  };
+  // Age as a list: its first member counts (RFC 9111 5.1).
+  t.equal(verdict(['date', date, 'cache-control', 'max-age=3600', 'age', '7200, 0']), 'no lifetime', 'Age "7200, 0": 7200');
+  t.equal(verdict(['date', date, 'cache-control', 'max-age=3600', 'age', '7200', 'age', '0']), 'no lifetime', 'two Age lines, 7200 first: 7200');
+  t.equal(verdict(['date', date, 'cache-control', 'max-age=3600', 'age', '0, 7200']), 'fresh', 'Age "0, 7200": 0');
+  // no-cache with a validator: kept, to be revalidated on every use (RFC 9111 5.2.2.4), never served stale.
+  t.equal(verdict(['cache-control', 'no-cache', 'etag', '"a"']), 'revalidate', 'no-cache and ETag: stored for revalidation');
+  t.equal(verdict(['cache-control', 'no-cache, max-age=3600', 'etag', '"a"']), 'revalidate', 'no-cache with max-age: still revalidated on use');
+  t.equal(verdict(['cache-control', 'no-cache']), 'no lifetime', 'no-cache without a validator: nothing to revalidate with');
+  t.equal(verdict(['cache-control', 'max-age=0', 'last-modified', date]), 'revalidate', 'an explicit lifetime already spent, with Last-Modified');
+  t.equal(verdict(['etag', '"a"']), 'no lifetime', 'no lifetime at all: not stored (heuristics are opt-in)');
+  const noCache = judge('/k /k', [], 200, ['cache-control', 'no-cache', 'etag', '"a"'], 0).policy!;
+  t.ok(new StoredResponse(200, ['cache-control', 'no-cache', 'etag', '"a"'], Buffer.from('x'), noCache, '/k /k', now).mustRevalidate, 'a no-cache entry is never served stale');
+  // must-understand (RFC 9111 5.2.2.3): no-store is lifted for a status this cache understands only.
+  const status = (code: number, headers: string[]) => {
+    const v = judge('/k /k', [], code, headers, 0, null, now);
+    return v.policy === null ? (v.storable ? 'no lifetime' : 'forbidden') : 'fresh';
+  };
+  t.equal(status(200, ['cache-control', 'max-age=3600, no-store, must-understand']), 'fresh', '200 with no-store, must-understand: stored');
+  t.equal(status(404, ['cache-control', 'max-age=3600, No-Store, MUST-UNDERSTAND']), 'fresh', 'names in any case');
+  t.equal(status(599, ['cache-control', 'max-age=3600, no-store, must-understand']), 'forbidden', 'an unknown status: not stored');
+  t.equal(status(599, ['cache-control', 'max-age=3600, must-understand']), 'forbidden', 'an unknown status: not stored even without no-store');
+  t.equal(status(200, ['cache-control', 'max-age=3600, no-store']), 'forbidden', 'no-store alone still forbids');
+  // If-Modified-Since against an entry without Last-Modified: its Date stands in (RFC 9111 4.3.2).
+  const dated = ['cache-control', 'max-age=3600', 'date', new Date(now - 60_000).toUTCString()];
+  const entry = new StoredResponse(200, ['cache-control', 'max-age=60'], Buffer.from('x'), judge('/k /k', [], 200, dated, 0, null, now).policy!, '/k /k', now);
+  t.ok(entry.notModified(['if-modified-since', new Date(now - 30_000).toUTCString()], parseHttpDate), 'modified since a time after its Date: no');
+  t.notOk(entry.notModified(['if-modified-since', new Date(now - 120_000).toUTCString()], parseHttpDate), 'since a time before its Date: yes');
+  // A targeted field that is not a valid Structured Field Dictionary, or whose lifetime is not an Integer, is ignored (RFC 9213 2.1).
+  const cdn = ['cdn-cache-control'];
+  t.equal(verdict(['cache-control', 'no-store', 'cdn-cache-control', 'max-age=60'], cdn), 'fresh', 'a valid CDN-Cache-Control rules');
+  t.equal(verdict(['cache-control', 'no-store', 'cdn-cache-control', 'max-age=10000, &&&&&'], cdn), 'forbidden', 'one that does not parse: Cache-Control rules');
+  t.equal(verdict(['cache-control', 'no-store', 'cdn-cache-control', 'max-age="10000"'], cdn), 'forbidden', 'max-age as a String: ignored');
+  t.equal(verdict(['cache-control', 'no-store', 'cdn-cache-control', 'max-age=1.5'], cdn), 'forbidden', 'max-age as a Decimal: ignored');
+  t.equal(verdict(['cache-control', 'no-store', 'cdn-cache-control', 'MAX-AGE=60'], cdn), 'forbidden', 'an upper-case key is not a Structured Field key');
+  t.equal(verdict(['cache-control', 'max-age=60', 'cdn-cache-control', 'no-store'], cdn), 'forbidden', 'a valid no-store wins over Cache-Control');
+  t.equal(verdict(['cache-control', 'no-store', 'gw-cache-control', 'max-age="1"', 'cdn-cache-control', 'max-age=60'], ['gw-cache-control', 'cdn-cache-control']), 'fresh', 'an invalid first field: the next one applies');
+  t.equal(verdict(['cache-control', 'no-store', 'cdn-cache-control', 'max-age=60', 'cdn-cache-control', 'must-revalidate'], cdn), 'fresh', 'several lines are one Dictionary');
 });

@@ -191,7 +191,10 @@ t.test('Authorization: stored and served only with public or s-maxage', async (t
   t.equal((await get('/items/auth-smaxage', auth)).xCache, 'MISS');
   t.equal((await get('/items/auth-smaxage', auth)).xCache, 'HIT', 's-maxage counts as public');
   upstream.setHandler(answering({ 'cache-control': 'max-age=60, must-revalidate' }));
-  t.equal((await get('/items/auth-revalidate', auth)).xCache, 'BYPASS', 'must-revalidate does not make it shareable');
+  t.equal((await get('/items/auth-revalidate', auth)).xCache, 'MISS', 'must-revalidate makes it shareable (RFC 9111 3.5)');
+  t.equal((await get('/items/auth-revalidate', 'Authorization: Bearer bob\r\n')).xCache, 'HIT', 'for any caller while fresh');
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60, proxy-revalidate' }));
+  t.equal((await get('/items/auth-proxy-revalidate', auth)).xCache, 'BYPASS', 'proxy-revalidate does not');
 
   upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'anonymous view'));
   t.equal((await get('/items/auth-anon')).xCache, 'MISS');
@@ -494,6 +497,34 @@ t.test('revalidation: a stale entry with an ETag is refreshed by a 304, its head
   t.same([after.xCache, after.body, after.headers['x-version']], ['HIT', 'original', ['2']], 'fresh again (max-age=60 from the 304)');
   t.equal(seen('/items/reval'), 2);
   t.equal(counted('revalidated304'), 1);
+});
+
+t.test('Cache-Control: no-cache with an ETag: stored, revalidated on every use, never served stale', async (t) => {
+  use();
+  const conditions: Array<string | undefined> = [];
+  let failing = false;
+  upstream.setHandler((req, res) => {
+    conditions.push(req.headers['if-none-match']);
+    if (failing) {
+      res.writeHead(503, { 'content-type': 'text/plain', 'content-length': '4' });
+      res.end('down');
+    } else if (req.headers['if-none-match'] === '"n1"') {
+      res.writeHead(304, { etag: '"n1"', 'cache-control': 'no-cache, max-age=600' });
+      res.end();
+    } else {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '7', etag: '"n1"', 'cache-control': 'no-cache, max-age=600' });
+      res.end('no-body');
+    }
+  });
+  t.equal((await get('/items/no-cache')).xCache, 'MISS');
+  for (let i = 0; i < 2; i++) {
+    const again = await get('/items/no-cache');
+    t.same([again.status, again.xCache, again.body], [200, 'REVALIDATED', 'no-body'], `use ${i + 1}: asked the upstream first, max-age notwithstanding`);
+  }
+  t.same(conditions, [undefined, '"n1"', '"n1"'], 'each use went upstream with If-None-Match');
+  failing = true;
+  const down = await get('/items/no-cache');
+  t.equal(down.status, 503, 'the upstream fails: its error, not the stored answer (no-cache forbids serving it unvalidated)');
 });
 
 t.test("a client's If-None-Match / If-Modified-Since against a fresh entry: 304 with the validators", async (t) => {

@@ -1,0 +1,80 @@
+/**
+ * Which URLs a successful unsafe request invalidates (RFC 9111 4.4): its target, and the URLs of the
+ * answer's Location and Content-Location when they have the request's origin (scheme, host, port).
+ * A cross-origin one is left alone: a client could otherwise make the cache drop entries of a URL it
+ * has no authority over.
+ *
+ * The request's origin is the one the client used: X-Forwarded-Proto and X-Forwarded-Host as the
+ * gateway forwards them (its own, or a trusted proxy's). A URL is returned as the cache keys it: the
+ * path normalized as the gateway normalizes request paths, and the query.
+ */
+import { normalizePath } from '../http/normalize-path.js';
+import { headerValue } from './record.js';
+
+export interface InvalidatedUrl {
+  readonly path: string;
+  readonly query: string;
+}
+
+/** Stands for the request's host when it named none: only relative references resolve to it. */
+const NO_HOST = 'request-without-host.invalid';
+
+/** True for a status after which an unsafe request invalidates (a non-error one: 2xx, 3xx). */
+export function invalidates(status: number): boolean {
+  return status >= 200 && status < 400;
+}
+
+/**
+ * The same-origin URLs named by `responseHeaders`' Location and Content-Location, resolved against the
+ * request's URL. `requestHeaders`: what the gateway forwards (with X-Forwarded-Proto / -Host).
+ */
+export function locationUrls(
+  secure: boolean,
+  path: string,
+  query: string,
+  requestHeaders: readonly string[],
+  responseHeaders: readonly string[],
+): InvalidatedUrl[] {
+  const location = headerValue(responseHeaders, 'location');
+  const contentLocation = headerValue(responseHeaders, 'content-location');
+  if (location === undefined && contentLocation === undefined) return [];
+  const proto = lastItem(headerValue(requestHeaders, 'x-forwarded-proto'))?.toLowerCase();
+  const scheme = proto === 'https' || proto === 'http' ? proto : secure ? 'https' : 'http';
+  const host = lastItem(headerValue(requestHeaders, 'x-forwarded-host')) || NO_HOST;
+  let base: URL;
+  try {
+    base = new URL(`${scheme}://${host}${path}${query === '' ? '' : `?${query}`}`);
+  } catch {
+    // A Host the URL parser refuses: relative references only.
+    base = new URL(`${scheme}://${NO_HOST}${path}${query === '' ? '' : `?${query}`}`);
+  }
+  const out: InvalidatedUrl[] = [];
+  for (const value of [location, contentLocation]) {
+    if (value === undefined) continue;
+    const url = sameOrigin(value.trim(), base);
+    if (url === null) continue;
+    const normalized = normalizePath(url.pathname);
+    if (normalized === null) continue;
+    const found = { path: normalized, query: url.search === '' ? '' : url.search.slice(1) };
+    if (!out.some((other) => other.path === found.path && other.query === found.query)) out.push(found);
+  }
+  return out;
+}
+
+function sameOrigin(reference: string, base: URL): URL | null {
+  if (reference === '') return null;
+  let url: URL;
+  try {
+    url = new URL(reference, base);
+  } catch {
+    return null;
+  }
+  return url.origin === base.origin ? url : null;
+}
+
+/** The last item of a comma-separated field value (the hop nearest the gateway). */
+function lastItem(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const comma = value.lastIndexOf(',');
+  return (comma === -1 ? value : value.slice(comma + 1)).trim();
+}

@@ -1,0 +1,156 @@
+// Invalidation by an unsafe request (RFC 9111 4.4) through the running gateway with its default 2
+// workers and a real upstream: a successful POST drops its own URL and the same-origin URLs of its
+// answer's Location and Content-Location, for both workers and in every variant; a cross-origin one and
+// a failed request drop nothing. Plus the URL resolution rules on their own (src/cache/invalidation.ts).
+import t, { type Test } from 'tap';
+import { locationUrls } from '../../src/cache/invalidation.js';
+import { startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { rawRequest } from '../helpers/raw-http.js';
+
+const app = await startUpstream(t, {
+  name: 'app',
+  handle: (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://upstream');
+    if (req.method === 'POST') {
+      const headers: Record<string, string> = {};
+      const location = url.searchParams.get('location');
+      const contentLocation = url.searchParams.get('content-location');
+      if (location !== null) headers.location = location;
+      if (contentLocation !== null) headers['content-location'] = contentLocation;
+      res.writeHead(Number(url.searchParams.get('status') ?? 201), headers);
+      res.end();
+      return;
+    }
+    const headers: Record<string, string> = { 'content-type': 'text/plain', 'cache-control': 'max-age=600' };
+    if (url.pathname.startsWith('/items/v')) headers.vary = 'x-variant';
+    res.writeHead(200, headers);
+    res.end(`${url.pathname}${url.search} ${String(req.headers['x-variant'] ?? '')} #${app.seen.get(`GET ${url.pathname}`)}`);
+  },
+});
+const gateway = await startGateway(t, {
+  config: testConfig(
+    [
+      {
+        serviceType: 'static',
+        serviceLocation: app.location,
+        endpoints: [
+          { method: 'GET', path: '/items/{id}' },
+          { method: 'POST', path: '/items' },
+          { method: 'POST', path: '/items/{id}' },
+        ],
+      },
+    ],
+    { accessLog: { enabled: false }, middleware: [{ id: 'cache', type: 'responseCache' }] },
+  ),
+  waitFor: (line) => line.msg === 'gateway operational',
+  startTimeoutMs: 60_000,
+});
+
+interface Answer {
+  worker: string;
+  status: number;
+  xCache: string | undefined;
+  body: string;
+}
+
+/** One fresh connection: the health check names the worker, then the request on that connection. */
+async function ask(method: string, target: string, extra = ''): Promise<Answer> {
+  const head = (m: string, p: string, more = '') => `${m} ${p} HTTP/1.1\r\nHost: gw.test:8080\r\n${more}\r\n`;
+  const body = method === 'POST' ? 'Content-Length: 2\r\n' : '';
+  const payload = head('GET', '/healthcheck') + head(method, target, extra + body) + (method === 'POST' ? '{}' : '');
+  const result = await rawRequest(gateway.port, payload, { responses: 2, waitMs: 10_000 });
+  const [health, answer] = result.responses;
+  if (!health?.complete || !answer?.complete) throw new Error(`${method} ${target}: no complete answer`);
+  return { worker: health.headers['x-gateway-worker']![0]!, status: answer.status, xCache: answer.headers['x-cache']?.[0], body: answer.body.toString() };
+}
+
+/** The first answer of each worker to GET `target` (fresh connections spread over the workers). */
+async function eachWorker(target: string, extra = ''): Promise<Map<string, Answer>> {
+  const seen = new Map<string, Answer>();
+  for (let i = 0; i < 80 && seen.size < 2; i++) {
+    const answer = await ask('GET', target, extra);
+    if (!seen.has(answer.worker)) seen.set(answer.worker, answer);
+  }
+  if (seen.size < 2) throw new Error('both workers never answered');
+  return seen;
+}
+
+/** Stores `target` and checks both workers hit it. */
+async function storedForBoth(t: Test, target: string, extra = ''): Promise<void> {
+  await ask('GET', target, extra);
+  for (const [worker, answer] of await eachWorker(target, extra)) t.equal(answer.xCache, 'HIT', `${target} ${extra.trim()}: a HIT on worker ${worker}`);
+}
+
+async function expectRefetched(t: Test, target: string, path: string, extra = ''): Promise<void> {
+  const before = app.seen.get(`GET ${path}`) ?? 0;
+  const answers = await eachWorker(target, extra);
+  const xCaches = [...answers.values()].map((answer) => answer.xCache).sort();
+  t.same(xCaches, ['HIT', 'MISS'], `${target} ${extra.trim()}: one worker misses (the entry is gone for the instance), the other hits its new entry`);
+  t.equal(app.seen.get(`GET ${path}`), before + 1, `${target} ${extra.trim()}: fetched once more for the instance`);
+}
+
+async function expectKept(t: Test, target: string, path: string): Promise<void> {
+  const before = app.seen.get(`GET ${path}`) ?? 0;
+  for (const [worker, answer] of await eachWorker(target)) t.equal(answer.xCache, 'HIT', `${target}: still a HIT on worker ${worker}`);
+  t.equal(app.seen.get(`GET ${path}`), before, `${target}: not fetched again`);
+}
+
+t.test('a POST invalidates its Location and Content-Location (relative, absolute same-origin) for both workers', async (t) => {
+  await storedForBoth(t, '/items/loc');
+  await storedForBoth(t, '/items/cl?page=2');
+  await storedForBoth(t, '/items/abs');
+  await storedForBoth(t, '/items/untouched');
+  const post = await ask('POST', `/items?location=${encodeURIComponent('items/loc')}&content-location=${encodeURIComponent('/items/cl?page=2')}`);
+  t.equal(post.status, 201);
+  await expectRefetched(t, '/items/loc', '/items/loc');
+  await expectRefetched(t, '/items/cl?page=2', '/items/cl');
+  await expectKept(t, '/items/untouched', '/items/untouched');
+  const absolute = await ask('POST', `/items?location=${encodeURIComponent('http://GW.test:8080/items/./abs')}`);
+  t.equal(absolute.status, 201);
+  await expectRefetched(t, '/items/abs', '/items/abs');
+});
+
+t.test('every variant of an invalidated URL goes, not only the one the next request asks for', async (t) => {
+  await storedForBoth(t, '/items/var', 'X-Variant: a\r\n');
+  await storedForBoth(t, '/items/var', 'X-Variant: b\r\n');
+  const post = await ask('POST', `/items?location=${encodeURIComponent('/items/var')}`);
+  t.equal(post.status, 201);
+  await expectRefetched(t, '/items/var', '/items/var', 'X-Variant: b\r\n');
+  await expectRefetched(t, '/items/var', '/items/var', 'X-Variant: a\r\n');
+});
+
+t.test('the target URI of a successful POST is invalidated under the GET endpoint too', async (t) => {
+  await storedForBoth(t, '/items/target');
+  const post = await ask('POST', '/items/target');
+  t.equal(post.status, 201);
+  await expectRefetched(t, '/items/target', '/items/target');
+});
+
+t.test('a cross-origin Location, another port, another scheme, and a failed POST invalidate nothing', async (t) => {
+  await storedForBoth(t, '/items/kept');
+  for (const location of ['http://elsewhere.test:8080/items/kept', 'http://gw.test:8081/items/kept', 'https://gw.test:8080/items/kept', '//elsewhere.test/items/kept']) {
+    const post = await ask('POST', `/items?location=${encodeURIComponent(location)}`);
+    t.equal(post.status, 201, location);
+  }
+  const failed = await ask('POST', `/items?status=500&location=${encodeURIComponent('/items/kept')}&content-location=${encodeURIComponent('/items/kept')}`);
+  t.equal(failed.status, 500);
+  const failedTarget = await ask('POST', '/items/kept?status=404');
+  t.equal(failedTarget.status, 404);
+  await expectKept(t, '/items/kept', '/items/kept');
+});
+
+t.test('locationUrls: same-origin resolution and the gateway\'s path normalization', async (t) => {
+  const request = ['x-forwarded-proto', 'http', 'x-forwarded-host', 'api.test'];
+  const urls = (location: string, headers = request) => locationUrls(false, '/a/b', 'q=1', headers, ['location', location]);
+  t.same(urls('c'), [{ path: '/a/c', query: '' }], 'relative to the request URL');
+  t.same(urls('../x/%7e/%2f/?y=1'), [{ path: '/x/~/%2F', query: 'y=1' }], 'dot segments resolved, unreserved escapes decoded, trailing slash dropped');
+  t.same(urls('HTTP://API.test:80/z'), [{ path: '/z', query: '' }], 'scheme and host compared case-insensitively, the default port implied');
+  t.same(urls('http://api.test:81/z'), [], 'another port');
+  t.same(urls('https://api.test/z'), [], 'another scheme');
+  t.same(urls('mailto:x@api.test'), [], 'not an http URL');
+  t.same(urls('https://api.test/z', ['x-forwarded-proto', 'https', 'x-forwarded-host', 'api.test']), [{ path: '/z', query: '' }], 'the scheme the client used');
+  t.same(urls('/z', []), [{ path: '/z', query: '' }], 'no Host: a relative reference is still same-origin');
+  t.same(urls('http://api.test/z', []), [], 'no Host: an absolute one is not');
+  t.same(locationUrls(false, '/a', '', request, ['location', '/same', 'content-location', '/same']), [{ path: '/same', query: '' }], 'named twice, returned once');
+  t.same(locationUrls(false, '/a', '', request, ['content-type', 'text/plain']), [], 'neither field');
+});
