@@ -21,7 +21,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { open, type Database, type RootDatabase } from 'lmdb';
+import { createRequire } from 'node:module';
+import type { Database, RootDatabase } from 'lmdb';
 import { LRUCache } from 'lru-cache';
 import { CacheRecordError, decodeRecord, encodeRecord } from './codec.js';
 import type { CacheRecord } from './record.js';
@@ -41,6 +42,15 @@ const SWEEP = 4;
 const MEMO_SHARE = 0.25;
 const MEMO_MAX_BYTES = 32 * 1024 * 1024;
 
+/**
+ * lmdb (a native addon and its helpers, about 0.1-0.2 s of CPU) is loaded when a worker opens a shared
+ * store, not by every worker that merely could: most configs have no responseCache.
+ */
+let lmdbModule: typeof import('lmdb') | null = null;
+function lmdb(): typeof import('lmdb') {
+  return (lmdbModule ??= createRequire(import.meta.url)('lmdb') as typeof import('lmdb'));
+}
+
 interface Env {
   root: RootDatabase;
   users: number;
@@ -56,7 +66,7 @@ function acquire(dir: string | undefined): { key: string; env: Env } {
   let env = envs.get(key);
   if (env === undefined) {
     const path = dir ?? mkdtempSync(join(tmpdir(), `specgate-cache-${process.pid}-`));
-    const root = open({ path, noSync: true, noMetaSync: true, maxDbs: 256, mapSize: 1024 * 1024 * 1024, cache: false });
+    const root = lmdb().open({ path, noSync: true, noMetaSync: true, maxDbs: 256, mapSize: 1024 * 1024 * 1024, cache: false });
     env = { root, users: 0, removeDir: dir === undefined ? path : null };
     envs.set(key, env);
   }

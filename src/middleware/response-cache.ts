@@ -25,7 +25,6 @@
  * storeErrors.
  */
 import type CachePolicy from 'http-cache-semantics';
-import { request as undiciRequest } from 'undici';
 import { Flights, type Flight, type FlightOutcome } from '../cache/flights.js';
 import { primaryKey, urlPrefix, variantKey } from '../cache/key.js';
 import { invalidates, locationUrls } from '../cache/invalidation.js';
@@ -357,7 +356,9 @@ export class ResponseCache implements Middleware {
       if (this.shared !== null) void this.write(() => this.shared!.unlock(key, token));
     };
     void (async () => {
-      const answer = await undiciRequest(url, { method: 'GET', headers, headersTimeout: this.lockTimeoutMs, bodyTimeout: this.lockTimeoutMs });
+      // undici is loaded by the first background refresh, not by every worker at start.
+      const { request } = await import('undici');
+      const answer = await request(url, { method: 'GET', headers, headersTimeout: this.lockTimeoutMs, bodyTimeout: this.lockTimeoutMs });
       const flat: string[] = [];
       for (const [name, value] of Object.entries(answer.headers)) {
         if (value === undefined || HOP_BY_HOP.has(name)) continue;
