@@ -18,10 +18,10 @@
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { findFreePort } from '../src/cluster/free-port.js';
 
 const MAIN = process.env.GATEWAY_MAIN ?? fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const REPO = process.env.CACHE_TESTS_REPO ?? 'https://github.com/http-tests/cache-tests.git';
@@ -63,16 +63,7 @@ function cleanUp(): void {
 process.on('exit', cleanUp);
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130));
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+const freePort = (): Promise<number> => findFreePort('127.0.0.1');
 
 function checkout(): string {
   if (process.env.CACHE_TESTS_DIR !== undefined) return process.env.CACHE_TESTS_DIR;

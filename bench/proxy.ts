@@ -28,13 +28,14 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { createServer as createHttpServer, request } from 'node:http';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LoadJob, LoadResult } from './proxy-load.js';
 import { formatSelfTimes, profileFiles } from './proxy-profile.js';
 import { loadCorpus, realisticRouteSet } from './route-set.js';
+import { findFreePort } from '../src/cluster/free-port.js';
 
 const env = process.env;
 const DURATION_S = Number(env.BENCH_DURATION_S ?? 8);
@@ -179,16 +180,7 @@ function firstLine(child: ChildProcess, what: string, timeoutMs = 20_000): Promi
   });
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+const freePort = (): Promise<number> => findFreePort('127.0.0.1');
 
 function get(origin: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {

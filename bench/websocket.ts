@@ -9,11 +9,11 @@
 // BENCH_WS_WINDOW (4), BENCH_WORKERS (2), BENCH_DEADLINE_S (240).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
+import { findFreePort } from '../src/cluster/free-port.js';
 
 const env = process.env;
 const DURATION_S = Number(env.BENCH_DURATION_S ?? 5);
@@ -32,16 +32,7 @@ const ECHO_MAIN = join(HERE, 'websocket-echo.js');
 const workDir = mkdtempSync(join(tmpdir(), 'bench-ws-'));
 const children = new Map<string, ChildProcess>();
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+const freePort = (): Promise<number> => findFreePort('127.0.0.1');
 
 function startChild(id: string, command: string, args: string[], ready: RegExp): Promise<void> {
   const child = spawn(command, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
