@@ -64,8 +64,10 @@ export class ProcessMetricsMerger {
   private async render(): Promise<void> {
     try {
       const all = [conventional(await this.own.snapshot()), ...this.workers.values()];
-      // prom-client separates families with blank lines; the gateway's own exposition has none.
-      const text = (await AggregatorRegistry.aggregate(all).metrics()).replace(/\n{2,}/g, '\n');
+      // prom-client separates families with blank lines; the gateway's own exposition has none. It
+      // also writes a NaN value (an event-loop figure before its first sample) as "Nan": the text
+      // format's spelling is "NaN" (strict parsers and OpenMetrics refuse the other).
+      const text = (await AggregatorRegistry.aggregate(all).metrics()).replace(/\n{2,}/g, '\n').replace(/ Nan$/gm, ' NaN');
       this.text = text === '' || text.endsWith('\n') ? text : `${text}\n`;
       this.onRendered();
     } catch {
