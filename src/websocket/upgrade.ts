@@ -14,7 +14,7 @@
  */
 import cluster from 'node:cluster';
 import { performance } from 'node:perf_hooks';
-import type { WebSocket as UpstreamSocket, ClientOptions } from 'ws';
+import { WebSocket as UpstreamSocket, type ClientOptions } from 'ws';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { GatewayConfig } from '../config/types.js';
 import { normalizePath } from '../http/normalize-path.js';
@@ -66,17 +66,6 @@ const HANDSHAKE_HEADERS = new Set(['sec-websocket-key', 'sec-websocket-version',
 /** Not passed back from a refusing upstream: hop-by-hop, framing (uWS writes its own), Date (uWS writes one). */
 const NOT_PASSED_BACK = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'upgrade', 'te', 'trailer', 'proxy-authenticate', 'proxy-connection', 'date', 'via']);
 const NO_HOST = 'no upstream can take this request now (circuit breakers open)';
-
-/**
- * ws (the upstream leg) is loaded with the first upgrade a worker sees, not by every worker at start:
- * about 0.2 s of CPU per worker (measured with --cpu-prof on a gateway start), most of them never
- * proxying a WebSocket.
- */
-let upstreamSocketClass: typeof UpstreamSocket | null = null;
-let wsLoading: Promise<unknown> | null = null;
-function loadWs(): Promise<unknown> {
-  return (wsLoading ??= import('ws').then((ws) => (upstreamSocketClass = ws.WebSocket)));
-}
 
 export class WebSocketProxy implements RelayHost {
   readonly settings: WebSocketConfig;
@@ -345,15 +334,6 @@ class PendingUpgrade {
   }
 
   private connect(excluding: string): void {
-    if (upstreamSocketClass === null) {
-      loadWs().then(
-        () => {
-          if (!this.done) this.connect(excluding);
-        },
-        (err: unknown) => this.answer({ kind: 'problem', status: 502, detail: `the WebSocket client could not be loaded: ${(err as Error).message}` }, 'failed'),
-      );
-      return;
-    }
     const { ctx, host } = this;
     const upstream = host.pick(ctx, excluding);
     if (upstream === null) return this.answer({ kind: 'problem', status: 503, detail: NO_HOST }, 'rejected');
@@ -361,7 +341,7 @@ class PendingUpgrade {
     const url = (upstream.startsWith('https:') ? 'wss' : 'ws') + upstream.slice(upstream.indexOf(':')) + target;
     let socket: UpstreamSocket;
     try {
-      socket = new upstreamSocketClass(url, this.protocols, { ...this.proxy.upstreamOptions(), ...this.proxy.upstreamTls(upstream), headers: upstreamHeaders(ctx.headers) });
+      socket = new UpstreamSocket(url, this.protocols, { ...this.proxy.upstreamOptions(), ...this.proxy.upstreamTls(upstream), headers: upstreamHeaders(ctx.headers) });
     } catch (err) {
       // An offered subprotocol that is not a token, or a header ws refuses.
       return this.answer({ kind: 'problem', status: 400, detail: `the upgrade cannot be forwarded as sent: ${(err as Error).message}` }, 'rejected');

@@ -338,10 +338,11 @@ t.test('an answer already stale on arrival (Date two hours old, max-age one hour
 
 t.test('must-revalidate: served while fresh, never stale', async (t) => {
   use();
-  upstream.setHandler(answering({ 'cache-control': 'max-age=1, must-revalidate' }, 'strict'));
+  // Two seconds of freshness: a one-second entry expired before the second request on a loaded machine.
+  upstream.setHandler(answering({ 'cache-control': 'max-age=2, must-revalidate' }, 'strict'));
   t.equal((await get('/items/strict')).xCache, 'MISS');
   t.equal((await get('/items/strict')).xCache, 'HIT', 'fresh: served (RFC 9111 5.2.2.2)');
-  await delay(1100);
+  await delay(2100);
   upstream.setHandler(answering({}, 'down', 503));
   const failed = await get('/items/strict');
   t.same([failed.status, failed.xCache], [503, 'MISS']);
