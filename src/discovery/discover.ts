@@ -42,4 +42,3 @@ export async function discoverFromDoc(upstream: UpstreamConfig, doc: unknown, so
   return { upstream, entries, doc: doc as object, problems };
 }
 
-export { specUrl };

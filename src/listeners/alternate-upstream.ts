@@ -177,9 +177,8 @@ class AlternateUpstream implements Listener {
   private readonly maxBodyBytes: number;
   private readonly timeoutMs: number;
   private readonly maxInFlight: number;
-  /** undici's pool to the alternate upstream, once undici is loaded (null until then). */
-  private pool: Pool | null = null;
-  private readonly pooled: Promise<Pool>;
+  /** undici's pool to the alternate upstream, made once undici is loaded. */
+  private readonly pool: Promise<Pool>;
   private readonly log: AppendLog | null;
   private readonly metrics: ListenerMetrics;
   private readonly warn: ListenerContext['warn'];
@@ -218,8 +217,8 @@ class AlternateUpstream implements Listener {
       skipped: `${prefix}skipped`,
       logDropped: `${prefix}mismatchLogDropped`,
     };
-    this.pooled = import('undici').then(({ Pool }) => (this.pool = new Pool(this.origin, { connections: config.maxInFlight, pipelining: 1, connect: { timeout: config.timeoutMs } })));
-    const pooled = this.pooled.then(() => undefined);
+    this.pool = import('undici').then(({ Pool }) => new Pool(this.origin, { connections: config.maxInFlight, pipelining: 1, connect: { timeout: config.timeoutMs } }));
+    const pooled = this.pool.then(() => undefined);
     if (config.mismatchLog === null) {
       this.log = null;
       this.readiness = pooled;
@@ -293,7 +292,7 @@ class AlternateUpstream implements Listener {
       });
       this.onIdle = null;
     }
-    await this.pool?.destroy().catch(() => {});
+    await (await this.pool).destroy().catch(() => {});
     await this.log?.close();
   }
 
@@ -332,7 +331,7 @@ class AlternateUpstream implements Listener {
         headersTimeout: this.timeoutMs,
         bodyTimeout: this.timeoutMs,
       };
-      const response = await (this.pool ?? (await this.pooled)).request(options);
+      const response = await (await this.pool).request(options);
       const answer: AlternateAnswer = { status: response.statusCode, headers: response.headers, body: null, tooLarge: false };
       if (ctx.method === 'HEAD') {
         await response.body.dump();
