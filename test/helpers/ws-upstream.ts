@@ -87,6 +87,7 @@ export function wsUpstreamConfig(location: string, paths: string[]): Record<stri
 export function openClient(url: string, protocols: string[] = [], headers: Record<string, string> = {}): Promise<WebSocket> {
   return new Promise((resolve, reject) => {
     const socket = new WebSocket(url, protocols, { headers });
+    keepMessages(socket);
     socket.once('open', () => resolve(socket));
     socket.once('unexpected-response', (_req, res) => {
       let body = '';
@@ -98,10 +99,59 @@ export function openClient(url: string, protocols: string[] = [], headers: Recor
   });
 }
 
-export function nextMessage(socket: WebSocket): Promise<{ data: Buffer; isBinary: boolean }> {
+interface Message {
+  data: Buffer;
+  isBinary: boolean;
+}
+
+interface Inbox {
+  messages: Message[];
+  waiting: ((message: Message) => void) | null;
+}
+
+const inboxes = new WeakMap<WebSocket, Inbox>();
+
+/**
+ * Keeps a client's messages from its first byte on. A message that came in the same read as the 101
+ * (an upstream that speaks first, like the chat example) is emitted by ws on a nextTick after 'open',
+ * before the awaiting test's continuation could add a listener: without this it was lost, and the
+ * test waited for it until tap's timeout.
+ */
+function keepMessages(socket: WebSocket): void {
+  const inbox: Inbox = { messages: [], waiting: null };
+  inboxes.set(socket, inbox);
+  socket.on('message', (data, isBinary) => {
+    const message = { data: data as Buffer, isBinary };
+    const waiting = inbox.waiting;
+    inbox.waiting = null;
+    if (waiting !== null) waiting(message);
+    // A test with a listener of its own (counting a firehose) takes its messages itself.
+    else if (socket.listenerCount('message') === 1) inbox.messages.push(message);
+  });
+}
+
+/** The socket's next message (a client from openClient: the oldest one not yet taken). */
+export function nextMessage(socket: WebSocket): Promise<Message> {
+  const inbox = inboxes.get(socket);
+  if (inbox === undefined) {
+    return new Promise((resolve, reject) => {
+      socket.once('message', (data, isBinary) => resolve({ data: data as Buffer, isBinary }));
+      socket.once('close', (code) => reject(new Error(`closed ${code} before a message`)));
+    });
+  }
+  const kept = inbox.messages.shift();
+  if (kept !== undefined) return Promise.resolve(kept);
   return new Promise((resolve, reject) => {
-    socket.once('message', (data, isBinary) => resolve({ data: data as Buffer, isBinary }));
-    socket.once('close', (code) => reject(new Error(`closed ${code} before a message`)));
+    if (socket.readyState === WebSocket.CLOSED) return reject(new Error('closed before a message'));
+    const onClose = (code: number): void => {
+      inbox.waiting = null;
+      reject(new Error(`closed ${code} before a message`));
+    };
+    inbox.waiting = (message) => {
+      socket.off('close', onClose);
+      resolve(message);
+    };
+    socket.once('close', onClose);
   });
 }
 
