@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Ajv, type ValidateFunction } from 'ajv';
-import { configSchema } from './schema.js';
+import { configValidators } from './schema-validator.js';
 import { describeSchemaErrors } from './schema-errors.js';
 import { parseConfigText } from './parse-json.js';
 import { readEnvOverrides } from './env.js';
@@ -46,8 +45,6 @@ function formatProblem(file: string, problem: ConfigProblem): string {
   return `${file}: ${problem.reason}`;
 }
 
-let validateSchema: ValidateFunction | undefined;
-
 /**
  * Parses and checks a config file's text, applies the environment overrides and returns a fully
  * defaulted config. Throws ConfigError. `text` is JSON; `//` and `/* *\/` comments are allowed.
@@ -62,7 +59,7 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   // Both built fresh values, so ajv filling in defaults mutates nothing of the caller's.
   const config = substituted.value;
   const explicitPathKeys = new Set(Object.keys(pathsInFile(config)));
-  validateSchema ??= new Ajv({ allErrors: true, useDefaults: true, verbose: true }).compile(configSchema);
+  const validateSchema = configValidators().config;
   if (!validateSchema(config)) throw new ConfigError(file, describeSchemaErrors(validateSchema.errors ?? []));
   const valid = config as GatewayConfig;
 

@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Agent, request, type Dispatcher } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
 import type { UpstreamTlsConfig } from '../config/types.js';
 import { parseDocText } from './parse-doc.js';
 import type { DiscoveryOptions } from './types.js';
@@ -22,13 +22,14 @@ class TransientFetchError extends Error {}
 export async function fetchDoc(url: string, options: DiscoveryOptions, tls?: UpstreamTlsConfig): Promise<unknown> {
   const attempts = 1 + options.retries;
   let lastReason = '';
+  const client = await loadUndici();
   // An upstream with TLS settings of its own (a private CA, a client certificate) is asked through them.
-  const dispatcher = tls === undefined ? undefined : tlsAgent(tls);
+  const dispatcher = tls === undefined ? undefined : tlsAgent(client, tls);
   try {
     for (let attempt = 1; attempt <= attempts; attempt++) {
       try {
         if (attempt > 1) await sleep(options.backoffMs * 2 ** (attempt - 2), undefined, { signal: options.signal });
-        return await fetchOnce(url, options, dispatcher);
+        return await fetchOnce(client, url, options, dispatcher);
       } catch (error) {
         if (options.signal?.aborted) throw new Error(`GET ${url}: discovery was cancelled`, { cause: error });
         if (!(error instanceof TransientFetchError)) throw error;
@@ -42,13 +43,25 @@ export async function fetchDoc(url: string, options: DiscoveryOptions, tls?: Ups
   throw new Error(`GET ${url} failed (${tries}): ${lastReason}`);
 }
 
-function tlsAgent(tls: UpstreamTlsConfig): Agent {
-  return new Agent({
+type Undici = typeof import('undici');
+
+let undici: Promise<Undici> | undefined;
+
+/**
+ * undici on the first fetch: loading it took 130 ms of the primary's start (CPU profile of `gateway
+ * start`), spent for nothing by a config whose upstreams are all static.
+ */
+function loadUndici(): Promise<Undici> {
+  return (undici ??= import('undici'));
+}
+
+function tlsAgent(client: Undici, tls: UpstreamTlsConfig): Agent {
+  return new client.Agent({
     connect: { ca: tls.ca, cert: tls.cert, key: tls.key, servername: tls.serverName, rejectUnauthorized: tls.rejectUnauthorized },
   });
 }
 
-async function fetchOnce(url: string, options: DiscoveryOptions, dispatcher: Dispatcher | undefined): Promise<unknown> {
+async function fetchOnce(client: Undici, url: string, options: DiscoveryOptions, dispatcher: Dispatcher | undefined): Promise<unknown> {
   // One controller per attempt, fed by the timer and the caller's signal; listeners are removed after,
   // so a long-lived caller signal (reused by every refresh) collects nothing.
   const controller = new AbortController();
@@ -63,7 +76,7 @@ async function fetchOnce(url: string, options: DiscoveryOptions, dispatcher: Dis
   let text: string;
   let contentType: string;
   try {
-    const response = await request(url, { method: 'GET', headers: { accept: ACCEPT }, signal: controller.signal, dispatcher });
+    const response = await client.request(url, { method: 'GET', headers: { accept: ACCEPT }, signal: controller.signal, dispatcher });
     contentType = String(response.headers['content-type'] ?? 'none');
     if (response.statusCode < 200 || response.statusCode > 299) {
       response.body.resume();
