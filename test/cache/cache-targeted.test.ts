@@ -9,23 +9,13 @@ import { Counters } from '../../src/metrics/counters.js';
 import type { Pipeline } from '../../src/middleware/pipeline.js';
 import { buildPipeline } from '../../src/middleware/registry.js';
 import type { ResponseCacheConfig } from '../../src/middleware/response-cache.js';
-import { startDataPlane } from '../../src/proxy/data-plane.js';
-import { RoutingTable } from '../../src/routing/table.js';
 import { rawRequest } from '../helpers/raw-http.js';
-import { entry, startUpstream, testConfig, type UpstreamHandler } from '../helpers/upstream-server.js';
+import { entry, startUpstream, type UpstreamHandler } from '../helpers/upstream-server.js';
+import { planeInFrontOf } from '../helpers/data-plane.js';
 
 const upstream = await startUpstream();
 t.teardown(() => upstream.close());
-const plane = await startDataPlane({
-  config: testConfig({
-    upstreams: [{ serviceType: 'static', serviceLocation: upstream.url, weight: 1, specPath: '/spec' }],
-    timeouts: { upstreamMs: 400 },
-  }),
-});
-t.teardown(() => plane.close());
-plane.setTable(
-  RoutingTable.compile([entry('GET', '/items/{id}', upstream.url), entry('POST', '/items/{id}', upstream.url)]).table,
-);
+const plane = await planeInFrontOf(t, upstream.url, [entry('GET', '/items/{id}', upstream.url), entry('POST', '/items/{id}', upstream.url)], { config: { timeouts: { upstreamMs: 400 } } });
 
 let current: Pipeline | null = null;
 function use(overrides: Partial<ResponseCacheConfig> = {}): void {

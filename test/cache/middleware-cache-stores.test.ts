@@ -11,10 +11,10 @@ import type { CacheRecord } from '../../src/cache/record.js';
 import type { CacheStore } from '../../src/cache/store.js';
 import { Counters } from '../../src/metrics/counters.js';
 import { buildPipeline, type MiddlewareConfig } from '../../src/middleware/registry.js';
-import { startDataPlane, type DataPlane } from '../../src/proxy/data-plane.js';
-import { RoutingTable } from '../../src/routing/table.js';
+import type { DataPlane } from '../../src/proxy/data-plane.js';
 import { rawRequest } from '../helpers/raw-http.js';
-import { entry, startUpstream, testConfig, type UpstreamHandler } from '../helpers/upstream-server.js';
+import { entry, startUpstream, type UpstreamHandler } from '../helpers/upstream-server.js';
+import { planeInFrontOf } from '../helpers/data-plane.js';
 
 /** Keeps records as bytes with a TTL, answering a few ms later, like a store across the network. */
 class BytesStore implements CacheStore {
@@ -66,13 +66,8 @@ class BytesStore implements CacheStore {
 const upstream = await startUpstream();
 t.teardown(() => upstream.close());
 
-async function instance(): Promise<DataPlane> {
-  const plane = await startDataPlane({
-    config: testConfig({ upstreams: [{ serviceType: 'static', serviceLocation: upstream.url, weight: 1, specPath: '/spec' }] }),
-  });
-  t.teardown(() => plane.close());
-  plane.setTable(RoutingTable.compile([entry('GET', '/items/{id}', upstream.url)]).table);
-  return plane;
+function instance(): Promise<DataPlane> {
+  return planeInFrontOf(t, upstream.url, [entry('GET', '/items/{id}', upstream.url)]);
 }
 const planeA = await instance();
 const planeB = await instance();

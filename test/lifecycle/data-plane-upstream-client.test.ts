@@ -10,12 +10,12 @@ import t from 'tap';
 import { Counters } from '../../src/metrics/counters.js';
 import { Pipeline } from '../../src/middleware/pipeline.js';
 import type { Middleware } from '../../src/middleware/types.js';
-import { startDataPlane, type DataPlane } from '../../src/proxy/data-plane.js';
+import type { DataPlane } from '../../src/proxy/data-plane.js';
 import type { ResponseObserver } from '../../src/exchange/context.js';
-import { RoutingTable } from '../../src/routing/table.js';
 import { rawRequest, type ParsedResponse } from '../helpers/raw-http.js';
 import { startRawServer } from '../helpers/raw-upstream.js';
-import { entry, testConfig } from '../helpers/upstream-server.js';
+import { entry } from '../helpers/upstream-server.js';
+import { planeInFrontOf } from '../helpers/data-plane.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -88,15 +88,7 @@ const upstream = await scripted((path, socket, poison) => {
 t.teardown(() => upstream.close());
 
 const counters = new Counters();
-const plane = await startDataPlane({
-  config: testConfig({
-    upstreams: [{ serviceType: 'static', serviceLocation: upstream.url, weight: 1, specPath: '/spec' }],
-    circuitBreaker: { hostFailures: 10_000, endpointFailures: 10_000 },
-  }),
-  counters,
-});
-t.teardown(() => plane.close());
-plane.setTable(RoutingTable.compile([entry('GET', '/{name}', upstream.url)]).table);
+const plane = await planeInFrontOf(t, upstream.url, [entry('GET', '/{name}', upstream.url)], { config: { circuitBreaker: { hostFailures: 10_000, endpointFailures: 10_000 } }, counters });
 
 async function get(target: DataPlane, path: string): Promise<ParsedResponse & { closed: boolean }> {
   const result = await rawRequest(target.port, `GET ${path} HTTP/1.1\r\nHost: gw\r\n\r\n`, { responses: 1, waitMs: 3000 });
@@ -215,16 +207,7 @@ t.test('upstreamPool: a full wait queue is 503 at once, a wait past timeouts.ups
   });
   t.teardown(() => hanging.close());
   const queueCounters = new Counters();
-  const small = await startDataPlane({
-    config: testConfig({
-      upstreams: [{ serviceType: 'static', serviceLocation: hanging.url, weight: 1, specPath: '/spec' }],
-      timeouts: { upstreamMs: 400, connectMs: 1000, clientRequestMs: 5000, shutdownGraceMs: 500 },
-      upstreamPool: { connections: 1, maxQueue: 1, idleTimeoutMs: 4000, maxResponseHeaderBytes: 16384 },
-    }),
-    counters: queueCounters,
-  });
-  t.teardown(() => small.close());
-  small.setTable(RoutingTable.compile([entry('GET', '/{name}', hanging.url)]).table);
+  const small = await planeInFrontOf(t, hanging.url, [entry('GET', '/{name}', hanging.url)], { config: { timeouts: { upstreamMs: 400, connectMs: 1000, clientRequestMs: 5000, shutdownGraceMs: 500 }, upstreamPool: { connections: 1, maxQueue: 1, idleTimeoutMs: 4000, maxResponseHeaderBytes: 16384 } }, counters: queueCounters });
   const running = get(small, '/a');
   await sleep(50);
   const queued = get(small, '/b');

@@ -4,18 +4,13 @@
 import t from 'tap';
 import type { Capture } from '../../src/exchange/capture.js';
 import type { RequestListener } from '../../src/exchange/listener.js';
-import { startDataPlane } from '../../src/proxy/data-plane.js';
-import { RoutingTable } from '../../src/routing/table.js';
 import { rawRequest } from '../helpers/raw-http.js';
-import { entry, startUpstream, testConfig } from '../helpers/upstream-server.js';
+import { entry, startUpstream } from '../helpers/upstream-server.js';
+import { planeInFrontOf } from '../helpers/data-plane.js';
 
 const upstream = await startUpstream();
 t.teardown(() => upstream.close());
-const plane = await startDataPlane({
-  config: testConfig({ upstreams: [{ serviceType: 'static', serviceLocation: upstream.url, weight: 1, specPath: '/spec' }], limits: { maxBodyBytes: 1024 * 1024 } }),
-});
-t.teardown(() => plane.close());
-plane.setTable(RoutingTable.compile([entry('POST', '/items', upstream.url)]).table);
+const plane = await planeInFrontOf(t, upstream.url, [entry('POST', '/items', upstream.url)], { config: { limits: { maxBodyBytes: 1024 * 1024 } } });
 
 function spy(id: string, maxCaptureBytes: number | undefined, seen: Capture[]): RequestListener {
   return { id, maxCaptureBytes, sample: () => true, done: (_ctx, capture) => seen.push(capture!) };

@@ -13,21 +13,14 @@ import t from 'tap';
 import { Agent, request } from 'undici';
 import { buildListeners, type Listener, type ListenerConfig } from '../../src/listeners/registry.js';
 import { ALTERNATE_UPSTREAM_DEFAULTS } from '../../src/listeners/alternate-upstream.js';
-import { startDataPlane } from '../../src/proxy/data-plane.js';
-import { RoutingTable } from '../../src/routing/table.js';
-import { afterBody, entry, startUpstream, testConfig, type UpstreamHandler } from '../helpers/upstream-server.js';
+import { afterBody, entry, startUpstream, type UpstreamHandler } from '../helpers/upstream-server.js';
+import { planeInFrontOf } from '../helpers/data-plane.js';
 
 const primary = await startUpstream();
 const alternate = await startUpstream();
 t.teardown(() => primary.close());
 t.teardown(() => alternate.close());
-const plane = await startDataPlane({
-  config: testConfig({ upstreams: [{ serviceType: 'static', serviceLocation: primary.url, weight: 1, specPath: '/spec' }], limits: { maxBodyBytes: 4 * 1024 * 1024 } }),
-});
-t.teardown(() => plane.close());
-plane.setTable(
-  RoutingTable.compile([entry('GET', '/items/{id}', primary.url), entry('POST', '/items', primary.url), entry('PUT', '/items/{id}', primary.url)]).table,
-);
+const plane = await planeInFrontOf(t, primary.url, [entry('GET', '/items/{id}', primary.url), entry('POST', '/items', primary.url), entry('PUT', '/items/{id}', primary.url)], { config: { limits: { maxBodyBytes: 4 * 1024 * 1024 } } });
 const client = new Agent({ connections: 4 });
 t.teardown(() => client.close());
 const dir = mkdtempSync(join(tmpdir(), 'specgate-shadow-'));

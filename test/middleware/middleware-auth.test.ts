@@ -5,25 +5,18 @@ import t from 'tap';
 import { Counters } from '../../src/metrics/counters.js';
 import { sha256Hex } from '../../src/middleware/api-key-auth.js';
 import { buildPipeline, type MiddlewareConfig } from '../../src/middleware/registry.js';
-import { startDataPlane } from '../../src/proxy/data-plane.js';
-import { RoutingTable } from '../../src/routing/table.js';
 import { rawRequest } from '../helpers/raw-http.js';
-import { entry, startUpstream, testConfig } from '../helpers/upstream-server.js';
+import { entry, startUpstream } from '../helpers/upstream-server.js';
+import { planeInFrontOf } from '../helpers/data-plane.js';
 
 const upstream = await startUpstream();
 t.teardown(() => upstream.close());
 const counters = new Counters();
-const plane = await startDataPlane({
-  config: testConfig({ upstreams: [{ serviceType: 'static', serviceLocation: upstream.url, weight: 1, specPath: '/spec' }] }),
-});
-t.teardown(() => plane.close());
-plane.setTable(
-  RoutingTable.compile([
+const plane = await planeInFrontOf(t, upstream.url, [
     entry('GET', '/items/{id}', upstream.url),
     entry('POST', '/items', upstream.url),
     entry('GET', '/public', upstream.url, { disabledMiddleware: ['auth'] }),
-  ]).table,
-);
+  ]);
 
 function auth(overrides: Partial<MiddlewareConfig> = {}): MiddlewareConfig {
   return {

@@ -8,19 +8,14 @@ import t from 'tap';
 import { Counters } from '../../src/metrics/counters.js';
 import { Pipeline } from '../../src/middleware/pipeline.js';
 import { problem, type ContentAnswer, type Decision, type Middleware } from '../../src/middleware/types.js';
-import { startDataPlane } from '../../src/proxy/data-plane.js';
 import type { RequestContext, ResponseObserver } from '../../src/exchange/context.js';
-import { RoutingTable } from '../../src/routing/table.js';
 import { rawRequest } from '../helpers/raw-http.js';
-import { entry, startUpstream, testConfig } from '../helpers/upstream-server.js';
+import { entry, startUpstream } from '../helpers/upstream-server.js';
+import { planeInFrontOf } from '../helpers/data-plane.js';
 
 const upstream = await startUpstream();
 t.teardown(() => upstream.close());
-const plane = await startDataPlane({
-  config: testConfig({ upstreams: [{ serviceType: 'static', serviceLocation: upstream.url, weight: 1, specPath: '/spec' }] }),
-});
-t.teardown(() => plane.close());
-plane.setTable(RoutingTable.compile([entry('GET', '/items/{id}', upstream.url)]).table);
+const plane = await planeInFrontOf(t, upstream.url, [entry('GET', '/items/{id}', upstream.url)]);
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

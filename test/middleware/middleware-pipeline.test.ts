@@ -6,19 +6,14 @@ import t from 'tap';
 import { Counters } from '../../src/metrics/counters.js';
 import { DECIDING, Pipeline } from '../../src/middleware/pipeline.js';
 import { problem, type Decision, type Middleware } from '../../src/middleware/types.js';
-import { startDataPlane } from '../../src/proxy/data-plane.js';
 import type { RequestContext } from '../../src/exchange/context.js';
-import { RoutingTable } from '../../src/routing/table.js';
 import { rawRequest } from '../helpers/raw-http.js';
-import { echoHandler, entry, startUpstream, testConfig } from '../helpers/upstream-server.js';
+import { echoHandler, entry, startUpstream } from '../helpers/upstream-server.js';
+import { planeInFrontOf } from '../helpers/data-plane.js';
 
 const upstream = await startUpstream();
 t.teardown(() => upstream.close());
-const plane = await startDataPlane({
-  config: testConfig({ upstreams: [{ serviceType: 'static', serviceLocation: upstream.url, weight: 1, specPath: '/spec' }] }),
-});
-t.teardown(() => plane.close());
-plane.setTable(RoutingTable.compile([entry('GET', '/items/{id}', upstream.url), entry('POST', '/items', upstream.url)]).table);
+const plane = await planeInFrontOf(t, upstream.url, [entry('GET', '/items/{id}', upstream.url), entry('POST', '/items', upstream.url)]);
 
 function middleware(id: string, decide: (ctx: RequestContext) => Decision | void | Promise<Decision>, options: { slaMs?: number; failClosed?: boolean } = {}): Middleware {
   return {
