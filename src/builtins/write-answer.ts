@@ -1,5 +1,5 @@
 /** Writes a built-in endpoint's answer (BuiltinAnswer) on the public port and on the admin listener. */
-import { endWithBody, headerBytes } from '../http/cork-budget.js';
+import { endWithBody, headerBytes, writeHeaders } from '../http/cork-budget.js';
 import { statusLine } from '../http/status-line.js';
 import type { UwsResponse } from '../native/uws-types.js';
 import type { BuiltinAnswer } from '../exchange/answer.js';
@@ -24,14 +24,7 @@ export function writeBuiltinAnswer(
     res.writeHeader(name, headers[name]!);
     head += headerBytes(name, headers[name]!);
   }
-  if (extra !== null) {
-    for (let i = 0; i < extra.length; i += 2) {
-      const name = extra[i]!;
-      const value = extra[i + 1]!;
-      res.writeHeader(name, value);
-      head += headerBytes(name, value);
-    }
-  }
+  if (extra !== null) head += writeHeaders(res, extra);
   const body = answer.body;
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
   if (headersOnly) {

@@ -35,6 +35,18 @@ export function headerBytes(name: UwsBytes, value: UwsBytes): number {
   return byteLengthUpperBound(name) + byteLengthUpperBound(value) + 4;
 }
 
+/** Writes flat [name, value, ...] headers; returns the bytes they put in the cork (headerBytes of each). */
+export function writeHeaders(res: UwsResponse, headers: readonly string[]): number {
+  let bytes = 0;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!;
+    const value = headers[i + 1]!;
+    res.writeHeader(name, value);
+    bytes += headerBytes(name, value);
+  }
+  return bytes;
+}
+
 /** At most this many bytes: exact for bytes, three per UTF-16 unit for a string (no encoding pass). */
 export function byteLengthUpperBound(value: UwsBytes): number {
   return typeof value === 'string' ? value.length * 3 : value.byteLength;

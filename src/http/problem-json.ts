@@ -3,7 +3,7 @@
  * type, title, status and detail. Never a stack trace: `detail` is always a sentence we wrote.
  */
 import type { UwsResponse } from '../native/uws-types.js';
-import { endWithBody, headerBytes } from './cork-budget.js';
+import { endWithBody, headerBytes, writeHeaders } from './cork-budget.js';
 import { statusLine } from './status-line.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -59,7 +59,7 @@ export function writeProblem(res: UwsResponse, status: number, detail: string, o
   if (options?.allow) res.writeHeader('allow', options.allow);
   if (options?.via) res.writeHeader('via', options.via);
   const headers = options?.headers;
-  if (headers) for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i]!, headers[i + 1]!);
+  if (headers) writeHeaders(res, headers);
   if (options?.headersOnly) {
     res.writeHeader('content-length', String(Buffer.byteLength(body)));
     // uWS only closes for end(body, true); a HEAD answer asks the client to close instead.
@@ -88,20 +88,10 @@ export interface ContentOptions {
  */
 export function writeContent(res: UwsResponse, status: number, headers: readonly string[], body: Uint8Array, options: ContentOptions): number {
   res.writeStatus(statusLine(status));
-  let head = 0;
-  for (let i = 0; i < headers.length; i += 2) {
-    res.writeHeader(headers[i]!, headers[i + 1]!);
-    head += headerBytes(headers[i]!, headers[i + 1]!);
-  }
+  let head = writeHeaders(res, headers);
   res.writeHeader('via', options.via);
   head += headerBytes('via', options.via);
-  const extra = options.headers;
-  if (extra) {
-    for (let i = 0; i < extra.length; i += 2) {
-      res.writeHeader(extra[i]!, extra[i + 1]!);
-      head += headerBytes(extra[i]!, extra[i + 1]!);
-    }
-  }
+  if (options.headers) head += writeHeaders(res, options.headers);
   if (status === 304) {
     // No content and no Content-Length: a 304 (a cache's answer to a conditional request) has none.
     if (options.closeConnection) res.writeHeader('connection', 'close');

@@ -18,6 +18,7 @@ import { WebSocket as UpstreamSocket, type ClientOptions } from 'ws';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { GatewayConfig } from '../config/types.js';
 import { normalizePath } from '../http/normalize-path.js';
+import { writeHeaders } from '../http/cork-budget.js';
 import { writeContent, writeProblem } from '../http/problem-json.js';
 import { remoteAddress } from '../http/remote-address.js';
 import { RequestHead } from '../http/client-request-head.js';
@@ -379,7 +380,7 @@ class PendingUpgrade {
       // uWS's upgrade() writes its status line only when none was written: headers written after our
       // own status line go out ahead of the ones upgrade() adds (native-notes.md, WebSockets).
       res.writeStatus('101 Switching Protocols');
-      for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i]!, headers[i + 1]!);
+      writeHeaders(res, headers);
       res.writeHeader('via', via);
       res.upgrade(slot, this.key, socket.protocol, this.extensions, this.context);
     });

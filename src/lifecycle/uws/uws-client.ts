@@ -8,7 +8,7 @@
  * within the same read (with the first body bytes, or at the end of the read's microtasks), and a
  * chunk uWS could not take whole is held only while the upstream is paused.
  */
-import { CHUNK_PIECE_BYTES, CORK_BUFFER_BYTES, CORK_SLACK_BYTES, fitsInCork, headerBytes } from '../../http/cork-budget.js';
+import { CHUNK_PIECE_BYTES, CORK_BUFFER_BYTES, CORK_SLACK_BYTES, fitsInCork, headerBytes, writeHeaders } from '../../http/cork-budget.js';
 import { writeContent, writeProblem } from '../../http/problem-json.js';
 import { statusLine, statusLineBytes } from '../../http/status-line.js';
 import { writeBuiltinAnswer } from '../../builtins/write-answer.js';
@@ -150,10 +150,7 @@ export class UwsClient implements ClientSide {
         res.writeStatus(statusLine(200));
         res.writeHeader('allow', reply.allow);
         res.writeHeader('via', settings.via);
-        if (ctx.responseHeaders !== null) {
-          const extra = ctx.responseHeaders;
-          for (let i = 0; i < extra.length; i += 2) res.writeHeader(extra[i]!, extra[i + 1]!);
-        }
+        if (ctx.responseHeaders !== null) writeHeaders(res, ctx.responseHeaders);
         res.end('', closeConnection);
         ctx.bytesOut = 0;
         return;
