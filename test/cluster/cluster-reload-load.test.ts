@@ -22,7 +22,8 @@ interface AutocannonRun extends PromiseLike<AutocannonResult> {
 const autocannon = createRequire(import.meta.url)('autocannon') as (options: Record<string, unknown>) => AutocannonRun;
 
 const RELOADS = 20;
-const RELOAD_EVERY_MS = 1500;
+/** A reload's table reaches both workers in tens of ms; this leaves room for the probes after it. */
+const RELOAD_EVERY_MS = 600;
 /** A generous bound on a reload reaching both workers (under this load it takes tens of ms). */
 const ACKNOWLEDGED_WITHIN_MS = 5000;
 /** Fresh connections land on either worker at random: 40 probes miss one of two with odds 2^-39. */
@@ -111,7 +112,7 @@ t.test(`${RELOADS} SIGHUPs under steady load`, async (t) => {
     `load: ${result.requests.total} answered (${sharedServed() - servedBefore} reached the upstreams), non-2xx ${result.non2xx}, errors ${result.errors}, ` +
       `timeouts ${result.timeouts}, resets ${result.resets}; slowest config swap seen on both workers ${Math.max(...answeredAfterMs)} ms`,
   );
-  t.ok(result.requests.total > rate * 20, `steady load ran throughout (${result.requests.total} requests)`);
+  t.ok(result.requests.total > (rate * RELOADS * RELOAD_EVERY_MS) / 1000 * 0.8, `steady load ran throughout (${result.requests.total} requests)`);
   t.equal(result.non2xx, 0, 'no non-2xx response');
   t.equal(result.errors, 0, 'no socket error');
   t.equal(result.timeouts, 0, 'no timeout');
