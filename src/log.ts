@@ -1,4 +1,5 @@
 import { pino, type Logger, type LevelWithSilent } from 'pino';
+import { flushBeforeExit } from './log-exit.js';
 
 export type Role = 'primary' | 'worker';
 export type { Logger };
@@ -11,15 +12,16 @@ export interface LoggerOptions {
 }
 
 /**
- * The process's operational logger: JSON lines on stdout, written synchronously so that what a
- * process says right before it dies is not lost. The request-rate access log has its own buffered
- * destination (see src/listeners/access-log.ts).
+ * The process's operational logger: JSON lines on stdout, written asynchronously (a stdout reader that
+ * stalls must not stall the event loop), flushed by exitAfterLogs() before the process exits. The
+ * request-rate access log has its own buffered destination (see src/listeners/access-log.ts).
  */
 export function createLogger({ role, workerId, level = 'info' }: LoggerOptions): Logger {
-  return pino({
-    level,
-    base: { pid: process.pid, role, workerId },
-  });
+  // minLength 1 only changes flush(cb): with 0 it calls back at once, with 1 once the write in flight
+  // is done or has failed. Each line is still written as soon as it is logged.
+  const destination = pino.destination({ dest: 1, sync: false, minLength: 1 });
+  flushBeforeExit(destination);
+  return pino({ level, base: { pid: process.pid, role, workerId } }, destination);
 }
 
 /** Used before the config (and so the level) is known. */

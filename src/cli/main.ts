@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { UsageError } from './usage-error.js';
+import { exitAfterLogs } from '../log-exit.js';
 
 const USAGE = `Usage: gateway <command> [options]
 
@@ -66,7 +67,7 @@ async function main(argv: string[]): Promise<number> {
 }
 
 main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+  (code) => exitAfterLogs(code),
   (err: unknown) => {
     console.error(err instanceof Error ? (err.stack ?? err.message) : err);
     process.exit(1);

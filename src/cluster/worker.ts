@@ -12,6 +12,7 @@ import { ProcessMetricsSampler } from '../metrics/process-metrics.js';
 import { Builtins } from '../builtins/index.js';
 import { ACCESS_LOG_LISTENER, createAccessLog, type AccessLog } from '../listeners/access-log.js';
 import { createLogger, levelFromEnv } from '../log.js';
+import { exitAfterLogs } from '../log-exit.js';
 import { startAdminListener, type AdminListener } from '../builtins/admin-listener.js';
 import { WorkerComponents } from './worker-components.js';
 import { isLeaseBankMessage, type LeaseWorkerMessage } from '../stores/lease-messages.js';
@@ -202,7 +203,7 @@ async function shutdown(reason: string): Promise<void> {
   await accessLog?.flush();
   await observe?.close();
   log.info('worker stopped');
-  process.exit(0);
+  exitAfterLogs(0);
 }
 
 // Messages are applied one at a time, in order, so a table never overtakes the one before it.
