@@ -5,11 +5,11 @@
 //
 // GATEWAY_TEST_WORKER_START_FAULT (test-only, see src/cluster/worker.ts) makes a worker whose first
 // config has the given `name` exit at start (`exit:`) or never report ready (`hang:`).
-import { readFileSync } from 'node:fs';
 import t, { type Test } from 'tap';
 import type { ReloadStatus, WorkersHealth } from '../../src/builtins/healthcheck.js';
 import { SUCCESSOR_READY_TIMEOUT_MS } from '../../src/cluster/supervisor.js';
 import { askWorker, eventually, httpRequest, startGateway, startUpstream, testConfig, type GatewayProcess } from '../helpers/gateway-process.js';
+import { migratesQueuedConnections } from '../helpers/kernel-settings.js';
 
 const upstream = await startUpstream(t, { name: 'keep' });
 const config = (name: string, paths: string[]): Record<string, unknown> => ({
@@ -52,15 +52,6 @@ async function reloadWith(gw: GatewayProcess, next: Record<string, unknown> | st
 }
 
 /** Requests on fresh connections until `stop()`: every one must be answered 200 by the upstream. */
-/** net.ipv4.tcp_migrate_req is on: a closing listener's queued connections move to the other workers. */
-function migratesQueuedConnections(): boolean {
-  try {
-    return readFileSync('/proc/sys/net/ipv4/tcp_migrate_req', 'utf8').trim() === '1';
-  } catch {
-    return false;
-  }
-}
-
 function trafficLoop(): { stop: () => Promise<{ total: number; failures: string[] }> } {
   let running = true;
   const failures: string[] = [];

@@ -2,7 +2,7 @@
 // (wrk over https and fresh TLS connections, 0 failures); a certificate that does not load refuses the
 // reload, naming the file and why, and the running ones keep serving. Health, /metrics, expiry warning.
 import { execFile } from 'node:child_process';
-import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'node:https';
 import t from 'tap';
@@ -11,6 +11,7 @@ import { httpRequest, startGateway, startUpstream, testConfig } from '../helpers
 import { loadListenerCertificates } from '../../src/edge/certificates.js';
 import type { ListenerTlsConfig } from '../../src/edge/types.js';
 import { files, presented } from '../helpers/tls-client.js';
+import { migratesQueuedConnections } from '../helpers/kernel-settings.js';
 
 /** Requests on fresh connections (one handshake each) until `stop`; counts answers and failures. */
 function churn(port: number, servername: string, stop: { done: boolean }): Promise<{ ok: number; failed: string[] }> {
@@ -35,15 +36,6 @@ function churn(port: number, servername: string, stop: { done: boolean }): Promi
     while (!stop.done) await one();
     return result;
   })();
-}
-
-/** net.ipv4.tcp_migrate_req is on: a closing listener's queued connections move to its successor. */
-function migratesQueuedConnections(): boolean {
-  try {
-    return readFileSync('/proc/sys/net/ipv4/tcp_migrate_req', 'utf8').trim() === '1';
-  } catch {
-    return false;
-  }
 }
 
 function wrk(url: string, seconds: number): Promise<string> {

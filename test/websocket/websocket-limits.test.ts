@@ -5,11 +5,11 @@
 import { createServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { startChatUpstream } from '../../examples/websocket-chat.js';
 import { eventually, startGateway, testConfig } from '../helpers/gateway-process.js';
 import { closed, nextMessage, openClient, startWsUpstream, wsUpstreamConfig } from '../helpers/ws-upstream.js';
+import { tcpBufferMax } from '../helpers/kernel-settings.js';
 
 const refusal = (err: unknown) => err as { status: number; headers: Record<string, string>; body: string };
 
@@ -100,12 +100,6 @@ t.test('a client that writes faster than its upstream reads is closed with 1013 
   // And the client got the 1013 before it could send more than that plus its own leg's kernel buffers.
   t.ok(sent <= relayed + kernel + 1024 * 1024, `the client sent ${mib(sent)} MiB in all`);
 });
-
-/** The largest size autotuning gives a TCP buffer (the third figure of net.ipv4.tcp_wmem / tcp_rmem). */
-function tcpBufferMax(name: 'tcp_wmem' | 'tcp_rmem'): number {
-  const figures = readFileSync(`/proc/sys/net/ipv4/${name}`, 'utf8').trim().split(/\s+/).map(Number);
-  return figures[2] ?? 0;
-}
 
 const mib = (bytes: number): string => (bytes / 1048576).toFixed(1);
 
