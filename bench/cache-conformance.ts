@@ -63,7 +63,6 @@ function cleanUp(): void {
 process.on('exit', cleanUp);
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130));
 
-const freePort = (): Promise<number> => findFreePort('127.0.0.1');
 
 function checkout(): string {
   if (process.env.CACHE_TESTS_DIR !== undefined) return process.env.CACHE_TESTS_DIR;
@@ -130,8 +129,8 @@ async function main(): Promise<void> {
   const suite = checkout();
   const commit = execFileSync('git', ['-C', suite, 'rev-parse', 'HEAD']).toString().trim();
   lendUndici(suite);
-  const serverPort = await freePort();
-  const gatewayPort = await freePort();
+  const serverPort = await findFreePort('127.0.0.1');
+  const gatewayPort = await findFreePort('127.0.0.1');
   const work = mkdtempSync(join(tmpdir(), 'cache-conformance-'));
   temporary.push(work);
   const npmEnv = { ...process.env, npm_config_protocol: 'http', npm_config_port: String(serverPort), npm_config_pidfile: join(work, 'server.pid') };

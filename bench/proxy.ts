@@ -180,7 +180,6 @@ function firstLine(child: ChildProcess, what: string, timeoutMs = 20_000): Promi
   });
 }
 
-const freePort = (): Promise<number> => findFreePort('127.0.0.1');
 
 function get(origin: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
@@ -323,7 +322,7 @@ function featureConfig(id: string, redisUrl: string | null): Record<string, unkn
 }
 
 async function startRedis(): Promise<string> {
-  const port = await freePort();
+  const port = await findFreePort('127.0.0.1');
   const child = startChild('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdout: 'pipe' });
   groups.set('redis', child.pid!);
   const deadline = Date.now() + 10_000;
@@ -342,7 +341,7 @@ async function startRedis(): Promise<string> {
 }
 
 async function startGateway(id: string, upstream: string, endpoints: Array<{ method: string; path: string }>, observe: boolean, redisUrl: string | null = null): Promise<string> {
-  const port = await freePort();
+  const port = await findFreePort('127.0.0.1');
   const configFile = join(workDir, `${id}.json`);
   writeFileSync(
     configFile,
@@ -426,7 +425,7 @@ http {
 async function startNginx(id: string, upstream: string, cache: boolean): Promise<string> {
   const dir = join(workDir, id);
   mkdirSync(dir, { recursive: true });
-  const port = await freePort();
+  const port = await findFreePort('127.0.0.1');
   const conf = join(dir, 'nginx.conf');
   writeFileSync(conf, nginxConfig(dir, port, upstream, cache));
   const child = startChild('nginx', ['-p', dir, '-e', join(dir, 'error.log'), '-c', conf, '-g', 'daemon off;']);
@@ -438,7 +437,7 @@ async function startNginx(id: string, upstream: string, cache: boolean): Promise
 
 /** A Node stand-in of bench/ (proxy-<id>.js, node:cluster with WORKERS processes). */
 async function startStandIn(id: 'naive' | 'floor', upstream: string): Promise<string> {
-  const port = await freePort();
+  const port = await findFreePort('127.0.0.1');
   const child = startChild(process.execPath, [join(HERE, `proxy-${id}.js`), upstream, String(port), String(WORKERS)]);
   groups.set(id, child.pid!);
   await firstLine(child, id);
@@ -446,7 +445,7 @@ async function startStandIn(id: 'naive' | 'floor', upstream: string): Promise<st
 }
 
 async function startFastify(upstream: string): Promise<string> {
-  const port = await freePort();
+  const port = await findFreePort('127.0.0.1');
   const child = startChild(process.execPath, [join(HERE, 'proxy-fastify.js'), upstream, String(port), String(WORKERS)]);
   groups.set('fastify', child.pid!);
   await firstLine(child, 'fastify');

@@ -32,7 +32,6 @@ const ECHO_MAIN = join(HERE, 'websocket-echo.js');
 const workDir = mkdtempSync(join(tmpdir(), 'bench-ws-'));
 const children = new Map<string, ChildProcess>();
 
-const freePort = (): Promise<number> => findFreePort('127.0.0.1');
 
 function startChild(id: string, command: string, args: string[], ready: RegExp): Promise<void> {
   const child = spawn(command, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -196,11 +195,11 @@ async function main(): Promise<void> {
   }, DEADLINE_S * 1000);
   deadline.unref();
 
-  const upstreamPort = await freePort();
+  const upstreamPort = await findFreePort('127.0.0.1');
   await startChild('upstream', process.execPath, [ECHO_MAIN, String(upstreamPort)], /listening/);
   const contenders: Array<{ id: string; url: string }> = [];
 
-  const gatewayPort = await freePort();
+  const gatewayPort = await findFreePort('127.0.0.1');
   const config = {
     host: '127.0.0.1',
     upstreams: [{ serviceType: 'static', serviceLocation: `http://127.0.0.1:${upstreamPort}`, endpoints: [{ method: 'GET', path: '/echo' }] }],
@@ -211,7 +210,7 @@ async function main(): Promise<void> {
   contenders.push({ id: 'gateway', url: `ws://127.0.0.1:${gatewayPort}/echo` });
 
   if (spawnSync('nginx', ['-v']).status === 0) {
-    const nginxPort = await freePort();
+    const nginxPort = await findFreePort('127.0.0.1');
     writeFileSync(join(workDir, 'nginx.conf'), nginxConfig(nginxPort, upstreamPort));
     const ready = startChild('nginx', 'nginx', ['-p', workDir, '-e', join(workDir, 'error.log'), '-c', join(workDir, 'nginx.conf'), '-g', 'daemon off;'], /$^/).catch(() => {});
     void ready;
