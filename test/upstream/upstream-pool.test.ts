@@ -75,6 +75,11 @@ function send(
 const OK = 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Waits (up to 5 s) until `condition` holds: for what the server must have seen, where a fixed sleep is too short on a busy machine. */
+async function until(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !condition(); i++) await sleep(10);
+}
+
 function pool(origin: string, options: Partial<UpstreamPoolOptions> = {}): UpstreamPool {
   const created = new UpstreamPool({ origin, ...options });
   t.teardown(() => created.destroy());
@@ -89,6 +94,8 @@ t.test('connection limit and FIFO wait queue', async (t) => {
   t.teardown(() => server.close());
   const p = pool(server.url, { connections: 2, maxQueue: 10 });
   const calls = [1, 2, 3, 4, 5].map((i) => send(p, 'GET', `/${i}`));
+  await until(() => server.requests.length >= 2);
+  // And a moment more, in which a third socket or request would show.
   await sleep(100);
   t.equal(server.connections, 2, 'no more sockets than the limit');
   t.equal(server.requests.length, 2, 'two requests in flight');
@@ -121,9 +128,9 @@ t.test('queue full: QUEUE_FULL, reported after request() returned, nothing sent'
   t.equal(rejected.error?.code, 'QUEUE_FULL');
   t.equal(rejected.error?.requestSent, false);
   t.equal(rejected.syncCallbacks, 0, 'not called back from inside request()');
-  await sleep(50);
+  await until(() => held.length > 0);
   held.shift()!.write(OK);
-  await sleep(50);
+  await until(() => held.length > 0);
   held.shift()!.write(OK);
   t.equal((await first.done).status, 200);
   t.equal((await second.done).status, 200);
@@ -687,7 +694,9 @@ t.test('close(): waiting calls fail with CLOSED, running ones finish, then every
   const p = new UpstreamPool({ origin: server.url, connections: 1 });
   const running = send(p, 'GET', '/1');
   const waiting = send(p, 'GET', '/2');
-  await sleep(30);
+  // The first call is running once its head has reached the server (a fixed 30 ms was too short in
+  // a fresh-clone CI run with three test files at a time).
+  await until(() => held.length > 0);
   const closed = p.close();
   t.equal((await waiting.done).error?.code, 'CLOSED');
   held[0]!.write(OK);
