@@ -18,7 +18,8 @@ t.teardown(() => upstream.close());
 const plane = await startDataPlane({
   config: testConfig({
     upstreams: [{ serviceType: 'static', serviceLocation: upstream.url, weight: 1, specPath: '/spec' }],
-    timeouts: { upstreamMs: 400 },
+    // Long enough for a cold first request on a loaded machine (a 504 there reads as a cache fault).
+    timeouts: { upstreamMs: 1500 },
   }),
 });
 t.teardown(() => plane.close());
@@ -298,7 +299,7 @@ t.test('stale-if-error: served on a 503, on a timeout and on connection refused;
   t.equal(stale.age, '1');
   const before = counted('stale');
 
-  upstream.setHandler(() => {}); // never answers: the data plane's upstreamMs (400 ms) runs out
+  upstream.setHandler(() => {}); // never answers: the data plane's upstreamMs (1500 ms) runs out
   const timedOut = await get('/items/stale-timeout');
   t.same([timedOut.status, timedOut.xCache, timedOut.body], [200, 'STALE', 'old but gold'], 'a timeout (504) too');
 
