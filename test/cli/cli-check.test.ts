@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { untapped } from '../helpers/untapped.js';
 import { MAIN, startUpstream, swaggerDoc } from '../helpers/gateway-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'specgate-check-'));
@@ -20,7 +21,7 @@ function file(name: string, config: unknown): string {
 /** Runs the CLI with exactly this environment (plus PATH), so the test machine's variables play no part. */
 function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [MAIN, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
+    execFile(...untapped(process.execPath, [MAIN, ...args], {}), { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });
@@ -135,7 +136,7 @@ t.test('GATEWAY_CONFIG is the default config of check and start', async (t) => {
   t.equal(check.code, 0, check.stderr);
   t.match(check.stdout, `${config} is ok`);
 
-  const child = spawn(process.execPath, [MAIN, 'start', '--port', '0'], { env: { PATH: process.env.PATH ?? '', GATEWAY_CONFIG: config }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(...untapped(process.execPath, [MAIN, 'start', '--port', '0'], {}), { env: { PATH: process.env.PATH ?? '', GATEWAY_CONFIG: config }, stdio: ['ignore', 'pipe', 'pipe'] });
   t.teardown(() => {
     if (child.exitCode === null) child.kill('SIGKILL');
   });

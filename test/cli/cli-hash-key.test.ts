@@ -3,8 +3,9 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import t from 'tap';
 import { MAIN } from '../helpers/gateway-process.js';
+import { untapped } from '../helpers/untapped.js';
 
-const run = (args: string[], input: string) => spawnSync(process.execPath, [MAIN, ...args], { input, encoding: 'utf8' });
+const run = (args: string[], input: string) => spawnSync(...untapped(process.execPath, [MAIN, ...args]), { input, encoding: 'utf8' });
 
 t.test('prints the SHA-256 of the key on stdin, one trailing newline dropped', async (t) => {
   const expected = createHash('sha256').update('s3cr3t key').digest('hex');

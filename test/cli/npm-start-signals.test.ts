@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { eventually, httpRequest } from '../helpers/gateway-process.js';
 import { holdExamplePorts } from '../helpers/machine-lock.js';
+import { untapped } from '../helpers/untapped.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 
@@ -47,7 +48,7 @@ await holdExamplePorts(t);
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   t.test(`${signal} to npm start's process stops every gateway process`, async (t) => {
     const port = 18000 + Math.floor(Math.random() * 2000);
-    const npm = spawn('npm', ['start', '--silent'], {
+    const npm = spawn(...untapped('npm', ['start', '--silent']), {
       cwd: ROOT,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],

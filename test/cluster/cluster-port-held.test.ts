@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import t from 'tap';
 import type { ReloadStatus } from '../../src/builtins/healthcheck.js';
 import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { untapped } from '../helpers/untapped.js';
 
 const upstream = await startUpstream(t, { name: 'backend' });
 const config = (overrides: Record<string, unknown> = {}) =>
@@ -24,8 +25,7 @@ async function freePort(): Promise<number> {
 /** Another program (a plain node:net server in its own process) listening on a port; resolves with its pid and port. */
 async function foreignHolder(): Promise<{ pid: number; port: number }> {
   const child = spawn(
-    process.execPath,
-    ['-e', "const s = require('node:net').createServer(); s.listen({ host: '127.0.0.1', port: 0, exclusive: true }, () => console.log(s.address().port))"],
+    ...untapped(process.execPath, ['-e', "const s = require('node:net').createServer(); s.listen({ host: '127.0.0.1', port: 0, exclusive: true }, () => console.log(s.address().port))"]),
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
   t.teardown(() => void child.kill('SIGKILL'));

@@ -2,6 +2,7 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { untapped } from './untapped.js';
 
 const run = promisify(execFile);
 const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
@@ -9,7 +10,7 @@ const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 /** `gateway <args>`: its exit code and output (a failing command is an answer, not a throw). */
 export async function gateway(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args]);
+    const { stdout, stderr } = await run(...untapped(process.execPath, [CLI, ...args]));
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };

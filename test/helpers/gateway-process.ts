@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect } from 'node:net';
 import { parseResponses, rawRequest, type ParsedResponse } from './raw-http.js';
+import { untapped } from './untapped.js';
 
 export const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 
@@ -59,14 +60,14 @@ export async function startGateway(t: Teardown, options: StartOptions): Promise<
   const dir = mkdtempSync(join(tmpdir(), 'specgate-test-'));
   const configFile = join(dir, 'gateway.json');
   writeFileSync(configFile, JSON.stringify(options.config, null, 2));
+  const env = { ...process.env, GATEWAY_WORKER_HEADER: '1', GATEWAY_LOG_LEVEL: 'info', ...options.env };
   const child = spawn(
-    process.execPath,
-    [...(options.nodeFlags ?? []), MAIN, 'start', '--config', configFile, '--workers', String(options.workers ?? 2), ...(options.port === null ? [] : ['--port', String(options.port ?? 0)])],
-    {
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, GATEWAY_WORKER_HEADER: '1', GATEWAY_LOG_LEVEL: 'info', ...options.env },
-    },
+    ...untapped(
+      process.execPath,
+      [...(options.nodeFlags ?? []), MAIN, 'start', '--config', configFile, '--workers', String(options.workers ?? 2), ...(options.port === null ? [] : ['--port', String(options.port ?? 0)])],
+      env,
+    ),
+    { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env },
   );
   const lines: LogLine[] = [];
   const waiters = new Set<{ predicate: (line: LogLine) => boolean; resolve: (line: LogLine) => void }>();

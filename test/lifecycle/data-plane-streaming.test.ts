@@ -14,6 +14,7 @@ import { pathToFileURL } from 'node:url';
 import { startDataPlane } from '../../src/proxy/data-plane.js';
 import { RoutingTable } from '../../src/routing/table.js';
 import { entry, testConfig } from '../helpers/upstream-server.js';
+import { untapped } from '../helpers/untapped.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -78,7 +79,7 @@ createInterface({ input: process.stdin }).on('line', async (line) => {
 process.stdin.on('end', () => process.exit(0));
 `;
 
-const child = spawn(process.execPath, ['--input-type=module', '-e', CHILD], { stdio: ['pipe', 'pipe', 'inherit'] });
+const child = spawn(...untapped(process.execPath, ['--input-type=module', '-e', CHILD]), { stdio: ['pipe', 'pipe', 'inherit'] });
 const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
 async function nextLine(): Promise<Record<string, unknown>> {
   const { value, done } = await lines.next();

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { openAppendLog } from '../../src/listeners/append-log.js';
 import { MAX_LINE_BYTES } from '../../src/listeners/mismatch-line.js';
+import { untapped } from '../helpers/untapped.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'specgate-append-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -37,7 +38,7 @@ function writer(path: string, writerId: number): Promise<number> {
     process.exit(dropped === 0 ? 0 : 3);
   `;
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'inherit', 'inherit'] });
+    const child = spawn(...untapped(process.execPath, ['--input-type=module', '-e', script]), { stdio: ['ignore', 'inherit', 'inherit'] });
     child.on('exit', (code) => resolve(code ?? -1));
   });
 }

@@ -8,11 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { installVerbatimStringShim, shimInEffect, VerbatimString } from '../../src/stores/verbatim-string-shim.js';
+import { untapped } from '../helpers/untapped.js';
 
 const STORE = new URL('../../src/stores/redis-store.js', import.meta.url).href;
 
 function run(code: string): { out: Record<string, unknown>; stderr: string } {
-  const child = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', timeout: 60_000 });
+  const child = spawnSync(...untapped(process.execPath, ['--input-type=module', '-e', code]), { encoding: 'utf8', timeout: 60_000 });
   if (child.status !== 0) throw new Error(`child exited ${child.status}: ${child.stderr}`);
   return { out: JSON.parse(child.stdout.trim().split('\n').pop()!), stderr: child.stderr };
 }
