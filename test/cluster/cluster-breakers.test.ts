@@ -21,11 +21,14 @@ t.test('a host failing on both workers trips once the failures add up to the thr
     waitFor: (line) => line.msg === 'gateway operational',
   });
 
-  // Each request on a fresh connection, so the kernel spreads them over both workers.
+  // Each request on a fresh connection, so the kernel spreads them over both workers; 20 ms apart,
+  // so that what is "in flight" is the reports' delay on a quiet machine and not the scheduler's on a
+  // loaded one (back to back, a loaded run let 16 through).
   const statusByWorker = new Map<string, number[]>();
   for (let i = 0; i < 3 * THRESHOLD; i++) {
     const answer = await askWorker(gateway.port, `/items/${i}`);
     statusByWorker.set(answer.workerPid, [...(statusByWorker.get(answer.workerPid) ?? []), answer.status]);
+    await new Promise((resolve) => setTimeout(resolve, 20));
   }
   const hits = failing.total();
   t.comment(`upstream hit ${hits} times; statuses by worker: ${JSON.stringify([...statusByWorker.values()])}`);

@@ -18,13 +18,13 @@ function run(code: string): { out: Record<string, unknown>; stderr: string } {
   return { out: JSON.parse(child.stdout.trim().split('\n').pop()!), stderr: child.stderr };
 }
 
-/** Best-of-5 ns per call of a charCodeAt loop over 64 flat 53-character paths. */
+/** Best-of-9 ns per call of a charCodeAt loop over 64 flat 53-character paths (best of: other processes share the cores). */
 const LOOP = `
 function visible(text) { for (let i = 0; i < text.length; i++) { const c = text.charCodeAt(i); if (c < 0x21 || c > 0x7e) return false; } return true; }
 const paths = Array.from({ length: 64 }, (_, i) => Buffer.from('/github-com-rest/repos/octocat/hello-world/issues/' + (1000 + i)).toString('latin1'));
 function loopNs() {
   let best = Infinity;
-  for (let round = 0; round < 5; round++) {
+  for (let round = 0; round < 9; round++) {
     let ok = 0;
     const start = process.hrtime.bigint();
     for (let i = 0; i < 300000; i++) if (visible(paths[i & 63])) ok++;
@@ -60,7 +60,9 @@ t.test('string method calls run as fast after loading the store as before (ratio
     console.log(JSON.stringify({ before, after, poisoned, sub: typeof Sub }));`);
   const { before, after, poisoned } = out as { before: number; after: number; poisoned: number };
   t.comment(`charCodeAt loop: ${before.toFixed(0)} ns before loading the store, ${after.toFixed(0)} after, ${poisoned.toFixed(0)} once a String subclass exists`);
-  t.ok(after / before < 2, `after / before = ${(after / before).toFixed(2)} (without the stand-in about 5x on Node 20)`);
+  // Without the stand-in the loop is 5-10x slower on Node 20 (poisoned); a loaded machine has read
+  // up to 2.1x with it (a loaded run, best of 5), so the bound sits between the two.
+  t.ok(after / before < 3, `after / before = ${(after / before).toFixed(2)} (without the stand-in 5-10x on Node 20)`);
 });
 
 t.test('redis loaded before the store: the store warns (the process runs, slower)', async (t) => {
