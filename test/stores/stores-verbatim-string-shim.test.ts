@@ -60,9 +60,9 @@ t.test('string method calls run as fast after loading the store as before (ratio
     console.log(JSON.stringify({ before, after, poisoned, sub: typeof Sub }));`);
   const { before, after, poisoned } = out as { before: number; after: number; poisoned: number };
   t.comment(`charCodeAt loop: ${before.toFixed(0)} ns before loading the store, ${after.toFixed(0)} after, ${poisoned.toFixed(0)} once a String subclass exists`);
-  // Without the stand-in the loop is 5-10x slower on Node 20 (poisoned); a loaded machine has read
-  // up to 2.1x with it (a loaded run, best of 5), so the bound sits between the two.
-  t.ok(after / before < 3, `after / before = ${(after / before).toFixed(2)} (without the stand-in 5-10x on Node 20)`);
+  // Without the stand-in the loop is 3.7-9.8x slower on Node 20 (poisoned / before, measured); with
+  // it a loaded machine has read up to 2.1x (best of 5), so the bound sits between the two.
+  t.ok(after / before < 3, `after / before = ${(after / before).toFixed(2)} (without the stand-in 3.7-9.8x on Node 20)`);
 });
 
 t.test('redis loaded before the store: the store warns (the process runs, slower)', async (t) => {
