@@ -63,7 +63,6 @@ function cleanUp(): void {
 process.on('exit', cleanUp);
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130));
 
-
 function checkout(): string {
   if (process.env.CACHE_TESTS_DIR !== undefined) return process.env.CACHE_TESTS_DIR;
   const dir = mkdtempSync(join(tmpdir(), 'cache-tests-'));

@@ -180,7 +180,6 @@ function firstLine(child: ChildProcess, what: string, timeoutMs = 20_000): Promi
   });
 }
 
-
 function get(origin: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(`${origin}${path}`, { agent: false, timeout: 2000, headers }, (res) => {

@@ -32,7 +32,6 @@ const ECHO_MAIN = join(HERE, 'websocket-echo.js');
 const workDir = mkdtempSync(join(tmpdir(), 'bench-ws-'));
 const children = new Map<string, ChildProcess>();
 
-
 function startChild(id: string, command: string, args: string[], ready: RegExp): Promise<void> {
   const child = spawn(command, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   children.set(id, child);
