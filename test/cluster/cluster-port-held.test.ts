@@ -2,25 +2,15 @@
 // a port would share it silently and take half its connections. A start on a port anything holds
 // exits 1 with one line naming the port and the holder; a reload that moves to such a port is refused.
 import { spawn } from 'node:child_process';
-import type { AddressInfo } from 'node:net';
-import { createServer } from 'node:net';
 import t from 'tap';
 import type { ReloadStatus } from '../../src/builtins/healthcheck.js';
+import { findFreePort } from '../../src/cluster/free-port.js';
 import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 import { untapped } from '../helpers/untapped.js';
 
 const upstream = await startUpstream(t, { name: 'backend' });
 const config = (overrides: Record<string, unknown> = {}) =>
   testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints: [{ method: 'GET', path: '/ok' }] }], overrides);
-
-/** A port nothing listens on right now. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen({ host: '127.0.0.1', port: 0, exclusive: true }, resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** Another program (a plain node:net server in its own process) listening on a port; resolves with its pid and port. */
 async function foreignHolder(): Promise<{ pid: number; port: number }> {
@@ -52,7 +42,7 @@ t.test('a port another program holds: exit 1, one line naming the port and the p
 });
 
 t.test('a second gateway on a running gateway\'s port: exit 1 naming the first; the first keeps every request', async (t) => {
-  const first = await startGateway(t, { config: config(), port: await freePort(), startTimeoutMs: 60_000 });
+  const first = await startGateway(t, { config: config(), port: await findFreePort('127.0.0.1'), startTimeoutMs: 60_000 });
   const second = await startGateway(t, { config: config(), port: first.port, waitForListening: false });
   const exit = await Promise.race([second.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 60_000))]);
   t.same(exit, { code: 1, signal: null });
@@ -68,7 +58,7 @@ t.test('a second gateway on a running gateway\'s port: exit 1 naming the first; 
 
 t.test('a reload that moves to a held port is refused the same way; the gateway keeps serving on its port', async (t) => {
   const holder = await foreignHolder();
-  const gateway = await startGateway(t, { config: config({ port: await freePort() }), port: null, startTimeoutMs: 60_000 });
+  const gateway = await startGateway(t, { config: config({ port: await findFreePort('127.0.0.1') }), port: null, startTimeoutMs: 60_000 });
   const lastReload = async () => (JSON.parse((await httpRequest(gateway.port, '/metrics')).body) as { lastReload?: ReloadStatus }).lastReload;
   // The command line's --port overrides the file, so this gateway runs without one to see the file's port.
   gateway.writeConfig(config({ port: holder.port }));

@@ -1,21 +1,12 @@
 // The shape of src/ the request lifecycle depends on: no import circle (a type-only one only where
 // its files say why), contracts (src/exchange/) depend on nothing above them, and only the transport
 // adapters (src/lifecycle/uws/) know uWS among the lifecycle's modules.
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { REPO_ROOT as root, typeScriptFiles } from '../helpers/repo-files.js';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const src = join(root, 'src');
-
-function files(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) return files(path);
-    return name.endsWith('.ts') ? [path] : [];
-  });
-}
 
 interface Module {
   text: string;
@@ -24,7 +15,7 @@ interface Module {
 }
 
 const modules = new Map<string, Module>();
-for (const path of files(src)) {
+for (const path of typeScriptFiles(src)) {
   const text = readFileSync(path, 'utf8');
   const imports: string[] = [];
   const typeImports: string[] = [];

@@ -1,20 +1,10 @@
 // Every Node.js process a test starts goes through untapped() (test/helpers/untapped.ts): without it
 // tap's coverage loader rides along in the child's NODE_OPTIONS and doubles what a gateway start costs,
 // which the suite's time on two cores (README) cannot afford. This finds spawns that bypass it.
-import { readFileSync, readdirSync, statSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import t from 'tap';
-
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-
-function files(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) return files(path);
-    return name.endsWith('.ts') ? [path] : [];
-  });
-}
+import { REPO_ROOT as root, typeScriptFiles } from '../helpers/repo-files.js';
 
 /** A child_process call whose command is node itself or npm (a Node.js program), not built by untapped(). */
 const DIRECT = /\b(?:spawn|spawnSync|execFile|execFileSync|fork)\(\s*(?:process\.execPath|'npm'|'node')/g;
@@ -22,7 +12,7 @@ const DIRECT = /\b(?:spawn|spawnSync|execFile|execFileSync|fork)\(\s*(?:process\
 t.test('tests start Node.js processes through untapped()', async (t) => {
   const offenders: string[] = [];
   const self = join(root, 'test', 'repo', 'test-children.test.ts');
-  for (const path of files(join(root, 'test')).filter((path) => path !== self)) {
+  for (const path of typeScriptFiles(join(root, 'test')).filter((path) => path !== self)) {
     const text = readFileSync(path, 'utf8');
     for (const match of text.matchAll(DIRECT)) {
       const line = text.slice(0, match.index).split('\n').length;
