@@ -355,7 +355,7 @@ function positive(options: UpstreamPoolOptions, key: keyof typeof DEFAULTS, zero
   return value;
 }
 
-function tlsConnectOptions(host: string, port: number, options: UpstreamTlsOptions): tls.ConnectionOptions {
+export function tlsConnectOptions(host: string, port: number, options: UpstreamTlsOptions): tls.ConnectionOptions {
   const servername = options.servername ?? (net.isIP(host) === 0 ? host : undefined);
   return {
     host,

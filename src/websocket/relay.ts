@@ -1,21 +1,22 @@
 /**
  * One proxied WebSocket connection once both sides are open: the client's socket (uWS) and the
- * upstream's (the `ws` client). Messages go through whole: uWS and ws each reassemble fragmented
- * messages, and each side's stack answers its own pings.
+ * upstream's (./upstream-socket.ts). Messages go through whole: uWS and the upstream socket each
+ * reassemble fragmented messages, and each side's stack answers its own pings.
  *
  * Backpressure:
  * - upstream -> client: when the client's buffered amount passes HIGH_WATER the upstream socket is
- *   paused (ws's pause(), which stops reading its TCP socket); uWS's drain resumes it below LOW_WATER.
- *   What the gateway holds for a slow client is at most HIGH_WATER plus one message.
+ *   paused (it stops reading its TCP socket); uWS's drain resumes it below LOW_WATER. What the
+ *   gateway holds for a slow client is at most HIGH_WATER plus one message.
  * - client -> upstream: no uWS build we load can stop reading a WebSocket (there is no pause() on it),
  *   so the bound is enforced by closing: when the upstream socket's unsent bytes pass `maxUnsent`
  *   (maxPayloadBytes + 4 MiB), the client is closed with 1013 (try again later) and the upstream with
  *   1001. A client that keeps within what the upstream reads never sees it.
  */
 import { performance } from 'node:perf_hooks';
-import type { WebSocket as UpstreamSocket } from 'ws';
 import type { UwsWebSocket } from '../native/uws-types.js';
 import type { RequestContext } from '../exchange/context.js';
+import { MESSAGE_TOO_BIG, sendableCloseCode } from './frames.js';
+import type { UpstreamMessageHandler, UpstreamSocket } from './upstream-socket.js';
 
 export const HIGH_WATER = 1024 * 1024;
 export const LOW_WATER = 256 * 1024;
@@ -45,10 +46,7 @@ export interface RelayHost {
   ended(end: RelayEnd): void;
 }
 
-const BINARY = { binary: true, compress: false };
-const TEXT = { binary: false, compress: false };
-
-export class Relay {
+export class Relay implements UpstreamMessageHandler {
   client: UwsWebSocket<ClientSlot> | null = null;
   readonly upstream: UpstreamSocket;
   readonly startedAt: number;
@@ -61,13 +59,12 @@ export class Relay {
   unreported = { messagesToUpstream: 0, bytesToUpstream: 0, messagesToClient: 0, bytesToClient: 0 };
   private clientOpen = false;
   private finished = false;
-  private tooBig = false;
   /** Upstream messages that arrived before the client's socket opened (same turn; rare). */
   private early: Array<[Buffer, boolean]> | null = null;
   /**
-   * Upstream messages of the current read, sent to the client in one cork once ws has parsed the read
-   * (a microtask): uWS writes each uncorked send with a syscall of its own, which was most of the
-   * relay's cost per message (profile in docs/websocket.md).
+   * Upstream messages of the current read, sent to the client in one cork once the whole read is
+   * parsed (a tick later): uWS writes each uncorked send with a syscall of its own, which was most of
+   * the relay's cost per message (profile in docs/websocket.md).
    */
   private batch: Array<Buffer | boolean> = [];
   private batchScheduled = false;
@@ -82,9 +79,7 @@ export class Relay {
   ) {
     this.upstream = upstream;
     this.startedAt = this.lastActivity = performance.now();
-    upstream.on('message', this.onUpstreamMessage);
-    upstream.on('close', this.onUpstreamClose);
-    upstream.on('error', this.onUpstreamError);
+    upstream.attach(this);
   }
 
   get isFinished(): boolean {
@@ -109,11 +104,10 @@ export class Relay {
     this.unreported.messagesToUpstream++;
     this.unreported.bytesToUpstream += length;
     const upstream = this.upstream;
-    if (upstream.readyState !== 1) return;
+    if (!upstream.isOpen) return;
     if (length > this.host.maxPayloadBytes) return this.closeBoth(1009, 'message too big', 'client');
-    // No copy here: with compression off, ws frames and masks the data synchronously into a buffer of
-    // its own (a read-only view is copied while masked), before uWS reuses the ArrayBuffer.
-    upstream.send(new Uint8Array(message), isBinary ? BINARY : TEXT);
+    // No copy here: the frame is masked into a buffer of its own before uWS reuses the ArrayBuffer.
+    upstream.send(new Uint8Array(message), isBinary);
     if (upstream.bufferedAmount > this.host.maxUnsent) this.closeBoth(1013, 'the upstream does not read fast enough', 'gateway', 1001);
   }
 
@@ -146,7 +140,8 @@ export class Relay {
     this.endClient(code, reason, closedBy);
   }
 
-  private readonly onUpstreamMessage = (data: Buffer, isBinary: boolean): void => {
+  /** A message from the upstream (a view of its read: sent on before the next read). */
+  onMessage(data: Buffer, isBinary: boolean): void {
     this.lastActivity = performance.now();
     const length = data.length;
     this.messagesToClient++;
@@ -154,15 +149,17 @@ export class Relay {
     this.unreported.messagesToClient++;
     this.unreported.bytesToClient += length;
     if (!this.clientOpen) {
-      if (!this.finished) (this.early ??= []).push([data, isBinary]);
+      if (!this.finished) (this.early ??= []).push([Buffer.from(data), isBinary]);
       return;
     }
     this.batch.push(data, isBinary);
     if (!this.batchScheduled) {
       this.batchScheduled = true;
-      queueMicrotask(this.flushBatch);
+      // After the rest of this read's messages, before the next read (a tick, not a microtask:
+      // queueMicrotask wraps each callback in an AsyncResource, 3% of a worker's time under bench:ws).
+      process.nextTick(this.flushBatch);
     }
-  };
+  }
 
   private readonly flushBatch = (): void => {
     this.batchScheduled = false;
@@ -183,30 +180,20 @@ export class Relay {
     if (client.getBufferedAmount() > HIGH_WATER && !this.upstream.isPaused) this.upstream.pause();
   }
 
-  private readonly onUpstreamError = (err: Error & { code?: string }): void => {
-    // ws closes the upstream with 1009 itself; the client gets the same.
-    if (err.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') this.tooBig = true;
-  };
-
-  private readonly onUpstreamClose = (code: number, reason: Buffer): void => {
+  /** The upstream's side is over: its close frame, the connection lost, or a protocol violation. */
+  onClosed(code: number, reason: string, violation: number): void {
     if (this.finished) return;
     this.flushBatch();
-    if (this.tooBig) return this.endClient(1009, 'message too big', 'upstream');
+    if (violation === MESSAGE_TOO_BIG) return this.endClient(1009, 'message too big', 'upstream');
+    if (violation !== 0) return this.endClient(1011, 'the upstream broke the WebSocket protocol', 'upstream', violation);
     // 1006: the upstream was lost without a close frame; 1005: it sent none with a code.
     if (code === 1006) return this.endClient(1011, 'upstream connection lost', 'upstream', 1006);
     if (code === 1005) return this.endClient(1000, '', 'upstream', 1005);
-    this.endClient(sendable(code) ? code : 1011, reason.toString(), 'upstream');
-  };
+    this.endClient(sendableCloseCode(code) ? code : 1011, reason, 'upstream');
+  }
 
   private closeUpstream(code: number, reason: string): void {
-    const upstream = this.upstream;
-    if (upstream.readyState === 2 || upstream.readyState === 3) return;
-    if (upstream.isPaused) upstream.resume();
-    try {
-      upstream.close(sendable(code) ? code : 1011, truncateReason(reason));
-    } catch {
-      upstream.terminate();
-    }
+    this.upstream.close(sendableCloseCode(code) ? code : 1011, truncateReason(reason));
   }
 
   private endClient(code: number, reason: string, closedBy: ClosedBy, loggedCode = code): void {
@@ -225,11 +212,6 @@ export class Relay {
     this.early = null;
     this.host.ended({ relay: this, code, closedBy });
   }
-}
-
-/** Codes a close frame may carry (RFC 6455 7.4): not 1004-1006, 1015, nor unassigned ones below 3000. */
-function sendable(code: number): boolean {
-  return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999);
 }
 
 /** A close reason fits in 123 bytes of UTF-8. */

@@ -8,14 +8,11 @@
  * Anything that does not route (a built-in path, no endpoint, a malformed request) is handed to the
  * data plane's ordinary request path, which answers it as it answers any GET.
  *
- * The upstream leg uses the `ws` client: a well-kept, complete RFC 6455 client (fragmentation, pings,
- * close handshake, maxPayload, TLS) whose send path frames and masks without an extra copy. The relay
- * costs measured with bench:ws are in docs/websocket.md.
+ * The upstream leg is the gateway's own RFC 6455 client (./upstream-socket.ts says why it is not
+ * `ws`). The relay costs measured with bench:ws are in docs/websocket.md.
  */
 import cluster from 'node:cluster';
 import { performance } from 'node:perf_hooks';
-import { WebSocket as UpstreamSocket, type ClientOptions } from 'ws';
-import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { GatewayConfig } from '../config/types.js';
 import { normalizePath } from '../http/normalize-path.js';
 import { writeHeaders } from '../http/cork-budget.js';
@@ -36,6 +33,8 @@ import { acceptedHeaders } from './accepted-headers.js';
 import { HIGH_WATER, Relay, type ClientSlot, type RelayEnd, type RelayHost } from './relay.js';
 import { WebSocketMetrics, type UpgradeOutcome } from './metrics.js';
 import { webSocketSettings, type WebSocketConfig } from './settings.js';
+import { UpstreamSocket, type HandshakeFailure, type HandshakeHandler, type UpstreamSocketOptions } from './upstream-socket.js';
+import type { UpstreamTlsOptions } from '../upstream/pool.js';
 
 /** What the data plane lends the WebSocket route. */
 export interface WebSocketHost {
@@ -58,15 +57,15 @@ export interface WebSocketHost {
   requestDone(ctx: RequestContext): void;
 }
 
-/** Upstream answers to a refused upgrade are passed on up to this size; a larger one is a 502. */
-const MAX_REFUSAL_BODY = 1024 * 1024;
 /** Most WebSocket close frames leave within this after a shutdown's close (then the sockets are cut). */
 const CLOSE_FLUSH_MS = 250;
-/** Headers the ws client writes itself, or that only belong to the client's own handshake. */
+/** Headers the upstream socket writes itself, or that only belong to the client's own handshake. */
 const HANDSHAKE_HEADERS = new Set(['sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions', 'sec-websocket-protocol']);
 /** Not passed back from a refusing upstream: hop-by-hop, framing (uWS writes its own), Date (uWS writes one). */
 const NOT_PASSED_BACK = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'upgrade', 'te', 'trailer', 'proxy-authenticate', 'proxy-connection', 'date', 'via']);
 const NO_HOST = 'no upstream can take this request now (circuit breakers open)';
+/** The upstream pool's default (src/proxy/host-pools.ts) when the config has no upstreamPool. */
+const DEFAULT_MAX_HEAD_BYTES = 16 * 1024;
 
 export class WebSocketProxy implements RelayHost {
   readonly settings: WebSocketConfig;
@@ -244,19 +243,24 @@ export class WebSocketProxy implements RelayHost {
     this.host.requestDone(ctx);
   }
 
-  upstreamOptions(): ClientOptions {
+  /** How to open the upstream leg of `ctx` to `upstream` (an origin), offering `protocols`. */
+  upstreamOptions(upstream: string, ctx: RequestContext, protocols: readonly string[]): UpstreamSocketOptions {
     return {
+      origin: upstream,
+      target: ctx.query === '' ? ctx.path : `${ctx.path}?${ctx.query}`,
+      headers: upstreamHeaders(ctx.headers),
+      protocols,
       maxPayload: this.maxPayloadBytes,
-      perMessageDeflate: false,
-      handshakeTimeout: this.config.timeouts.upstreamMs,
-      followRedirects: false,
+      handshakeTimeoutMs: this.config.timeouts.upstreamMs,
+      maxResponseHeaderBytes: this.config.upstreamPool?.maxResponseHeaderBytes ?? DEFAULT_MAX_HEAD_BYTES,
+      tls: this.upstreamTls(upstream),
     };
   }
 
-  upstreamTls(upstream: string): ClientOptions {
+  private upstreamTls(upstream: string): UpstreamTlsOptions | undefined {
     const tls = this.config.upstreams.find((u) => u.serviceLocation === upstream)?.tls;
-    if (tls === undefined) return {};
-    return { ca: tls.ca, cert: tls.cert, key: tls.key, rejectUnauthorized: tls.rejectUnauthorized, ...(tls.serverName === undefined ? {} : { servername: tls.serverName }) } as ClientOptions;
+    if (tls === undefined) return undefined;
+    return { ca: tls.ca, cert: tls.cert, key: tls.key, rejectUnauthorized: tls.rejectUnauthorized, servername: tls.serverName };
   }
 
   private sweep(): void {
@@ -281,13 +285,13 @@ export class WebSocketProxy implements RelayHost {
 }
 
 /** An upgrade between the client's request and the upstream's answer. */
-class PendingUpgrade {
+class PendingUpgrade implements HandshakeHandler {
   private clientGone = false;
   private done = false;
   private socket: UpstreamSocket | null = null;
   private retried = false;
-  /** The upstream's 101 headers (rawHeaders), kept from ws's 'upgrade' event until the client's upgrade. */
-  private accepted: readonly string[] = [];
+  /** The host the current attempt went to. */
+  private upstream = '';
 
   constructor(
     private readonly proxy: WebSocketProxy,
@@ -338,32 +342,20 @@ class PendingUpgrade {
     const { ctx, host } = this;
     const upstream = host.pick(ctx, excluding);
     if (upstream === null) return this.answer({ kind: 'problem', status: 503, detail: NO_HOST }, 'rejected');
-    const target = ctx.query === '' ? ctx.path : `${ctx.path}?${ctx.query}`;
-    const url = (upstream.startsWith('https:') ? 'wss' : 'ws') + upstream.slice(upstream.indexOf(':')) + target;
-    let socket: UpstreamSocket;
+    this.upstream = upstream;
     try {
-      socket = new UpstreamSocket(url, this.protocols, { ...this.proxy.upstreamOptions(), ...this.proxy.upstreamTls(upstream), headers: upstreamHeaders(ctx.headers) });
+      this.socket = new UpstreamSocket(this.proxy.upstreamOptions(upstream, ctx, this.protocols), this);
     } catch (err) {
-      // An offered subprotocol that is not a token, or a header ws refuses.
+      // An offered subprotocol that is not a token, or a header that cannot be written.
       return this.answer({ kind: 'problem', status: 400, detail: `the upgrade cannot be forwarded as sent: ${(err as Error).message}` }, 'rejected');
     }
-    this.socket = socket;
-    socket.on('upgrade', (response: IncomingMessage) => {
-      this.accepted = response.rawHeaders;
-    });
-    socket.on('open', () => this.opened(socket, upstream));
-    socket.on('unexpected-response', (request: ClientRequest, response: IncomingMessage) => this.refused(socket, upstream, request, response));
-    socket.on('error', (err: Error & { code?: string }) => this.failed(socket, upstream, err));
   }
 
-  private opened(socket: UpstreamSocket, upstream: string): void {
-    socket.removeAllListeners('error');
-    socket.removeAllListeners('unexpected-response');
-    socket.removeAllListeners('upgrade');
-    this.host.breakers.onSuccess(upstream, this.ctx.routeId);
+  /** HandshakeHandler: the upstream answered 101. */
+  onOpen(socket: UpstreamSocket, upstreamHeaders: string[]): void {
+    this.host.breakers.onSuccess(this.upstream, this.ctx.routeId);
     if (this.clientGone || this.done) {
       socket.close(1001, 'the client went away');
-      socket.on('error', () => {});
       return;
     }
     this.done = true;
@@ -372,8 +364,7 @@ class PendingUpgrade {
     const relay = new Relay(this.proxy, socket, ctx, this.proxy.settings.compression);
     this.proxy.adopt(relay);
     const slot: ClientSlot = { relay };
-    const headers = acceptedHeaders(this.accepted);
-    this.accepted = [];
+    const headers = acceptedHeaders(upstreamHeaders);
     const res = this.res;
     const via = this.host.via;
     res.cork(() => {
@@ -386,57 +377,36 @@ class PendingUpgrade {
     });
   }
 
-  /** The upstream answered something other than 101: the client gets that answer. */
-  private refused(socket: UpstreamSocket, upstream: string, request: ClientRequest, response: IncomingMessage): void {
-    const status = response.statusCode ?? 502;
+  /** HandshakeHandler: the upstream answered something other than 101; the client gets that answer. */
+  onRefused(status: number, upstreamHeaders: string[], body: Buffer | null): void {
     const routeId = this.ctx.routeId;
-    if (status >= 500) this.host.breakers.onFailure(upstream, routeId);
-    else this.host.breakers.onSuccess(upstream, routeId);
-    const chunks: Buffer[] = [];
-    let length = 0;
-    const finish = (body: Buffer | null): void => {
-      request.destroy();
-      socket.removeAllListeners('error');
-      socket.on('error', () => {});
-      if (this.done) return;
-      if (body === null) return this.answer({ kind: 'problem', status: 502, detail: 'the upstream refused the upgrade with an answer that could not be read or was too large' }, 'failed');
-      const headers: string[] = [];
-      const raw = response.rawHeaders;
-      for (let i = 0; i < raw.length; i += 2) {
-        const name = raw[i]!.toLowerCase();
-        if (!NOT_PASSED_BACK.has(name) && !name.startsWith('proxy-')) headers.push(name, raw[i + 1]!);
-      }
-      this.answer({ kind: 'content', status, headers, body }, 'refused');
-    };
-    response.on('data', (chunk: Buffer) => {
-      length += chunk.length;
-      if (length > MAX_REFUSAL_BODY) {
-        response.destroy();
-        return finish(null);
-      }
-      chunks.push(chunk);
-    });
-    response.on('end', () => finish(Buffer.concat(chunks)));
-    response.on('error', () => finish(null));
+    if (status >= 500) this.host.breakers.onFailure(this.upstream, routeId);
+    else this.host.breakers.onSuccess(this.upstream, routeId);
+    if (this.done) return;
+    if (body === null) return this.answer({ kind: 'problem', status: 502, detail: 'the upstream refused the upgrade with an answer that could not be read or was too large' }, 'failed');
+    const headers: string[] = [];
+    for (let i = 0; i < upstreamHeaders.length; i += 2) {
+      const name = upstreamHeaders[i]!;
+      if (!NOT_PASSED_BACK.has(name) && !name.startsWith('proxy-')) headers.push(name, upstreamHeaders[i + 1]!);
+    }
+    this.answer({ kind: 'content', status, headers, body }, 'refused');
   }
 
-  private failed(socket: UpstreamSocket, upstream: string, err: Error & { code?: string }): void {
-    socket.removeAllListeners('error');
-    socket.on('error', () => {});
+  /** HandshakeHandler: no answer in time, no connection, or an answer that is not valid. */
+  onFailed(kind: HandshakeFailure, detail: string): void {
     if (this.done) return;
     const { ctx, host } = this;
-    host.breakers.onFailure(upstream, ctx.routeId);
-    const timedOut = err.message.includes('handshake has timed out') || err.code === 'ETIMEDOUT';
-    const unsent = err.code === 'ECONNREFUSED' || err.code === 'EHOSTUNREACH' || err.code === 'ENETUNREACH' || err.code === 'ECONNRESET';
-    if (unsent && !this.retried && ctx.targets.length > 1 && !host.closing()) {
+    host.breakers.onFailure(this.upstream, ctx.routeId);
+    if (kind === 'unsent' && !this.retried && ctx.targets.length > 1 && !host.closing()) {
       this.retried = true;
       host.counters?.add('retries.afterConnectFailure');
-      return this.connect(upstream);
+      return this.connect(this.upstream);
     }
-    host.counters?.add(timedOut ? 'upstreamFailures.timeouts' : unsent ? 'upstreamFailures.connectFailures' : 'upstreamFailures.resets');
-    const answer = timedOut
-      ? { kind: 'problem' as const, status: 504, detail: 'the upstream did not answer the upgrade in time' }
-      : { kind: 'problem' as const, status: 502, detail: unsent ? 'the upstream refused the connection' : `the upstream's answer to the upgrade was not valid (${err.message})` };
+    host.counters?.add(kind === 'timeout' ? 'upstreamFailures.timeouts' : kind === 'unsent' ? 'upstreamFailures.connectFailures' : 'upstreamFailures.resets');
+    const answer =
+      kind === 'timeout'
+        ? { kind: 'problem' as const, status: 504, detail: 'the upstream did not answer the upgrade in time' }
+        : { kind: 'problem' as const, status: 502, detail: kind === 'unsent' ? 'the upstream refused the connection' : `the upstream's answer to the upgrade was not valid (${detail})` };
     this.answer(answer, 'failed');
   }
 }
@@ -447,15 +417,17 @@ function splitProtocols(header: string): string[] {
   return header.split(',').map((p) => p.trim()).filter((p) => p !== '');
 }
 
-/** ctx.headers (flat, lower-case names) as the ws client's headers option; repeated names are joined. */
-function upstreamHeaders(flat: readonly string[]): Record<string, string> {
-  const headers: Record<string, string> = {};
+/** ctx.headers (flat, lower-case names) without the handshake's own; repeated names are joined, as they reached the upstream before. */
+function upstreamHeaders(flat: readonly string[]): string[] {
+  const joined = new Map<string, string>();
   for (let i = 0; i < flat.length; i += 2) {
     const name = flat[i]!;
     if (HANDSHAKE_HEADERS.has(name)) continue;
     const value = flat[i + 1]!;
-    const previous = headers[name];
-    headers[name] = previous === undefined ? value : `${previous}${name === 'cookie' ? '; ' : ', '}${value}`;
+    const previous = joined.get(name);
+    joined.set(name, previous === undefined ? value : `${previous}${name === 'cookie' ? '; ' : ', '}${value}`);
   }
+  const headers: string[] = [];
+  for (const [name, value] of joined) headers.push(name, value);
   return headers;
 }

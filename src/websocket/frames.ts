@@ -1,0 +1,284 @@
+/**
+ * RFC 6455 framing for the upstream leg, where the gateway is the client: frames it sends are masked,
+ * frames it receives must not be. No extensions are ever negotiated on this leg, so every RSV bit
+ * must be clear.
+ *
+ * FrameReader takes the bytes of a connection in whatever pieces TCP delivers and hands out whole
+ * messages (fragments reassembled) and control frames. A frame that arrives whole in one read is
+ * delivered as a view of that read, without a copy; a frame split over reads is collected into a
+ * buffer of its exact size once its header is known, so a large message costs one copy, not one per
+ * read. The message size limit is checked against the header, before any payload is held.
+ */
+import { randomFillSync } from 'node:crypto';
+import { isUtf8 } from 'node:buffer';
+
+export const OPCODE_CONTINUATION = 0x0;
+export const OPCODE_TEXT = 0x1;
+export const OPCODE_BINARY = 0x2;
+export const OPCODE_CLOSE = 0x8;
+export const OPCODE_PING = 0x9;
+export const OPCODE_PONG = 0xa;
+
+/** Close codes for what the reader refuses (RFC 6455 7.4.1). */
+export const PROTOCOL_ERROR = 1002;
+export const INVALID_DATA = 1007;
+export const MESSAGE_TOO_BIG = 1009;
+
+/** Where a FrameReader delivers what it read. */
+export interface FrameSink {
+  onMessage(data: Buffer, isBinary: boolean): void;
+  onPing(payload: Buffer): void;
+  /** A close frame: `code` 1005 when it carried none. Nothing after it is read. */
+  onCloseFrame(code: number, reason: string): void;
+  /** The peer broke the protocol: `code` is the close code that says how. Nothing after it is read. */
+  onViolation(code: number, detail: string): void;
+}
+
+/** Codes a close frame may carry (RFC 6455 7.4): not 1004-1006, 1015, nor unassigned ones below 3000. */
+export function sendableCloseCode(code: number): boolean {
+  return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999);
+}
+
+const enum Phase {
+  Header,
+  Payload,
+  Stopped,
+}
+
+const EMPTY = Buffer.alloc(0);
+
+export class FrameReader {
+  private phase = Phase.Header;
+  /** A header split over reads: its bytes so far (at most 14). */
+  private readonly header = Buffer.alloc(14);
+  private headerLength = 0;
+  /** A payload split over reads: its buffer (exact size) and the bytes in it so far. */
+  private payload: Buffer = EMPTY;
+  private payloadFilled = 0;
+  private frameFin = false;
+  private frameOpcode = 0;
+  /** A fragmented message under way: its opcode (text or binary), its fragments and their size. */
+  private messageOpcode = 0;
+  private fragments: Buffer[] = [];
+  private fragmentBytes = 0;
+
+  constructor(
+    private readonly sink: FrameSink,
+    private readonly maxPayload: number,
+  ) {}
+
+  /** Nothing more is read (after a close frame or a violation, or when the connection is given up). */
+  stop(): void {
+    this.phase = Phase.Stopped;
+    this.payload = EMPTY;
+    this.fragments = [];
+  }
+
+  get stopped(): boolean {
+    return this.phase === Phase.Stopped;
+  }
+
+  push(data: Buffer): void {
+    let p = 0;
+    const end = data.length;
+    while (p < end) {
+      if (this.phase === Phase.Stopped) return;
+      if (this.phase === Phase.Payload) {
+        const take = Math.min(end - p, this.payload.length - this.payloadFilled);
+        data.copy(this.payload, this.payloadFilled, p, p + take);
+        this.payloadFilled += take;
+        p += take;
+        if (this.payloadFilled < this.payload.length) return;
+        const payload = this.payload;
+        this.payload = EMPTY;
+        this.phase = Phase.Header;
+        this.frame(payload);
+        continue;
+      }
+      if (this.headerLength > 0) {
+        // Complete a header split over reads, a byte at a time (it is at most 14 bytes).
+        this.header[this.headerLength++] = data[p++]!;
+        const needed = headerSize(this.header, this.headerLength);
+        if (needed > this.headerLength) continue;
+        const length = this.readHeader(this.header, 0);
+        this.headerLength = 0;
+        if (length < 0) return;
+        this.startPayload(length);
+        continue;
+      }
+      const needed = headerSize(data, end - p, p);
+      if (needed > end - p) {
+        data.copy(this.header, 0, p, end);
+        this.headerLength = end - p;
+        return;
+      }
+      const length = this.readHeader(data, p);
+      if (length < 0) return;
+      p += needed;
+      if (end - p >= length) {
+        // The whole frame is in this read: a view of it, no copy.
+        const payload = data.subarray(p, p + length);
+        p += length;
+        this.frame(payload);
+      } else {
+        this.startPayload(length);
+      }
+    }
+  }
+
+  private startPayload(length: number): void {
+    if (length === 0) {
+      this.frame(EMPTY);
+      return;
+    }
+    this.payload = Buffer.allocUnsafe(length);
+    this.payloadFilled = 0;
+    this.phase = Phase.Payload;
+  }
+
+  /** Validates the header at `at` (whole); returns its payload length, or -1 after a violation. */
+  private readHeader(bytes: Buffer, at: number): number {
+    const b0 = bytes[at]!;
+    const b1 = bytes[at + 1]!;
+    const fin = (b0 & 0x80) !== 0;
+    const opcode = b0 & 0x0f;
+    if ((b0 & 0x70) !== 0) return this.violation(PROTOCOL_ERROR, 'a frame with an RSV bit set (no extension was negotiated)');
+    if ((b1 & 0x80) !== 0) return this.violation(PROTOCOL_ERROR, 'a masked frame from the server');
+    let length = b1 & 0x7f;
+    if (length === 126) length = bytes.readUInt16BE(at + 2);
+    else if (length === 127) {
+      const high = bytes.readUInt32BE(at + 2);
+      // 2^53 and more cannot be a JavaScript number; far past any limit anyway.
+      if (high > 0x1fffff) return this.violation(MESSAGE_TOO_BIG, 'a frame longer than 2^53 bytes');
+      length = high * 0x100000000 + bytes.readUInt32BE(at + 6);
+    }
+    if (opcode >= 0x8) {
+      if (opcode > OPCODE_PONG) return this.violation(PROTOCOL_ERROR, `unknown opcode ${opcode}`);
+      if (!fin) return this.violation(PROTOCOL_ERROR, 'a fragmented control frame');
+      if (length > 125) return this.violation(PROTOCOL_ERROR, 'a control frame longer than 125 bytes');
+    } else if (opcode === OPCODE_CONTINUATION) {
+      if (this.messageOpcode === 0) return this.violation(PROTOCOL_ERROR, 'a continuation frame without a message to continue');
+      if (this.fragmentBytes + length > this.maxPayload) return this.violation(MESSAGE_TOO_BIG, 'a message larger than maxPayloadBytes');
+    } else {
+      if (opcode > OPCODE_BINARY) return this.violation(PROTOCOL_ERROR, `unknown opcode ${opcode}`);
+      if (this.messageOpcode !== 0) return this.violation(PROTOCOL_ERROR, 'a new message before the fragmented one ended');
+      if (length > this.maxPayload) return this.violation(MESSAGE_TOO_BIG, 'a message larger than maxPayloadBytes');
+    }
+    this.frameFin = fin;
+    this.frameOpcode = opcode;
+    return length;
+  }
+
+  private frame(payload: Buffer): void {
+    const opcode = this.frameOpcode;
+    if (opcode === OPCODE_TEXT || opcode === OPCODE_BINARY) {
+      if (this.frameFin) return this.message(payload, opcode);
+      this.messageOpcode = opcode;
+      this.fragments.push(Buffer.from(payload));
+      this.fragmentBytes = payload.length;
+      return;
+    }
+    if (opcode === OPCODE_CONTINUATION) {
+      // A view of a read would be overwritten by the next one: fragments are kept as copies.
+      this.fragments.push(this.frameFin ? payload : Buffer.from(payload));
+      this.fragmentBytes += payload.length;
+      if (!this.frameFin) return;
+      const whole = Buffer.concat(this.fragments, this.fragmentBytes);
+      const messageOpcode = this.messageOpcode;
+      this.fragments = [];
+      this.fragmentBytes = 0;
+      this.messageOpcode = 0;
+      return this.message(whole, messageOpcode);
+    }
+    if (opcode === OPCODE_PING) return this.sink.onPing(payload);
+    if (opcode === OPCODE_PONG) return;
+    // Close.
+    if (payload.length === 1) return void this.violation(PROTOCOL_ERROR, 'a close frame with a one-byte payload');
+    let code = 1005;
+    let reason = '';
+    if (payload.length >= 2) {
+      code = payload.readUInt16BE(0);
+      if (!sendableCloseCode(code)) return void this.violation(PROTOCOL_ERROR, `close code ${code} is not one a peer may send`);
+      const text = payload.subarray(2);
+      if (!isUtf8(text)) return void this.violation(INVALID_DATA, 'a close reason that is not UTF-8');
+      reason = text.toString();
+    }
+    this.stop();
+    this.sink.onCloseFrame(code, reason);
+  }
+
+  private message(data: Buffer, opcode: number): void {
+    if (opcode === OPCODE_TEXT && !isUtf8(data)) return void this.violation(INVALID_DATA, 'a text message that is not UTF-8');
+    this.sink.onMessage(data, opcode === OPCODE_BINARY);
+  }
+
+  private violation(code: number, detail: string): -1 {
+    this.stop();
+    this.sink.onViolation(code, detail);
+    return -1;
+  }
+}
+
+/** The size of the frame header starting at `at`, from the `available` bytes there (2 when unknown yet). */
+function headerSize(bytes: Buffer, available: number, at = 0): number {
+  if (available < 2) return 2;
+  const length = bytes[at + 1]! & 0x7f;
+  return length < 126 ? 2 : length === 126 ? 4 : 10;
+}
+
+// ---- writing (client to server: masked) -----------------------------------------------------------
+
+/** Mask keys come from a pool of random bytes, refilled when used up (as ws does; RFC 6455 5.3 asks for unpredictable keys). */
+const MASK_POOL_BYTES = 8 * 1024;
+const maskPool = Buffer.allocUnsafeSlow(MASK_POOL_BYTES);
+let maskAt = MASK_POOL_BYTES;
+
+/** One masked frame, header and payload in one buffer (one write). */
+export function encodeFrame(opcode: number, payload: Uint8Array, fin = true): Buffer {
+  const length = payload.length;
+  const headerLength = length < 126 ? 2 : length < 0x10000 ? 4 : 10;
+  const frame = Buffer.allocUnsafe(headerLength + 4 + length);
+  frame[0] = (fin ? 0x80 : 0) | opcode;
+  if (length < 126) frame[1] = 0x80 | length;
+  else if (length < 0x10000) {
+    frame[1] = 0x80 | 126;
+    frame.writeUInt16BE(length, 2);
+  } else {
+    frame[1] = 0x80 | 127;
+    frame.writeUInt32BE(Math.floor(length / 0x100000000), 2);
+    frame.writeUInt32BE(length >>> 0, 6);
+  }
+  if (maskAt === MASK_POOL_BYTES) {
+    randomFillSync(maskPool);
+    maskAt = 0;
+  }
+  const m0 = maskPool[maskAt]!;
+  const m1 = maskPool[maskAt + 1]!;
+  const m2 = maskPool[maskAt + 2]!;
+  const m3 = maskPool[maskAt + 3]!;
+  maskAt += 4;
+  const at = headerLength + 4;
+  frame[headerLength] = m0;
+  frame[headerLength + 1] = m1;
+  frame[headerLength + 2] = m2;
+  frame[headerLength + 3] = m3;
+  let i = 0;
+  const whole = length & ~3;
+  for (; i < whole; i += 4) {
+    frame[at + i] = payload[i]! ^ m0;
+    frame[at + i + 1] = payload[i + 1]! ^ m1;
+    frame[at + i + 2] = payload[i + 2]! ^ m2;
+    frame[at + i + 3] = payload[i + 3]! ^ m3;
+  }
+  for (; i < length; i++) frame[at + i] = payload[i]! ^ maskPool[maskAt - 4 + (i & 3)]!;
+  return frame;
+}
+
+/** A close frame's payload: the code and a reason of at most 123 bytes of UTF-8. */
+export function closePayload(code: number, reason: string): Buffer {
+  const text = Buffer.from(reason);
+  const payload = Buffer.allocUnsafe(2 + text.length);
+  payload.writeUInt16BE(code, 0);
+  text.copy(payload, 2);
+  return payload;
+}

@@ -1,0 +1,416 @@
+/**
+ * The upstream leg of a proxied WebSocket: the gateway's own RFC 6455 client over a net or tls socket.
+ *
+ * Why not the `ws` client, which this leg used first: measured with `npm run bench:ws` on this
+ * project's 2-core machine, an upgrade through the gateway took 1.2 ms of worker time before the
+ * client's 101 could go out, of which 0.4 ms was ws's constructor (Node's http.request) and most of
+ * the 0.6 ms until 'open' was Node's HTTP client reading the 101 (docs/websocket.md has the figures).
+ * Here the handshake is one string written at connect and one head parsed from the first read; a
+ * refusal (any answer but 101) is read by the upstream client's strict response parser.
+ *
+ * Messages are relayed whole (FrameReader reassembles fragments); pings are answered here; a close
+ * frame from the upstream is answered and reported at once (nothing may follow it); the upstream
+ * breaking the protocol (a masked frame, bad UTF-8 in a text message, a message over maxPayload) is
+ * answered with the close code that says so and reported as a violation.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import net from 'node:net';
+import tls from 'node:tls';
+import { ResponseParser, PARSE_FAILED, type ResponseHead, type ResponseSink } from '../upstream/response-parser.js';
+import { serializeHead } from '../upstream/upstream-request-head.js';
+import { tlsConnectOptions, type UpstreamTlsOptions } from '../upstream/pool.js';
+import { closePayload, encodeFrame, FrameReader, OPCODE_BINARY, OPCODE_CLOSE, OPCODE_PONG, OPCODE_TEXT, sendableCloseCode, type FrameSink } from './frames.js';
+
+const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const HEADER_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*(.*?)[ \t]*$/s;
+const VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+const STATUS_LINE = /^HTTP\/1\.[01] ([1-5]\d\d)(?: [^\r\n]*)?$/;
+const CRLFCRLF = Buffer.from('\r\n\r\n', 'latin1');
+/** After the gateway's close frame, the upstream's has this long to come back before the socket is cut (as ws waits). */
+const CLOSE_TIMEOUT_MS = 30_000;
+/** Connect errors after which nothing reached the upstream: another host may be tried. */
+const UNSENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET']);
+
+export interface UpstreamSocketOptions {
+  /** `http://host:port` or `https://host:port`: the upstream's origin. */
+  origin: string;
+  /** Path and query, as they go upstream. */
+  target: string;
+  /** End-to-end request headers, flat [name, value, ...] (Host and hop-by-hop ones are dropped). */
+  headers: readonly string[];
+  /** Subprotocols offered, in order. */
+  protocols: readonly string[];
+  maxPayload: number;
+  /** From connect to the 101 (or the refusal's head). */
+  handshakeTimeoutMs: number;
+  maxResponseHeaderBytes: number;
+  tls?: UpstreamTlsOptions | undefined;
+}
+
+/** Why a handshake failed: no answer in time, nothing reached the upstream (another host may take it), or an answer that was not valid. */
+export type HandshakeFailure = 'timeout' | 'unsent' | 'invalid';
+
+/** What happens to a handshake; exactly one of these is called. */
+export interface HandshakeHandler {
+  /** 101: the connection is open. `headers` are the 101's, flat [name, value, ...] as received. */
+  onOpen(socket: UpstreamSocket, headers: string[]): void;
+  /** Another final answer: its end-to-end headers (names lower-cased) and body; null when it could not be read or was over `maxBody` bytes. */
+  onRefused(status: number, headers: string[], body: Buffer | null): void;
+  onFailed(kind: HandshakeFailure, detail: string): void;
+}
+
+/** Where an open connection's traffic goes (set with attach()). */
+export interface UpstreamMessageHandler {
+  onMessage(data: Buffer, isBinary: boolean): void;
+  /**
+   * The connection is over as far as messages go, reported once: the upstream's close frame (`code`
+   * 1005 when it had none), or the connection lost (1006). `violation` is the close code the gateway
+   * sent because the upstream broke the protocol (1002, 1007, 1009), else 0.
+   */
+  onClosed(code: number, reason: string, violation: number): void;
+}
+
+const enum State {
+  Handshake,
+  Refusal,
+  Open,
+  /** The gateway sent its close frame and waits for the upstream's. */
+  Closing,
+  Closed,
+}
+
+/** Answers to refused upgrades are passed on up to this size; a larger one reads as unreadable. */
+export const MAX_REFUSAL_BODY = 1024 * 1024;
+
+export class UpstreamSocket implements FrameSink {
+  /** The subprotocol the upstream chose ('' for none). */
+  protocol = '';
+  private state = State.Handshake;
+  private readonly socket: net.Socket;
+  private readonly reader: FrameReader;
+  private readonly expectedAccept: string;
+  private readonly offered: readonly string[];
+  private handler: UpstreamMessageHandler | null = null;
+  private handshake: HandshakeHandler | null;
+  private timer: NodeJS.Timeout | null = null;
+  private head: Buffer | null = null;
+  private refusal: ResponseParser | null = null;
+  private refusalSink: RefusalSink | null = null;
+  private paused = false;
+  private closeSent = false;
+  private reported = false;
+  private readonly maxHeadBytes: number;
+
+  /** Throws (before connecting) when the request cannot be written as asked: a header or subprotocol that is not valid. */
+  constructor(options: UpstreamSocketOptions, handshake: HandshakeHandler) {
+    const url = new URL(options.origin);
+    const secure = url.protocol === 'https:';
+    const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+    const port = url.port === '' ? (secure ? 443 : 80) : Number(url.port);
+    const seen = new Set<string>();
+    for (const protocol of options.protocols) {
+      if (!TOKEN.test(protocol) || seen.has(protocol)) throw new Error(`the subprotocol "${protocol}" is not a token or is offered twice`);
+      seen.add(protocol);
+    }
+    const key = randomBytes(16).toString('base64');
+    this.expectedAccept = createHash('sha1').update(key + GUID).digest('base64');
+    this.offered = options.protocols;
+    let head = serializeHead('GET', options.target, ` HTTP/1.1\r\nhost: ${url.host}\r\n`, options.headers, -2);
+    if (head === null) throw new Error('a header holds a character that cannot be sent');
+    for (let i = 1; i < options.headers.length; i += 2) {
+      if (!VALUE.test(options.headers[i]!)) throw new Error(`the header ${options.headers[i - 1]} holds a character that cannot be sent`);
+    }
+    head = head.slice(0, -2) + `upgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-key: ${key}\r\nsec-websocket-version: 13\r\n`;
+    if (options.protocols.length > 0) head += `sec-websocket-protocol: ${options.protocols.join(', ')}\r\n`;
+    head += '\r\n';
+
+    this.handshake = handshake;
+    this.maxHeadBytes = options.maxResponseHeaderBytes;
+    this.reader = new FrameReader(this, options.maxPayload);
+    this.socket = secure ? tls.connect(tlsConnectOptions(host, port, options.tls ?? {})) : net.connect({ host, port });
+    this.socket.setNoDelay(true);
+    this.socket.on('data', this.onData);
+    this.socket.on('error', this.onError);
+    this.socket.on('close', this.onSocketClose);
+    this.socket.write(head);
+    this.timer = setTimeout(this.onTimeout, options.handshakeTimeoutMs);
+  }
+
+  /** Messages flow: the handshake's onOpen calls this before it returns. */
+  attach(handler: UpstreamMessageHandler): void {
+    this.handler = handler;
+  }
+
+  get isOpen(): boolean {
+    return this.state === State.Open;
+  }
+
+  get isPaused(): boolean {
+    return this.paused;
+  }
+
+  /** Bytes written but not yet taken by the kernel. */
+  get bufferedAmount(): number {
+    return this.socket.writableLength;
+  }
+
+  send(data: Uint8Array, isBinary: boolean): void {
+    if (this.state !== State.Open) return;
+    this.socket.write(encodeFrame(isBinary ? OPCODE_BINARY : OPCODE_TEXT, data));
+  }
+
+  /** Stops reading the upstream (backpressure from a slow client). */
+  pause(): void {
+    if (this.paused) return;
+    this.paused = true;
+    this.socket.pause();
+  }
+
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.socket.resume();
+  }
+
+  /** Sends a close frame; the socket ends when the upstream's comes back (or after CLOSE_TIMEOUT_MS). */
+  close(code: number, reason: string): void {
+    if (this.state !== State.Open) return;
+    this.state = State.Closing;
+    this.resume();
+    this.sendClose(code, reason);
+    this.timer = setTimeout(this.onCloseTimeout, CLOSE_TIMEOUT_MS);
+    this.timer.unref();
+  }
+
+  /** Cuts the connection at once. */
+  terminate(): void {
+    this.handshake = null;
+    this.state = State.Closed;
+    this.clearTimer();
+    this.socket.destroy();
+  }
+
+  // ---- FrameSink ------------------------------------------------------------------------------------
+
+  onMessage(data: Buffer, isBinary: boolean): void {
+    if (this.state === State.Open) this.handler!.onMessage(data, isBinary);
+  }
+
+  onPing(payload: Buffer): void {
+    if (this.state === State.Open) this.socket.write(encodeFrame(OPCODE_PONG, payload));
+  }
+
+  onCloseFrame(code: number, reason: string): void {
+    // The upstream's close: answered with the same code (none when it sent none), then the socket ends.
+    if (!this.closeSent) this.sendClose(code === 1005 ? 0 : code, '');
+    this.state = State.Closed;
+    this.clearTimer();
+    this.socket.end();
+    this.report(code, reason, 0);
+  }
+
+  onViolation(code: number, detail: string): void {
+    if (!this.closeSent) this.sendClose(code, '');
+    this.state = State.Closed;
+    this.clearTimer();
+    this.socket.end();
+    // Should the upstream never close its side, the socket does not stay.
+    this.timer = setTimeout(this.onCloseTimeout, CLOSE_TIMEOUT_MS);
+    this.timer.unref();
+    this.report(1006, detail, code);
+  }
+
+  // ---- socket -------------------------------------------------------------------------------------
+
+  private sendClose(code: number, reason: string): void {
+    this.closeSent = true;
+    const payload = code === 0 ? Buffer.alloc(0) : closePayload(sendableCloseCode(code) ? code : 1011, reason);
+    this.socket.write(encodeFrame(OPCODE_CLOSE, payload));
+  }
+
+  private readonly onData = (chunk: Buffer): void => {
+    if (this.state === State.Open || this.state === State.Closing) return this.reader.push(chunk);
+    if (this.state === State.Handshake) return this.readHead(chunk);
+    if (this.state === State.Refusal) this.readRefusal(chunk, 0);
+  };
+
+  private readHead(chunk: Buffer): void {
+    let bytes = this.head === null ? chunk : Buffer.concat([this.head, chunk]);
+    for (;;) {
+      const end = bytes.indexOf(CRLFCRLF);
+      if (end === -1) {
+        if (bytes.length > this.maxHeadBytes) return this.fail('invalid', 'the answer head is larger than maxResponseHeaderBytes');
+        this.head = bytes;
+        return;
+      }
+      if (end > this.maxHeadBytes) return this.fail('invalid', 'the answer head is larger than maxResponseHeaderBytes');
+      const lines = bytes.toString('latin1', 0, end).split('\r\n');
+      const status = STATUS_LINE.exec(lines[0]!);
+      if (status === null) return this.fail('invalid', 'the status line is not valid');
+      const code = Number(status[1]);
+      if (code === 101) return this.upgraded(lines, bytes.subarray(end + 4));
+      if (code >= 200) return this.refused(bytes);
+      // An interim answer (100, 103): the next head follows.
+      bytes = bytes.subarray(end + 4);
+      if (bytes.length === 0) {
+        this.head = null;
+        return;
+      }
+    }
+  }
+
+  private upgraded(lines: string[], rest: Buffer): void {
+    const headers: string[] = [];
+    let upgrade = '';
+    let connection = '';
+    let accept: string | null = null;
+    let protocol: string | null = null;
+    let extensions = false;
+    for (let i = 1; i < lines.length; i++) {
+      const match = HEADER_LINE.exec(lines[i]!);
+      if (match === null || !VALUE.test(match[2]!)) return this.fail('invalid', 'a header line of the 101 is not valid');
+      const name = match[1]!;
+      const value = match[2]!;
+      headers.push(name, value);
+      switch (name.toLowerCase()) {
+        case 'upgrade':
+          upgrade = value.toLowerCase();
+          break;
+        case 'connection':
+          connection += `,${value.toLowerCase()}`;
+          break;
+        case 'sec-websocket-accept':
+          if (accept !== null) return this.fail('invalid', 'more than one Sec-WebSocket-Accept');
+          accept = value;
+          break;
+        case 'sec-websocket-protocol':
+          if (protocol !== null) return this.fail('invalid', 'more than one Sec-WebSocket-Protocol');
+          protocol = value;
+          break;
+        case 'sec-websocket-extensions':
+          extensions = true;
+          break;
+      }
+    }
+    if (upgrade !== 'websocket') return this.fail('invalid', 'the 101 does not upgrade to websocket');
+    if (!connection.split(',').some((token) => token.trim() === 'upgrade')) return this.fail('invalid', 'the 101 has no "Connection: Upgrade"');
+    if (accept !== this.expectedAccept) return this.fail('invalid', 'Sec-WebSocket-Accept does not match the key');
+    if (extensions) return this.fail('invalid', 'the upstream chose an extension none was offered for');
+    if (protocol !== null && !this.offered.includes(protocol)) return this.fail('invalid', 'the upstream chose a subprotocol that was not offered');
+    this.protocol = protocol ?? '';
+    this.clearTimer();
+    this.head = null;
+    this.state = State.Open;
+    const handshake = this.handshake!;
+    this.handshake = null;
+    handshake.onOpen(this, headers);
+    if (rest.length > 0 && !this.reader.stopped) this.reader.push(rest);
+  }
+
+  /** A final answer other than 101: read whole by the strict response parser, then the socket goes. */
+  private refused(bytes: Buffer): void {
+    this.state = State.Refusal;
+    this.head = null;
+    const sink = new RefusalSink();
+    const parser = new ResponseParser(sink, this.maxHeadBytes);
+    parser.start(false);
+    this.refusal = parser;
+    this.refusalSink = sink;
+    this.readRefusal(bytes, 0);
+  }
+
+  private readRefusal(bytes: Buffer, offset: number): void {
+    const parser = this.refusal!;
+    const sink = this.refusalSink!;
+    const at = parser.execute(bytes, offset, bytes.length);
+    if (at === PARSE_FAILED || sink.tooLarge) return this.refusalDone(sink, false);
+    if (parser.complete) this.refusalDone(sink, true);
+  }
+
+  private refusalDone(sink: RefusalSink, whole: boolean): void {
+    const handshake = this.handshake;
+    this.handshake = null;
+    this.state = State.Closed;
+    this.clearTimer();
+    this.socket.destroy();
+    if (handshake === null) return;
+    if (sink.status === 0) return handshake.onFailed('invalid', this.refusal!.error || 'the answer could not be read');
+    handshake.onRefused(sink.status, sink.headers, whole ? Buffer.concat(sink.chunks, sink.length) : null);
+  }
+
+  private fail(kind: HandshakeFailure, detail: string): void {
+    const handshake = this.handshake;
+    this.handshake = null;
+    this.state = State.Closed;
+    this.clearTimer();
+    this.socket.destroy();
+    handshake?.onFailed(kind, detail);
+  }
+
+  private readonly onTimeout = (): void => {
+    this.timer = null;
+    if (this.state === State.Handshake || this.state === State.Refusal) this.fail('timeout', 'the upstream did not answer the upgrade in time');
+  };
+
+  private readonly onCloseTimeout = (): void => {
+    this.timer = null;
+    this.socket.destroy();
+  };
+
+  private readonly onError = (err: Error & { code?: string }): void => {
+    if (this.state === State.Handshake) return this.fail(UNSENT.has(err.code ?? '') ? 'unsent' : 'invalid', err.message);
+    // Open or closing: 'close' follows and reports it.
+  };
+
+  private readonly onSocketClose = (): void => {
+    this.clearTimer();
+    if (this.state === State.Handshake) return this.fail('unsent', 'the upstream closed the connection without an answer');
+    if (this.state === State.Refusal) {
+      const parser = this.refusal!;
+      return this.refusalDone(this.refusalSink!, parser.complete || parser.endOfStream());
+    }
+    this.state = State.Closed;
+    this.report(1006, '', 0);
+  };
+
+  private report(code: number, reason: string, violation: number): void {
+    if (this.reported) return;
+    this.reported = true;
+    this.handler?.onClosed(code, reason, violation);
+  }
+
+  private clearTimer(): void {
+    if (this.timer === null) return;
+    clearTimeout(this.timer);
+    this.timer = null;
+  }
+}
+
+/** Collects a refused upgrade's answer: status, end-to-end headers, body up to MAX_REFUSAL_BODY. */
+class RefusalSink implements ResponseSink {
+  status = 0;
+  headers: string[] = [];
+  chunks: Buffer[] = [];
+  length = 0;
+  tooLarge = false;
+
+  onResponseHead(head: ResponseHead): boolean {
+    this.status = head.status;
+    const views = head.headers;
+    for (let i = 0; i < views.length; i += 2) this.headers.push(views[i]!.toString('latin1').toLowerCase(), views[i + 1]!.toString('latin1'));
+    return true;
+  }
+
+  onResponseBody(chunk: Buffer): boolean {
+    this.length += chunk.length;
+    if (this.length > MAX_REFUSAL_BODY) {
+      this.tooLarge = true;
+      return false;
+    }
+    this.chunks.push(Buffer.from(chunk));
+    return true;
+  }
+
+  onResponseEnd(): void {}
+}

@@ -1,0 +1,267 @@
+// The gateway's own WebSocket client on the upstream leg (src/websocket/upstream-socket.ts), against
+// upstreams that answer in the ways a `ws` server never does: a raw TCP server that writes the 101 or
+// the refusal byte by byte (interim 1xx heads, a chunked refusal body, a wrong Sec-WebSocket-Accept,
+// no subprotocol chosen) and then frames a broken peer would send (masked, bad UTF-8); and a `wss://`
+// upstream behind TLS with a test CA.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import t from 'tap';
+import { WebSocketServer } from 'ws';
+import { CertificateDir } from '../helpers/certs.js';
+import { startGateway, testConfig } from '../helpers/gateway-process.js';
+import { closed, nextMessage, openClient, wsUpstreamConfig } from '../helpers/ws-upstream.js';
+
+type Teardown = Parameters<typeof startGateway>[0];
+
+interface RawPeer {
+  /** The request head the gateway sent. */
+  head: string;
+  socket: net.Socket;
+  /** The 101 for this request, with `extra` header lines. */
+  accept(extra?: string): void;
+  /** Bytes after the handshake the gateway wrote (its frames), so far. */
+  received(): Buffer;
+}
+
+/** A TCP server that hands each upgrade request's head to `onRequest`, which answers as it likes. */
+async function rawUpstream(t: Teardown, onRequest: (peer: RawPeer) => void): Promise<string> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => {});
+    let buffered = Buffer.alloc(0);
+    let after: Buffer | null = null;
+    socket.on('data', (chunk) => {
+      if (after !== null) {
+        after = Buffer.concat([after, chunk]);
+        return;
+      }
+      buffered = Buffer.concat([buffered, chunk]);
+      const end = buffered.indexOf('\r\n\r\n');
+      if (end === -1) return;
+      const head = buffered.toString('latin1', 0, end);
+      after = buffered.subarray(end + 4);
+      const key = /sec-websocket-key: (.*)/i.exec(head)?.[1]?.trim() ?? '';
+      const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+      onRequest({
+        head,
+        socket,
+        accept: (extra = '') => socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n${extra}\r\n`),
+        received: () => after!,
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** An unmasked server frame. */
+function frame(opcode: number, payload: Buffer, masked = false): Buffer {
+  const head = Buffer.from([0x80 | opcode, (masked ? 0x80 : 0) | payload.length]);
+  if (!masked) return Buffer.concat([head, payload]);
+  const key = Buffer.from([1, 2, 3, 4]);
+  return Buffer.concat([head, key, Buffer.from(payload.map((b, i) => b ^ key[i % 4]!))]);
+}
+
+/** The close code in the first close frame the gateway sent (masked, as a client's). */
+function closeCodeSent(bytes: Buffer): number | null {
+  let at = 0;
+  while (at + 2 <= bytes.length) {
+    const opcode = bytes[at]! & 0x0f;
+    const length = bytes[at + 1]! & 0x7f;
+    const key = bytes.subarray(at + 2, at + 6);
+    const payload = Buffer.from(bytes.subarray(at + 6, at + 6 + length).map((b, i) => b ^ key[i % 4]!));
+    if (opcode === 0x8) return payload.length >= 2 ? payload.readUInt16BE(0) : 1005;
+    at += 6 + length;
+  }
+  return null;
+}
+
+async function gatewayFor(t: Teardown, location: string, extra: Record<string, unknown> = {}): Promise<number> {
+  const gateway = await startGateway(t, {
+    config: testConfig([{ ...wsUpstreamConfig(location, ['/w']), ...extra }], { timeouts: { upstreamMs: 2000, connectMs: 1000, clientRequestMs: 10_000, shutdownGraceMs: 500 } }),
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+    workers: 1,
+  });
+  return gateway.port;
+}
+
+/** A client's upgrade request offering `protocol`, written by hand; resolves with the answer's head. */
+function rawUpgrade(port: number, protocol: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => {
+      socket.write(`GET /w HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: ${protocol}\r\n\r\n`);
+    });
+    let got = '';
+    socket.on('data', (chunk) => {
+      got += chunk.toString('latin1');
+      const end = got.indexOf('\r\n\r\n');
+      if (end === -1) return;
+      socket.destroy();
+      resolve(got.slice(0, end));
+    });
+    socket.on('error', reject);
+  });
+}
+
+const refusal = (err: unknown) => err as { status: number; headers: Record<string, string>; body: string };
+
+t.test('the handshake: interim answers, a 101 cut into pieces, no subprotocol chosen, bad answers', async (t) => {
+  let mode = '';
+  const heads: string[] = [];
+  const location = await rawUpstream(t, (peer) => {
+    heads.push(peer.head);
+    const { socket } = peer;
+    switch (mode) {
+      case 'interim':
+        socket.write('HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n');
+        peer.accept('Set-Cookie: s=1\r\n');
+        break;
+      case 'bytewise': {
+        // The 101 and a first message, one byte per write.
+        const key = /sec-websocket-key: (.*)/i.exec(peer.head)![1]!.trim();
+        const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+        const bytes = Buffer.concat([Buffer.from(`HTTP/1.1 101 Switching Protocols\r\nupgrade: WebSocket\r\nconnection: keep-alive, Upgrade\r\nsec-websocket-accept: ${accept}\r\n\r\n`), frame(0x1, Buffer.from('first'))]);
+        let i = 0;
+        const next = (): void => {
+          if (i < bytes.length) socket.write(bytes.subarray(i, ++i), () => setImmediate(next));
+        };
+        next();
+        break;
+      }
+      case 'bad-accept':
+        socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: AAAAAAAAAAAAAAAAAAAAAAAAAAA=\r\n\r\n');
+        break;
+      case 'extension':
+        peer.accept('Sec-WebSocket-Extensions: permessage-deflate\r\n');
+        break;
+      case 'other-protocol':
+        peer.accept('Sec-WebSocket-Protocol: not-offered\r\n');
+        break;
+      case 'no-protocol':
+        peer.accept();
+        break;
+      case 'garbage':
+        socket.end('HTTP/1.1 abc\r\n\r\n');
+        break;
+      case 'chunked':
+        socket.write('HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nX-Why: policy\r\n\r\n5\r\nno, y\r\n');
+        setTimeout(() => socket.end('3\r\nou.\r\n0\r\n\r\n'), 50);
+        break;
+      case 'until-close':
+        socket.end('HTTP/1.0 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\n\r\nlog in first');
+        break;
+    }
+  });
+  const port = await gatewayFor(t, location);
+  const url = `ws://127.0.0.1:${port}/w`;
+
+  mode = 'interim';
+  const interim = await openClient(url);
+  t.pass('100 and 103 before the 101 are skipped');
+  t.match(heads.at(-1), /^GET \/w HTTP\/1\.1\r\n/, 'the request line');
+  t.match(heads.at(-1), /\r\nupgrade: websocket\r\n/i);
+  t.match(heads.at(-1), /\r\nsec-websocket-version: 13(\r\n|$)/i);
+  interim.terminate();
+
+  mode = 'bytewise';
+  const bytewise = await openClient(url);
+  t.same(await nextMessage(bytewise), { data: Buffer.from('first'), isBinary: false }, 'a 101 and a message written a byte at a time');
+  bytewise.terminate();
+
+  // ws (the test's client) fails a connection whose offered subprotocols were all declined; a browser
+  // goes on with none. That is the client's call: the gateway passes the upstream's answer on.
+  mode = 'no-protocol';
+  const answer = await rawUpgrade(port, 'chat.v1');
+  t.match(answer, /^HTTP\/1\.1 101 /, 'an upstream that chooses no subprotocol: the upgrade completes');
+  t.notMatch(answer, /sec-websocket-protocol/i, 'with no subprotocol (RFC 6455 4.1: the client decides)');
+
+  for (const [which, what] of [
+    ['bad-accept', 'a Sec-WebSocket-Accept that does not match the key'],
+    ['extension', 'an extension nobody offered'],
+    ['other-protocol', 'a subprotocol nobody offered'],
+    ['garbage', 'a status line that is not one'],
+  ] as const) {
+    mode = which;
+    const err = refusal(await openClient(url, which === 'other-protocol' ? ['chat.v1'] : []).then(() => t.fail(which), (e: unknown) => e));
+    t.equal(err.status, 502, `${what}: 502`);
+    t.match(err.body, /not valid/);
+  }
+
+  mode = 'chunked';
+  const chunked = refusal(await openClient(url).then(() => t.fail('chunked'), (e: unknown) => e));
+  t.equal(chunked.status, 403, 'a chunked refusal keeps its status');
+  t.equal(chunked.body, 'no, you.', 'and its whole body, dechunked');
+  t.equal(chunked.headers['x-why'], 'policy', 'and its end-to-end headers');
+
+  mode = 'until-close';
+  const untilClose = refusal(await openClient(url).then(() => t.fail('until-close'), (e: unknown) => e));
+  t.equal(untilClose.status, 401);
+  t.equal(untilClose.body, 'log in first', 'a body delimited by the close');
+  t.equal(untilClose.headers['www-authenticate'], 'Bearer');
+});
+
+t.test('an upstream that breaks the protocol: the client gets 1011, the upstream the code that says why', async (t) => {
+  const peers: RawPeer[] = [];
+  let send: Buffer = Buffer.alloc(0);
+  const location = await rawUpstream(t, (peer) => {
+    peers.push(peer);
+    peer.accept();
+    peer.socket.write(send);
+  });
+  const port = await gatewayFor(t, location);
+  for (const [what, bytes, code] of [
+    ['a masked frame', frame(0x1, Buffer.from('hi'), true), 1002],
+    ['text that is not UTF-8', frame(0x1, Buffer.from([0xc3, 0x28])), 1007],
+    ['an RSV bit set', Buffer.from([0xc1, 0x01, 0x61]), 1002],
+  ] as const) {
+    send = bytes;
+    const client = await openClient(`ws://127.0.0.1:${port}/w`);
+    const done = await closed(client);
+    t.equal(done.code, 1011, `${what}: the client gets 1011`);
+    const peer = peers.at(-1)!;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    t.equal(closeCodeSent(peer.received()), code, `${what}: the upstream gets ${code}`);
+  }
+
+  // A ping from the upstream is answered with a pong carrying its payload.
+  send = frame(0x9, Buffer.from('are you there'));
+  const client = await openClient(`ws://127.0.0.1:${port}/w`);
+  const peer = peers.at(-1)!;
+  for (let i = 0; i < 50 && peer.received().length < 6 + 13; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  const pong = peer.received();
+  t.equal(pong[0], 0x8a, 'a pong frame, final');
+  t.equal(pong[1], 0x80 | 13, 'masked, with the ping payload length');
+  t.equal(Buffer.from(pong.subarray(6, 19).map((b, i) => b ^ pong[2 + (i % 4)]!)).toString(), 'are you there');
+  client.terminate();
+});
+
+t.test('a wss:// upstream with a private CA', async (t) => {
+  const certs = new CertificateDir(t);
+  const cert = certs.make('upstream', 'upstream.test');
+  const server = createHttpsServer({ cert: readFileSync(cert.certFile), key: readFileSync(cert.keyFile) });
+  const wss = new WebSocketServer({ server });
+  wss.on('connection', (socket) => socket.on('message', (data, isBinary) => socket.send(data as Buffer, { binary: isBinary })));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    for (const socket of wss.clients) socket.terminate();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  const location = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const port = await gatewayFor(t, location, { tls: { caFile: cert.certFile, serverName: 'upstream.test', rejectUnauthorized: true } });
+  const client = await openClient(`ws://127.0.0.1:${port}/w`);
+  client.send('over tls');
+  t.same(await nextMessage(client), { data: Buffer.from('over tls'), isBinary: false }, 'echoed through a TLS upstream leg');
+  const done = closed(client);
+  client.close(1000);
+  t.equal((await done).code, 1000);
+});
