@@ -13,13 +13,13 @@
  * breaking the protocol (a masked frame, bad UTF-8 in a text message, a message over maxPayload) is
  * answered with the close code that says so and reported as a violation.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import net from 'node:net';
 import tls from 'node:tls';
 import { ResponseParser, PARSE_FAILED, type ResponseHead, type ResponseSink } from '../upstream/response-parser.js';
 import { serializeHead } from '../upstream/upstream-request-head.js';
 import { tlsConnectOptions, type UpstreamTlsOptions } from '../upstream/pool.js';
-import { closePayload, encodeFrame, FrameReader, OPCODE_BINARY, OPCODE_CLOSE, OPCODE_PONG, OPCODE_TEXT, sendableCloseCode, type FrameSink } from './frames.js';
+import { closePayload, encodeFrame, FrameReader, handshakeKey, OPCODE_BINARY, OPCODE_CLOSE, OPCODE_PONG, OPCODE_TEXT, sendableCloseCode, type FrameSink } from './frames.js';
 
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -98,6 +98,8 @@ export class UpstreamSocket implements FrameSink {
   private refusal: ResponseParser | null = null;
   private refusalSink: RefusalSink | null = null;
   private paused = false;
+  /** Writes wait for the end of this event-loop turn (see send). */
+  private corked = false;
   private closeSent = false;
   private reported = false;
   private readonly maxHeadBytes: number;
@@ -113,7 +115,7 @@ export class UpstreamSocket implements FrameSink {
       if (!TOKEN.test(protocol) || seen.has(protocol)) throw new Error(`the subprotocol "${protocol}" is not a token or is offered twice`);
       seen.add(protocol);
     }
-    const key = randomBytes(16).toString('base64');
+    const key = handshakeKey();
     this.expectedAccept = createHash('sha1').update(key + GUID).digest('base64');
     this.offered = options.protocols;
     let head = serializeHead('GET', options.target, ` HTTP/1.1\r\nhost: ${url.host}\r\n`, options.headers, -2);
@@ -157,6 +159,15 @@ export class UpstreamSocket implements FrameSink {
 
   send(data: Uint8Array, isBinary: boolean): void {
     if (this.state !== State.Open) return;
+    if (!this.corked) {
+      // The messages one event-loop turn brings for this upstream go out in one writev: uWS calls the
+      // message handler once per message, each a callback of its own, so a nextTick would flush after
+      // every one. Under bench:ws (4 messages in flight per connection) this made about 5 messages per
+      // system call instead of 1 (strace -c of the workers: 0.19 writev per echo against 0.67 writes).
+      this.corked = true;
+      this.socket.cork();
+      setImmediate(this.uncork);
+    }
     this.socket.write(encodeFrame(isBinary ? OPCODE_BINARY : OPCODE_TEXT, data));
   }
 
@@ -347,6 +358,11 @@ export class UpstreamSocket implements FrameSink {
     this.socket.destroy();
     handshake?.onFailed(kind, detail);
   }
+
+  private readonly uncork = (): void => {
+    this.corked = false;
+    this.socket.uncork();
+  };
 
   private readonly onTimeout = (): void => {
     this.timer = null;
