@@ -26,4 +26,24 @@ export interface RequestListener {
    * null. Must not throw (a throw is reported and the next listener runs).
    */
   done(ctx: RequestContext, capture: Capture | null): void;
+  /**
+   * A relayed WebSocket connection is over (its upgrade request is `ctx`, status 101). Only listeners
+   * that log connections have this; one whose id the endpoint's x-disabled-listeners names is skipped.
+   * Must not throw.
+   */
+  connectionDone?(ctx: RequestContext, connection: ConnectionSummary): void;
+}
+
+/** What a relayed WebSocket connection did, for whoever logs it. */
+export interface ConnectionSummary {
+  durationMs: number;
+  /** Client to upstream. */
+  messagesIn: number;
+  bytesIn: number;
+  /** Upstream to client. */
+  messagesOut: number;
+  bytesOut: number;
+  /** The first close code (1006: that side was lost without a close frame). */
+  closeCode: number;
+  closedBy: 'client' | 'upstream' | 'gateway';
 }

@@ -8,7 +8,7 @@
 import { performance } from 'node:perf_hooks';
 import { Capture } from '../exchange/capture.js';
 import type { RequestContext } from '../exchange/context.js';
-import type { RequestListener } from '../exchange/listener.js';
+import type { ConnectionSummary, RequestListener } from '../exchange/listener.js';
 import type { AcceptPhase } from './accept.js';
 import { reportBug } from './report-bug.js';
 import type { DataPlaneState } from './state.js';
@@ -58,6 +58,20 @@ export class DonePhase {
       }
       try {
         listener.done(ctx, kept);
+      } catch (err) {
+        reportBug(err);
+      }
+    }
+  }
+
+  /** A relayed WebSocket connection is over: the listeners that log connections are told. */
+  connectionDone(ctx: RequestContext, connection: ConnectionSummary): void {
+    const disabled = ctx.disabledListeners;
+    for (const listener of this.state.listeners) {
+      if (listener.connectionDone === undefined) continue;
+      if (disabled.length > 0 && disabled.includes(listener.id)) continue;
+      try {
+        listener.connectionDone(ctx, connection);
       } catch (err) {
         reportBug(err);
       }

@@ -3,6 +3,7 @@
  * batch at a time) and the destination, an AppendWriter (./append-writer.ts): stdout or a file, the
  * file reopened on demand (SIGUSR1 in the primary, for log rotation).
  */
+import type { ConnectionSummary } from '../exchange/listener.js';
 import { AppendWriter, type Destination } from './append-writer.js';
 
 /** The listener id used in /healthcheck and in an endpoint's `x-disabled-listeners`. */
@@ -58,6 +59,8 @@ export interface AccessLog {
   /** Resolves once the destination can be written to. */
   readonly ready: Promise<void>;
   record(request: FinishedRequest): void;
+  /** One line for a relayed WebSocket connection that ended (msg "websocket"; docs/websocket.md#observability). */
+  recordConnection(request: FinishedRequest, connection: ConnectionSummary): void;
   /** Writes out what is buffered; call on shutdown. */
   flush(): Promise<void>;
   /** Opens a file destination again (after rotation); a no-op for stdout. */
@@ -92,12 +95,19 @@ const MAX_QUEUED_BYTES = 32 * 1024 * 1024;
 const EMPTY = Buffer.alloc(0);
 const HEAD_START = '{"level":30,"time":';
 const LINE_END = fragment(',"msg":"request"}\n');
+const CONNECTION_LINE_END = fragment(',"msg":"websocket"}\n');
 /** An ASCII part of a line, encoded once. */
 function fragment(text: string): Buffer {
   return Buffer.from(text, 'latin1');
 }
 const NULL = fragment('null');
 const key = (name: string): Buffer => fragment(`,"${name}":`);
+
+const DURATION_MS = key('durationMs');
+const MESSAGES_IN = key('messagesIn');
+const MESSAGES_OUT = key('messagesOut');
+const CLOSE_CODE = key('closeCode');
+const CLOSED_BY = key('closedBy');
 
 /** Which fields a line has, and their keys encoded once. */
 class Layout {
@@ -207,27 +217,41 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
   let head: Buffer = EMPTY;
 
   /** Encodes the recorded fields into lines, then drops the references (short-lived: no GC promotion). */
+  /** Starts a line at `now` in the encoder (a fresh buffer when this one is nearly full). */
+  function beginLine(now: number): void {
+    const e = encoder;
+    if (now !== headTime) {
+      headTime = now;
+      head = fragment(`${HEAD_START}${now}${base}`);
+    }
+    if (e.pos + LINE_ROOM > e.buffer.length) {
+      // Room for the constant parts and short values; long strings make room as they go (ensure).
+      seal(e.pos);
+      e.renew(LINE_ROOM);
+      chunkStart = 0;
+    }
+    e.lineStart = e.pos;
+    e.bytes(head);
+  }
+
+  /** Ends the line begun last, and the chunk when it is full. */
+  function endLine(end: Buffer): void {
+    const e = encoder;
+    e.bytes(end);
+    const lineStart = e.lineStart;
+    // This line would make the chunk too long: the chunk ends before it.
+    if (e.pos - chunkStart > writer.chunkLimit) seal(lineStart);
+    if (e.pos - chunkStart >= writer.chunkLimit) seal(e.pos);
+  }
+
   function encodeBatch(): void {
     const n = batch.size;
     if (n === 0) return;
     batch.size = 0;
     const e = encoder;
     const l = layout;
-    const chunkLimit = writer.chunkLimit;
     for (let i = 0; i < n; i++) {
-      const now = batch.time[i]!;
-      if (now !== headTime) {
-        headTime = now;
-        head = fragment(`${HEAD_START}${now}${base}`);
-      }
-      if (e.pos + LINE_ROOM > e.buffer.length) {
-        // Room for the constant parts and short values; long strings make room as they go (ensure).
-        seal(e.pos);
-        e.renew(LINE_ROOM);
-        chunkStart = 0;
-      }
-      e.lineStart = e.pos;
-      e.bytes(head);
+      beginLine(batch.time[i]!);
       if (l.method !== null) e.bytes(method.of(l.method, batch.method[i]!));
       if (l.path !== null) {
         e.bytes(l.path);
@@ -270,11 +294,7 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
         else e.milliseconds(ms);
       }
       if (l.cache !== null) e.bytes(cache.of(l.cache, batch.cache[i]!));
-      e.bytes(LINE_END);
-      const lineStart = e.lineStart;
-      // This line would make the chunk too long: the chunk ends before it.
-      if (e.pos - chunkStart > chunkLimit) seal(lineStart);
-      if (e.pos - chunkStart >= chunkLimit) seal(e.pos);
+      endLine(LINE_END);
     }
     batch.clear(n);
   }
@@ -317,6 +337,46 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
       batch.upstreamMs[i] = request.upstreamMs ?? -1;
       batch.cache[i] = request.cache ?? null;
       if (i === BATCH - 1) encodeBatch();
+    },
+    recordConnection(request, connection) {
+      if (writer.queuedBytes > MAX_QUEUED_BYTES) return;
+      // The requests recorded before it go first: lines stay in the order they ended.
+      encodeBatch();
+      const e = encoder;
+      const l = layout;
+      beginLine(Date.now());
+      if (l.method !== null) e.bytes(method.of(l.method, request.method));
+      if (l.path !== null) {
+        e.bytes(l.path);
+        e.string(request.path);
+      }
+      if (l.endpoint !== null) e.bytes(endpoint.of(l.endpoint, request.routeTemplate));
+      if (l.upstream !== null) e.bytes(upstream.of(l.upstream, request.upstream));
+      if (l.status !== null) e.bytes(status.of(l.status, request.status));
+      e.bytes(DURATION_MS);
+      e.milliseconds(connection.durationMs);
+      if (l.bytesIn !== null) {
+        e.bytes(l.bytesIn);
+        e.number(connection.bytesIn);
+      }
+      if (l.bytesOut !== null) {
+        e.bytes(l.bytesOut);
+        e.number(connection.bytesOut);
+      }
+      e.bytes(MESSAGES_IN);
+      e.number(connection.messagesIn);
+      e.bytes(MESSAGES_OUT);
+      e.number(connection.messagesOut);
+      e.bytes(CLOSE_CODE);
+      e.number(connection.closeCode);
+      e.bytes(CLOSED_BY);
+      e.string(connection.closedBy);
+      if (l.client !== null) e.bytes(client.of(l.client, request.clientAddress));
+      if (l.requestId !== null && request.requestId) {
+        e.bytes(l.requestId);
+        e.string(request.requestId);
+      }
+      endLine(CONNECTION_LINE_END);
     },
     flush() {
       encodeBatch();

@@ -11,7 +11,6 @@
  * The upstream leg is the gateway's own RFC 6455 client (./upstream-socket.ts says why it is not
  * `ws`). The relay costs measured with bench:ws are in docs/websocket.md.
  */
-import cluster from 'node:cluster';
 import { performance } from 'node:perf_hooks';
 import type { GatewayConfig } from '../config/types.js';
 import { normalizePath } from '../http/normalize-path.js';
@@ -20,7 +19,6 @@ import { writeContent, writeProblem } from '../http/problem-json.js';
 import { remoteAddress } from '../http/remote-address.js';
 import { RequestHead } from '../http/client-request-head.js';
 import { hasEncodedSlash, isVisibleAscii } from '../http/request-target.js';
-import { createLogger, type Logger } from '../log.js';
 import type { Counters } from '../metrics/counters.js';
 import type { Pipeline } from '../middleware/pipeline.js';
 import type { Answer } from '../middleware/types.js';
@@ -28,7 +26,7 @@ import type { UwsModule, UwsRequest, UwsResponse, UwsSocketContext, UwsWebSocket
 import type { Breakers } from '../proxy/upstream-breakers.js';
 import { RequestContext } from '../exchange/context.js';
 import { emptySelection, type RoutingTable } from '../routing/table.js';
-import { ACCESS_LOG_LISTENER } from '../listeners/access-log.js';
+import type { ConnectionSummary } from '../exchange/listener.js';
 import { acceptedHeaders } from './accepted-headers.js';
 import { HIGH_WATER, Relay, type ClientSlot, type RelayEnd, type RelayHost } from './relay.js';
 import { WebSocketMetrics, type UpgradeOutcome } from './metrics.js';
@@ -55,6 +53,8 @@ export interface WebSocketHost {
   pick(ctx: RequestContext, excluding: string): string | null;
   /** The request ended as an HTTP answer (no relayed connection): logged and counted like any request. */
   requestDone(ctx: RequestContext): void;
+  /** A relayed connection ended: the listeners that log connections (the access log) are told. */
+  connectionDone(ctx: RequestContext, connection: ConnectionSummary): void;
 }
 
 /** Most WebSocket close frames leave within this after a shutdown's close (then the sockets are cut). */
@@ -77,8 +77,6 @@ export class WebSocketProxy implements RelayHost {
   private readonly head = new RequestHead();
   private readonly selection = emptySelection();
   private readonly sweepTimer: NodeJS.Timeout;
-  private readonly logAccess: boolean;
-  private logger: Logger | null = null;
   private onEmpty: (() => void) | null = null;
 
   constructor(
@@ -90,7 +88,6 @@ export class WebSocketProxy implements RelayHost {
     this.maxPayloadBytes = settings.maxPayloadBytes;
     this.maxUnsent = settings.maxPayloadBytes + 4 * HIGH_WATER;
     this.metrics = new WebSocketMetrics(host.counters);
-    this.logAccess = config.accessLog.enabled;
     this.behavior = {
       compression: settings.compression ? uws.SHARED_COMPRESSOR : uws.DISABLED,
       // uWS 20.30 drops a client whose message passes this limit without a close frame (1006). Twice
@@ -141,28 +138,15 @@ export class WebSocketProxy implements RelayHost {
     const seconds = (performance.now() - relay.startedAt) / 1000;
     this.report(relay);
     this.metrics.closed(seconds);
-    const ctx = relay.ctx;
-    if (this.logAccess && !ctx.disabledListeners.includes(ACCESS_LOG_LISTENER)) {
-      this.log().info(
-        {
-          log: 'access',
-          method: 'GET',
-          path: ctx.path,
-          endpoint: ctx.routeTemplate,
-          upstream: ctx.upstream,
-          status: 101,
-          durationMs: Math.round(seconds * 1e6) / 1000,
-          bytesIn: relay.bytesToUpstream,
-          bytesOut: relay.bytesToClient,
-          messagesIn: relay.messagesToUpstream,
-          messagesOut: relay.messagesToClient,
-          closeCode: code,
-          closedBy,
-          client: ctx.clientAddress,
-        },
-        'websocket',
-      );
-    }
+    this.host.connectionDone(relay.ctx, {
+      durationMs: seconds * 1000,
+      messagesIn: relay.messagesToUpstream,
+      bytesIn: relay.bytesToUpstream,
+      messagesOut: relay.messagesToClient,
+      bytesOut: relay.bytesToClient,
+      closeCode: code,
+      closedBy,
+    });
     if (this.relays.size === 0) this.onEmpty?.();
   }
 
@@ -279,9 +263,6 @@ export class WebSocketProxy implements RelayHost {
     u.messagesToUpstream = u.bytesToUpstream = u.messagesToClient = u.bytesToClient = 0;
   }
 
-  private log(): Logger {
-    return (this.logger ??= createLogger({ role: 'worker', workerId: cluster.worker?.id ?? 0 }));
-  }
 }
 
 /** An upgrade between the client's request and the upstream's answer. */

@@ -1,17 +1,20 @@
 // The gateway's own WebSocket client on the upstream leg (src/websocket/upstream-socket.ts), against
 // upstreams that answer in the ways a `ws` server never does: a raw TCP server that writes the 101 or
 // the refusal byte by byte (interim 1xx heads, a chunked refusal body, a wrong Sec-WebSocket-Accept,
-// no subprotocol chosen) and then frames a broken peer would send (masked, bad UTF-8); and a `wss://`
-// upstream behind TLS with a test CA.
+// no subprotocol chosen) and then frames a broken peer would send (masked, bad UTF-8); a `wss://`
+// upstream behind TLS with a test CA; and the connection's access line in the access log's file.
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { createServer as createHttpsServer } from 'node:https';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { WebSocketServer } from 'ws';
 import { CertificateDir } from '../helpers/certs.js';
-import { startGateway, testConfig } from '../helpers/gateway-process.js';
+import { eventually, startGateway, testConfig } from '../helpers/gateway-process.js';
 import { closed, nextMessage, openClient, wsUpstreamConfig } from '../helpers/ws-upstream.js';
 
 type Teardown = Parameters<typeof startGateway>[0];
@@ -264,4 +267,45 @@ t.test('a wss:// upstream with a private CA', async (t) => {
   const done = closed(client);
   client.close(1000);
   t.equal((await done).code, 1000);
+});
+
+t.test("a connection's access line goes where the access log goes, with its omitted fields left out", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'specgate-ws-log-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const logFile = join(dir, 'access.log');
+  const location = await rawUpstream(t, (peer) => {
+    peer.accept();
+    // Echo one text frame back (unmask what the gateway sent).
+    peer.socket.on('data', () => {
+      const bytes = peer.received();
+      if (bytes.length < 6 + 5) return;
+      const key = bytes.subarray(2, 6);
+      const text = Buffer.from(bytes.subarray(6, 11).map((b, i) => b ^ key[i % 4]!));
+      peer.socket.end(Buffer.concat([frame(0x1, text), frame(0x8, Buffer.from([0x03, 0xe8]))]));
+    });
+  });
+  const gateway = await startGateway(t, {
+    config: testConfig([wsUpstreamConfig(location, ['/w'])], { accessLog: { enabled: true, destination: logFile, omit: ['client'] } }),
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+    workers: 1,
+  });
+  const client = await openClient(`ws://127.0.0.1:${gateway.port}/w`);
+  client.send('hello');
+  t.same(await nextMessage(client), { data: Buffer.from('hello'), isBinary: false });
+  t.equal((await closed(client)).code, 1000, "the upstream's close reaches the client");
+  const line = await eventually(
+    async () => {
+      const text = await readFile(logFile, 'utf8').catch(() => '');
+      const found = text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'websocket');
+      return found;
+    },
+    5000,
+    50,
+    'the websocket line in the access log file',
+  );
+  t.match(line, { level: 30, log: 'access', method: 'GET', path: '/w', endpoint: '/w', upstream: location, status: 101, bytesIn: 5, bytesOut: 5, messagesIn: 1, messagesOut: 1, closeCode: 1000, closedBy: 'upstream' });
+  t.type(line.durationMs, 'number');
+  t.notOk('client' in line, 'omit applies to the connection line too');
+  t.equal(gateway.lines.filter((l) => l.msg === 'websocket').length, 0, 'nothing about it on stdout');
 });

@@ -70,6 +70,7 @@ export class UwsAcceptor {
       clientAddress: (ctx) => lifecycle.accept.clientAddress(ctx),
       pick: (ctx, excluding) => lifecycle.forwarder.pickHost(ctx, excluding),
       requestDone: (ctx) => lifecycle.finisher.done(ctx),
+      connectionDone: (ctx, connection) => lifecycle.finisher.connectionDone(ctx, connection),
     };
   }
 
