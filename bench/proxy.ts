@@ -25,7 +25,7 @@
 // so its workers share the connections as the gateway's SO_REUSEPORT workers do; without it the
 // kernel often hands all 50 connections to one nginx worker, which then runs at one process's cost).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { createServer as createHttpServer, request } from 'node:http';
 import { createConnection } from 'node:net';
@@ -35,6 +35,7 @@ import { fileURLToPath } from 'node:url';
 import type { LoadJob, LoadResult } from './proxy-load.js';
 import { formatSelfTimes, profileFiles } from './proxy-profile.js';
 import { loadCorpus, realisticRouteSet } from './route-set.js';
+import { groupCpuNs } from './group-cpu.js';
 import { findFreePort } from '../src/cluster/free-port.js';
 
 const env = process.env;
@@ -207,25 +208,6 @@ async function waitFor200(origin: string, path: string, what: string, child: Chi
     if (Date.now() > deadline) throw new Error(`${what}: ${origin}${path} not 200 within ${timeoutMs} ms\n${stderrTail(child)}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-}
-
-/** On-CPU time (ns) of every thread of every process in process group `pgid`. */
-function groupCpuNs(pgid: number): number {
-  let ns = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (pid.charCodeAt(0) > 0x39) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      // Fields after "(comm) ": state ppid pgrp ...
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]) !== pgid) continue;
-      for (const task of readdirSync(`/proc/${pid}/task`)) {
-        ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
-      }
-    } catch {
-      // gone meanwhile, or no /proc (then the column stays empty)
-    }
-  }
-  return ns;
 }
 
 function onPath(command: string): boolean {

@@ -3,7 +3,9 @@
 // connections (each keeps BENCH_WS_WINDOW messages in flight), and upgrades completed per second (open,
 // one echo, close, 20 at a time). The upstream is a uWS echo server in its own process; the load comes
 // from one process of `ws` clients. Contenders run one after another (the idle one is stopped with
-// SIGSTOP), in interleaved rounds; medians are reported, with the gateway's ratio to nginx.
+// SIGSTOP), in interleaved rounds; medians are reported, with the gateway's ratio to nginx. Beside the
+// rates, the CPU each proxy spent (all threads of its process group) per echo and per upgrade: the load
+// generator is one process on the same cores, so a proxy's own cost is the steadier figure.
 //
 // Environment (optional): BENCH_DURATION_S (5), BENCH_ROUNDS (2), BENCH_WS_CONNECTIONS (100),
 // BENCH_WS_WINDOW (4), BENCH_WORKERS (2), BENCH_DEADLINE_S (240).
@@ -14,6 +16,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { findFreePort } from '../src/cluster/free-port.js';
+import { groupCpuNs } from './group-cpu.js';
 
 const env = process.env;
 const DURATION_S = Number(env.BENCH_DURATION_S ?? 5);
@@ -88,8 +91,14 @@ async function waitOpen(url: string, timeoutMs: number): Promise<void> {
   }
 }
 
+interface Measured {
+  rate: number;
+  /** The proxy's CPU per echo or upgrade (µs); NaN for the upstream alone. */
+  cpuUs: number;
+}
+
 /** Messages echoed per second over CONNECTIONS connections, each with WINDOW messages in flight. */
-async function echoRate(url: string): Promise<number> {
+async function echoRate(url: string, cpu: () => number): Promise<Measured> {
   const sockets = await Promise.all(
     Array.from({ length: CONNECTIONS }, () => new Promise<WebSocket>((resolve, reject) => {
       const socket = new WebSocket(url, { perMessageDeflate: false });
@@ -110,9 +119,11 @@ async function echoRate(url: string): Promise<number> {
   await new Promise((resolve) => setTimeout(resolve, 1000));
   counting = true;
   const started = performance.now();
+  const cpuBefore = cpu();
   await new Promise((resolve) => setTimeout(resolve, DURATION_S * 1000));
   const seconds = (performance.now() - started) / 1000;
   counting = false;
+  const cpuUs = (cpu() - cpuBefore) / 1000 / echoed;
   running = false;
   const rate = echoed / seconds;
   await Promise.all(sockets.map((socket) => new Promise<void>((resolve) => {
@@ -123,15 +134,16 @@ async function echoRate(url: string): Promise<number> {
       resolve();
     }, 2000);
   })));
-  return rate;
+  return { rate, cpuUs };
 }
 
 /** Upgrades per second: open, one echo, close; OPEN_CONCURRENCY at a time. */
-async function openRate(url: string): Promise<{ rate: number; failures: number }> {
+async function openRate(url: string, cpu: () => number): Promise<Measured & { failures: number }> {
   let opened = 0;
   let failures = 0;
   const until = performance.now() + DURATION_S * 1000;
   const started = performance.now();
+  const cpuBefore = cpu();
   const loop = async (): Promise<void> => {
     while (performance.now() < until) {
       const ok = await new Promise<boolean>((resolve) => {
@@ -148,7 +160,7 @@ async function openRate(url: string): Promise<{ rate: number; failures: number }
     }
   };
   await Promise.all(Array.from({ length: OPEN_CONCURRENCY }, loop));
-  return { rate: opened / ((performance.now() - started) / 1000), failures };
+  return { rate: opened / ((performance.now() - started) / 1000), cpuUs: (cpu() - cpuBefore) / 1000 / opened, failures };
 }
 
 function median(values: number[]): number {
@@ -223,22 +235,36 @@ async function main(): Promise<void> {
 
   const messages = new Map<string, number[]>();
   const opens = new Map<string, number[]>();
+  const echoCpu = new Map<string, number[]>();
+  const openCpu = new Map<string, number[]>();
+  const push = (map: Map<string, number[]>, id: string, value: number): void => {
+    (map.get(id) ?? map.set(id, []).get(id)!).push(value);
+  };
   for (let round = 0; round < ROUNDS; round++) {
     for (const { id, url } of contenders) {
       for (const other of contenders) if (other.id !== id && other.id !== 'direct' && children.has(other.id)) signalGroup(other.id, 'SIGSTOP');
       if (id !== 'direct') signalGroup(id, 'SIGCONT');
-      const rate = await echoRate(url);
-      const open = await openRate(url);
-      (messages.get(id) ?? messages.set(id, []).get(id)!).push(rate);
-      (opens.get(id) ?? opens.set(id, []).get(id)!).push(open.rate);
-      console.log(`round ${round + 1} ${id}: ${Math.round(rate)} messages/s, ${Math.round(open.rate)} upgrades/s${open.failures ? ` (${open.failures} failed)` : ''}`);
+      const pgid = id === 'direct' ? 0 : children.get(id)!.pid!;
+      const cpu = (): number => (pgid === 0 ? Number.NaN : groupCpuNs(pgid));
+      const echo = await echoRate(url, cpu);
+      const open = await openRate(url, cpu);
+      push(messages, id, echo.rate);
+      push(opens, id, open.rate);
+      push(echoCpu, id, echo.cpuUs);
+      push(openCpu, id, open.cpuUs);
+      const cpuText = pgid === 0 ? '' : ` (CPU ${echo.cpuUs.toFixed(1)} µs per echo, ${open.cpuUs.toFixed(0)} µs per upgrade)`;
+      console.log(`round ${round + 1} ${id}: ${Math.round(echo.rate)} messages/s, ${Math.round(open.rate)} upgrades/s${open.failures ? ` (${open.failures} failed)` : ''}${cpuText}`);
     }
     for (const { id } of contenders) if (children.has(id)) signalGroup(id, 'SIGCONT');
   }
   console.log(`\n64-byte echo, ${CONNECTIONS} connections x ${WINDOW} in flight, ${DURATION_S} s per run, ${ROUNDS} rounds (medians); ${WORKERS} workers each:`);
-  for (const { id } of contenders) console.log(`- ${id}: ${Math.round(median(messages.get(id)!))} messages/s, ${Math.round(median(opens.get(id)!))} upgrades/s`);
+  for (const { id } of contenders) {
+    const cpuText = id === 'direct' ? '' : `; CPU ${median(echoCpu.get(id)!).toFixed(1)} µs per echo, ${median(openCpu.get(id)!).toFixed(0)} µs per upgrade`;
+    console.log(`- ${id}: ${Math.round(median(messages.get(id)!))} messages/s, ${Math.round(median(opens.get(id)!))} upgrades/s${cpuText}`);
+  }
   if (messages.has('nginx')) {
-    console.log(`gateway / nginx: messages/s ${(median(messages.get('gateway')!) / median(messages.get('nginx')!)).toFixed(2)}x, upgrades/s ${(median(opens.get('gateway')!) / median(opens.get('nginx')!)).toFixed(2)}x`);
+    const ratio = (map: Map<string, number[]>): string => (median(map.get('gateway')!) / median(map.get('nginx')!)).toFixed(2);
+    console.log(`gateway / nginx: messages/s ${ratio(messages)}x, upgrades/s ${ratio(opens)}x; CPU per echo ${ratio(echoCpu)}x, per upgrade ${ratio(openCpu)}x`);
   }
 }
 
