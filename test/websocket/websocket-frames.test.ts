@@ -153,3 +153,19 @@ t.test('a frame split over many reads is read once, without holding more than it
   t.equal(events.length, 1);
   t.equal((events[0] as ['message', string, boolean])[1].length, data.length * 2, 'the whole message, once');
 });
+
+t.test('any bytes at all: the reader never throws, and stops at the first violation', async (t) => {
+  fc.assert(
+    fc.property(fc.array(fc.uint8Array({ maxLength: 300 }), { maxLength: 8 }), fc.integer({ min: 0, max: 400 }), (chunks, maxPayload) => {
+      const { sink, events } = collector();
+      const reader = new FrameReader(sink, maxPayload);
+      for (const chunk of chunks) reader.push(Buffer.from(chunk));
+      const ends = events.filter((e) => e[0] === 'violation' || e[0] === 'close');
+      t.ok(ends.length <= 1, 'at most one close or violation');
+      if (ends.length === 1) t.equal(events.at(-1), ends[0], 'and nothing after it');
+      for (const e of events) if (e[0] === 'message') t.ok(e[1].length / 2 <= maxPayload, 'no message over maxPayload');
+      return true;
+    }),
+    { numRuns: 500 },
+  );
+});

@@ -236,6 +236,22 @@ t.test('an upstream that breaks the protocol: the client gets 1011, the upstream
     t.equal(closeCodeSent(peer.received()), code, `${what}: the upstream gets ${code}`);
   }
 
+  // Random bytes after the 101: the client gets whatever messages they frame, then a close (or the
+  // bytes end mid-frame); the worker goes on serving either way.
+  const rng = (seed: number) => () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 16) & 0xff;
+  for (let run = 0; run < 12; run++) {
+    const next = rng(run + 1);
+    send = Buffer.from(Array.from({ length: 1 + ((run * 37) % 200) }, next));
+    const client = await openClient(`ws://127.0.0.1:${port}/w`);
+    const ended = await Promise.race([closed(client), new Promise<null>((resolve) => setTimeout(() => resolve(null), 300))]);
+    if (ended !== null) t.ok([1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014].includes(ended.code) || ended.code >= 3000, `random bytes ${run}: closed with ${ended.code}`);
+    client.terminate();
+  }
+  send = Buffer.alloc(0);
+  const after = await openClient(`ws://127.0.0.1:${port}/w`);
+  t.pass('the worker still upgrades after all of it');
+  after.terminate();
+
   // A ping from the upstream is answered with a pong carrying its payload.
   send = frame(0x9, Buffer.from('are you there'));
   const client = await openClient(`ws://127.0.0.1:${port}/w`);
