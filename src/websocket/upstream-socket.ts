@@ -340,23 +340,24 @@ export class UpstreamSocket implements FrameSink {
   }
 
   private refusalDone(sink: RefusalSink, whole: boolean): void {
-    const handshake = this.handshake;
-    this.handshake = null;
-    this.state = State.Closed;
-    this.clearTimer();
-    this.socket.destroy();
+    const handshake = this.endHandshake();
     if (handshake === null) return;
     if (sink.status === 0) return handshake.onFailed('invalid', this.refusal!.error || 'the answer could not be read');
     handshake.onRefused(sink.status, sink.headers, whole ? Buffer.concat(sink.chunks, sink.length) : null);
   }
 
   private fail(kind: HandshakeFailure, detail: string): void {
+    this.endHandshake()?.onFailed(kind, detail);
+  }
+
+  /** The handshake is over without a connection: the socket goes; returns whom to tell (null: told already). */
+  private endHandshake(): HandshakeHandler | null {
     const handshake = this.handshake;
     this.handshake = null;
     this.state = State.Closed;
     this.clearTimer();
     this.socket.destroy();
-    handshake?.onFailed(kind, detail);
+    return handshake;
   }
 
   private readonly uncork = (): void => {
