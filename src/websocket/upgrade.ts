@@ -33,6 +33,7 @@ import { WebSocketMetrics, type UpgradeOutcome } from './metrics.js';
 import { webSocketSettings, type WebSocketConfig } from './settings.js';
 import { UpstreamSocket, type HandshakeFailure, type HandshakeHandler, type UpstreamSocketOptions } from './upstream-socket.js';
 import type { UpstreamTlsOptions } from '../upstream/pool.js';
+import { poolSettings } from '../proxy/host-pools.js';
 
 /** What the data plane lends the WebSocket route. */
 export interface WebSocketHost {
@@ -64,8 +65,6 @@ const HANDSHAKE_HEADERS = new Set(['sec-websocket-key', 'sec-websocket-version',
 /** Not passed back from a refusing upstream: hop-by-hop, framing (uWS writes its own), Date (uWS writes one). */
 const NOT_PASSED_BACK = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'upgrade', 'te', 'trailer', 'proxy-authenticate', 'proxy-connection', 'date', 'via']);
 const NO_HOST = 'no upstream can take this request now (circuit breakers open)';
-/** The upstream pool's default (src/proxy/host-pools.ts) when the config has no upstreamPool. */
-const DEFAULT_MAX_HEAD_BYTES = 16 * 1024;
 
 export class WebSocketProxy implements RelayHost {
   readonly settings: WebSocketConfig;
@@ -236,7 +235,7 @@ export class WebSocketProxy implements RelayHost {
       protocols,
       maxPayload: this.maxPayloadBytes,
       handshakeTimeoutMs: this.config.timeouts.upstreamMs,
-      maxResponseHeaderBytes: this.config.upstreamPool?.maxResponseHeaderBytes ?? DEFAULT_MAX_HEAD_BYTES,
+      maxResponseHeaderBytes: poolSettings(this.config).maxResponseHeaderBytes,
       tls: this.upstreamTls(upstream),
     };
   }
