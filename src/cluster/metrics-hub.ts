@@ -91,12 +91,14 @@ export class MetricsHub {
 
   stop(): void {
     clearInterval(this.timer);
+    this.processes.stop();
   }
 
   private tick(): void {
     const now = Date.now();
     if (!this.changed && now - this.lastBroadcast < this.refreshIntervalMs) return;
-    // The primary's own process metrics move on their own: read them again at each broadcast.
+    // The primary's own process metrics move on their own: read again (at most every
+    // PROCESS_METRICS_INTERVAL_MS, src/metrics/process-metrics.ts).
     if (now - this.lastBroadcast >= this.refreshIntervalMs) this.processes.refresh();
     this.changed = false;
     this.lastBroadcast = now;

@@ -28,3 +28,31 @@ t.test('a NaN figure is written NaN, as the text format spells it (prom-client w
   t.ok(Number.isNaN(families.get('gateway_test_figure')?.samples[0]?.value), 'parsed as NaN');
   t.ok(families.has('process_cpu_seconds_total'), "with the primary's own process metrics");
 });
+
+t.test('renders are at least the interval apart; a worker that joins or leaves is rendered at once', async (t) => {
+  const renders: number[] = [];
+  const started = performance.now();
+  const merger = new ProcessMetricsMerger(() => renders.push(performance.now() - started), 300);
+  t.teardown(() => merger.stop());
+  const snapshot = (value: number) =>
+    [{ name: 'gateway_test_figure', help: 'A figure.', type: 'gauge', aggregator: 'sum', values: [{ value, labels: {} }] }] as unknown as ProcessSnapshot;
+  const until = async (count: number): Promise<void> => {
+    while (renders.length < count) await new Promise((resolve) => setTimeout(resolve, 5));
+  };
+  merger.set(1, snapshot(1));
+  await until(1);
+  t.match(merger.text, /^gateway_test_figure 1$/m, 'a new worker: rendered at once');
+  merger.set(1, snapshot(2));
+  merger.set(1, snapshot(3));
+  merger.refresh();
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  t.equal(renders.length, 1, 'three updates within the interval: no render yet');
+  await until(2);
+  t.ok(renders[1]! - renders[0]! >= 290, `the next render waited for the interval (${Math.round(renders[1]! - renders[0]!)} ms)`);
+  t.match(merger.text, /^gateway_test_figure 3$/m, 'with the latest figures');
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  t.equal(renders.length, 2, 'and only one render for the three');
+  merger.set(2, snapshot(10));
+  await until(3);
+  t.match(merger.text, /^gateway_test_figure 13$/m, 'another worker joins: at once, summed');
+});
