@@ -48,7 +48,8 @@ t.test('renders are at least the interval apart; a worker that joins or leaves i
   await new Promise((resolve) => setTimeout(resolve, 100));
   t.equal(renders.length, 1, 'three updates within the interval: no render yet');
   await until(2);
-  t.ok(renders[1]! - renders[0]! >= 290, `the next render waited for the interval (${Math.round(renders[1]! - renders[0]!)} ms)`);
+  // The first render started as set() was called, at about `started`: the next may start 300 ms after it.
+  t.ok(renders[1]! >= 295, `the next render waited for the interval (done ${Math.round(renders[1]!)} ms after the first began)`);
   t.match(merger.text, /^gateway_test_figure 3$/m, 'with the latest figures');
   await new Promise((resolve) => setTimeout(resolve, 400));
   t.equal(renders.length, 2, 'and only one render for the three');
