@@ -216,7 +216,6 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
   let headTime = -1;
   let head: Buffer = EMPTY;
 
-  /** Encodes the recorded fields into lines, then drops the references (short-lived: no GC promotion). */
   /** Starts a line at `now` in the encoder (a fresh buffer when this one is nearly full). */
   function beginLine(now: number): void {
     const e = encoder;
@@ -244,6 +243,7 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
     if (e.pos - chunkStart >= writer.chunkLimit) seal(e.pos);
   }
 
+  /** Encodes the recorded fields into lines, then drops the references (short-lived: no GC promotion). */
   function encodeBatch(): void {
     const n = batch.size;
     if (n === 0) return;
