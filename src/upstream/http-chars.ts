@@ -35,6 +35,25 @@ VALUE[HTAB] = ValueByte.Space;
 export const QDTEXT = new Uint8Array(256);
 for (let c = 0; c < 256; c++) QDTEXT[c] = VALUE[c] === ValueByte.Invalid || c === 0x22 || c === 0x5c ? 0 : 1;
 
+/** `text` is a token (RFC 9110 5.6.2): one or more tchar. */
+export function isToken(text: string): boolean {
+  if (text.length === 0) return false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c > 0xff || TOKEN[c] === 0) return false;
+  }
+  return true;
+}
+
+/** `text` may be sent as a field value: VCHAR, obs-text, SP and HTAB only (no CR, LF, NUL or other control). */
+export function isFieldValue(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c > 0xff || VALUE[c] === ValueByte.Invalid) return false;
+  }
+  return true;
+}
+
 /** Hex digit values, -1 for anything else. */
 export const HEX = new Int8Array(256).fill(-1);
 for (let c = 0; c <= 9; c++) HEX[0x30 + c] = c;

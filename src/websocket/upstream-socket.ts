@@ -18,13 +18,12 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { ResponseParser, PARSE_FAILED, type ResponseHead, type ResponseSink } from '../upstream/response-parser.js';
 import { serializeHead } from '../upstream/upstream-request-head.js';
+import { isFieldValue, isToken } from '../upstream/http-chars.js';
 import { tlsConnectOptions, type UpstreamTlsOptions } from '../upstream/pool.js';
 import { closePayload, encodeFrame, FrameReader, handshakeKey, OPCODE_BINARY, OPCODE_CLOSE, OPCODE_PONG, OPCODE_TEXT, sendableCloseCode, type FrameSink } from './frames.js';
 
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const HEADER_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*(.*?)[ \t]*$/s;
-const VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 const STATUS_LINE = /^HTTP\/1\.[01] ([1-5]\d\d)(?: [^\r\n]*)?$/;
 const CRLFCRLF = Buffer.from('\r\n\r\n', 'latin1');
 /** After the gateway's close frame, the upstream's has this long to come back before the socket is cut (as ws waits). */
@@ -112,7 +111,7 @@ export class UpstreamSocket implements FrameSink {
     const port = url.port === '' ? (secure ? 443 : 80) : Number(url.port);
     const seen = new Set<string>();
     for (const protocol of options.protocols) {
-      if (!TOKEN.test(protocol) || seen.has(protocol)) throw new Error(`the subprotocol "${protocol}" is not a token or is offered twice`);
+      if (!isToken(protocol) || seen.has(protocol)) throw new Error(`the subprotocol "${protocol}" is not a token or is offered twice`);
       seen.add(protocol);
     }
     const key = handshakeKey();
@@ -121,7 +120,7 @@ export class UpstreamSocket implements FrameSink {
     let head = serializeHead('GET', options.target, ` HTTP/1.1\r\nhost: ${url.host}\r\n`, options.headers, -2);
     if (head === null) throw new Error('a header holds a character that cannot be sent');
     for (let i = 1; i < options.headers.length; i += 2) {
-      if (!VALUE.test(options.headers[i]!)) throw new Error(`the header ${options.headers[i - 1]} holds a character that cannot be sent`);
+      if (!isFieldValue(options.headers[i]!)) throw new Error(`the header ${options.headers[i - 1]} holds a character that cannot be sent`);
     }
     head = head.slice(0, -2) + `upgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-key: ${key}\r\nsec-websocket-version: 13\r\n`;
     if (options.protocols.length > 0) head += `sec-websocket-protocol: ${options.protocols.join(', ')}\r\n`;
@@ -280,7 +279,7 @@ export class UpstreamSocket implements FrameSink {
     let extensions = false;
     for (let i = 1; i < lines.length; i++) {
       const match = HEADER_LINE.exec(lines[i]!);
-      if (match === null || !VALUE.test(match[2]!)) return this.fail('invalid', 'a header line of the 101 is not valid');
+      if (match === null || !isFieldValue(match[2]!)) return this.fail('invalid', 'a header line of the 101 is not valid');
       const name = match[1]!;
       const value = match[2]!;
       headers.push(name, value);
