@@ -2,7 +2,7 @@
  * One keep-alive UpstreamPool (src/upstream/) per upstream host (its serviceLocation) in this worker,
  * created on first use, with the config's pool settings and the host's TLS settings.
  */
-import type { GatewayConfig, UpstreamConfig } from '../config/types.js';
+import type { GatewayConfig, UpstreamConfig, UpstreamTlsConfig } from '../config/types.js';
 import { UpstreamPool, type UpstreamTlsOptions } from '../upstream/pool.js';
 
 /** What every pool of the worker shares (config: timeouts and upstreamPool). */
@@ -25,6 +25,11 @@ export const POOL_DEFAULTS = {
   idleTimeoutMs: 4000,
   maxResponseHeaderBytes: 16 * 1024,
 } as const;
+
+/** upstreams[].tls as the upstream client's TLS options (HTTP pools and the WebSocket leg alike). */
+export function upstreamTlsOptions(tls: UpstreamTlsConfig): UpstreamTlsOptions {
+  return { ca: tls.ca, cert: tls.cert, key: tls.key, servername: tls.serverName, rejectUnauthorized: tls.rejectUnauthorized };
+}
 
 export function poolSettings(config: GatewayConfig): UpstreamPoolSettings {
   const pool = { ...POOL_DEFAULTS, ...config.upstreamPool };
@@ -74,7 +79,7 @@ export class UpstreamPools {
     for (const upstream of upstreams) {
       if (upstream.tls === undefined) continue;
       const { ca, cert, key, serverName, rejectUnauthorized } = upstream.tls;
-      tls.set(upstream.serviceLocation, { ca, cert, key, servername: serverName, rejectUnauthorized });
+      tls.set(upstream.serviceLocation, upstreamTlsOptions(upstream.tls));
       keys.set(upstream.serviceLocation, JSON.stringify([ca, cert, key, serverName, rejectUnauthorized]));
     }
     for (const [upstream, pool] of this.pools) {

@@ -33,7 +33,7 @@ import { WebSocketMetrics, type UpgradeOutcome } from './metrics.js';
 import { webSocketSettings, type WebSocketConfig } from './settings.js';
 import { UpstreamSocket, type HandshakeFailure, type HandshakeHandler, type UpstreamSocketOptions } from './upstream-socket.js';
 import type { UpstreamTlsOptions } from '../upstream/pool.js';
-import { poolSettings } from '../proxy/host-pools.js';
+import { poolSettings, upstreamTlsOptions } from '../proxy/host-pools.js';
 
 /** What the data plane lends the WebSocket route. */
 export interface WebSocketHost {
@@ -242,8 +242,7 @@ export class WebSocketProxy implements RelayHost {
 
   private upstreamTls(upstream: string): UpstreamTlsOptions | undefined {
     const tls = this.config.upstreams.find((u) => u.serviceLocation === upstream)?.tls;
-    if (tls === undefined) return undefined;
-    return { ca: tls.ca, cert: tls.cert, key: tls.key, rejectUnauthorized: tls.rejectUnauthorized, servername: tls.serverName };
+    return tls === undefined ? undefined : upstreamTlsOptions(tls);
   }
 
   private sweep(): void {
