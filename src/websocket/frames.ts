@@ -233,18 +233,24 @@ const MASK_POOL_BYTES = 8 * 1024;
 const maskPool = Buffer.allocUnsafeSlow(MASK_POOL_BYTES);
 let maskAt = MASK_POOL_BYTES;
 
+/** Where `n` unused random bytes start in maskPool (refilled when fewer are left); they count as used. */
+function takeRandom(n: number): number {
+  if (maskAt + n > MASK_POOL_BYTES) {
+    randomFillSync(maskPool);
+    maskAt = 0;
+  }
+  const at = maskAt;
+  maskAt += n;
+  return at;
+}
+
 /**
  * A handshake's Sec-WebSocket-Key: 16 random bytes from the same pool, base64 (randomBytes(16) per
  * upgrade was 2.3% of a worker's time opening connections under bench:ws).
  */
 export function handshakeKey(): string {
-  if (maskAt + 16 > MASK_POOL_BYTES) {
-    randomFillSync(maskPool);
-    maskAt = 0;
-  }
-  const key = maskPool.toString('base64', maskAt, maskAt + 16);
-  maskAt += 16;
-  return key;
+  const at = takeRandom(16);
+  return maskPool.toString('base64', at, at + 16);
 }
 
 /** One masked frame, header and payload in one buffer (one write). */
@@ -262,15 +268,11 @@ export function encodeFrame(opcode: number, payload: Uint8Array, fin = true): Bu
     frame.writeUInt32BE(Math.floor(length / 0x100000000), 2);
     frame.writeUInt32BE(length >>> 0, 6);
   }
-  if (maskAt + 4 > MASK_POOL_BYTES) {
-    randomFillSync(maskPool);
-    maskAt = 0;
-  }
-  const m0 = maskPool[maskAt]!;
-  const m1 = maskPool[maskAt + 1]!;
-  const m2 = maskPool[maskAt + 2]!;
-  const m3 = maskPool[maskAt + 3]!;
-  maskAt += 4;
+  const keyAt = takeRandom(4);
+  const m0 = maskPool[keyAt]!;
+  const m1 = maskPool[keyAt + 1]!;
+  const m2 = maskPool[keyAt + 2]!;
+  const m3 = maskPool[keyAt + 3]!;
   const at = headerLength + 4;
   frame[headerLength] = m0;
   frame[headerLength + 1] = m1;
