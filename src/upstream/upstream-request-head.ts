@@ -2,6 +2,7 @@
  * The request head as one string, written to the socket in one call (Node's stream writes a short
  * string from a stack buffer, with no Buffer of ours in between).
  */
+import { isToken } from './http-chars.js';
 
 /** The body the request carries. */
 export type RequestBody = null | Buffer | { readonly length: number };
@@ -11,8 +12,7 @@ function expectsBody(method: string): boolean {
   return method === 'POST' || method === 'PUT' || method === 'PATCH';
 }
 
-/** A method is a token; a target is visible ASCII (the data plane percent-encodes the rest). */
-const METHOD = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** A method is a token (isToken); a target is visible ASCII (the data plane percent-encodes the rest). */
 const TARGET = /^[\x21-\x7e]+$/;
 /** The last method found valid: a request's method is almost always the one before it. */
 let validMethod = 'GET';
@@ -29,7 +29,7 @@ let validMethod = 'GET';
  */
 export function serializeHead(method: string, path: string, hostLine: string, headers: readonly string[], bodyLength: number): string | null {
   if (method !== validMethod) {
-    if (!METHOD.test(method)) return null;
+    if (!isToken(method)) return null;
     validMethod = method;
   }
   if (!TARGET.test(path)) return null;
