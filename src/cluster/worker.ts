@@ -36,6 +36,15 @@ const startFaults = new Map(
     .flatMap((match) => (match ? [[match[2]!, match[1]!] as const] : [])),
 );
 
+/**
+ * Test-only delay, inert unless the variable is set (nothing in production sets it): the worker takes
+ * in the primary's health reports only this many milliseconds after it starts, in the order they came,
+ * as when a report arrives a read after the table that was sent before it (IPC is a byte stream: two
+ * messages sent back to back can reach the worker in different event-loop turns).
+ */
+const healthDelayMs = Number(process.env.GATEWAY_TEST_WORKER_HEALTH_DELAY_MS ?? '') || 0;
+const healthDelayed = healthDelayMs > 0 ? new Promise<void>((resolve) => setTimeout(resolve, healthDelayMs)) : null;
+
 const workerId = cluster.worker?.id ?? 0;
 const log = createLogger({ role: 'worker', workerId, level: levelFromEnv() });
 const builtins = new Builtins(
@@ -221,7 +230,8 @@ function onMessage(message: PrimaryToWorker): void {
       });
       break;
     case 'health':
-      builtins.setHealth(message.status, message.body);
+      if (healthDelayed !== null) void healthDelayed.then(() => builtins.setHealth(message.status, message.body));
+      else builtins.setHealth(message.status, message.body);
       break;
     case 'metrics':
       builtins.setMetrics(message.json, message.prometheus);
