@@ -50,6 +50,7 @@ export class Builtins {
   private metricsEnabled: boolean;
   /** An admin listener serves /metrics and /spec: the public hook answers them 404. */
   private adminListener: boolean;
+  /** A placeholder until setHealth: a cluster worker binds its port only once it has been given a report. */
   private health: Rendered = { status: 503, contentType: JSON_TYPE, body: Buffer.from('{}') };
   private metricsJson: Buffer = Buffer.from('{}');
   private metricsText: Buffer = Buffer.from('');

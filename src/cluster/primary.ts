@@ -263,7 +263,11 @@ class Primary {
     this.refreshHealth(true);
   }
 
-  /** A new worker gets the current state: table, health (latched readiness included), metrics. */
+  /**
+   * A new worker gets the current state: table, health (latched readiness included), metrics. It binds
+   * its port only once it holds the health report (there always is one: refreshHealth runs before the
+   * first worker starts).
+   */
   private onHello(worker: Worker): void {
     this.metrics.setWorkerCount(this.supervisor.liveWorkers().length);
     const published = this.publisher.current;

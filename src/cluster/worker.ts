@@ -16,7 +16,7 @@ import { exitAfterLogs } from '../log-exit.js';
 import { startAdminListener, type AdminListener } from '../builtins/admin-listener.js';
 import { WorkerComponents } from './worker-components.js';
 import { isLeaseBankMessage, type LeaseWorkerMessage } from '../stores/lease-messages.js';
-import { isPrimaryMessage, type PrimaryToWorker, type PublishMessage, type WorkerToPrimary } from './messages.js';
+import { isPrimaryMessage, type HealthMessage, type PrimaryToWorker, type PublishMessage, type WorkerToPrimary } from './messages.js';
 import { RequestObserve } from '../observe/request-observe.js';
 
 const METRICS_SHIP_INTERVAL_MS = 200;
@@ -51,6 +51,17 @@ const builtins = new Builtins(
   { paths: { healthcheck: '/healthcheck', metrics: '/metrics', spec: '/spec' }, metrics: { enabled: true } },
   { workerHeader: workerHeaderEnabled ? String(process.pid) : undefined },
 );
+/**
+ * Settles once the worker holds a health report from the primary; the port is bound only then. The
+ * report is a message of its own, sent right after the table, but IPC is a byte stream: it can reach
+ * the worker an event-loop turn after the table, which alone was enough to bind. Bound before it, the
+ * worker answered /healthcheck with the Builtins placeholder (503, `{}`) however long the gateway had
+ * been operational.
+ */
+let holdHealth: () => void = () => {};
+const healthHeld = new Promise<void>((resolve) => {
+  holdHealth = resolve;
+});
 const recorder = new MetricsRecorder();
 const counters = new Counters();
 const processMetrics = new ProcessMetricsSampler();
@@ -144,6 +155,7 @@ async function startServing(message: PublishMessage): Promise<DataPlane> {
     await accessLog.ready;
   }
   observe = await RequestObserve.create(message.config, counters, (text) => log.warn(text));
+  await healthHeld;
   const started = await startDataPlane({ config: message.config, builtins: builtins.handle, listeners: builtins_(), counters, onBreakersChanged, observe });
   log.info({ port: started.port }, 'worker listening');
   const admin = message.config.admin;
@@ -215,6 +227,11 @@ async function shutdown(reason: string): Promise<void> {
   exitAfterLogs(0);
 }
 
+function takeHealth(message: HealthMessage): void {
+  builtins.setHealth(message.status, message.body);
+  holdHealth();
+}
+
 // Messages are applied one at a time, in order, so a table never overtakes the one before it.
 let queue: Promise<void> = Promise.resolve();
 
@@ -230,8 +247,8 @@ function onMessage(message: PrimaryToWorker): void {
       });
       break;
     case 'health':
-      if (healthDelayed !== null) void healthDelayed.then(() => builtins.setHealth(message.status, message.body));
-      else builtins.setHealth(message.status, message.body);
+      if (healthDelayed !== null) void healthDelayed.then(() => takeHealth(message));
+      else takeHealth(message);
       break;
     case 'metrics':
       builtins.setMetrics(message.json, message.prometheus);

@@ -1,0 +1,111 @@
+// A worker that joins a serving gateway (the replacement of a killed worker, a reload's successor)
+// answers /healthcheck only with the report the primary gave it: once the gateway is operational,
+// every answer a client gets is 200, the new worker's first ones included.
+//
+// GATEWAY_TEST_WORKER_HEALTH_DELAY_MS (test-only, see src/cluster/worker.ts) makes every worker take in
+// the primary's health reports that long after it starts, as when the report reaches the worker a read
+// after the table the primary sent just before it. A worker that bound its port with the table alone
+// answered 503 (its placeholder, body `{}`) until the report came.
+import t from 'tap';
+import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+
+const HEALTH_DELAY_MS = 1500;
+/** Answers a new worker must give before the test stops probing. */
+const NEW_WORKER_ANSWERS = 10;
+
+const upstream = await startUpstream(t, { name: 'backend' });
+const config = (name: string): Record<string, unknown> => ({
+  ...testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints: [{ method: 'GET', path: '/work/{id}' }] }]),
+  name,
+});
+const gateway = await startGateway(t, {
+  config: config('first'),
+  env: { GATEWAY_TEST_WORKER_HEALTH_DELAY_MS: String(HEALTH_DELAY_MS) },
+  waitFor: (line) => line.msg === 'gateway operational',
+});
+
+interface Answer {
+  pid: string;
+  status: number;
+  body: string;
+}
+
+/** Pids of the workers the primary started at or after `since` (ms since the epoch). */
+function startedSince(since: number): string[] {
+  return gateway.lines.filter((l) => l.msg === 'worker started' && (l.time as number) >= since).map((l) => String(l.workerPid));
+}
+
+/**
+ * /healthcheck on fresh connections, one every few ms, until `pids()` names `count` workers that
+ * each answered NEW_WORKER_ANSWERS times. A connection that fails (one a killed worker had accepted)
+ * is no answer.
+ */
+async function probeUntilAnswered(pids: () => string[], count: number, description: string): Promise<Answer[]> {
+  const answers: Answer[] = [];
+  const enough = (): boolean => {
+    const expected = pids();
+    return expected.length >= count && expected.every((pid) => answers.filter((a) => a.pid === pid).length >= NEW_WORKER_ANSWERS);
+  };
+  await eventually(
+    async () => {
+      try {
+        const res = await httpRequest(gateway.port, '/healthcheck', { timeoutMs: 5000 });
+        answers.push({ pid: String(res.headers['x-gateway-worker']), status: res.status, body: res.body });
+      } catch {
+        // not an answer
+      }
+      return enough() ? true : undefined;
+    },
+    20_000,
+    5,
+    description,
+  );
+  return answers;
+}
+
+/** Both workers answer 200 (each takes in the primary's reports HEALTH_DELAY_MS after its start). */
+async function bothAnswer200(): Promise<void> {
+  const pids = new Set<string>();
+  await eventually(
+    async () => {
+      const res = await httpRequest(gateway.port, '/healthcheck');
+      if (res.status === 200) pids.add(String(res.headers['x-gateway-worker']));
+      return pids.size >= 2 ? true : undefined;
+    },
+    10_000,
+    10,
+    'both workers answering 200',
+  );
+}
+
+function notOk(answers: Answer[]): string[] {
+  return answers.filter((a) => a.status !== 200).map((a) => `${a.status} from ${a.pid}: ${a.body.slice(0, 40)}`);
+}
+
+t.test('the replacement of a killed worker answers /healthcheck 200 from its first answer', async (t) => {
+  await bothAnswer200();
+  const victim = Number(startedSince(0)[0]);
+  const killedAt = Date.now();
+  process.kill(victim, 'SIGKILL');
+
+  const answers = await probeUntilAnswered(() => startedSince(killedAt), 1, 'the replacement answering');
+  const [replacement] = startedSince(killedAt);
+  t.not(replacement, String(victim));
+  t.ok(answers.filter((a) => a.pid === replacement).length >= NEW_WORKER_ANSWERS, 'the replacement answered');
+  t.same(notOk(answers), [], 'every answer is 200');
+});
+
+t.test("a reload's successors answer /healthcheck 200 from their first answer", async (t) => {
+  await bothAnswer200();
+  const reloadAt = Date.now();
+  // `name` is read at worker start: the reload replaces each worker with a successor.
+  gateway.writeConfig(config('second'));
+  gateway.signal('SIGHUP');
+
+  const answers = await probeUntilAnswered(() => startedSince(reloadAt), 2, 'both successors answering');
+  const successors = startedSince(reloadAt);
+  t.equal(successors.length, 2, 'a successor for each slot');
+  for (const pid of successors) t.ok(answers.filter((a) => a.pid === pid).length >= NEW_WORKER_ANSWERS, `successor ${pid} answered`);
+  t.same(notOk(answers), [], 'every answer is 200');
+  await gateway.waitForLog((l) => l.msg === 'config reloaded' && (l.time as number) >= reloadAt, 10_000, 'the reload done');
+});
