@@ -1,5 +1,5 @@
 /** Writes a built-in endpoint's answer (BuiltinAnswer) on the public port and on the admin listener. */
-import { endWithBody, headerBytes, writeHeaders } from '../http/cork-budget.js';
+import { appendHeaderLines, byteLengthUpperBound, endWithBody } from '../http/cork-budget.js';
 import { statusLine } from '../http/status-line.js';
 import type { UwsResponse } from '../native/uws-types.js';
 import type { BuiltinAnswer } from '../exchange/answer.js';
@@ -17,14 +17,13 @@ export function writeBuiltinAnswer(
   closeConnection: boolean,
   extra: readonly string[] | null = null,
 ): number {
-  res.writeStatus(statusLine(answer.status));
+  // One writeStatus for the status line and every header (appendHeaderLines).
+  let text = statusLine(answer.status);
   const headers = answer.headers;
-  let head = 0;
-  for (const name in headers) {
-    res.writeHeader(name, headers[name]!);
-    head += headerBytes(name, headers[name]!);
-  }
-  if (extra !== null) head += writeHeaders(res, extra);
+  for (const name in headers) text += '\r\n' + name + ': ' + headers[name]!;
+  if (extra !== null) text = appendHeaderLines(text, extra);
+  res.writeStatus(text);
+  const head = byteLengthUpperBound(text) + 2;
   const body = answer.body;
   const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
   if (headersOnly) {

@@ -47,6 +47,19 @@ export function writeHeaders(res: UwsResponse, headers: readonly string[]): numb
   return bytes;
 }
 
+/**
+ * `text` followed by flat [name, value, ...] headers as header lines ("\r\nname: value" each): what
+ * writeHeader would write for each, without the line end after the last one. Given to writeStatus
+ * after the status line, one native call and one string conversion carry a whole head (see
+ * writeHeadBlock in src/lifecycle/uws/uws-client.ts) instead of a call and two conversions per header.
+ * Safe for what the gateway writes: names are tokens and values free of CR, LF and NUL (the upstream
+ * client admits no other; the gateway's own are constants or built from checked parts).
+ */
+export function appendHeaderLines(text: string, headers: readonly string[]): string {
+  for (let i = 0; i < headers.length; i += 2) text += '\r\n' + headers[i]! + ': ' + headers[i + 1]!;
+  return text;
+}
+
 /** At most this many bytes: exact for bytes, three per UTF-16 unit for a string (no encoding pass). */
 export function byteLengthUpperBound(value: UwsBytes): number {
   return typeof value === 'string' ? value.length * 3 : value.byteLength;

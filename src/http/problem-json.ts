@@ -3,10 +3,11 @@
  * type, title, status and detail. Never a stack trace: `detail` is always a sentence we wrote.
  */
 import type { UwsResponse } from '../native/uws-types.js';
-import { endWithBody, headerBytes, writeHeaders } from './cork-budget.js';
+import { appendHeaderLines, byteLengthUpperBound, endWithBody } from './cork-budget.js';
 import { statusLine } from './status-line.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+const PROBLEM_HEADERS = `\r\ncontent-type: ${PROBLEM_CONTENT_TYPE}\r\ncache-control: no-store`;
 
 const TITLES: Readonly<Record<number, string>> = {
   400: 'Bad Request',
@@ -53,13 +54,13 @@ export function problemBody(status: number, detail: string): string {
  */
 export function writeProblem(res: UwsResponse, status: number, detail: string, options?: ProblemOptions): number {
   const body = problemBody(status, detail);
-  res.writeStatus(statusLine(status));
-  res.writeHeader('content-type', PROBLEM_CONTENT_TYPE);
-  res.writeHeader('cache-control', 'no-store');
-  if (options?.allow) res.writeHeader('allow', options.allow);
-  if (options?.via) res.writeHeader('via', options.via);
+  // One writeStatus for the status line and every header (appendHeaderLines).
+  let head = statusLine(status) + PROBLEM_HEADERS;
+  if (options?.allow) head += '\r\nallow: ' + options.allow;
+  if (options?.via) head += '\r\nvia: ' + options.via;
   const headers = options?.headers;
-  if (headers) writeHeaders(res, headers);
+  if (headers) head = appendHeaderLines(head, headers);
+  res.writeStatus(head);
   if (options?.headersOnly) {
     res.writeHeader('content-length', String(Buffer.byteLength(body)));
     // uWS only closes for end(body, true); a HEAD answer asks the client to close instead.
@@ -87,11 +88,11 @@ export interface ContentOptions {
  * Returns the body bytes sent.
  */
 export function writeContent(res: UwsResponse, status: number, headers: readonly string[], body: Uint8Array, options: ContentOptions): number {
-  res.writeStatus(statusLine(status));
-  let head = writeHeaders(res, headers);
-  res.writeHeader('via', options.via);
-  head += headerBytes('via', options.via);
-  if (options.headers) head += writeHeaders(res, options.headers);
+  // One writeStatus for the status line and every header (appendHeaderLines): a cached answer has 5-10.
+  let head = appendHeaderLines(statusLine(status), headers) + '\r\nvia: ' + options.via;
+  if (options.headers) head = appendHeaderLines(head, options.headers);
+  res.writeStatus(head);
+  const headBytes = byteLengthUpperBound(head) + 2;
   if (status === 304) {
     // No content and no Content-Length: a 304 (a cache's answer to a conditional request) has none.
     if (options.closeConnection) res.writeHeader('connection', 'close');
@@ -104,6 +105,6 @@ export function writeContent(res: UwsResponse, status: number, headers: readonly
     res.endWithoutBody();
     return 0;
   }
-  endWithBody(res, body, options.closeConnection, head);
+  endWithBody(res, body, options.closeConnection, headBytes);
   return body.byteLength;
 }
