@@ -3,6 +3,7 @@
  * invalidates the request when the handler returns, so this runs synchronously in the handler.
  */
 import type { UwsRequest } from '../native/uws-types.js';
+import { isValidHost } from './host-header.js';
 
 /** The headers a built-in endpoint may read; one reused object, valid only during the hook call. */
 export interface HeaderView {
@@ -152,6 +153,7 @@ function collectHeader(name: string, value: string): void {
     case 'host':
       // The upstream gets its own Host; the client's goes out as X-Forwarded-Host.
       if (head.view.host !== undefined) head.conflict ||= 'the request has more than one Host header';
+      else if (!isValidHost(value)) head.conflict ||= 'the Host header is not a host and optional port';
       head.view.host = value;
       return;
     case 'x-forwarded-for':

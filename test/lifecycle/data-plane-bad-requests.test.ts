@@ -64,6 +64,14 @@ t.test('uWS drops unparsable heads without answering; the connection closes at i
     'no space before the target': 'GET/ok/1 HTTP/1.1\r\nHost: gw\r\n\r\n',
     'bare LF line ends': 'GET /ok/1 HTTP/1.1\nHost: gw\n\n',
     'more than 48 headers (uWS header slots)': 'GET /ok/1 HTTP/1.1\r\nHost: gw\r\n' + Array.from({ length: 60 }, (_, i) => `X-H${i}: v\r\n`).join('') + '\r\n',
+    'an HTTP/1.1 request without Host': 'GET /ok/1 HTTP/1.1\r\n\r\n',
+    'an absolute-form target': 'GET http://gw/ok/1 HTTP/1.1\r\nHost: gw\r\n\r\n',
+    'the asterisk form (OPTIONS *)': 'OPTIONS * HTTP/1.1\r\nHost: gw\r\n\r\n',
+    'CONNECT (authority form)': 'CONNECT gw:443 HTTP/1.1\r\nHost: gw:443\r\n\r\n',
+    'a control character in the target': 'GET /ok/\x01 HTTP/1.1\r\nHost: gw\r\n\r\n',
+    'an obs-fold continuation line': 'GET /ok/1 HTTP/1.1\r\nHost: gw\r\nX-A: a\r\n b\r\n\r\n',
+    'whitespace before a header colon': 'GET /ok/1 HTTP/1.1\r\nHost : gw\r\n\r\n',
+    'a NUL in a header value': 'GET /ok/1 HTTP/1.1\r\nHost: gw\r\nX-A: a\x00b\r\n\r\n',
   };
   // Concurrently: each takes uWS's idle timeout (~10-14 s).
   const results = await Promise.all(Object.values(cases).map((payload) => send(payload, UWS_IDLE_CLOSE_MS)));
@@ -82,6 +90,20 @@ t.test('Content-Length with Transfer-Encoding: chunked: uWS closes the connectio
   );
   t.equal(result.data.length, 0, 'no response (uWS rejects it in its parser, before the data plane)');
   t.ok(result.closedByServer && !result.timedOut, 'closed promptly');
+  await stillServes(t, before);
+});
+
+t.test('a method not in upper case, or a malformed chunk size: uWS closes the connection at once, nothing forwarded', async (t) => {
+  const before = upstream.requests.length;
+  const cases: Record<string, string> = {
+    'a lower-case method': 'get /ok/1 HTTP/1.1\r\nHost: gw\r\n\r\n',
+    'a chunk size that is not hex': 'POST /upload HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n',
+  };
+  for (const [name, payload] of Object.entries(cases)) {
+    const result = await send(payload);
+    t.equal(result.data.length, 0, `${name}: no response`);
+    t.ok(result.closedByServer && !result.timedOut, `${name}: closed promptly`);
+  }
   await stillServes(t, before);
 });
 

@@ -130,6 +130,9 @@ t.test('ambiguous request heads are 400 and nothing is forwarded', async (t) => 
   const before = echo.requests.length;
   const cases: Array<[string, string]> = [
     ['two Host headers', 'GET /users/1 HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\n\r\n'],
+    ['a Host with userinfo (RFC 9112 3.2: not a host)', 'GET /users/1 HTTP/1.1\r\nHost: user@evil.example\r\n\r\n'],
+    ['a Host with a path', 'GET /users/1 HTTP/1.1\r\nHost: gw.example/other\r\n\r\n'],
+    ['a Host with a non-numeric port', 'GET /users/1 HTTP/1.1\r\nHost: gw.example:http\r\n\r\n'],
     ['two different Content-Types', 'POST /users HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}'],
   ];
   for (const [name, request] of cases) {
