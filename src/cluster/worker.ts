@@ -36,14 +36,27 @@ const startFaults = new Map(
     .flatMap((match) => (match ? [[match[2]!, match[1]!] as const] : [])),
 );
 
+/** A promise that settles the named variable's milliseconds after the worker starts; null when it is unset or not positive. */
+function testDelay(variable: string): Promise<void> | null {
+  const ms = Number(process.env[variable] ?? '') || 0;
+  return ms > 0 ? new Promise<void>((resolve) => setTimeout(resolve, ms)) : null;
+}
+
 /**
  * Test-only delay, inert unless the variable is set (nothing in production sets it): the worker takes
  * in the primary's health reports only this many milliseconds after it starts, in the order they came,
  * as when a report arrives a read after the table that was sent before it (IPC is a byte stream: two
  * messages sent back to back can reach the worker in different event-loop turns).
  */
-const healthDelayMs = Number(process.env.GATEWAY_TEST_WORKER_HEALTH_DELAY_MS ?? '') || 0;
-const healthDelayed = healthDelayMs > 0 ? new Promise<void>((resolve) => setTimeout(resolve, healthDelayMs)) : null;
+const healthDelayed = testDelay('GATEWAY_TEST_WORKER_HEALTH_DELAY_MS');
+/** Test-only, inert unless set: the same for the primary's metrics snapshots (/metrics). */
+const metricsDelayed = testDelay('GATEWAY_TEST_WORKER_METRICS_DELAY_MS');
+/**
+ * Test-only, inert unless set: the worker's first `components.prepare` settles no sooner than this many
+ * milliseconds after the worker starts, as a prepare that waits on I/O does (with `kvStores`, a
+ * dynamic import).
+ */
+const prepareDelayed = testDelay('GATEWAY_TEST_WORKER_PREPARE_DELAY_MS');
 
 const workerId = cluster.worker?.id ?? 0;
 const log = createLogger({ role: 'worker', workerId, level: levelFromEnv() });
@@ -176,8 +189,10 @@ async function apply(message: PublishMessage): Promise<void> {
   graceMs = message.config.timeouts.shutdownGraceMs;
   metricsEnabled = message.config.metrics.enabled;
   log.level = message.config.logLevel;
+  const first = dataPlane === null;
   dataPlane ??= await startServing(message);
   await components.prepare(message.config);
+  if (first && prepareDelayed !== null) await prepareDelayed;
   // One synchronous step: no request sees the new table without the middleware that go with it.
   applying = true;
   try {
@@ -251,7 +266,8 @@ function onMessage(message: PrimaryToWorker): void {
       else takeHealth(message);
       break;
     case 'metrics':
-      builtins.setMetrics(message.json, message.prometheus);
+      if (metricsDelayed !== null) void metricsDelayed.then(() => builtins.setMetrics(message.json, message.prometheus));
+      else builtins.setMetrics(message.json, message.prometheus);
       break;
     case 'breaker-trip':
       dataPlane?.tripBreaker(message.upstream, message.endpoint);
