@@ -7,7 +7,7 @@ import type { GatewayConfig } from '../config/types.js';
 import type { RequestListener } from '../exchange/listener.js';
 import type { Pipeline } from '../middleware/pipeline.js';
 import type { CircuitReport } from '../proxy/upstream-breakers.js';
-import type { DataPlane } from '../proxy/data-plane-types.js';
+import type { DataPlane, UnboundDataPlane } from '../proxy/data-plane-types.js';
 import type { RoutingTable } from '../routing/table.js';
 import { HostRoutes } from '../edge/host-routes.js';
 import type { UpstreamWeight } from './forward.js';
@@ -16,6 +16,8 @@ import type { DataPlaneState } from './state.js';
 
 /** The transport's listening side, as the control surface drives it. */
 export interface Acceptor {
+  /** Binds the configured ports. */
+  listen(): Promise<void>;
   readonly port: number;
   /** The TLS listener's port; 0 without `tls`. */
   readonly tlsPort: number;
@@ -29,7 +31,7 @@ export interface Acceptor {
   shutDownWebSockets(graceMs: number): Promise<void>;
 }
 
-export class DataPlaneControl implements DataPlane {
+export class DataPlaneControl implements UnboundDataPlane {
   private closed: Promise<void> | null = null;
 
   constructor(
@@ -38,6 +40,20 @@ export class DataPlaneControl implements DataPlane {
     private readonly lifecycle: RequestLifecycle,
     private readonly acceptor: Acceptor,
   ) {}
+
+  /**
+   * Binds the configured ports: the kernel hands this data plane connections from then on, so the
+   * state it is to serve with (table, upstreams, edge settings, middleware) is set first. If binding
+   * fails the upstream client is closed and the error thrown.
+   */
+  async listen(): Promise<void> {
+    try {
+      await this.acceptor.listen();
+    } catch (err) {
+      await this.lifecycle.forwarder.close(0);
+      throw err;
+    }
+  }
 
   get port(): number {
     return this.acceptor.port;

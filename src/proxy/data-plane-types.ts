@@ -62,3 +62,9 @@ export interface DataPlane {
   /** Opens a breaker the primary found tripped across workers (no-op when it is already open). */
   tripBreaker(upstream: string, endpoint: string | null): void;
 }
+
+/** A data plane created without listening (createDataPlane): listen() binds its ports. */
+export interface UnboundDataPlane extends DataPlane {
+  /** Binds the configured ports; rejects (the upstream client closed) when they cannot be bound. */
+  listen(): Promise<void>;
+}

@@ -8,13 +8,19 @@ import { DataPlaneControl } from '../lifecycle/control.js';
 import { RequestLifecycle } from '../lifecycle/request-lifecycle.js';
 import { DataPlaneState } from '../lifecycle/state.js';
 import { UwsAcceptor } from '../lifecycle/uws/uws-accept.js';
-import type { DataPlane, DataPlaneOptions } from './data-plane-types.js';
+import type { DataPlane, DataPlaneOptions, UnboundDataPlane } from './data-plane-types.js';
 
-export type { DataPlane, DataPlaneOptions, UpstreamWeight } from './data-plane-types.js';
+export type { DataPlane, DataPlaneOptions, UnboundDataPlane, UpstreamWeight } from './data-plane-types.js';
 export type { BuiltinAnswer } from '../exchange/answer.js';
 export type { BuiltinsHook, HeaderView } from '../exchange/builtins.js';
 
-export async function startDataPlane(options: DataPlaneOptions): Promise<DataPlane> {
+/**
+ * A data plane that does not listen yet: what it is to serve with is set on it first, then listen()
+ * binds its ports (port and tlsPort are 0 until then). A cluster worker starts this way, so the kernel
+ * hands it no connection before it can serve one. The TLS listener, created by listen(), takes the
+ * certificates of `options.config`.
+ */
+export function createDataPlane(options: DataPlaneOptions): UnboundDataPlane {
   const { config } = options;
   const uws = options.uws ?? loadUws();
   const state = new DataPlaneState(config);
@@ -27,11 +33,12 @@ export async function startDataPlane(options: DataPlaneOptions): Promise<DataPla
   const acceptor = new UwsAcceptor(uws, state, lifecycle, options.counters ?? null);
   const control = new DataPlaneControl(uws, state, lifecycle, acceptor);
   if (options.listeners !== undefined) control.setListeners(options.listeners);
-  try {
-    await acceptor.listen();
-  } catch (err) {
-    await lifecycle.forwarder.close(0);
-    throw err;
-  }
   return control;
+}
+
+/** A data plane listening on its configured ports. */
+export async function startDataPlane(options: DataPlaneOptions): Promise<DataPlane> {
+  const plane = createDataPlane(options);
+  await plane.listen();
+  return plane;
 }
