@@ -1,6 +1,6 @@
 // Entry point of every cluster worker: serves HTTP with the table, spec and reports the primary pushes.
 import cluster from 'node:cluster';
-import { startDataPlane, type DataPlane } from '../proxy/data-plane.js';
+import { createDataPlane, type DataPlane, type UnboundDataPlane } from '../proxy/data-plane.js';
 import type { RequestListener } from '../exchange/listener.js';
 import { builtinListeners } from '../listeners/registry.js';
 import { recorderListener } from '../metrics/recorder-listener.js';
@@ -16,7 +16,14 @@ import { exitAfterLogs } from '../log-exit.js';
 import { startAdminListener, type AdminListener } from '../builtins/admin-listener.js';
 import { WorkerComponents } from './worker-components.js';
 import { isLeaseBankMessage, type LeaseWorkerMessage } from '../stores/lease-messages.js';
-import { isPrimaryMessage, type HealthMessage, type PrimaryToWorker, type PublishMessage, type WorkerToPrimary } from './messages.js';
+import {
+  isPrimaryMessage,
+  type HealthMessage,
+  type MetricsReportMessage,
+  type PrimaryToWorker,
+  type PublishMessage,
+  type WorkerToPrimary,
+} from './messages.js';
 import { RequestObserve } from '../observe/request-observe.js';
 
 const METRICS_SHIP_INTERVAL_MS = 200;
@@ -65,19 +72,18 @@ const builtins = new Builtins(
   { workerHeader: workerHeaderEnabled ? String(process.pid) : undefined },
 );
 /**
- * Settles once the worker holds a health report from the primary; the port is bound only then. The
- * report is a message of its own, sent right after the table, but IPC is a byte stream: it can reach
- * the worker an event-loop turn after the table, which alone was enough to bind. Bound before it, the
- * worker answered /healthcheck with the Builtins placeholder (503, `{}`) however long the gateway had
- * been operational.
+ * The primary's first health report and metrics snapshot: the port is bound only once the worker holds
+ * both. Each is a message of its own, sent right after the table, but IPC is a byte stream: they can
+ * reach the worker event-loop turns after the table. Bound before them, the worker answered
+ * /healthcheck (503, `{}`) and /metrics (`{}`) with the Builtins placeholders however long the gateway
+ * had been operational.
  */
-let holdHealth: () => void = () => {};
-const healthHeld = new Promise<void>((resolve) => {
-  holdHealth = resolve;
-});
+const healthReport = arrival();
+const metricsSnapshot = arrival();
 const recorder = new MetricsRecorder();
 const counters = new Counters();
 const processMetrics = new ProcessMetricsSampler();
+/** The data plane, once it listens (the first publish is applied to it before: see apply). */
 let dataPlane: DataPlane | null = null;
 let accessLog: AccessLog | null = null;
 let observe: RequestObserve | null = null;
@@ -151,7 +157,15 @@ function shipStores(): void {
   send({ type: 'stores', stores: snapshot });
 }
 
-async function startServing(message: PublishMessage): Promise<DataPlane> {
+/** Something the primary sends a new worker: `held` settles once `take` has been called. */
+function arrival(): { held: Promise<void>; take: () => void } {
+  let take: () => void = () => {};
+  const held = new Promise<void>((resolve) => (take = resolve));
+  return { held, take };
+}
+
+/** The first publish: the data plane it configures, not listening yet (the worker-start settings are read here). */
+async function createServing(message: PublishMessage): Promise<UnboundDataPlane> {
   const fault = startFaults.get(message.config.name);
   if (fault) {
     log.warn({ fault, name: message.config.name }, 'GATEWAY_TEST_WORKER_START_FAULT names this config: failing the start on purpose');
@@ -168,20 +182,33 @@ async function startServing(message: PublishMessage): Promise<DataPlane> {
     await accessLog.ready;
   }
   observe = await RequestObserve.create(message.config, counters, (text) => log.warn(text));
-  await healthHeld;
-  const started = await startDataPlane({ config: message.config, builtins: builtins.handle, listeners: builtins_(), counters, onBreakersChanged, observe });
-  log.info({ port: started.port }, 'worker listening');
-  const admin = message.config.admin;
-  if (admin !== undefined) {
-    adminListener = await startAdminListener(started.uws, admin.host, admin.port, builtins.handleAdmin, `1.1 ${message.config.name}`);
-    log.info({ host: admin.host, port: adminListener.port }, 'admin listener listening');
-  }
-  send({ type: 'listening', port: started.port });
-  setInterval(shipMetrics, METRICS_SHIP_INTERVAL_MS).unref();
-  return started;
+  return createDataPlane({ config: message.config, builtins: builtins.handle, listeners: builtins_(), counters, onBreakersChanged, observe });
 }
 
-/** Serves a published state. Runs right after listen resolves, before any request can arrive. */
+/**
+ * Binds the public port, then the admin listener, once the worker can serve: the first publish is
+ * applied to `plane`, and the primary's health report and metrics snapshot are held. SO_REUSEPORT: the
+ * kernel hands this worker connections from the moment it binds.
+ */
+async function listen(plane: UnboundDataPlane, message: PublishMessage): Promise<DataPlane> {
+  await Promise.all([healthReport.held, metricsSnapshot.held]);
+  await plane.listen();
+  log.info({ port: plane.port }, 'worker listening');
+  const admin = message.config.admin;
+  if (admin !== undefined) {
+    adminListener = await startAdminListener(plane.uws, admin.host, admin.port, builtins.handleAdmin, `1.1 ${message.config.name}`);
+    log.info({ host: admin.host, port: adminListener.port }, 'admin listener listening');
+  }
+  send({ type: 'listening', port: plane.port });
+  setInterval(shipMetrics, METRICS_SHIP_INTERVAL_MS).unref();
+  return plane;
+}
+
+/**
+ * Serves a published state. The first one is applied to a data plane that does not listen yet, which
+ * binds only afterwards (see listen): no request reaches a worker without its table, upstreams, edge
+ * settings and middleware. Later ones are swapped in while it serves.
+ */
 async function apply(message: PublishMessage): Promise<void> {
   const table = RoutingTable.fromTransferable(message.table);
   builtins.configure(message.config);
@@ -189,28 +216,31 @@ async function apply(message: PublishMessage): Promise<void> {
   graceMs = message.config.timeouts.shutdownGraceMs;
   metricsEnabled = message.config.metrics.enabled;
   log.level = message.config.logLevel;
-  const first = dataPlane === null;
-  dataPlane ??= await startServing(message);
+  let starting: UnboundDataPlane | null = null;
+  const plane = dataPlane ?? (starting = await createServing(message));
   await components.prepare(message.config);
-  if (first && prepareDelayed !== null) await prepareDelayed;
+  if (starting !== null && prepareDelayed !== null) await prepareDelayed;
   // One synchronous step: no request sees the new table without the middleware that go with it.
   applying = true;
   try {
-    dataPlane.setUpstreams(message.upstreams);
-    dataPlane.applyEdge(message.config);
-    dataPlane.setTable(table);
-    dataPlane.setUndiscoveredUpstreams(message.undiscovered ?? 0);
-    components.apply(message.config, dataPlane);
+    plane.setUpstreams(message.upstreams);
+    plane.applyEdge(message.config);
+    plane.setTable(table);
+    plane.setUndiscoveredUpstreams(message.undiscovered ?? 0);
+    components.apply(message.config, plane);
     servingVersion = message.tableVersion;
   } finally {
     applying = false;
   }
+  // 'listening' goes before 'ready': a reload's successor takes its slot (its predecessor stops
+  // accepting) on 'ready', so it must listen by then.
+  if (starting !== null) dataPlane = await listen(starting, message);
   sendReady();
 }
 
-/** Tells the primary which table this worker serves and which listeners and middleware are ready. */
+/** Tells the primary which table this worker serves and which listeners and middleware are ready (once it listens). */
 function sendReady(): void {
-  if (applying || servingVersion === null) return;
+  if (applying || servingVersion === null || dataPlane === null) return;
   send({
     type: 'ready',
     tableVersion: servingVersion,
@@ -244,7 +274,12 @@ async function shutdown(reason: string): Promise<void> {
 
 function takeHealth(message: HealthMessage): void {
   builtins.setHealth(message.status, message.body);
-  holdHealth();
+  healthReport.take();
+}
+
+function takeMetrics(message: MetricsReportMessage): void {
+  builtins.setMetrics(message.json, message.prometheus);
+  metricsSnapshot.take();
 }
 
 // Messages are applied one at a time, in order, so a table never overtakes the one before it.
@@ -266,8 +301,8 @@ function onMessage(message: PrimaryToWorker): void {
       else takeHealth(message);
       break;
     case 'metrics':
-      if (metricsDelayed !== null) void metricsDelayed.then(() => builtins.setMetrics(message.json, message.prometheus));
-      else builtins.setMetrics(message.json, message.prometheus);
+      if (metricsDelayed !== null) void metricsDelayed.then(() => takeMetrics(message));
+      else takeMetrics(message);
       break;
     case 'breaker-trip':
       dataPlane?.tripBreaker(message.upstream, message.endpoint);

@@ -1,0 +1,148 @@
+// A worker binds the gateway's port only once it can serve: a client never meets one that has not yet
+// applied its table with the middleware that go with it (503 "the routing table is not loaded yet"),
+// nor one that answers /metrics with nothing the primary gave it (`{}`). At the gateway's first start,
+// for the replacement of a killed worker, and for a reload's successors alike.
+//
+// Test-only delays (see src/cluster/worker.ts) widen the moments a worker that bound too early would be
+// seen in: GATEWAY_TEST_WORKER_PREPARE_DELAY_MS holds back the end of a worker's first
+// `components.prepare` (as with `kvStores`, whose prepare waits on a dynamic import), and
+// GATEWAY_TEST_WORKER_METRICS_DELAY_MS the primary's metrics snapshots. A worker that bound its port
+// right after the table and the health report arrived answered routed requests 503 and /metrics `{}`
+// until they ended.
+import t from 'tap';
+import { findFreePort } from '../../src/cluster/free-port.js';
+import { rawRequest } from '../helpers/raw-http.js';
+import { eventually, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+
+const DELAY_MS = 1500;
+/** Answers a new worker must give before the test stops probing. */
+const NEW_WORKER_ANSWERS = 10;
+
+const upstream = await startUpstream(t, { name: 'backend' });
+const config = (name: string): Record<string, unknown> => ({
+  ...testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints: [{ method: 'GET', path: '/work/{id}' }] }]),
+  name,
+});
+const port = await findFreePort('127.0.0.1');
+const gateway = await startGateway(t, {
+  config: config('first'),
+  port,
+  waitForListening: false,
+  env: { GATEWAY_TEST_WORKER_PREPARE_DELAY_MS: String(DELAY_MS), GATEWAY_TEST_WORKER_METRICS_DELAY_MS: String(DELAY_MS) },
+});
+
+/** What one worker answered on one fresh connection: /metrics, then a routed request. */
+interface Answer {
+  pid: string;
+  metrics: { status: number; body: string };
+  routed: { status: number; body: string };
+}
+
+/**
+ * One fresh connection (SO_REUSEPORT hands it to any worker) with two pipelined requests: /metrics,
+ * whose x-gateway-worker header names the worker, then a routed request, answered by the same worker
+ * (proxied responses carry no worker header of their own). Null when the connection gave no two
+ * answers (refused before the first bind, or accepted by a worker that was killed).
+ */
+async function ask(): Promise<Answer | null> {
+  const head = (path: string): string => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`;
+  const result = await rawRequest(port, head('/metrics') + head('/work/1'), { responses: 2, waitMs: 5000 });
+  const [metrics, routed] = result.responses;
+  const pid = metrics?.headers['x-gateway-worker']?.[0];
+  if (!metrics?.complete || !routed?.complete || pid === undefined) return null;
+  return {
+    pid,
+    metrics: { status: metrics.status, body: metrics.body.toString('utf8') },
+    routed: { status: routed.status, body: routed.body.toString('utf8') },
+  };
+}
+
+/** Pids of the workers the primary started at or after `since` (ms since the epoch). */
+function startedSince(since: number): string[] {
+  return gateway.lines.filter((l) => l.msg === 'worker started' && (l.time as number) >= since).map((l) => String(l.workerPid));
+}
+
+/** Asks on fresh connections, one every few ms, until `pids()` names `count` workers that each answered NEW_WORKER_ANSWERS times. */
+async function probeUntilAnswered(pids: () => string[], count: number, description: string): Promise<Answer[]> {
+  const answers: Answer[] = [];
+  const enough = (): boolean => {
+    const expected = pids();
+    return expected.length >= count && expected.every((pid) => answers.filter((a) => a.pid === pid).length >= NEW_WORKER_ANSWERS);
+  };
+  await eventually(
+    async () => {
+      const answer = await ask();
+      if (answer !== null) answers.push(answer);
+      return enough() ? true : undefined;
+    },
+    20_000,
+    5,
+    description,
+  );
+  return answers;
+}
+
+/** A /metrics body the primary rendered: a report with its uptime, not the placeholder `{}`. */
+function isPrimaryReport(body: string): boolean {
+  try {
+    return typeof (JSON.parse(body) as { uptimeSeconds?: unknown }).uptimeSeconds === 'number';
+  } catch {
+    return false;
+  }
+}
+
+/** A problem's detail ("the routing table is not loaded yet"), else the body's start. */
+function detail(body: string): string {
+  try {
+    const problem = JSON.parse(body) as { detail?: unknown };
+    if (typeof problem.detail === 'string') return problem.detail;
+  } catch {
+    // not JSON
+  }
+  return body.slice(0, 80);
+}
+
+/** Every answer that is not what a serving gateway gives: the upstream's 200, and the primary's report. */
+function notOk(answers: Answer[]): string[] {
+  const wrong: string[] = [];
+  for (const a of answers) {
+    if (a.routed.status !== 200 || !a.routed.body.includes('"upstream":"backend"')) wrong.push(`routed ${a.routed.status} from ${a.pid}: ${detail(a.routed.body)}`);
+    if (a.metrics.status !== 200 || !isPrimaryReport(a.metrics.body)) wrong.push(`/metrics ${a.metrics.status} from ${a.pid}: ${a.metrics.body.slice(0, 40)}`);
+  }
+  return wrong;
+}
+
+t.test("the first workers' first answers already route, and /metrics is the primary's report", async (t) => {
+  const answers = await probeUntilAnswered(() => startedSince(0), 2, 'both first workers answering');
+  const workers = startedSince(0);
+  t.equal(workers.length, 2, 'two workers started');
+  for (const pid of workers) t.ok(answers.filter((a) => a.pid === pid).length >= NEW_WORKER_ANSWERS, `worker ${pid} answered`);
+  t.same(notOk(answers), [], 'every answer is what a serving gateway gives');
+  await gateway.waitForLog((l) => l.msg === 'gateway operational', 10_000, 'the gateway operational');
+});
+
+t.test('the replacement of a killed worker routes and reports metrics from its first answer', async (t) => {
+  const victim = Number(startedSince(0)[0]);
+  const killedAt = Date.now();
+  process.kill(victim, 'SIGKILL');
+
+  const answers = await probeUntilAnswered(() => startedSince(killedAt), 1, 'the replacement answering');
+  const [replacement] = startedSince(killedAt);
+  t.not(replacement, String(victim));
+  t.ok(answers.filter((a) => a.pid === replacement).length >= NEW_WORKER_ANSWERS, 'the replacement answered');
+  t.same(notOk(answers), [], 'every answer is what a serving gateway gives');
+});
+
+t.test("a reload's successors route and report metrics from their first answer", async (t) => {
+  const reloadAt = Date.now();
+  // `name` is read at worker start: the reload replaces each worker with a successor.
+  gateway.writeConfig(config('second'));
+  gateway.signal('SIGHUP');
+
+  const answers = await probeUntilAnswered(() => startedSince(reloadAt), 2, 'both successors answering');
+  const successors = startedSince(reloadAt);
+  t.equal(successors.length, 2, 'a successor for each slot');
+  for (const pid of successors) t.ok(answers.filter((a) => a.pid === pid).length >= NEW_WORKER_ANSWERS, `successor ${pid} answered`);
+  t.same(notOk(answers), [], 'every answer is what a serving gateway gives');
+  await gateway.waitForLog((l) => l.msg === 'config reloaded' && (l.time as number) >= reloadAt, 10_000, 'the reload done');
+});
