@@ -52,6 +52,7 @@ export class Builtins {
   private adminListener: boolean;
   /** A placeholder until setHealth: a cluster worker binds its port only once it has been given a report. */
   private health: Rendered = { status: 503, contentType: JSON_TYPE, body: Buffer.from('{}') };
+  /** Placeholders until setMetrics: a cluster worker binds its port only once it has been given a snapshot. */
   private metricsJson: Buffer = Buffer.from('{}');
   private metricsText: Buffer = Buffer.from('');
   private spec: Buffer = Buffer.from('{}');
