@@ -343,7 +343,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       return;
     }
     if (slot.worker !== worker) return;
-    // A worker that never listened is in a crash loop however long its start took (a loaded machine
+    // A worker that never reported ready is in a crash loop however long its start took (a loaded machine
     // can take longer than stableAfterMs to start one).
     const served = slot.tableVersion !== null;
     this.resetSlot(slot);
