@@ -478,8 +478,8 @@ class LineEncoder {
     this.ensure(n);
     const buffer = this.buffer;
     const p = this.pos;
-    // A short copy is cheaper by hand than through TypedArray.prototype.set.
-    if (n < 64) for (let i = 0; i < n; i++) buffer[p + i] = constant[i]!;
+    // TypedArray.prototype.set costs about 25 ns whatever the length (Node 20); a copy by hand about 5 ns a byte.
+    if (n <= 4) for (let i = 0; i < n; i++) buffer[p + i] = constant[i]!;
     else buffer.set(constant, p);
     this.pos = p + n;
   }
