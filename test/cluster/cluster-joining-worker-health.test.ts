@@ -8,6 +8,7 @@
 // answered 503 (its placeholder, body `{}`) until the report came.
 import t from 'tap';
 import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { answeredBy, killFirstWorker, probeUntilAnswered, reloadReplacingWorkers, workersStartedSince } from '../helpers/joining-workers.js';
 
 const HEALTH_DELAY_MS = 1500;
 /** Answers a new worker must give before the test stops probing. */
@@ -30,37 +31,14 @@ interface Answer {
   body: string;
 }
 
-/** Pids of the workers the primary started at or after `since` (ms since the epoch). */
-function startedSince(since: number): string[] {
-  return gateway.lines.filter((l) => l.msg === 'worker started' && (l.time as number) >= since).map((l) => String(l.workerPid));
-}
-
-/**
- * /healthcheck on fresh connections, one every few ms, until `pids()` names `count` workers that
- * each answered NEW_WORKER_ANSWERS times. A connection that fails (one a killed worker had accepted)
- * is no answer.
- */
-async function probeUntilAnswered(pids: () => string[], count: number, description: string): Promise<Answer[]> {
-  const answers: Answer[] = [];
-  const enough = (): boolean => {
-    const expected = pids();
-    return expected.length >= count && expected.every((pid) => answers.filter((a) => a.pid === pid).length >= NEW_WORKER_ANSWERS);
-  };
-  await eventually(
-    async () => {
-      try {
-        const res = await httpRequest(gateway.port, '/healthcheck', { timeoutMs: 5000 });
-        answers.push({ pid: String(res.headers['x-gateway-worker']), status: res.status, body: res.body });
-      } catch {
-        // not an answer
-      }
-      return enough() ? true : undefined;
-    },
-    20_000,
-    5,
-    description,
-  );
-  return answers;
+/** /healthcheck on one fresh connection; null when the connection failed (one a killed worker had accepted). */
+async function ask(): Promise<Answer | null> {
+  try {
+    const res = await httpRequest(gateway.port, '/healthcheck', { timeoutMs: 5000 });
+    return { pid: String(res.headers['x-gateway-worker']), status: res.status, body: res.body };
+  } catch {
+    return null;
+  }
 }
 
 /** Both workers answer 200 (each takes in the primary's reports HEALTH_DELAY_MS after its start). */
@@ -84,28 +62,21 @@ function notOk(answers: Answer[]): string[] {
 
 t.test('the replacement of a killed worker answers /healthcheck 200 from its first answer', async (t) => {
   await bothAnswer200();
-  const victim = Number(startedSince(0)[0]);
-  const killedAt = Date.now();
-  process.kill(victim, 'SIGKILL');
-
-  const answers = await probeUntilAnswered(() => startedSince(killedAt), 1, 'the replacement answering');
-  const [replacement] = startedSince(killedAt);
-  t.not(replacement, String(victim));
-  t.ok(answers.filter((a) => a.pid === replacement).length >= NEW_WORKER_ANSWERS, 'the replacement answered');
+  const { victim, since } = killFirstWorker(gateway);
+  const answers = await probeUntilAnswered(ask, () => workersStartedSince(gateway, since), 1, NEW_WORKER_ANSWERS, 'the replacement answering');
+  const [replacement] = workersStartedSince(gateway, since);
+  t.not(replacement, victim);
+  t.ok(answeredBy(answers, replacement) >= NEW_WORKER_ANSWERS, 'the replacement answered');
   t.same(notOk(answers), [], 'every answer is 200');
 });
 
 t.test("a reload's successors answer /healthcheck 200 from their first answer", async (t) => {
   await bothAnswer200();
-  const reloadAt = Date.now();
-  // `name` is read at worker start: the reload replaces each worker with a successor.
-  gateway.writeConfig(config('second'));
-  gateway.signal('SIGHUP');
-
-  const answers = await probeUntilAnswered(() => startedSince(reloadAt), 2, 'both successors answering');
-  const successors = startedSince(reloadAt);
+  const since = reloadReplacingWorkers(gateway, config('second'));
+  const answers = await probeUntilAnswered(ask, () => workersStartedSince(gateway, since), 2, NEW_WORKER_ANSWERS, 'both successors answering');
+  const successors = workersStartedSince(gateway, since);
   t.equal(successors.length, 2, 'a successor for each slot');
-  for (const pid of successors) t.ok(answers.filter((a) => a.pid === pid).length >= NEW_WORKER_ANSWERS, `successor ${pid} answered`);
+  for (const pid of successors) t.ok(answeredBy(answers, pid) >= NEW_WORKER_ANSWERS, `successor ${pid} answered`);
   t.same(notOk(answers), [], 'every answer is 200');
-  await gateway.waitForLog((l) => l.msg === 'config reloaded' && (l.time as number) >= reloadAt, 10_000, 'the reload done');
+  await gateway.waitForLog((l) => l.msg === 'config reloaded' && (l.time as number) >= since, 10_000, 'the reload done');
 });

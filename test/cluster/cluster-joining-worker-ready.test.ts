@@ -12,7 +12,8 @@
 import t from 'tap';
 import { findFreePort } from '../../src/cluster/free-port.js';
 import { rawRequest } from '../helpers/raw-http.js';
-import { eventually, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { answeredBy, killFirstWorker, probeUntilAnswered, reloadReplacingWorkers, workersStartedSince } from '../helpers/joining-workers.js';
 
 const DELAY_MS = 1500;
 /** Answers a new worker must give before the test stops probing. */
@@ -57,31 +58,6 @@ async function ask(): Promise<Answer | null> {
   };
 }
 
-/** Pids of the workers the primary started at or after `since` (ms since the epoch). */
-function startedSince(since: number): string[] {
-  return gateway.lines.filter((l) => l.msg === 'worker started' && (l.time as number) >= since).map((l) => String(l.workerPid));
-}
-
-/** Asks on fresh connections, one every few ms, until `pids()` names `count` workers that each answered NEW_WORKER_ANSWERS times. */
-async function probeUntilAnswered(pids: () => string[], count: number, description: string): Promise<Answer[]> {
-  const answers: Answer[] = [];
-  const enough = (): boolean => {
-    const expected = pids();
-    return expected.length >= count && expected.every((pid) => answers.filter((a) => a.pid === pid).length >= NEW_WORKER_ANSWERS);
-  };
-  await eventually(
-    async () => {
-      const answer = await ask();
-      if (answer !== null) answers.push(answer);
-      return enough() ? true : undefined;
-    },
-    20_000,
-    5,
-    description,
-  );
-  return answers;
-}
-
 /** A /metrics body the primary rendered: a report with its uptime, not the placeholder `{}`. */
 function isPrimaryReport(body: string): boolean {
   try {
@@ -113,36 +89,29 @@ function notOk(answers: Answer[]): string[] {
 }
 
 t.test("the first workers' first answers already route, and /metrics is the primary's report", async (t) => {
-  const answers = await probeUntilAnswered(() => startedSince(0), 2, 'both first workers answering');
-  const workers = startedSince(0);
+  const answers = await probeUntilAnswered(ask, () => workersStartedSince(gateway, 0), 2, NEW_WORKER_ANSWERS, 'both first workers answering');
+  const workers = workersStartedSince(gateway, 0);
   t.equal(workers.length, 2, 'two workers started');
-  for (const pid of workers) t.ok(answers.filter((a) => a.pid === pid).length >= NEW_WORKER_ANSWERS, `worker ${pid} answered`);
+  for (const pid of workers) t.ok(answeredBy(answers, pid) >= NEW_WORKER_ANSWERS, `worker ${pid} answered`);
   t.same(notOk(answers), [], 'every answer is what a serving gateway gives');
   await gateway.waitForLog((l) => l.msg === 'gateway operational', 10_000, 'the gateway operational');
 });
 
 t.test('the replacement of a killed worker routes and reports metrics from its first answer', async (t) => {
-  const victim = Number(startedSince(0)[0]);
-  const killedAt = Date.now();
-  process.kill(victim, 'SIGKILL');
-
-  const answers = await probeUntilAnswered(() => startedSince(killedAt), 1, 'the replacement answering');
-  const [replacement] = startedSince(killedAt);
-  t.not(replacement, String(victim));
-  t.ok(answers.filter((a) => a.pid === replacement).length >= NEW_WORKER_ANSWERS, 'the replacement answered');
+  const { victim, since } = killFirstWorker(gateway);
+  const answers = await probeUntilAnswered(ask, () => workersStartedSince(gateway, since), 1, NEW_WORKER_ANSWERS, 'the replacement answering');
+  const [replacement] = workersStartedSince(gateway, since);
+  t.not(replacement, victim);
+  t.ok(answeredBy(answers, replacement) >= NEW_WORKER_ANSWERS, 'the replacement answered');
   t.same(notOk(answers), [], 'every answer is what a serving gateway gives');
 });
 
 t.test("a reload's successors route and report metrics from their first answer", async (t) => {
-  const reloadAt = Date.now();
-  // `name` is read at worker start: the reload replaces each worker with a successor.
-  gateway.writeConfig(config('second'));
-  gateway.signal('SIGHUP');
-
-  const answers = await probeUntilAnswered(() => startedSince(reloadAt), 2, 'both successors answering');
-  const successors = startedSince(reloadAt);
+  const since = reloadReplacingWorkers(gateway, config('second'));
+  const answers = await probeUntilAnswered(ask, () => workersStartedSince(gateway, since), 2, NEW_WORKER_ANSWERS, 'both successors answering');
+  const successors = workersStartedSince(gateway, since);
   t.equal(successors.length, 2, 'a successor for each slot');
-  for (const pid of successors) t.ok(answers.filter((a) => a.pid === pid).length >= NEW_WORKER_ANSWERS, `successor ${pid} answered`);
+  for (const pid of successors) t.ok(answeredBy(answers, pid) >= NEW_WORKER_ANSWERS, `successor ${pid} answered`);
   t.same(notOk(answers), [], 'every answer is what a serving gateway gives');
-  await gateway.waitForLog((l) => l.msg === 'config reloaded' && (l.time as number) >= reloadAt, 10_000, 'the reload done');
+  await gateway.waitForLog((l) => l.msg === 'config reloaded' && (l.time as number) >= since, 10_000, 'the reload done');
 });
