@@ -30,6 +30,10 @@ export interface ParsedRequestHead {
   readonly secure: boolean;
   /** End-to-end headers to forward, flat [name, value, ...]; a fresh array per request. */
   readonly forward: string[];
+  /** The client's Connection header lists "close". */
+  readonly closeRequested?: boolean;
+  /** ... in the one form the server library closes for by itself (see RequestContext.libraryCloses). */
+  readonly libraryCloses?: boolean;
 }
 
 const NONE: readonly RouteTarget[] = Object.freeze([]);
@@ -52,6 +56,10 @@ export class RequestContext {
   readonly hasBody: boolean;
   /** It arrived over TLS. */
   readonly secure: boolean;
+  /** The client sent `Connection: close`: every answer says so, and the connection ends after it (RFC 9112 9.6). */
+  readonly closeRequested: boolean;
+  /** In the form uWS closes for by itself, writing no Connection header (src/http/client-request-head.ts). */
+  readonly libraryCloses: boolean;
   /** Its declared Content-Length; -1 when none (no body, or sent chunked). */
   bodyLength = -1;
 
@@ -124,6 +132,8 @@ export class RequestContext {
     this.secure = head.secure;
     this.bodyLength = head.contentLength;
     this.headers = head.forward;
+    this.closeRequested = head.closeRequested === true;
+    this.libraryCloses = head.libraryCloses === true;
   }
 
   /** Milliseconds from arrival to the end of the answer (set by the done phase). */

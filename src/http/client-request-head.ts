@@ -50,6 +50,14 @@ export class RequestHead {
   conflict = '';
   transferEncoding: string | undefined = undefined;
   connection: string | undefined = undefined;
+  /** The client's Connection header lists the "close" option (RFC 9112 9.6). */
+  closeRequested = false;
+  /**
+   * The first Connection header is "close" and nothing else (any letter case): the form uWS 20.30
+   * recognizes, closing the connection after the answer by itself without writing a Connection
+   * header (native-notes.md).
+   */
+  libraryCloses = false;
   xForwardedFor: string | undefined = undefined;
   xForwardedProto: string | undefined = undefined;
   xForwardedHost: string | undefined = undefined;
@@ -73,6 +81,8 @@ export class RequestHead {
     this.conflict = '';
     this.transferEncoding = undefined;
     this.connection = undefined;
+    this.closeRequested = false;
+    this.libraryCloses = false;
     this.xForwardedFor = undefined;
     this.xForwardedProto = undefined;
     this.xForwardedHost = undefined;
@@ -100,7 +110,10 @@ export class RequestHead {
     req.forEach(collectHeader);
     if (this.url.charCodeAt(0) !== 0x2f) this.readAbsoluteForm();
     if (this.contentLength >= 0 && this.transferEncoding !== undefined) this.badFraming = true;
-    if (this.connection !== undefined) dropConnectionNamed(this.forward, this.connection);
+    if (this.connection !== undefined) {
+      this.closeRequested = hasCloseOption(this.connection);
+      dropConnectionNamed(this.forward, this.connection);
+    }
     return this;
   }
 
@@ -148,6 +161,7 @@ function collectHeader(name: string, value: string): void {
       head.transferEncoding = combine(head.transferEncoding, value);
       return;
     case 'connection':
+      if (head.connection === undefined) head.libraryCloses = value.length === 5 && value.toLowerCase() === 'close';
       head.connection = combine(head.connection, value);
       return;
     case 'host':
@@ -218,6 +232,13 @@ export function parseContentLength(value: string): number {
 }
 
 /** Removes the headers the Connection header names (rare: only tokens other than close/keep-alive count). */
+/** Whether a Connection value lists the "close" option, in any letter case. */
+export function hasCloseOption(connection: string): boolean {
+  if (connection.length === 5) return connection.toLowerCase() === 'close';
+  for (const token of connection.split(',')) if (token.trim().toLowerCase() === 'close') return true;
+  return false;
+}
+
 function dropConnectionNamed(forward: string[], connection: string): void {
   // The usual values name no header: no split per request.
   if (connection.length <= 10 && PLAIN_CONNECTION.has(connection.toLowerCase())) return;

@@ -128,29 +128,32 @@ export class UwsClient implements ClientSide {
     const res = this.res;
     const settings = this.settings;
     const headersOnly = ctx.method === 'HEAD';
-    const closeConnection = close || settings.closing;
+    // A client's own Connection: close in the form uWS closes for by itself: uWS writes no Connection
+    // header then, even for end(body, true), so the answer carries ours (native-notes.md).
+    const libraryCloses = ctx.libraryCloses;
+    const closeConnection = (close || settings.closing || ctx.closeRequested) && !libraryCloses;
+    const own = libraryCloses ? [...(ctx.responseHeaders ?? []), 'connection', 'close'] : ctx.responseHeaders;
     this.resume();
     this.ended = true;
     ctx.status = reply.kind === 'builtin' ? reply.answer.status : reply.kind === 'options' ? 200 : reply.status;
     switch (reply.kind) {
       case 'problem': {
-        const own = ctx.responseHeaders;
         const headers = reply.headers === undefined ? own : own === null ? reply.headers : [...reply.headers, ...own];
         ctx.bytesOut = writeProblem(res, reply.status, reply.detail, { allow: reply.allow, via: settings.via, headersOnly, closeConnection, headers });
         return;
       }
       case 'content':
-        ctx.bytesOut = writeContent(res, reply.status, reply.headers, reply.body, { via: settings.via, headersOnly, closeConnection, headers: ctx.responseHeaders });
+        ctx.bytesOut = writeContent(res, reply.status, reply.headers, reply.body, { via: settings.via, headersOnly, closeConnection, headers: own });
         return;
       case 'builtin':
-        // A HEAD has no body left unread: only a closing gateway asks for the connection to close.
-        ctx.bytesOut = writeBuiltinAnswer(res, reply.answer, headersOnly, headersOnly ? settings.closing : closeConnection, ctx.responseHeaders);
+        // A HEAD has no body left unread: only a closing gateway or the client asks for the connection to close.
+        ctx.bytesOut = writeBuiltinAnswer(res, reply.answer, headersOnly, headersOnly ? (settings.closing || ctx.closeRequested) && !libraryCloses : closeConnection, own);
         return;
       case 'options':
         res.writeStatus(statusLine(200));
         res.writeHeader('allow', reply.allow);
         res.writeHeader('via', settings.via);
-        if (ctx.responseHeaders !== null) writeHeaders(res, ctx.responseHeaders);
+        if (own !== null) writeHeaders(res, own);
         res.end('', closeConnection);
         ctx.bytesOut = 0;
         return;
@@ -256,7 +259,9 @@ export class UwsClient implements ClientSide {
         bytes += headerBytes(name, value);
       }
     }
-    if (this.settings.closing || this.receiving) res.writeHeader('connection', 'close');
+    // A client's Connection: close is answered in kind (uWS closes by itself for the plain form; for
+    // "close" among other options the client is asked to, as when its body is still unread).
+    if (this.settings.closing || this.receiving || ctx.closeRequested) res.writeHeader('connection', 'close');
     return bytes;
   }
 
