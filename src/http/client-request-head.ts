@@ -232,11 +232,11 @@ export function parseContentLength(value: string): number {
 }
 
 /** Removes the headers the Connection header names (rare: only tokens other than close/keep-alive count). */
-/** Whether a Connection value lists the "close" option, in any letter case. */
+const CLOSE_OPTION = /(?:^|,)[ \t]*close[ \t]*(?:,|$)/i;
+
+/** Whether a Connection value lists the "close" option, in any letter case (no split: most values are "keep-alive"). */
 export function hasCloseOption(connection: string): boolean {
-  if (connection.length === 5) return connection.toLowerCase() === 'close';
-  for (const token of connection.split(',')) if (token.trim().toLowerCase() === 'close') return true;
-  return false;
+  return CLOSE_OPTION.test(connection);
 }
 
 function dropConnectionNamed(forward: string[], connection: string): void {
