@@ -231,7 +231,6 @@ export function parseContentLength(value: string): number {
   return n;
 }
 
-/** Removes the headers the Connection header names (rare: only tokens other than close/keep-alive count). */
 const CLOSE_OPTION = /(?:^|,)[ \t]*close[ \t]*(?:,|$)/i;
 
 /** Whether a Connection value lists the "close" option, in any letter case (no split: most values are "keep-alive"). */
@@ -239,6 +238,7 @@ export function hasCloseOption(connection: string): boolean {
   return CLOSE_OPTION.test(connection);
 }
 
+/** Removes the headers the Connection header names (rare: only tokens other than close/keep-alive count). */
 function dropConnectionNamed(forward: string[], connection: string): void {
   // The usual values name no header: no split per request.
   if (connection.length <= 10 && PLAIN_CONNECTION.has(connection.toLowerCase())) return;
