@@ -23,7 +23,6 @@ import { tlsConnectOptions, type UpstreamTlsOptions } from '../upstream/pool.js'
 import { closePayload, encodeFrame, FrameReader, handshakeKey, OPCODE_BINARY, OPCODE_CLOSE, OPCODE_PONG, OPCODE_TEXT, sendableCloseCode, type FrameSink } from './frames.js';
 
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
-const HEADER_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*(.*?)[ \t]*$/s;
 const STATUS_LINE = /^HTTP\/1\.[01] ([1-5]\d\d)(?: [^\r\n]*)?$/;
 const CRLFCRLF = Buffer.from('\r\n\r\n', 'latin1');
 /** After the gateway's close frame, the upstream's has this long to come back before the socket is cut (as ws waits). */
@@ -278,10 +277,12 @@ export class UpstreamSocket implements FrameSink {
     let protocol: string | null = null;
     let extensions = false;
     for (let i = 1; i < lines.length; i++) {
-      const match = HEADER_LINE.exec(lines[i]!);
-      if (match === null || !isFieldValue(match[2]!)) return this.fail('invalid', 'a header line of the 101 is not valid');
-      const name = match[1]!;
-      const value = match[2]!;
+      const line = lines[i]!;
+      const colon = line.indexOf(':');
+      if (colon === -1) return this.fail('invalid', 'a header line of the 101 is not valid');
+      const name = line.slice(0, colon);
+      const value = trimOws(line.slice(colon + 1));
+      if (!isToken(name) || !isFieldValue(value)) return this.fail('invalid', 'a header line of the 101 is not valid');
       headers.push(name, value);
       switch (name.toLowerCase()) {
         case 'upgrade':
@@ -429,4 +430,13 @@ class RefusalSink implements ResponseSink {
   }
 
   onResponseEnd(): void {}
+}
+
+/** A field line's value without the spaces and tabs around it (RFC 9112 5.1: optional whitespace). */
+function trimOws(text: string): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && (text.charCodeAt(start) === 0x20 || text.charCodeAt(start) === 0x09)) start++;
+  while (end > start && (text.charCodeAt(end - 1) === 0x20 || text.charCodeAt(end - 1) === 0x09)) end--;
+  return text.slice(start, end);
 }
