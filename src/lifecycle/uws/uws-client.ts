@@ -239,7 +239,7 @@ export class UwsClient implements ClientSide {
    * Corked: status line and upstream headers (hop-by-hop already dropped by the client; Date dropped,
    * Via appended). Returns the bytes written (the cork budget).
    */
-  writeHead(): number {
+  writeHead(connectionHeader = true): number {
     const res = this.res;
     const head = this.pendingHead!;
     this.pendingHead = null;
@@ -259,10 +259,15 @@ export class UwsClient implements ClientSide {
         bytes += headerBytes(name, value);
       }
     }
-    // A client's Connection: close is answered in kind (uWS closes by itself for the plain form; for
-    // "close" among other options the client is asked to, as when its body is still unread).
-    if (this.settings.closing || this.receiving || ctx.closeRequested) res.writeHeader('connection', 'close');
+    // A client's Connection: close is answered in kind. uWS closes by itself for the plain form; for
+    // "close" among other options, or a draining gateway, an answer ended by one end(body, true) closes
+    // (writeBodyChunk) and any other asks the client to, as when its body is still unread (native-notes.md).
+    if (connectionHeader && this.wantsClose()) res.writeHeader('connection', 'close');
     return bytes;
+  }
+
+  private wantsClose(): boolean {
+    return this.settings.closing || this.receiving || this.ctx.closeRequested;
   }
 
   /**
@@ -318,35 +323,43 @@ export class UwsClient implements ClientSide {
    * Corked: one upstream body chunk. False when the client is behind (the upstream is then paused).
    * A chunked one too large for this cork is left to writeChunkPieces (corkOversized).
    */
-  writeBodyChunk(chunk: Buffer): boolean {
+  writeBodyChunk(chunk: Uint8Array): boolean {
     const res = this.res;
-    const head = this.pendingHead !== null ? this.writeHead() : 0;
-    if (this.mode === BodyMode.Sized) {
-      // uWS's write offset before this chunk: every earlier chunk was taken whole (a partly taken one
-      // pauses the upstream until onWritable has written the rest), so it is the body sent before it.
-      const offset = this.ctx.bytesOut - chunk.length;
-      if (offset === 0 && chunk.length === this.totalSize && fitsInCork(head, chunk.length)) {
-        // The whole body in one chunk (most answers): end() takes it all at once (buffering what the
-        // socket cannot take now), without tryEnd's result array.
-        res.end(chunk);
-        this.responseComplete();
+    if (this.mode !== BodyMode.Sized) {
+      const head = this.pendingHead !== null ? this.writeHead() : 0;
+      if (!fitsInCork(head, chunk.length)) {
+        corkOversized = true;
         return true;
       }
-      const [ok, done] = res.tryEnd(chunk, this.totalSize);
-      if (done) {
-        this.responseComplete();
-        return true;
-      }
-      if (ok) return true;
-      // uWS did not take all of it: the view stays valid while the upstream is paused (see the file comment).
-      this.pending = chunk;
-      this.pendingOffset = offset;
-    } else if (!fitsInCork(head, chunk.length)) {
-      corkOversized = true;
-      return true;
-    } else if (res.write(chunk)) {
+      if (res.write(chunk)) return true;
+      this.awaitWritable();
+      return false;
+    }
+    // uWS's write offset before this chunk: every earlier chunk was taken whole (a partly taken one
+    // pauses the upstream until onWritable has written the rest), so it is the body sent before it.
+    const offset = this.ctx.bytesOut - chunk.length;
+    const whole = offset === 0 && chunk.length === this.totalSize;
+    // Only one end() that carries head and body can close a connection uWS keeps open (end(body, true)
+    // writes Connection: close itself); uWS closes by itself for the client's plain "close".
+    const endCloses = whole && this.pendingHead !== null && !this.receiving && !this.ctx.libraryCloses && this.wantsClose();
+    const head = this.pendingHead !== null ? this.writeHead(!endCloses) : 0;
+    if (whole && fitsInCork(head, chunk.length)) {
+      // The whole body in one chunk (most answers): end() takes it all at once (buffering what the
+      // socket cannot take now), without tryEnd's result array.
+      res.end(chunk, endCloses);
+      this.responseComplete();
       return true;
     }
+    if (endCloses) res.writeHeader('connection', 'close');
+    const [ok, done] = res.tryEnd(chunk, this.totalSize);
+    if (done) {
+      this.responseComplete();
+      return true;
+    }
+    if (ok) return true;
+    // uWS did not take all of it: the view stays valid while the upstream is paused (see the file comment).
+    this.pending = chunk;
+    this.pendingOffset = offset;
     this.awaitWritable();
     return false;
   }
@@ -355,6 +368,12 @@ export class UwsClient implements ClientSide {
   finishResponse(): void {
     if (this.ended) return;
     const res = this.res;
+    if (this.mode === BodyMode.Sized && this.pendingHead !== null && this.totalSize === 0) {
+      // An empty sized body: one end() with the head, as writeBodyChunk ends a whole body.
+      this.resume();
+      this.writeBodyChunk(EMPTY);
+      return;
+    }
     if (this.pendingHead !== null) this.writeHead();
     this.resume();
     if (this.mode === BodyMode.Sized) {
