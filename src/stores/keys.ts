@@ -25,30 +25,45 @@ export interface ClockEntry {
 }
 
 /**
- * Evicts one entry of `map`: the oldest insertion that was not used since the last pass (entries used
- * since get a second chance: their bit is cleared and they move to the back) and that `mustKeep` does
- * not protect. Returns whether one went. Amortized O(1): a second chance clears a bit that only a use
- * sets again; protected entries (in-flight work) are few.
+ * Second-chance (CLOCK) eviction over a Map in insertion order: evicts the oldest entry that was not
+ * used since the hand last passed it and that `mustKeep` does not protect; an entry used since (or
+ * protected: in-flight work, few) gets a second chance: its bit is cleared and it moves to the back.
+ * Amortized O(1): a second chance clears a bit that only a use sets again.
+ *
+ * The hand is one live iterator kept between evictions; it always rests on the first live entry, since
+ * every entry it passes is deleted or moved behind it. A fresh `map.entries()` per eviction starts at
+ * the head of V8's table and steps over every deleted slot left there until the table is next
+ * rehashed, so an eviction cost grew with the key count: 1.0 µs per insert at 1,000 keys, 7.1 at
+ * 5,000, 16.9 at 20,000 (node loop of 200,000 distinct inserts, Node 20).
  */
-export function evictOne<V extends ClockEntry>(
-  map: Map<string, V>,
-  mustKeep: (entry: V) => boolean,
-  onEvict: (key: string, entry: V) => void,
-): boolean {
-  let budget = 2 * map.size + 1;
-  while (budget-- > 0) {
-    const head = map.entries().next();
-    if (head.done === true) return false;
-    const [key, entry] = head.value;
-    if (entry.referenced || mustKeep(entry)) {
-      entry.referenced = false;
+export class ClockHand<V extends ClockEntry> {
+  private hand: Iterator<[string, V]> | null = null;
+
+  constructor(private readonly map: Map<string, V>) {}
+
+  /** Evicts one entry; whether one went (none when every entry is protected). */
+  evictOne(mustKeep: (entry: V) => boolean, onEvict: (key: string, entry: V) => void): boolean {
+    const map = this.map;
+    let budget = 2 * map.size + 1;
+    while (budget-- > 0) {
+      let step = this.hand?.next();
+      if (step === undefined || step.done === true) {
+        // First use, or the map was emptied since: a finished iterator sees nothing added later.
+        this.hand = map.entries();
+        step = this.hand.next();
+        if (step.done === true) return false;
+      }
+      const [key, entry] = step.value;
+      if (entry.referenced || mustKeep(entry)) {
+        entry.referenced = false;
+        map.delete(key);
+        map.set(key, entry);
+        continue;
+      }
       map.delete(key);
-      map.set(key, entry);
-      continue;
+      onEvict(key, entry);
+      return true;
     }
-    map.delete(key);
-    onEvict(key, entry);
-    return true;
+    return false;
   }
-  return false;
 }

@@ -8,7 +8,7 @@
  * grant takes only what is free: available - held.
  */
 import { type GcraPolicy, type GcraState, gcraAvailable, gcraConsume, gcraPolicy, samePolicy } from './gcra.js';
-import { type ClockEntry, MAX_KEY_LENGTH, evictOne } from './keys.js';
+import { ClockHand, type ClockEntry, MAX_KEY_LENGTH } from './keys.js';
 import type {
   LeaseAcquireMessage,
   LeaseBankMessage,
@@ -140,6 +140,7 @@ export interface LeaseBankStats {
 
 export class LeaseBank {
   private readonly buckets = new Map<string, Bucket>();
+  private readonly clock = new ClockHand(this.buckets);
   /** Workers declared gone: a message of theirs still in flight must not make them hold tokens again. */
   private readonly gone = new Set<number>();
   private readonly sendTo: LeaseBankOptions['send'];
@@ -280,8 +281,7 @@ export class LeaseBank {
 
   private createBucket(key: string, policy: GcraPolicy): Bucket {
     if (this.buckets.size >= this.maxKeys) {
-      evictOne(
-        this.buckets,
+      this.clock.evictOne(
         (b) => b.recall !== null || b.queue !== null,
         () => this.counters.evictions++,
       );

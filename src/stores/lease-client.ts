@@ -5,7 +5,7 @@
  */
 import { StoreError } from './store-errors.js';
 import type { GcraPolicy, RateDecision } from './gcra.js';
-import { type ClockEntry, MAX_KEY_LENGTH, boundKey, evictOne } from './keys.js';
+import { ClockHand, type ClockEntry, MAX_KEY_LENGTH, boundKey } from './keys.js';
 import type { LeaseBankMessage, LeaseGrantMessage, LeaseReport, LeaseWorkerMessage } from './lease-messages.js';
 import { recordSpend, spendSlotMs } from './spend-log.js';
 import type { RateLimitStore } from './types.js';
@@ -106,6 +106,7 @@ export interface LeaseClientStats {
 export class LeaseClient implements RateLimitStore {
   readonly name = 'local';
   private readonly leases = new Map<string, KeyLease>();
+  private readonly clock = new ClockHand(this.leases);
   /** Keys holding tokens (or unreported spends): checked for expiry and idleness at each sweep. */
   private readonly holding = new Set<KeyLease>();
   private readonly inflight = new Set<KeyLease>();
@@ -258,8 +259,7 @@ export class LeaseClient implements RateLimitStore {
 
   private createLease(key: string, policy: GcraPolicy): KeyLease {
     if (this.leases.size >= this.maxKeys) {
-      evictOne(
-        this.leases,
+      this.clock.evictOne(
         (lease) => lease.waiters !== null || lease.inflightSeq !== 0,
         (_key, lease) => {
           this.counters.evictions++;
