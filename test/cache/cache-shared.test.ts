@@ -11,7 +11,9 @@ import { eventually, httpRequest, startGateway, startUpstream, testConfig } from
 import { rawRequest } from '../helpers/raw-http.js';
 
 const MB = 1024 * 1024;
-const COUNT = Number(process.env.CACHE_TEST_COUNT ?? 2000);
+// 600 MB through an 8 MB store: 75 times its bound. A store that kept them, or a worker that kept 1 MB
+// of each, fails the bounds below (48 MB of files, 400 MB of RSS) by far. CACHE_TEST_COUNT for longer runs.
+const COUNT = Number(process.env.CACHE_TEST_COUNT ?? 600);
 const big = Buffer.alloc(MB, 'z');
 const app = await startUpstream(t, {
   name: 'app',
@@ -137,7 +139,7 @@ async function metric(id: string, name: string): Promise<number> {
   return body.middleware?.[id]?.[name] ?? NaN;
 }
 
-t.test('the byte bound holds for the instance under 2,000 distinct 1 MB answers (RSS and store size)', { timeout: 240_000 }, async (t) => {
+t.test('the byte bound holds for the instance under 600 distinct 1 MB answers (RSS and store size)', { timeout: 240_000 }, async (t) => {
   const started = performance.now();
   let next = 0;
   let hits = 0;
