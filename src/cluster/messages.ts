@@ -3,7 +3,7 @@ import type { RenderedSpec } from './compile-task.js';
 import type { MetricsDelta } from '../metrics/delta.js';
 import type { UpstreamWeight } from '../lifecycle/forward.js';
 import type { CircuitReport } from '../proxy/upstream-breakers.js';
-import type { LeaseBankMessage } from '../stores/lease-messages.js';
+import type { LeaseBankMessage, LeaseBatchMessage } from '../stores/lease-messages.js';
 import type { StoreSnapshot } from '../stores/config.js';
 import type { TransferableTable } from '../routing/table.js';
 
@@ -65,7 +65,8 @@ export type PrimaryToWorker =
   | ShutdownMessage
   | BreakerTripMessage
   | ReopenLogsMessage
-  | LeaseBankMessage;
+  | LeaseBankMessage
+  | LeaseBatchMessage<LeaseBankMessage>;
 
 /**
  * Sent once the worker listens for messages: anything the primary sent before that could be lost,

@@ -20,6 +20,8 @@ import { BreakerHub } from './breaker-hub.js';
 import { StoreStates } from './store-states.js';
 import { logStoreChanges } from './store-log.js';
 import { LeaseBank } from '../stores/lease-bank.js';
+import type { LeaseBankMessage } from '../stores/lease-messages.js';
+import { LeaseOutbox } from './lease-outbox.js';
 import { LOCAL_STORE } from '../stores/config.js';
 import { Publisher, type Published } from './publisher.js';
 import { componentStates, isOperational, workerStates } from './readiness.js';
@@ -104,6 +106,8 @@ class Primary {
   private readonly breakers: BreakerHub;
   /** The `local` store's authoritative buckets, leased to the workers. */
   private readonly leases: LeaseBank;
+  /** The bank's messages to each worker, one IPC message per event-loop turn (lease-outbox.ts). */
+  private readonly toWorkers = new Map<number, LeaseOutbox<LeaseBankMessage>>();
   private readonly stores = new StoreStates();
   private readonly reloader: Reloader;
   private rediscovery: Rediscovery | null = null;
@@ -131,7 +135,7 @@ class Primary {
       (trip) => this.supervisor.broadcast({ type: 'breaker-trip', ...trip }),
     );
     this.metrics.setExtra('breakers', () => this.breakers.summary());
-    this.leases = new LeaseBank({ send: (workerId, message) => this.supervisor.sendTo(workerId, message) });
+    this.leases = new LeaseBank({ send: (workerId, message) => this.leaseOutbox(workerId).push(message) });
     this.metrics.setExtra('kvStores', () => (this.storeNames().length > 0 ? this.stores.metrics(this.storeNames()) : undefined));
     this.metrics.setExtra('tlsCertificates', () => certificateReport(this.config.tls));
     this.metrics.setPrometheusExtra(() => certificateGauge(this.config.tls));
@@ -176,7 +180,11 @@ class Primary {
     });
     this.supervisor.on('lease', (workerId, message) => this.leases.receive(workerId, message));
     // Tokens a dead worker held count as spent (it may have admitted requests with them).
-    cluster.on('exit', (worker) => this.leases.workerGone(worker.id));
+    cluster.on('exit', (worker) => {
+      this.toWorkers.get(worker.id)?.drop();
+      this.toWorkers.delete(worker.id);
+      this.leases.workerGone(worker.id);
+    });
     for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void this.shutdown(signal));
     process.on('SIGHUP', () => {
       if (!this.shuttingDown) this.reloader.sighup();
@@ -312,6 +320,15 @@ class Primary {
   }
 
   /** The stores the serving config's middleware can use: "local" and the kvStores; none without middleware. */
+  private leaseOutbox(workerId: number): LeaseOutbox<LeaseBankMessage> {
+    let outbox = this.toWorkers.get(workerId);
+    if (outbox === undefined) {
+      outbox = new LeaseOutbox((message) => this.supervisor.sendTo(workerId, message));
+      this.toWorkers.set(workerId, outbox);
+    }
+    return outbox;
+  }
+
   private storeNames(): string[] {
     const config = this.config;
     return config.middleware.length === 0 && Object.keys(config.kvStores).length === 0 ? [] : [LOCAL_STORE, ...Object.keys(config.kvStores)];

@@ -15,7 +15,8 @@ import { createLogger, levelFromEnv } from '../log.js';
 import { exitAfterLogs } from '../log-exit.js';
 import { startAdminListener, type AdminListener } from '../builtins/admin-listener.js';
 import { WorkerComponents } from './worker-components.js';
-import { isLeaseBankMessage, type LeaseWorkerMessage } from '../stores/lease-messages.js';
+import { isLeaseBankMessage, isLeaseBatch, type LeaseBatchMessage, type LeaseWorkerMessage } from '../stores/lease-messages.js';
+import { LeaseOutbox } from './lease-outbox.js';
 import {
   isPrimaryMessage,
   type HealthMessage,
@@ -91,7 +92,7 @@ let adminListener: AdminListener | null = null;
 /** The table version this worker serves; null until the first is applied. */
 let servingVersion: number | null = null;
 let applying = false;
-const components = new WorkerComponents({ counters, log, onReadiness: () => sendReady(), sendToBank: (message) => send(message), builtinListeners: () => builtins_() });
+const components = new WorkerComponents({ counters, log, onReadiness: () => sendReady(), sendToBank: (message) => toBank.push(message), builtinListeners: () => builtins_() });
 /** The store snapshot last sent, as JSON (sent again only when it changed). */
 let storesSent = '';
 let graceMs = 10_000;
@@ -100,9 +101,12 @@ let stopping = false;
 let unshipped = false;
 let lastShippedInFlight = 0;
 
-function send(message: WorkerToPrimary | LeaseWorkerMessage): void {
+function send(message: WorkerToPrimary | LeaseWorkerMessage | LeaseBatchMessage<LeaseWorkerMessage>): void {
   if (process.connected) process.send?.(message);
 }
+
+/** To the primary's lease bank: one message per event-loop turn (lease-outbox.ts). */
+const toBank = new LeaseOutbox<LeaseWorkerMessage>(send);
 
 const metricsListener = recorderListener(
   recorder,
@@ -265,6 +269,7 @@ async function shutdown(reason: string): Promise<void> {
     log.error({ err }, 'data plane did not close cleanly');
   }
   await components.close();
+  toBank.flush();
   shipMetrics();
   await accessLog?.flush();
   await observe?.close();
@@ -329,7 +334,9 @@ try {
 }
 process.on('message', (message: unknown) => {
   if (isLeaseBankMessage(message)) components.receiveLease(message);
-  else if (isPrimaryMessage(message)) onMessage(message);
+  else if (isLeaseBatch(message)) {
+    for (const one of message.messages) if (isLeaseBankMessage(one)) components.receiveLease(one);
+  } else if (isPrimaryMessage(message)) onMessage(message);
 });
 send({ type: 'hello' });
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -73,6 +73,16 @@ export interface LeaseRecallMessage {
 
 export type LeaseBankMessage = LeaseGrantMessage | LeaseRecallMessage;
 
+/**
+ * Several messages of one channel and direction, in the order they were sent: the transport's
+ * batching (src/cluster/lease-outbox.ts). The bank and the clients never see one; the receiving
+ * process hands each message on in order.
+ */
+export interface LeaseBatchMessage<M> {
+  type: 'lease-batch';
+  messages: M[];
+}
+
 function typeOf(value: unknown): unknown {
   return typeof value === 'object' && value !== null ? (value as { type?: unknown }).type : undefined;
 }
@@ -85,4 +95,8 @@ export function isLeaseWorkerMessage(value: unknown): value is LeaseWorkerMessag
 export function isLeaseBankMessage(value: unknown): value is LeaseBankMessage {
   const type = typeOf(value);
   return type === 'lease-grant' || type === 'lease-recall';
+}
+
+export function isLeaseBatch(value: unknown): value is LeaseBatchMessage<unknown> {
+  return typeOf(value) === 'lease-batch' && Array.isArray((value as { messages?: unknown }).messages);
 }

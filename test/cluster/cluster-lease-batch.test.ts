@@ -1,0 +1,46 @@
+// rateLimit on the local store with many new keys at once, through the running gateway (2 workers, real
+// IPC): each worker's acquires of one event-loop turn reach the primary's bank as one batch and its
+// grants come back batched (src/cluster/lease-outbox.ts). Every key still gets exactly its limit across
+// both workers.
+import t from 'tap';
+import { startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { rawRequest } from '../helpers/raw-http.js';
+
+const KEYS = 60;
+const PER_KEY = 5;
+const LIMIT = 3;
+
+const app = await startUpstream(t, { name: 'app' });
+const gateway = await startGateway(t, {
+  config: testConfig([{ serviceType: 'static', serviceLocation: app.location, endpoints: [{ method: 'GET', path: '/items/{id}' }] }], {
+    accessLog: { enabled: false },
+    // One token back every 60 s: none comes back while the test runs.
+    middleware: [{ id: 'per-client', type: 'rateLimit', limit: LIMIT, windowMs: 60_000 * LIMIT, key: 'header:x-client', scope: 'global' }],
+  }),
+  waitFor: (line) => line.msg === 'gateway operational',
+});
+
+t.test(`${KEYS} new keys x ${PER_KEY} requests at once, each on a fresh connection: exactly ${LIMIT} admitted per key`, async (t) => {
+  // A fresh connection each: the kernel spreads them over both workers; /healthcheck first names the worker.
+  const head = (path: string, extra = ''): string => `GET ${path} HTTP/1.1\r\nHost: gw\r\n${extra}\r\n`;
+  const jobs: Array<{ key: string; i: number }> = [];
+  for (let i = 0; i < PER_KEY; i++) for (let k = 0; k < KEYS; k++) jobs.push({ key: `client-${k}`, i });
+  const results = await Promise.all(
+    jobs.map(async ({ key, i }) => {
+      const res = await rawRequest(gateway.port, head('/healthcheck') + head(`/items/${i}`, `X-Client: ${key}\r\n`), { responses: 2, waitMs: 10_000 });
+      return { key, worker: res.responses[0]?.headers['x-gateway-worker']?.[0], status: res.responses[1]?.status };
+    }),
+  );
+  const admitted = new Map<string, number>();
+  const workers = new Map<string, Set<string | undefined>>();
+  for (const { key, worker, status } of results) {
+    if (status !== 200 && status !== 429) t.fail(`${key}: status ${status}`);
+    if (status === 200) admitted.set(key, (admitted.get(key) ?? 0) + 1);
+    if (!workers.has(key)) workers.set(key, new Set());
+    workers.get(key)!.add(worker);
+  }
+  const wrong = [...Array(KEYS).keys()].map((k) => `client-${k}`).filter((key) => admitted.get(key) !== LIMIT);
+  t.same(wrong, [], `every key admitted exactly ${LIMIT} times (${wrong.map((k) => `${k}: ${admitted.get(k) ?? 0}`).join(', ')})`);
+  const both = [...workers.values()].filter((set) => set.size === 2).length;
+  t.ok(both >= KEYS / 2, `keys asked through both workers: ${both} of ${KEYS}`);
+});

@@ -1,0 +1,41 @@
+// The lease messages' transport batching (src/cluster/lease-outbox.ts): what one event-loop turn sends
+// leaves as one message, in order; a lone message goes as it is; flush sends at once; drop forgets.
+import t from 'tap';
+import { LeaseOutbox } from '../../src/cluster/lease-outbox.js';
+import { isLeaseBatch } from '../../src/stores/lease-messages.js';
+
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+t.test('one turn, one delivery, in order; a lone message is not wrapped', async (t) => {
+  const delivered: unknown[] = [];
+  const outbox = new LeaseOutbox<{ type: string; n: number }>((message) => delivered.push(message));
+  for (let n = 0; n < 5; n++) outbox.push({ type: 'lease-acquire', n });
+  t.equal(delivered.length, 0, 'nothing before the turn ends');
+  await turn();
+  t.equal(delivered.length, 1, 'one delivery');
+  t.ok(isLeaseBatch(delivered[0]));
+  t.same(delivered[0], { type: 'lease-batch', messages: [0, 1, 2, 3, 4].map((n) => ({ type: 'lease-acquire', n })) });
+  outbox.push({ type: 'lease-release', n: 5 });
+  await turn();
+  t.same(delivered[1], { type: 'lease-release', n: 5 }, 'alone: as it is');
+  await turn();
+  t.equal(delivered.length, 2, 'nothing more');
+});
+
+t.test('flush sends what is queued at once and cancels the scheduled send; drop forgets it', async (t) => {
+  const delivered: unknown[] = [];
+  const outbox = new LeaseOutbox<{ type: string; n: number }>((message) => delivered.push(message));
+  outbox.push({ type: 'lease-release', n: 1 });
+  outbox.push({ type: 'lease-release', n: 2 });
+  outbox.flush();
+  t.same(delivered, [{ type: 'lease-batch', messages: [{ type: 'lease-release', n: 1 }, { type: 'lease-release', n: 2 }] }]);
+  await turn();
+  t.equal(delivered.length, 1, 'not sent twice');
+  outbox.push({ type: 'lease-release', n: 3 });
+  outbox.drop();
+  await turn();
+  t.equal(delivered.length, 1, 'dropped');
+  outbox.push({ type: 'lease-release', n: 4 });
+  await turn();
+  t.same(delivered[1], { type: 'lease-release', n: 4 }, 'usable after a drop');
+});
