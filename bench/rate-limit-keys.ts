@@ -1,0 +1,126 @@
+// npm run bench:rate-limit — what a new rate-limit key costs on the `local` store, through the running
+// gateway (2 workers, real IPC): wrk against rateLimit keyed by a header, once with one key for every
+// request and once with a new key for every request (a Lua script counting up), rounds alternated. A
+// new key costs a round trip to the primary's lease bank (an acquire and a grant, later a release)
+// and, past the key caps, an eviction. Prints req/s and the CPU per request of every gateway process
+// (and the primary's share), medians of BENCH_ROUNDS (3) rounds of BENCH_DURATION_S (10) s.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { groupCpuNs } from './group-cpu.js';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const MAIN = join(HERE, '..', 'src', 'cli', 'main.js');
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
+const PORT = Number(process.env.BENCH_PORT ?? 9320);
+
+if (spawnSync('wrk', ['--version']).error !== undefined) {
+  console.error('bench:rate-limit needs wrk (apt-get install wrk)');
+  process.exit(1);
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'specgate-bench-rl-'));
+const children: ChildProcess[] = [];
+const stopAll = (): void => {
+  for (const child of children) {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGTERM');
+    } catch {
+      // already gone
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+};
+process.on('exit', stopAll);
+process.on('SIGINT', () => process.exit(130));
+
+function start(args: string[]): ChildProcess {
+  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  return child;
+}
+
+function firstLine(child: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      text += chunk;
+      if (text.includes('\n')) resolve(text.slice(0, text.indexOf('\n')));
+    });
+    child.once('exit', (code) => reject(new Error(`exited (${code}) before its first line`)));
+  });
+}
+
+const upstream = start([join(HERE, 'proxy-upstream.js'), '0']);
+const upstreamPort = (JSON.parse(await firstLine(upstream)) as { port: number }).port;
+const configFile = join(dir, 'gateway.json');
+writeFileSync(
+  configFile,
+  JSON.stringify({
+    host: '127.0.0.1',
+    port: PORT,
+    upstreams: [{ serviceType: 'static', serviceLocation: `http://127.0.0.1:${upstreamPort}`, endpoints: [{ method: 'GET', path: '/a/{id}' }] }],
+    middleware: [{ id: 'limit', type: 'rateLimit', limit: 10_000_000, windowMs: 60_000, key: 'header:x-client', scope: 'global', store: 'local' }],
+    accessLog: { enabled: false },
+  }),
+);
+const gateway = start([MAIN, 'start', '--config', configFile, '--workers', '2']);
+gateway.stdout!.resume();
+for (let i = 0; ; i++) {
+  const answered = await fetch(`http://127.0.0.1:${PORT}/healthcheck`).then((r) => r.status === 200, () => false);
+  if (answered) break;
+  if (i > 200 || gateway.exitCode !== null) throw new Error('the gateway did not become ready');
+  await new Promise((resolve) => setTimeout(resolve, 100));
+}
+
+const scripts = {
+  'one key': 'request = function() return wrk.format(nil, nil, {["x-client"] = "same"}) end\n',
+  'a new key per request': 'local n = 0\nrequest = function()\n  n = n + 1\n  return wrk.format(nil, nil, {["x-client"] = "c" .. n})\nend\n',
+};
+type Mode = keyof typeof scripts;
+
+/** The primary's own CPU (every thread of its pid, its piscina threads included), ns. */
+function pidCpuNs(pid: number): number {
+  let ns = 0;
+  for (const task of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
+  return ns;
+}
+
+function wrk(mode: Mode, seconds: number): Promise<number> {
+  const script = join(dir, `${mode.replace(/\W+/g, '-')}.lua`);
+  writeFileSync(script, scripts[mode]);
+  return new Promise((resolve, reject) => {
+    const child = spawn('wrk', ['-t1', '-c25', `-d${seconds}s`, '-s', script, `http://127.0.0.1:${PORT}/a/1`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+    child.once('exit', (code) => {
+      const requests = /(\d+) requests in/.exec(out);
+      if (code !== 0 || requests === null || /Non-2xx/.test(out)) reject(new Error(`wrk failed (${code}):\n${out}`));
+      else resolve(Number(requests[1]));
+    });
+  });
+}
+
+const results = new Map<Mode, Array<{ rps: number; cpuUs: number; primaryUs: number }>>();
+for (let round = 0; round < ROUNDS; round++) {
+  for (const mode of Object.keys(scripts) as Mode[]) {
+    await wrk(mode, 2); // warm-up
+    const cpu0 = groupCpuNs(gateway.pid!);
+    const primary0 = pidCpuNs(gateway.pid!);
+    const requests = await wrk(mode, DURATION_S);
+    const cpu = groupCpuNs(gateway.pid!) - cpu0;
+    const primary = pidCpuNs(gateway.pid!) - primary0;
+    const row = { rps: requests / DURATION_S, cpuUs: cpu / requests / 1000, primaryUs: primary / requests / 1000 };
+    console.log(`round ${round + 1}, ${mode}: ${Math.round(row.rps)} req/s, ${row.cpuUs.toFixed(1)} µs CPU per request (primary ${row.primaryUs.toFixed(1)})`);
+    (results.get(mode) ?? results.set(mode, []).get(mode)!).push(row);
+  }
+}
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+console.log(`\nmedians of ${ROUNDS} rounds of ${DURATION_S} s (wrk -t1 -c25, 2 workers):`);
+for (const [mode, rows] of results) {
+  console.log(`  ${mode.padEnd(22)} ${Math.round(median(rows.map((r) => r.rps)))} req/s, ${median(rows.map((r) => r.cpuUs)).toFixed(1)} µs CPU per request (primary ${median(rows.map((r) => r.primaryUs)).toFixed(1)})`);
+}
+process.exit(0);
