@@ -319,7 +319,6 @@ class Primary {
     this.refreshHealth();
   }
 
-  /** The stores the serving config's middleware can use: "local" and the kvStores; none without middleware. */
   private leaseOutbox(workerId: number): LeaseOutbox<LeaseBankMessage> {
     let outbox = this.toWorkers.get(workerId);
     if (outbox === undefined) {
@@ -329,6 +328,7 @@ class Primary {
     return outbox;
   }
 
+  /** The stores the serving config's middleware can use: "local" and the kvStores; none without middleware. */
   private storeNames(): string[] {
     const config = this.config;
     return config.middleware.length === 0 && Object.keys(config.kvStores).length === 0 ? [] : [LOCAL_STORE, ...Object.keys(config.kvStores)];
