@@ -1,7 +1,7 @@
 // rateLimit on the local store with many new keys at once, through the running gateway (2 workers, real
 // IPC): each worker's acquires of one event-loop turn reach the primary's bank as one batch and its
-// grants come back batched (src/cluster/lease-outbox.ts). Every key still gets exactly its limit across
-// both workers.
+// grants come back batched (src/cluster/lease-outbox.ts). Every key still gets its limit across both
+// workers, never more.
 import t from 'tap';
 import { startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 import { rawRequest } from '../helpers/raw-http.js';
@@ -14,13 +14,14 @@ const app = await startUpstream(t, { name: 'app' });
 const gateway = await startGateway(t, {
   config: testConfig([{ serviceType: 'static', serviceLocation: app.location, endpoints: [{ method: 'GET', path: '/items/{id}' }] }], {
     accessLog: { enabled: false },
-    // One token back every 60 s: none comes back while the test runs.
-    middleware: [{ id: 'per-client', type: 'rateLimit', limit: LIMIT, windowMs: 60_000 * LIMIT, key: 'header:x-client', scope: 'global' }],
+    // One token back every 60 s: none comes back while the test runs. A take that passes its slaMs is
+    // let through (onStoreError allow): 10 s, so that on a busy machine the books decide, not the clock.
+    middleware: [{ id: 'per-client', type: 'rateLimit', limit: LIMIT, windowMs: 60_000 * LIMIT, key: 'header:x-client', scope: 'global', slaMs: 10_000 }],
   }),
   waitFor: (line) => line.msg === 'gateway operational',
 });
 
-t.test(`${KEYS} new keys x ${PER_KEY} requests at once, each on a fresh connection: exactly ${LIMIT} admitted per key`, async (t) => {
+t.test(`${KEYS} new keys x ${PER_KEY} requests at once, each on a fresh connection: each key admitted its limit, never more`, async (t) => {
   // A fresh connection each: the kernel spreads them over both workers; /healthcheck first names the worker.
   const head = (path: string, extra = ''): string => `GET ${path} HTTP/1.1\r\nHost: gw\r\n${extra}\r\n`;
   const jobs: Array<{ key: string; i: number }> = [];
@@ -39,8 +40,14 @@ t.test(`${KEYS} new keys x ${PER_KEY} requests at once, each on a fresh connecti
     if (!workers.has(key)) workers.set(key, new Set());
     workers.get(key)!.add(worker);
   }
-  const wrong = [...Array(KEYS).keys()].map((k) => `client-${k}`).filter((key) => admitted.get(key) !== LIMIT);
-  t.same(wrong, [], `every key admitted exactly ${LIMIT} times (${wrong.map((k) => `${k}: ${admitted.get(k) ?? 0}`).join(', ')})`);
+  // Never more than the limit; at most one less (docs/reference/stores.md: a lease in flight, rarely).
+  const keys = [...Array(KEYS).keys()].map((k) => `client-${k}`);
+  const over = keys.filter((key) => (admitted.get(key) ?? 0) > LIMIT);
+  const under = keys.filter((key) => (admitted.get(key) ?? 0) < LIMIT - 1);
+  const show = (list: string[]): string => list.map((k) => `${k}: ${admitted.get(k) ?? 0}`).join(', ');
+  t.same(over, [], `no key admitted more than ${LIMIT} times (${show(over)})`);
+  t.same(under, [], `no key admitted fewer than ${LIMIT - 1} times (${show(under)})`);
+  t.comment(`${keys.filter((key) => admitted.get(key) === LIMIT).length} of ${KEYS} keys admitted exactly ${LIMIT} times`);
   const both = [...workers.values()].filter((set) => set.size === 2).length;
   t.ok(both >= KEYS / 2, `keys asked through both workers: ${both} of ${KEYS}`);
 });

@@ -1,7 +1,8 @@
 // The lease messages' transport batching (src/cluster/lease-outbox.ts): what one event-loop turn sends
-// leaves as one message, in order; a lone message goes as it is; flush sends at once; drop forgets.
+// leaves as one message, in order, MAX_BATCH at most; a lone message goes as it is; flush sends at once;
+// drop forgets.
 import t from 'tap';
-import { LeaseOutbox } from '../../src/cluster/lease-outbox.js';
+import { LeaseOutbox, MAX_BATCH } from '../../src/cluster/lease-outbox.js';
 import { isLeaseBatch } from '../../src/stores/lease-messages.js';
 
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -38,4 +39,15 @@ t.test('flush sends what is queued at once and cancels the scheduled send; drop 
   outbox.push({ type: 'lease-release', n: 4 });
   await turn();
   t.same(delivered[1], { type: 'lease-release', n: 4 }, 'usable after a drop');
+});
+
+t.test(`no more than ${MAX_BATCH} wait for the end of the turn: a full batch leaves at once`, async (t) => {
+  const delivered: Array<{ type: string; messages?: unknown[] }> = [];
+  const outbox = new LeaseOutbox<{ type: string; n: number }>((message) => delivered.push(message as { type: string; messages?: unknown[] }));
+  for (let n = 0; n < 2 * MAX_BATCH + 3; n++) outbox.push({ type: 'lease-acquire', n });
+  t.same(delivered.map((m) => m.messages?.length), [MAX_BATCH, MAX_BATCH], 'two full batches before the turn ends');
+  await turn();
+  t.same(delivered.map((m) => m.messages?.length), [MAX_BATCH, MAX_BATCH, 3], 'the rest at its end');
+  const order = delivered.flatMap((m) => (m.messages ?? [m]) as Array<{ n: number }>).map((m) => m.n);
+  t.same(order, [...Array(2 * MAX_BATCH + 3).keys()], 'in order');
 });
