@@ -30,6 +30,7 @@ import { primaryKey, urlPrefix, variantKey } from '../cache/key.js';
 import { invalidates, locationUrls } from '../cache/invalidation.js';
 import { instanceCacheDir } from '../cache/instance-dir.js';
 import { SharedCacheStore } from '../cache/shared-store.js';
+import { PassMarks } from '../cache/pass-marks.js';
 import { hasDirective, headerValue, StoredResponse, VaryIndex, type CacheRecord } from '../cache/record.js';
 import { parseHttpDate } from '../cache/http-date.js';
 import { judge, policyRequest, targetedValue, type Heuristic } from '../cache/rules.js';
@@ -174,6 +175,8 @@ export class ResponseCache implements Middleware {
   /** The same, or null when there are none. */
   private readonly hidden: readonly string[] | null;
   readonly flights = new Flights();
+  /** Keys whose last answer was not stored: their misses neither lead nor follow. */
+  readonly passMarks = new PassMarks();
   /** Keys this worker refreshes in the background now. */
   private readonly refreshing = new Set<string>();
   readonly names: Names;
@@ -632,6 +635,7 @@ class CacheRequest implements ResponseObserver {
     }
     const cache = this.cache;
     const key = this.lookupKey;
+    if (cache.passMarks.has(key, Date.now())) return this.forward();
     const flight = cache.flights.get(key);
     if (flight !== undefined) {
       if (!this.noCache && this.mayWait()) return this.follow(flight);
@@ -739,6 +743,11 @@ class CacheRequest implements ResponseObserver {
     const verdict = judge(this.primary, this.requestHeaders, status, headers, this.cache.defaultTtlMs, this.cache.heuristic, Date.now(), this.cache.targeted);
     if (this.revalidating !== null && status === 200) this.cache.metrics.add(this.cache.names.revalidated200);
     this.setLabel(verdict.storable ? Label.Miss : Label.Bypass);
+    if (this.isGet) {
+      // A 5xx says nothing about the resource, a 304 or 206 answers this request's own conditions.
+      if (verdict.policy !== null) this.cache.passMarks.unmark(this.lookupKey);
+      else if (status >= 200 && status < 500 && status !== 304 && status !== 206) this.cache.passMarks.mark(this.lookupKey, Date.now());
+    }
     // Nothing will be stored: followers are released now, not when the body has passed.
     if (!this.isGet || verdict.policy === null) return this.land(false);
     this.status = status;

@@ -15,6 +15,8 @@ const MB = 1024 * 1024;
 // of each, fails the bounds below (48 MB of files, 400 MB of RSS) by far. CACHE_TEST_COUNT for longer runs.
 const COUNT = Number(process.env.CACHE_TEST_COUNT ?? 600);
 const big = Buffer.alloc(MB, 'z');
+/** When each GET /dynamic/ request reached the upstream (performance.now()). */
+const dynamicArrivals: number[] = [];
 const app = await startUpstream(t, {
   name: 'app',
   handle: (req, res) => {
@@ -31,6 +33,14 @@ const app = await startUpstream(t, {
       }, 300);
       return;
     }
+    if (path.startsWith('/dynamic/')) {
+      dynamicArrivals.push(performance.now());
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'no-store' });
+        res.end('never stored');
+      }, 600);
+      return;
+    }
     if (path.startsWith('/big/')) {
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'cache-control': 'max-age=600' });
       res.end(big);
@@ -45,6 +55,7 @@ const endpoints = [
   { method: 'PUT', path: '/items/{id}', 'x-disabled-middleware': ['bigcache'] },
   { method: 'GET', path: '/big/{id}', 'x-disabled-middleware': ['cache'] },
   { method: 'GET', path: '/slow/{id}', 'x-disabled-middleware': ['bigcache'] },
+  { method: 'GET', path: '/dynamic/{id}', 'x-disabled-middleware': ['bigcache'] },
 ];
 const maxBytes = 8 * MB;
 const gateway = await startGateway(t, {
@@ -122,6 +133,22 @@ t.test('30 concurrent misses on a 300 ms upstream, spread over both workers: one
   t.equal(new Set(answers.map((a) => a.worker)).size, 2, 'both workers answered');
   t.ok(answers.every((a) => a.status === 200 && a.body.toString() === 'slow answer'), 'every client got the answer');
   t.same(answers.map((a) => a.headers['x-cache']?.[0]).sort(), [...Array(29).fill('HIT'), 'MISS']);
+});
+
+t.test('after an answer that may not be stored, concurrent misses of its key go upstream together, not behind a leader', async (t) => {
+  // Each worker learns it from an answer of its own.
+  const first = await ask('GET', '/dynamic/1');
+  await askOther(first.worker, 'GET', '/dynamic/1');
+  dynamicArrivals.length = 0;
+  const started = performance.now();
+  const answers = await Promise.all(Array.from({ length: 10 }, () => ask('GET', '/dynamic/1')));
+  const took = performance.now() - started;
+  t.ok(answers.every((a) => a.status === 200 && a.headers['x-cache']?.[0] === 'BYPASS'), 'every answer passed the cache (BYPASS)');
+  t.equal(dynamicArrivals.length, 10, 'each went upstream');
+  const spread = Math.max(...dynamicArrivals) - Math.min(...dynamicArrivals);
+  // Behind a leader a request reaches the upstream once the leader's answer head is back: 600 ms later.
+  t.ok(spread < 450, `they reached the upstream within ${Math.round(spread)} ms of each other (the upstream takes 600 ms)`);
+  t.comment(`10 concurrent requests answered in ${Math.round(took)} ms`);
 });
 
 function storeFiles(): { dir: string; bytes: number } {
