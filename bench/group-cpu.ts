@@ -11,12 +11,17 @@ export function groupCpuNs(pgid: number): number {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       // Fields after "(comm) ": state ppid pgrp ...
       if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]) !== pgid) continue;
-      for (const task of readdirSync(`/proc/${pid}/task`)) {
-        ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
-      }
+      ns += processCpuNs(pid);
     } catch {
       // gone meanwhile, or no /proc (then the column stays empty)
     }
   }
+  return ns;
+}
+
+/** On-CPU time (ns) of every thread of process `pid`; throws when it is gone. */
+export function processCpuNs(pid: number | string): number {
+  let ns = 0;
+  for (const task of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
   return ns;
 }

@@ -27,7 +27,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { createServer as createHttpServer, request } from 'node:http';
+import { createServer as createHttpServer } from 'node:http';
 import { createConnection } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -36,6 +36,7 @@ import type { LoadJob, LoadResult } from './proxy-load.js';
 import { formatSelfTimes, profileFiles } from './proxy-profile.js';
 import { loadCorpus, realisticRouteSet } from './route-set.js';
 import { groupCpuNs } from './group-cpu.js';
+import { firstLine as firstLineOf, get, waitFor200 as waitFor200Of } from './children.js';
 import { findFreePort } from '../src/cluster/free-port.js';
 
 const env = process.env;
@@ -161,53 +162,13 @@ function cleanup(): Promise<void> {
   return cleaning;
 }
 
+/** A child's first line on stdout; errors carry its stderr's tail. */
 function firstLine(child: ChildProcess, what: string, timeoutMs = 20_000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let buffered = '';
-    const timer = setTimeout(() => reject(new Error(`${what}: no output within ${timeoutMs} ms\n${stderrTail(child)}`)), timeoutMs);
-    child.stdout!.setEncoding('utf8');
-    child.stdout!.on('data', (chunk: string) => {
-      buffered += chunk;
-      const newline = buffered.indexOf('\n');
-      if (newline >= 0) {
-        clearTimeout(timer);
-        resolve(buffered.slice(0, newline));
-      }
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`${what} exited (${code ?? signal}) before it was ready\n${stderrTail(child)}`));
-    });
-  });
+  return firstLineOf(child, what, timeoutMs, () => stderrTail(child));
 }
 
-function get(origin: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(`${origin}${path}`, { agent: false, timeout: 2000, headers }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-async function waitFor200(origin: string, path: string, what: string, child: ChildProcess, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${what} exited\n${stderrTail(child)}`);
-    try {
-      if ((await get(origin, path)).status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: ${origin}${path} not 200 within ${timeoutMs} ms\n${stderrTail(child)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+function waitFor200(origin: string, path: string, what: string, child: ChildProcess, timeoutMs = 30_000): Promise<void> {
+  return waitFor200Of(origin, path, what, child, timeoutMs, () => stderrTail(child));
 }
 
 function onPath(command: string): boolean {

@@ -5,11 +5,12 @@
 // and, past the key caps, an eviction. Prints req/s and the CPU per request of every gateway process
 // (and the primary's share), medians of BENCH_ROUNDS (3) rounds of BENCH_DURATION_S (10) s.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { groupCpuNs } from './group-cpu.js';
+import { firstLine, waitFor200 } from './children.js';
+import { groupCpuNs, processCpuNs } from './group-cpu.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const MAIN = join(HERE, '..', 'src', 'cli', 'main.js');
@@ -43,19 +44,8 @@ function start(args: string[]): ChildProcess {
   return child;
 }
 
-function firstLine(child: ChildProcess): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      text += chunk;
-      if (text.includes('\n')) resolve(text.slice(0, text.indexOf('\n')));
-    });
-    child.once('exit', (code) => reject(new Error(`exited (${code}) before its first line`)));
-  });
-}
-
 const upstream = start([join(HERE, 'proxy-upstream.js'), '0']);
-const upstreamPort = (JSON.parse(await firstLine(upstream)) as { port: number }).port;
+const upstreamPort = (JSON.parse(await firstLine(upstream, 'upstream')) as { port: number }).port;
 const configFile = join(dir, 'gateway.json');
 writeFileSync(
   configFile,
@@ -69,25 +59,13 @@ writeFileSync(
 );
 const gateway = start([MAIN, 'start', '--config', configFile, '--workers', '2']);
 gateway.stdout!.resume();
-for (let i = 0; ; i++) {
-  const answered = await fetch(`http://127.0.0.1:${PORT}/healthcheck`).then((r) => r.status === 200, () => false);
-  if (answered) break;
-  if (i > 200 || gateway.exitCode !== null) throw new Error('the gateway did not become ready');
-  await new Promise((resolve) => setTimeout(resolve, 100));
-}
+await waitFor200(`http://127.0.0.1:${PORT}`, '/healthcheck', 'the gateway', gateway);
 
 const scripts = {
   'one key': 'request = function() return wrk.format(nil, nil, {["x-client"] = "same"}) end\n',
   'a new key per request': 'local n = 0\nrequest = function()\n  n = n + 1\n  return wrk.format(nil, nil, {["x-client"] = "c" .. n})\nend\n',
 };
 type Mode = keyof typeof scripts;
-
-/** The primary's own CPU (every thread of its pid, its piscina threads included), ns. */
-function pidCpuNs(pid: number): number {
-  let ns = 0;
-  for (const task of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
-  return ns;
-}
 
 function wrk(mode: Mode, seconds: number): Promise<number> {
   const script = join(dir, `${mode.replace(/\W+/g, '-')}.lua`);
@@ -109,10 +87,10 @@ for (let round = 0; round < ROUNDS; round++) {
   for (const mode of Object.keys(scripts) as Mode[]) {
     await wrk(mode, 2); // warm-up
     const cpu0 = groupCpuNs(gateway.pid!);
-    const primary0 = pidCpuNs(gateway.pid!);
+    const primary0 = processCpuNs(gateway.pid!);
     const requests = await wrk(mode, DURATION_S);
     const cpu = groupCpuNs(gateway.pid!) - cpu0;
-    const primary = pidCpuNs(gateway.pid!) - primary0;
+    const primary = processCpuNs(gateway.pid!) - primary0;
     const row = { rps: requests / DURATION_S, cpuUs: cpu / requests / 1000, primaryUs: primary / requests / 1000 };
     console.log(`round ${round + 1}, ${mode}: ${Math.round(row.rps)} req/s, ${row.cpuUs.toFixed(1)} µs CPU per request (primary ${row.primaryUs.toFixed(1)})`);
     (results.get(mode) ?? results.set(mode, []).get(mode)!).push(row);

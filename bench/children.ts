@@ -1,0 +1,59 @@
+// The bench scripts' children (upstreams, proxies under test): their first line of output, and an
+// HTTP GET polled until it answers 200. `tail` adds what the child printed on stderr to an error.
+import type { ChildProcess } from 'node:child_process';
+import { request } from 'node:http';
+
+type Tail = () => string;
+const NO_TAIL: Tail = () => '';
+
+/** The child's first line on stdout (a port, {"ready":true}, ...); fails when it exits first or is silent. */
+export function firstLine(child: ChildProcess, what: string, timeoutMs = 20_000, tail: Tail = NO_TAIL): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buffered = '';
+    const timer = setTimeout(() => reject(new Error(`${what}: no output within ${timeoutMs} ms\n${tail()}`)), timeoutMs);
+    child.stdout!.setEncoding('utf8');
+    child.stdout!.on('data', (chunk: string) => {
+      buffered += chunk;
+      const newline = buffered.indexOf('\n');
+      if (newline >= 0) {
+        clearTimeout(timer);
+        resolve(buffered.slice(0, newline));
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited (${code ?? signal}) before it was ready\n${tail()}`));
+    });
+  });
+}
+
+/** One GET on a connection of its own. */
+export function get(origin: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${origin}${path}`, { agent: false, timeout: 2000, headers }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Polls `origin + path` until it answers 200; fails when the child exits or the time is up. */
+export async function waitFor200(origin: string, path: string, what: string, child: ChildProcess, timeoutMs = 30_000, tail: Tail = NO_TAIL): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${what} exited\n${tail()}`);
+    try {
+      if ((await get(origin, path)).status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`${what}: ${origin}${path} not 200 within ${timeoutMs} ms\n${tail()}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
