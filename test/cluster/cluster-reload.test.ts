@@ -1,7 +1,7 @@
 // SIGHUP: a bad config is refused and the old one keeps serving; a good one is swapped in on every
 // worker without dropping a request.
 import t from 'tap';
-import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { eventually, httpRequest, startGateway, startUpstream, testConfig, untilWorkersAnswer } from '../helpers/gateway-process.js';
 
 const first = await startUpstream(t, { name: 'first' });
 const second = await startUpstream(t, { name: 'second' });
@@ -58,17 +58,7 @@ t.test('a good config is swapped in on every worker without dropping a request',
   gateway.signal('SIGHUP');
   await gateway.waitForLog((l) => l.msg === 'config reloaded', 15_000, 'the reload');
   // Every worker now answers from the new config.
-  const pids = new Set<string>();
-  await eventually(
-    async () => {
-      const res = await httpRequest(gateway.port, '/health2');
-      if (res.status === 200) pids.add(String(res.headers['x-gateway-worker']));
-      return pids.size >= 2 ? true : undefined;
-    },
-    5000,
-    10,
-    'both workers serving the new health path',
-  );
+  await untilWorkersAnswer(gateway.port, '/health2', { healthPath: '/health2', description: 'both workers serving the new health path' });
   await new Promise((resolve) => setTimeout(resolve, 200));
   const { total, failures, upstreams } = await traffic.stop();
   t.ok(total > 10, `${total} requests during the reload`);

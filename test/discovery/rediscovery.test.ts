@@ -2,7 +2,7 @@
 // re-fetch; a doc that stops answering keeps the last known endpoints; a failed upstream that starts
 // answering becomes ready. /healthcheck stays 200 throughout.
 import t, { type Test } from 'tap';
-import { askWorker, eventually, httpRequest, startGateway, startUpstream, swaggerDoc, testConfig, type UpstreamOptions } from '../helpers/gateway-process.js';
+import { eventually, httpRequest, startGateway, startUpstream, swaggerDoc, testConfig, type UpstreamOptions, untilWorkersAnswer } from '../helpers/gateway-process.js';
 
 const REFRESH_MS = 300;
 
@@ -38,17 +38,7 @@ async function health(): Promise<{ status: number; upstreams: UpstreamHealth[] }
 /** Resolves with the ms it took until `path` answers `status` on both workers. */
 async function untilBothWorkers(t: Test, path: string, status: number, timeoutMs: number): Promise<number> {
   const started = Date.now();
-  const pids = new Set<string>();
-  await eventually(
-    async () => {
-      const answer = await askWorker(gateway.port, path);
-      if (answer.status === status) pids.add(answer.workerPid);
-      return pids.size >= 2 ? true : undefined;
-    },
-    timeoutMs,
-    10,
-    `${path} answering ${status} on both workers`,
-  );
+  await untilWorkersAnswer(gateway.port, path, { status, timeoutMs, description: `${path} answering ${status} on both workers` });
   const tookMs = Date.now() - started;
   t.pass(`${path} answers ${status} on both workers after ${tookMs} ms`);
   return tookMs;

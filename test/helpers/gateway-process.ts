@@ -288,6 +288,29 @@ export function swaggerDoc(title: string, paths: Record<string, string[]>, baseP
   };
 }
 
+/**
+ * Resolves once `workers` different workers (2 by default) answered `path` with `status` (200 by
+ * default), each asked on a fresh connection (askWorker, its health check at `healthPath`).
+ */
+export async function untilWorkersAnswer(
+  port: number,
+  path: string,
+  options: { status?: number; workers?: number; timeoutMs?: number; healthPath?: string; description?: string } = {},
+): Promise<void> {
+  const { status = 200, workers = 2, timeoutMs = 5000, healthPath, description = `${path} answering ${status} on ${workers} workers` } = options;
+  const pids = new Set<string>();
+  await eventually(
+    async () => {
+      const answer = await askWorker(port, path, { healthPath });
+      if (answer.status === status) pids.add(answer.workerPid);
+      return pids.size >= workers ? true : undefined;
+    },
+    timeoutMs,
+    10,
+    description,
+  );
+}
+
 /** Polls `check` until it returns a value (not undefined) or the time runs out. */
 export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs: number, intervalMs = 50, description = 'condition'): Promise<T> {
   const deadline = Date.now() + timeoutMs;
