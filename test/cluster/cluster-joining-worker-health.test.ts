@@ -7,8 +7,8 @@
 // after the table the primary sent just before it. A worker that bound its port with the table alone
 // answered 503 (its placeholder, body `{}`) until the report came.
 import t from 'tap';
-import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
-import { answeredBy, killFirstWorker, probeUntilAnswered, reloadReplacingWorkers, workersStartedSince } from '../helpers/joining-workers.js';
+import { httpRequest, startGateway, startUpstream, testConfig, untilWorkersAnswer } from '../helpers/gateway-process.js';
+import { answeredBy, probeReplacement, probeSuccessors } from '../helpers/joining-workers.js';
 
 const HEALTH_DELAY_MS = 1500;
 /** Answers a new worker must give before the test stops probing. */
@@ -42,18 +42,8 @@ async function ask(): Promise<Answer | null> {
 }
 
 /** Both workers answer 200 (each takes in the primary's reports HEALTH_DELAY_MS after its start). */
-async function bothAnswer200(): Promise<void> {
-  const pids = new Set<string>();
-  await eventually(
-    async () => {
-      const res = await httpRequest(gateway.port, '/healthcheck');
-      if (res.status === 200) pids.add(String(res.headers['x-gateway-worker']));
-      return pids.size >= 2 ? true : undefined;
-    },
-    10_000,
-    10,
-    'both workers answering 200',
-  );
+function bothAnswer200(): Promise<void> {
+  return untilWorkersAnswer(gateway.port, '/healthcheck', { timeoutMs: 10_000, description: 'both workers answering 200' });
 }
 
 function notOk(answers: Answer[]): string[] {
@@ -62,9 +52,7 @@ function notOk(answers: Answer[]): string[] {
 
 t.test('the replacement of a killed worker answers /healthcheck 200 from its first answer', async (t) => {
   await bothAnswer200();
-  const { victim, since } = killFirstWorker(gateway);
-  const answers = await probeUntilAnswered(ask, () => workersStartedSince(gateway, since), 1, NEW_WORKER_ANSWERS, 'the replacement answering');
-  const [replacement] = workersStartedSince(gateway, since);
+  const { victim, replacement, answers } = await probeReplacement(gateway, ask, NEW_WORKER_ANSWERS);
   t.not(replacement, victim);
   t.ok(answeredBy(answers, replacement) >= NEW_WORKER_ANSWERS, 'the replacement answered');
   t.same(notOk(answers), [], 'every answer is 200');
@@ -72,9 +60,7 @@ t.test('the replacement of a killed worker answers /healthcheck 200 from its fir
 
 t.test("a reload's successors answer /healthcheck 200 from their first answer", async (t) => {
   await bothAnswer200();
-  const since = reloadReplacingWorkers(gateway, config('second'));
-  const answers = await probeUntilAnswered(ask, () => workersStartedSince(gateway, since), 2, NEW_WORKER_ANSWERS, 'both successors answering');
-  const successors = workersStartedSince(gateway, since);
+  const { since, successors, answers } = await probeSuccessors(gateway, config('second'), ask, NEW_WORKER_ANSWERS);
   t.equal(successors.length, 2, 'a successor for each slot');
   for (const pid of successors) t.ok(answeredBy(answers, pid) >= NEW_WORKER_ANSWERS, `successor ${pid} answered`);
   t.same(notOk(answers), [], 'every answer is 200');

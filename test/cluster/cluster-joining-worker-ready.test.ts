@@ -13,7 +13,7 @@ import t from 'tap';
 import { findFreePort } from '../../src/cluster/free-port.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
-import { answeredBy, killFirstWorker, probeUntilAnswered, reloadReplacingWorkers, workersStartedSince } from '../helpers/joining-workers.js';
+import { answeredBy, probeReplacement, probeSuccessors, probeUntilAnswered, workersStartedSince } from '../helpers/joining-workers.js';
 
 const DELAY_MS = 1500;
 /** Answers a new worker must give before the test stops probing. */
@@ -98,18 +98,14 @@ t.test("the first workers' first answers already route, and /metrics is the prim
 });
 
 t.test('the replacement of a killed worker routes and reports metrics from its first answer', async (t) => {
-  const { victim, since } = killFirstWorker(gateway);
-  const answers = await probeUntilAnswered(ask, () => workersStartedSince(gateway, since), 1, NEW_WORKER_ANSWERS, 'the replacement answering');
-  const [replacement] = workersStartedSince(gateway, since);
+  const { victim, replacement, answers } = await probeReplacement(gateway, ask, NEW_WORKER_ANSWERS);
   t.not(replacement, victim);
   t.ok(answeredBy(answers, replacement) >= NEW_WORKER_ANSWERS, 'the replacement answered');
   t.same(notOk(answers), [], 'every answer is what a serving gateway gives');
 });
 
 t.test("a reload's successors route and report metrics from their first answer", async (t) => {
-  const since = reloadReplacingWorkers(gateway, config('second'));
-  const answers = await probeUntilAnswered(ask, () => workersStartedSince(gateway, since), 2, NEW_WORKER_ANSWERS, 'both successors answering');
-  const successors = workersStartedSince(gateway, since);
+  const { since, successors, answers } = await probeSuccessors(gateway, config('second'), ask, NEW_WORKER_ANSWERS);
   t.equal(successors.length, 2, 'a successor for each slot');
   for (const pid of successors) t.ok(answeredBy(answers, pid) >= NEW_WORKER_ANSWERS, `successor ${pid} answered`);
   t.same(notOk(answers), [], 'every answer is what a serving gateway gives');

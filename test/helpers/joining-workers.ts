@@ -62,3 +62,30 @@ export function reloadReplacingWorkers(gateway: GatewayProcess, config: Record<s
 export function answeredBy(answers: ReadonlyArray<{ pid: string }>, pid: string | undefined): number {
   return answers.filter((a) => a.pid === pid).length;
 }
+
+/** Kills the first worker and probes until its replacement answered `perWorker` times. */
+export async function probeReplacement<A extends { pid: string }>(
+  gateway: GatewayProcess,
+  ask: () => Promise<A | null>,
+  perWorker: number,
+): Promise<{ victim: string; replacement: string | undefined; answers: A[] }> {
+  const { victim, since } = killFirstWorker(gateway);
+  const answers = await probeUntilAnswered(ask, () => workersStartedSince(gateway, since), 1, perWorker, 'the replacement answering');
+  const [replacement] = workersStartedSince(gateway, since);
+  return { victim, replacement, answers };
+}
+
+/**
+ * Reloads with `config` (each worker replaced) and probes until both successors answered `perWorker`
+ * times; `since` is the time just before the reload.
+ */
+export async function probeSuccessors<A extends { pid: string }>(
+  gateway: GatewayProcess,
+  config: Record<string, unknown>,
+  ask: () => Promise<A | null>,
+  perWorker: number,
+): Promise<{ since: number; successors: string[]; answers: A[] }> {
+  const since = reloadReplacingWorkers(gateway, config);
+  const answers = await probeUntilAnswered(ask, () => workersStartedSince(gateway, since), 2, perWorker, 'both successors answering');
+  return { since, successors: workersStartedSince(gateway, since), answers };
+}
