@@ -38,6 +38,9 @@ function commandOf(pid: number): string {
   }
 }
 
+/** A gateway worker's command line: the compiled module or the bundle (src/cluster/entry-files.ts). */
+const GATEWAY_WORKER_COMMAND = /cluster[/\\]worker\.js|bundle[/\\]worker\.mjs/;
+
 function parentOf(pid: number): number | undefined {
   try {
     // pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ')'.
@@ -83,7 +86,7 @@ export function portHolders(port: number): PortHolder[] {
     if (!holds) continue;
     const command = commandOf(pid);
     const holder: PortHolder = { pid, command };
-    if (/cluster[/\\]worker\.js/.test(command)) {
+    if (GATEWAY_WORKER_COMMAND.test(command)) {
       const parent = parentOf(pid);
       if (parent !== undefined && parent > 1) holder.gatewayPid = parent;
     }

@@ -9,6 +9,7 @@ import { healthReport, type ReloadStatus } from '../builtins/healthcheck.js';
 import { createLogger, levelFromEnv, type Logger } from '../log.js';
 import { ACCESS_LOG_LISTENER } from '../listeners/access-log.js';
 import { startExamplesChild, type ExampleUpstreams } from './examples.js';
+import { WORKER_ENTRY } from './entry-files.js';
 import { findFreePort } from './free-port.js';
 import { probePort } from './port-probe.js';
 import { olderSharer } from './port-holder.js';
@@ -167,7 +168,7 @@ class Primary {
       this.log.warn({ flag: SCAVENGE_FLAG }, 'this Node refuses the flag: workers scavenge with V8\'s helper threads');
     }
     createInstanceCacheDir();
-    cluster.setupPrimary({ exec: fileURLToPath(new URL('./worker.js', import.meta.url)), args: [], execArgv: flags.execArgv });
+    cluster.setupPrimary({ exec: fileURLToPath(WORKER_ENTRY), args: [], execArgv: flags.execArgv });
 
     this.supervisor.on('hello', (slot, worker) => this.onHello(worker));
     this.supervisor.on('message', (slot, worker, message) => this.onWorkerMessage(worker, message));

@@ -1,4 +1,6 @@
-import { Piscina } from 'piscina';
+import { createRequire } from 'node:module';
+import type * as PiscinaModule from 'piscina';
+import { COMPILE_TASK_ENTRY } from './entry-files.js';
 import { buildInfo } from '../builtins/build-info.js';
 import type { GatewayConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
@@ -6,6 +8,10 @@ import type { CompileInput, CompileOutput } from './compile-task.js';
 import type { PublishMessage } from './messages.js';
 import type { TemplateProblem } from '../routing/types.js';
 import type { UpstreamRegistry } from './discovered-upstreams.js';
+
+// Required when the primary loads this module, not before: the bundles leave piscina to Node, and a
+// statically imported external would be loaded by every CLI command (src/cli/bundle-write.ts).
+const { Piscina } = createRequire(import.meta.url)('piscina') as typeof PiscinaModule;
 
 /** What a publish is made from: the config and the upstreams as discovered so far. */
 export interface PublishState {
@@ -36,14 +42,14 @@ export class Publisher {
   /** Callers waiting on `next` (or on a state it replaced: the newer one covers theirs). */
   private waiting: Array<(outcome: PublishOutcome) => void> = [];
   private draining: Promise<void> | null = null;
-  private readonly pool: Piscina<CompileInput, CompileOutput>;
+  private readonly pool: PiscinaModule.Piscina<CompileInput, CompileOutput>;
 
   constructor(
     private readonly log: Logger,
     private readonly onPublished: (published: Published) => void,
   ) {
     this.pool = new Piscina({
-      filename: new URL('./compile-task.js', import.meta.url).href,
+      filename: COMPILE_TASK_ENTRY.href,
       minThreads: 0,
       maxThreads: 1,
       idleTimeout: 10_000,

@@ -11,14 +11,19 @@
  * (at most `breakerFailures` plus one probe per breakerResetMs). Details: ./README.md.
  */
 // First: node-redis must find the stand-in when it loads (see the module).
+import { createRequire } from 'node:module';
 import { shimInEffect } from './verbatim-string-shim.js';
-import { ErrorReply, RESP_TYPES, VerbatimString, createClient } from 'redis';
+import type * as Redis from 'redis';
 import { StoreBreaker, type StoreBreakerState } from './store-breaker.js';
 import { StoreError } from './store-errors.js';
 import type { GcraPolicy, RateDecision } from './gcra.js';
 import { boundKey } from './keys.js';
 import { GCRA_TAKE_EACH_LUA, GCRA_TAKE_EACH_SHA1, GCRA_TAKE_LUA, GCRA_TAKE_SHA1 } from './redis-gcra.js';
 import type { KeyValueStore, RateLimitStore } from './types.js';
+
+// Required here, after the shim, by Node's own loader: the bundles (src/cli/bundle-write.ts) leave
+// node-redis to Node, and would load a statically imported external before any module's code ran.
+const { ErrorReply, RESP_TYPES, VerbatimString, createClient } = createRequire(import.meta.url)('redis') as typeof Redis;
 
 export interface RedisStoreConfig {
   type: 'redis';
