@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { findFreePort } from '../src/cluster/free-port.js';
 
-const MAIN = process.env.GATEWAY_MAIN ?? fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+const MAIN = process.env.GATEWAY_MAIN ?? fileURLToPath(new URL('../bundle/gateway.mjs', import.meta.url));
 const REPO = process.env.CACHE_TESTS_REPO ?? 'https://github.com/http-tests/cache-tests.git';
 const WORKERS = process.env.GATEWAY_WORKERS ?? '2';
 const ONLY = process.env.CACHE_TESTS_ID ?? '';

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 const DURATION_S = Number(process.env.PLOT_DURATION_S ?? 6);
 const CONNECTIONS = Number(process.env.PLOT_CONNECTIONS ?? 16);
 const OUT = process.env.PLOT_OUT ?? fileURLToPath(new URL('../../docs/latency-histogram.svg', import.meta.url));
-const MAIN = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+const MAIN = fileURLToPath(new URL('../bundle/gateway.mjs', import.meta.url));
 const autocannon = createRequire(import.meta.url)('autocannon') as (options: Record<string, unknown>) => Promise<{ requests: { total: number } }>;
 
 /** The upstream: most answers at once, some after a few ms, a tail up to ~200 ms (a plausible mix). */

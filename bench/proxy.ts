@@ -63,7 +63,7 @@ const WANTED_TOOLS = new Set((env.BENCH_TOOLS ?? 'autocannon,wrk').split(',').ma
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const ROOT = join(HERE, '../..');
-const GATEWAY_MAIN = join(ROOT, 'dist/src/cli/main.js');
+const GATEWAY_MAIN = join(ROOT, 'dist/bundle/gateway.mjs');
 /** The path every contender is asked: GitHub's "get an issue", among its 47 sibling templates. */
 const REQUEST_PATH = '/github-com-rest/repos/octocat/hello-world/issues/1347';
 

@@ -13,7 +13,7 @@ import { firstLine, waitFor200 } from './children.js';
 import { groupCpuNs, processCpuNs } from './group-cpu.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const MAIN = join(HERE, '..', 'src', 'cli', 'main.js');
+const MAIN = join(HERE, '..', 'bundle', 'gateway.mjs');
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
 const PORT = Number(process.env.BENCH_PORT ?? 9320);

@@ -15,7 +15,7 @@ import { findFreePort } from '../src/cluster/free-port.js';
 const SECONDS = Number(process.env.BENCH_TLS_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_TLS_ROUNDS ?? 2);
 const WORKERS = Number(process.env.BENCH_TLS_WORKERS ?? 2);
-const MAIN = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+const MAIN = fileURLToPath(new URL('../bundle/gateway.mjs', import.meta.url));
 
 const dir = mkdtempSync(join(tmpdir(), 'specgate-bench-tls-'));
 const children: ChildProcess[] = [];

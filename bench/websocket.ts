@@ -30,7 +30,7 @@ const OPEN_CONCURRENCY = 20;
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const ROOT = join(HERE, '../..');
-const GATEWAY_MAIN = join(ROOT, 'dist/src/cli/main.js');
+const GATEWAY_MAIN = join(ROOT, 'dist/bundle/gateway.mjs');
 const ECHO_MAIN = join(HERE, 'websocket-echo.js');
 const workDir = mkdtempSync(join(tmpdir(), 'bench-ws-'));
 const children = new Map<string, ChildProcess>();

@@ -1,11 +1,11 @@
-/** Runs the built `gateway` CLI (dist/src/cli/main.js) as a child process. */
+/** Runs the built `gateway` CLI (dist/bundle/gateway.mjs, as `npm start` and the `gateway` bin do) as a child process. */
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { untapped } from './untapped.js';
 
 const run = promisify(execFile);
-const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../../bundle/gateway.mjs', import.meta.url));
 
 /** `gateway <args>`: its exit code and output (a failing command is an answer, not a throw). */
 export async function gateway(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -10,7 +10,10 @@ import { connect } from 'node:net';
 import { parseResponses, rawRequest, type ParsedResponse } from './raw-http.js';
 import { untapped } from './untapped.js';
 
-export const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+/** The gateway as shipped: the bundle `npm start` and the `gateway` bin run (src/cli/bundle-write.ts). */
+export const MAIN = fileURLToPath(new URL('../../bundle/gateway.mjs', import.meta.url));
+/** The same CLI run from the compiled modules (dist/src/). */
+export const MODULE_MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 
 /** Registers cleanup; `tap`'s Test satisfies it. */
 export interface Teardown {
@@ -53,6 +56,8 @@ export interface StartOptions {
   /** Passed as --port (default 0: any free port); null: no --port, the config file's port serves (and reloads can change it). */
   port?: number | null;
   startTimeoutMs?: number;
+  /** The CLI file to run (default MAIN). */
+  main?: string;
 }
 
 /** Starts the gateway in its own process group; teardown kills the whole group. */
@@ -64,7 +69,7 @@ export async function startGateway(t: Teardown, options: StartOptions): Promise<
   const child = spawn(
     ...untapped(
       process.execPath,
-      [...(options.nodeFlags ?? []), MAIN, 'start', '--config', configFile, '--workers', String(options.workers ?? 2), ...(options.port === null ? [] : ['--port', String(options.port ?? 0)])],
+      [...(options.nodeFlags ?? []), options.main ?? MAIN, 'start', '--config', configFile, '--workers', String(options.workers ?? 2), ...(options.port === null ? [] : ['--port', String(options.port ?? 0)])],
       env,
     ),
     { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env },

@@ -1,0 +1,37 @@
+// Both ways to run the gateway: the bundles `npm start` and the `gateway` bin run (dist/bundle/) and the
+// compiled modules (dist/src/). Each starts its workers from its own kind of file (src/cluster/entry-files.ts),
+// compiles the upstream's doc into a table on the primary's compile thread, and routes by it.
+import { readFileSync } from 'node:fs';
+import t from 'tap';
+import { httpRequest, MAIN, MODULE_MAIN, startGateway, startUpstream, swaggerDoc, testConfig } from '../helpers/gateway-process.js';
+
+const ways = [
+  { name: 'the bundle', main: MAIN, workerName: 'dist/bundle/worker.mjs', workerFile: /[/\\]dist[/\\]bundle[/\\]worker\.mjs$/ },
+  { name: 'the compiled modules', main: MODULE_MAIN, workerName: 'dist/src/cluster/worker.js', workerFile: /[/\\]dist[/\\]src[/\\]cluster[/\\]worker\.js$/ },
+];
+
+for (const way of ways) {
+  t.test(`run from ${way.name}: workers start from ${way.workerName}, requests are routed`, async (t) => {
+    const upstream = await startUpstream(t, { name: 'items', spec: swaggerDoc('items', { '/items/{id}': ['GET'] }) });
+    const gateway = await startGateway(t, {
+      main: way.main,
+      workers: 1,
+      config: testConfig([{ serviceType: 'swagger2', serviceLocation: upstream.location }]),
+      waitFor: (line) => line.msg === 'gateway operational',
+    });
+
+    const routed = await httpRequest(gateway.port, '/items/7');
+    t.equal(routed.status, 200, 'a templated path reaches the upstream');
+    t.equal((JSON.parse(routed.body) as { upstream: string }).upstream, 'items');
+    const unrouted = await httpRequest(gateway.port, '/nothing/here');
+    t.equal(unrouted.status, 404, 'a path outside the table is answered by the gateway');
+    t.match(unrouted.headers['content-type'], /problem\+json/);
+
+    const workerPids = [...new Set(gateway.lines.filter((line) => line.role === 'worker').map((line) => line.pid))];
+    t.equal(workerPids.length, 1, 'one worker logged');
+    for (const pid of workerPids) {
+      const command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+      t.match(command.at(-1), way.workerFile, `worker ${pid} runs ${command.at(-1)}`);
+    }
+  });
+}
