@@ -4,7 +4,7 @@ import { describeSchemaErrors } from './schema-errors.js';
 import { parseConfigText } from './parse-json.js';
 import { readEnvOverrides } from './env.js';
 import { substituteEnv } from './substitute.js';
-import { checkConfigRules } from './semantic-checks.js';
+import { checkConfigRules, checkConfigRulesBeside } from './semantic-checks.js';
 import { loadUpstreamTls } from './tls-files.js';
 import { loadListenerCertificates } from '../edge/certificates.js';
 import { normalizeServiceLocation } from './service-location.js';
@@ -60,10 +60,13 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   const config = substituted.value;
   const explicitPathKeys = new Set(Object.keys(pathsInFile(config)));
   const validateSchema = configValidators().config;
-  if (!validateSchema(config)) throw new ConfigError(file, describeSchemaErrors(validateSchema.errors ?? []));
+  const overrides = readEnvOverrides(env);
+  if (!validateSchema(config)) {
+    const schemaProblems = describeSchemaErrors(validateSchema.errors ?? []);
+    throw new ConfigError(file, [...schemaProblems, ...overrides.problems, ...checkConfigRulesBeside(config, explicitPathKeys, schemaProblems)]);
+  }
   const valid = config as GatewayConfig;
 
-  const overrides = readEnvOverrides(env);
   if (overrides.problems.length > 0) throw new ConfigError(file, overrides.problems);
   Object.assign(valid, overrides.values);
 

@@ -7,20 +7,51 @@ import { checkListeners } from '../listeners/registry.js';
 import { LOCAL_STORE, kvStoreProblems } from '../stores/config.js';
 import { checkObserveConfig } from '../observe/config-checks.js';
 
+type Rule = (config: GatewayConfig, explicitPathKeys: ReadonlySet<string>) => ConfigProblem[];
+
+const RULES: readonly Rule[] = [
+  checkUpstreams,
+  checkBuiltinPaths,
+  checkTrustedProxies,
+  checkAdmin,
+  checkMiddlewareIds,
+  (config) => checkListeners(config.listeners),
+  (config) => kvStoreProblems(config.kvStores),
+  checkStoreNames,
+  (config) => bucketProblems(config.metrics.histogramBucketsS).map((reason) => ({ pointer: '/metrics/histogramBucketsS', reason })),
+  checkObserveConfig,
+];
+
 /** Rules beyond the schema; `config` has passed the schema and holds its defaults. */
 export function checkConfigRules(config: GatewayConfig, explicitPathKeys: ReadonlySet<string>): ConfigProblem[] {
-  return [
-    ...checkUpstreams(config),
-    ...checkBuiltinPaths(config, explicitPathKeys),
-    ...checkTrustedProxies(config),
-    ...checkAdmin(config),
-    ...checkMiddlewareIds(config),
-    ...checkListeners(config.listeners),
-    ...kvStoreProblems(config.kvStores),
-    ...checkStoreNames(config),
-    ...bucketProblems(config.metrics.histogramBucketsS).map((reason) => ({ pointer: '/metrics/histogramBucketsS', reason })),
-    ...checkObserveConfig(config),
-  ];
+  return RULES.flatMap((rule) => rule(config, explicitPathKeys));
+}
+
+/**
+ * The same rules on a config the schema refused (`schemaProblems`), so that one run lists every
+ * problem it can (`gateway check`, a failed start): a rule that cannot read a part the schema refused
+ * is skipped, and a problem at, inside or around a place the schema already named is left out (it
+ * would only restate it, or be about a value the schema did not accept).
+ */
+export function checkConfigRulesBeside(config: unknown, explicitPathKeys: ReadonlySet<string>, schemaProblems: readonly ConfigProblem[]): ConfigProblem[] {
+  const refused = schemaProblems.map((problem) => problem.pointer);
+  const related = (pointer: string): boolean => refused.some((place) => isWithin(pointer, place) || isWithin(place, pointer));
+  const problems: ConfigProblem[] = [];
+  for (const rule of RULES) {
+    let found: ConfigProblem[];
+    try {
+      found = rule(config as GatewayConfig, explicitPathKeys);
+    } catch {
+      continue;
+    }
+    for (const problem of found) if (!related(problem.pointer)) problems.push(problem);
+  }
+  return problems;
+}
+
+/** Whether JSON pointer `inner` is `outer` or lies under it ('' holds everything). */
+function isWithin(inner: string, outer: string): boolean {
+  return inner === outer || outer === '' || inner.startsWith(outer + '/');
 }
 
 /** A middleware's `store` must be "local" or a kvStores name. */

@@ -134,6 +134,35 @@ t.test('every problem is listed, one line each; the first is in the fields', asy
   t.equal(error.pointer, error.problems[0]!.pointer);
 });
 
+t.test('a config the schema refuses also gets the other rules, except where the schema already pointed', async (t) => {
+  const config = {
+    port: 'eighty',
+    upstreams: [swagger2('ftp://a'), swagger2('http://b:1', { weight: 'heavy' })],
+    middleware: [
+      { id: 'limit', type: 'rateLimit', limit: 10, windowMs: 1000, key: 'ip' },
+      { id: 'limit', type: 'rateLimit', limit: 20, windowMs: 1000, key: 'ip' },
+    ],
+    trustedProxies: ['10.0.0.0/99'],
+  };
+  const pointers = errorOf(config).problems.map((problem) => problem.pointer);
+  t.same(
+    pointers,
+    ['/port', '/upstreams/1/weight', '/upstreams/0/serviceLocation', '/trustedProxies/0', '/middleware/1/id'],
+    'the schema problems first, then every rule problem outside the places they name',
+  );
+  // A sibling of a refused value is still checked; a rule problem inside a refused place is not listed.
+  const beside = errorOf({ upstreams: [swagger2('ftp://a', { weight: 'heavy' })] }).problems.map((problem) => problem.pointer);
+  t.same(beside, ['/upstreams/0/weight', '/upstreams/0/serviceLocation']);
+  // Out of order and holding a string: the schema names the string; the rule's word on the whole list is left out.
+  const around = errorOf({ metrics: { histogramBucketsS: [0.5, 0.1, 'x'] } }).problems;
+  t.same(around.map((problem) => problem.pointer), ['/metrics/histogramBucketsS/2']);
+  t.same(errorOf({ metrics: { histogramBucketsS: [0.5, 0.1] } }).problems.map((problem) => problem.pointer), ['/metrics/histogramBucketsS'], 'the rule itself holds');
+  // A rule that cannot read what the schema refused (an upstream that is a string) is skipped, not a crash.
+  t.same(errorOf({ upstreams: ['ftp://a', swagger2('ftp://b')] }).problems.map((problem) => problem.pointer), ['/upstreams/0']);
+  // A refused root (not an object) leaves nothing for the rules to say.
+  t.same(errorOf('[]').problems.map((problem) => problem.pointer), ['']);
+});
+
 t.test('serviceLocation must be scheme://host:port', async (t) => {
   const at = (serviceLocation: string) => messageOf({ upstreams: [swagger2('http://ok:1'), swagger2(serviceLocation)] });
   t.equal(at('http://a:1/x'), `${FILE}: /upstreams/1/serviceLocation: "http://a:1/x" has a path; give only scheme://host:port`);
