@@ -1,7 +1,34 @@
-// The bench scripts' children (upstreams, proxies under test): their first line of output, and an
-// HTTP GET polled until it answers 200. `tail` adds what the child printed on stderr to an error.
-import type { ChildProcess } from 'node:child_process';
+// The bench scripts' children (upstreams, proxies under test): started in process groups of their own
+// and stopped with this process, their first line of output, and an HTTP GET polled until it answers
+// 200. `tail` adds what the child printed on stderr to an error.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { request } from 'node:http';
+
+/**
+ * Starts `node <args>` children, each the leader of its own process group (so a gateway's workers go
+ * with it); when this process exits, every group still running gets SIGTERM and `dir` is removed.
+ */
+export function nodeChildren(dir: string): (args: string[]) => ChildProcess {
+  const running = new Set<ChildProcess>();
+  process.on('exit', () => {
+    for (const child of running) {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGTERM');
+      } catch {
+        // already gone
+      }
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+  process.on('SIGINT', () => process.exit(130));
+  return (args) => {
+    const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', 'pipe', 'inherit'] });
+    running.add(child);
+    child.once('exit', () => running.delete(child));
+    return child;
+  };
+}
 
 type Tail = () => string;
 const NO_TAIL: Tail = () => '';

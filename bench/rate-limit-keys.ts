@@ -4,12 +4,12 @@
 // new key costs a round trip to the primary's lease bank (an acquire and a grant, later a release)
 // and, past the key caps, an eviction. Prints req/s and the CPU per request of every gateway process
 // (and the primary's share), medians of BENCH_ROUNDS (3) rounds of BENCH_DURATION_S (10) s.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { firstLine, waitFor200 } from './children.js';
+import { firstLine, nodeChildren, waitFor200 } from './children.js';
 import { groupCpuNs, processCpuNs } from './group-cpu.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -24,25 +24,7 @@ if (spawnSync('wrk', ['--version']).error !== undefined) {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'specgate-bench-rl-'));
-const children: ChildProcess[] = [];
-const stopAll = (): void => {
-  for (const child of children) {
-    try {
-      if (child.pid !== undefined) process.kill(-child.pid, 'SIGTERM');
-    } catch {
-      // already gone
-    }
-  }
-  rmSync(dir, { recursive: true, force: true });
-};
-process.on('exit', stopAll);
-process.on('SIGINT', () => process.exit(130));
-
-function start(args: string[]): ChildProcess {
-  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(child);
-  return child;
-}
+const start = nodeChildren(dir);
 
 const upstream = start([join(HERE, 'proxy-upstream.js'), '0']);
 const upstreamPort = (JSON.parse(await firstLine(upstream, 'upstream')) as { port: number }).port;

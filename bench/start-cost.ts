@@ -3,13 +3,12 @@
 // alternated, each until /healthcheck answers 200 (discovery done, every worker serving), then stopped.
 // Prints the CPU of the primary (all its threads, the compile thread included) and of each worker at
 // that moment, and the time to 200; medians of BENCH_ROUNDS (5) starts of each. BENCH_WORKERS (2).
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findFreePort } from '../src/cluster/free-port.js';
-import { firstLine, get } from './children.js';
+import { firstLine, get, nodeChildren } from './children.js';
 import { groupCpuNs, processCpuNs } from './group-cpu.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -19,26 +18,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 2);
 
 const dir = mkdtempSync(join(tmpdir(), 'specgate-bench-start-'));
-const children = new Set<ChildProcess>();
-const stopAll = (): void => {
-  for (const child of children) {
-    try {
-      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  rmSync(dir, { recursive: true, force: true });
-};
-process.on('exit', stopAll);
-process.on('SIGINT', () => process.exit(130));
-
-function start(args: string[]): ChildProcess {
-  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', 'pipe', 'inherit'] });
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  return child;
-}
+const start = nodeChildren(dir);
 
 const upstream = start([join(HERE, 'proxy-upstream.js'), '0']);
 const upstreamPort = (JSON.parse(await firstLine(upstream, 'upstream')) as { port: number }).port;
