@@ -134,6 +134,16 @@ export class SharedCacheStore implements CacheStore {
   }
 
   set(key: string, record: CacheRecord, ttlMs: number): void {
+    this.setAndUnlock(key, record, ttlMs, null);
+  }
+
+  /**
+   * set(), and in the same write transaction unlock(lock.key, lock.token): a miss that leads stores its
+   * answer and lets its followers go in one commit instead of two. A write transaction is the whole
+   * cost of a cacheable miss's store work: 17-25 µs of CPU alone, about twice that with the other worker
+   * writing too (a node loop of 20,000 lock, store and unlock sequences on one environment).
+   */
+  setAndUnlock(key: string, record: CacheRecord, ttlMs: number, lock: { key: string; token: string } | null): void {
     const bytes = encodeRecord(record);
     const size = record.size;
     const expiresAt = Date.now() + Math.max(1, Math.ceil(ttlMs));
@@ -153,6 +163,7 @@ export class SharedCacheStore implements CacheStore {
       total = this.makeRoom(total, seq, removed);
       this.state.put('seq', seq);
       this.state.put('bytes', total);
+      if (lock !== null && this.locks.get(lock.key)?.o === lock.token) this.locks.remove(lock.key);
       return seq;
     });
     this.memo.set(key, { seq, record });

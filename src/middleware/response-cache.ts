@@ -316,7 +316,8 @@ export class ResponseCache implements Middleware {
     body: Buffer,
     policy: CachePolicy,
     vary: readonly string[],
-  ): { record: StoredResponse; done: void | Promise<void> } {
+    lock: { key: string; token: string } | null = null,
+  ): { record: StoredResponse; done: void | Promise<void>; unlocked: boolean } {
     const now = Date.now();
     const targeted = this.targeted;
     const record = new StoredResponse(status, served(headers, targeted), body, policy, primary, now, targetedValue(headers, targeted));
@@ -324,12 +325,29 @@ export class ResponseCache implements Middleware {
     const validators = record.etag !== undefined || record.lastModified !== undefined;
     const keep = Math.max(record.mustRevalidate ? 0 : Math.max(this.staleIfErrorMs, record.staleWhileRevalidateMs), validators ? REVALIDATE_KEEP_MS : 0);
     const ttl = Math.max(0, record.freshUntil - now) + keep;
-    if (vary.length === 0) return { record, done: this.write(() => this.store.set(primary, record, ttl)) };
+    if (vary.length === 0) return { record, ...this.writeLast(primary, record, ttl, lock) };
     const key = variantKey(primary, vary, requestHeaders);
     const index = this.write(() => this.store.set(primary, new VaryIndex(vary, now), ttl));
-    const variant = this.write(() => this.store.set(key, record, ttl));
-    const done = index instanceof Promise || variant instanceof Promise ? Promise.all([index, variant]).then(() => undefined) : undefined;
-    return { record, done };
+    const variant = this.writeLast(key, record, ttl, lock);
+    const done = index instanceof Promise || variant.done instanceof Promise ? Promise.all([index, variant.done]).then(() => undefined) : undefined;
+    return { record, done, unlocked: variant.unlocked };
+  }
+
+  /**
+   * The last write of a save. With the shared store and a lock held, the lock goes in the same
+   * transaction (SharedCacheStore.setAndUnlock); `unlocked` says whether it did. A failed write leaves
+   * the lock to the caller's own unlock.
+   */
+  private writeLast(key: string, record: CacheRecord, ttl: number, lock: { key: string; token: string } | null): { done: void | Promise<void>; unlocked: boolean } {
+    const shared = this.shared;
+    if (lock === null || shared === null) return { done: this.write(() => this.store.set(key, record, ttl)), unlocked: false };
+    try {
+      shared.setAndUnlock(key, record, ttl, lock);
+      return { done: undefined, unlocked: true };
+    } catch {
+      this.metrics.add(this.names.storeErrors);
+      return { done: undefined, unlocked: false };
+    }
   }
 
   /**
@@ -811,7 +829,11 @@ class CacheRequest implements ResponseObserver {
 
   /** Keeps the answer (a Promise when the store answers later). */
   private store(body: Buffer): void | Promise<void> {
-    const { record, done } = this.cache.save(this.primary, this.requestHeaders, this.status, this.headers, body, this.policy!, this.storedVary);
+    const token = this.lockToken;
+    const lock = token === null ? null : { key: this.lookupKey, token };
+    const { record, done, unlocked } = this.cache.save(this.primary, this.requestHeaders, this.status, this.headers, body, this.policy!, this.storedVary, lock);
+    // Let go with the entry (one commit): land() has no lock left to release.
+    if (unlocked) this.lockToken = null;
     this.lastStored = record;
     return done;
   }

@@ -4,6 +4,7 @@
 // bound, HEAD from the GET entry, bodies too large or cut off, and an unsafe method's invalidation.
 import type http from 'node:http';
 import t from 'tap';
+import { SharedCacheStore } from '../../src/cache/shared-store.js';
 import { Counters } from '../../src/metrics/counters.js';
 import type { Pipeline } from '../../src/middleware/pipeline.js';
 import { buildPipeline, type MiddlewareConfig } from '../../src/middleware/registry.js';
@@ -279,6 +280,39 @@ t.test('a leader whose answer fails releases its followers at once', async (t) =
   const results = await Promise.all(Array.from({ length: 4 }, () => get('/items/failing-leader')));
   t.ok(results.every((r) => r.status === 502), 'every client got the upstream answer');
   t.ok(Date.now() - started < 2500, `released well before the lock timeout (${Date.now() - started} ms)`);
+});
+
+t.test('a leader lets go of its lock with its entry (one commit), and when that write fails it still lets go', async (t) => {
+  use({ lockTimeoutMs: 5000 });
+  upstream.setHandler(answering({ 'cache-control': 'max-age=600' }, 'kept'));
+  t.equal((await get('/items/lock-with-entry')).xCache, 'MISS');
+  t.equal((await get('/items/lock-with-entry')).xCache, 'HIT');
+  // The entry goes (an unsafe request invalidates it); a lock left behind would hold the next miss for lockTimeoutMs.
+  t.equal((await get('/items/lock-with-entry', '', 'DELETE')).status, 200);
+  let started = Date.now();
+  t.equal((await get('/items/lock-with-entry')).xCache, 'MISS');
+  t.ok(Date.now() - started < 2500, `the next miss went upstream at once (${Date.now() - started} ms): no lock was left`);
+
+  // The merged write fails: nothing is stored, and land() gives the lock up by itself.
+  const original = SharedCacheStore.prototype.setAndUnlock;
+  let failures = 0;
+  SharedCacheStore.prototype.setAndUnlock = function () {
+    failures++;
+    throw new Error('the disk is full');
+  };
+  t.teardown(() => {
+    SharedCacheStore.prototype.setAndUnlock = original;
+  });
+  const errorsBefore = counted('storeErrors');
+  t.equal((await get('/items/lock-write-fails')).xCache, 'MISS');
+  SharedCacheStore.prototype.setAndUnlock = original;
+  t.equal(failures, 1, 'the store was tried');
+  t.equal(counted('storeErrors') - errorsBefore, 1, 'and counted as a store error');
+  started = Date.now();
+  const next = await get('/items/lock-write-fails');
+  t.equal(next.xCache, 'MISS', 'nothing was stored');
+  t.ok(Date.now() - started < 2500, `the next miss went upstream at once (${Date.now() - started} ms): the lock was released`);
+  t.equal((await get('/items/lock-write-fails')).xCache, 'HIT', 'and its answer was stored');
 });
 
 t.test('stale-if-error: served on a 503, on a timeout and on connection refused; not past staleIfErrorMs', async (t) => {
