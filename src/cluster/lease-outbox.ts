@@ -1,4 +1,4 @@
-import type { LeaseBatchMessage } from '../stores/lease-messages.js';
+import { isLeaseBatch, type LeaseBatchMessage } from '../stores/lease-messages.js';
 
 /**
  * At most this many messages wait for the end of the turn. A worker accepting a burst of connections
@@ -51,4 +51,18 @@ export class LeaseOutbox<M> {
     this.scheduled = null;
     this.queue = [];
   }
+}
+
+/**
+ * The receiving end of an outbox: hands `message` to `deliver` when `is` accepts it, or each message of
+ * a batch that `is` accepts, in order. False when it is neither (another kind of IPC message).
+ */
+export function receiveLeases<M>(message: unknown, is: (value: unknown) => value is M, deliver: (message: M) => void): boolean {
+  if (is(message)) {
+    deliver(message);
+    return true;
+  }
+  if (!isLeaseBatch(message)) return false;
+  for (const one of message.messages) if (is(one)) deliver(one);
+  return true;
 }

@@ -1,5 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
-import { isLeaseBatch, isLeaseWorkerMessage, type LeaseWorkerMessage } from '../stores/lease-messages.js';
+import { isLeaseWorkerMessage, type LeaseWorkerMessage } from '../stores/lease-messages.js';
+import { receiveLeases } from './lease-outbox.js';
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../log.js';
 import type { MetricsDelta } from '../metrics/delta.js';
@@ -249,11 +250,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
   }
 
   private onMessage(slot: WorkerSlot, worker: Worker, message: unknown): void {
-    if (isLeaseWorkerMessage(message)) return void this.emit('lease', worker.id, message);
-    if (isLeaseBatch(message)) {
-      for (const one of message.messages) if (isLeaseWorkerMessage(one)) this.emit('lease', worker.id, one);
-      return;
-    }
+    if (receiveLeases(message, isLeaseWorkerMessage, (lease) => this.emit('lease', worker.id, lease))) return;
     if (!isWorkerMessage(message)) return;
     // A retiring worker's last requests still count.
     if (message.type === 'metrics-delta') return void this.emit('delta', worker.id, message.delta);

@@ -15,8 +15,8 @@ import { createLogger, levelFromEnv } from '../log.js';
 import { exitAfterLogs } from '../log-exit.js';
 import { startAdminListener, type AdminListener } from '../builtins/admin-listener.js';
 import { WorkerComponents } from './worker-components.js';
-import { isLeaseBankMessage, isLeaseBatch, type LeaseBatchMessage, type LeaseWorkerMessage } from '../stores/lease-messages.js';
-import { LeaseOutbox } from './lease-outbox.js';
+import { isLeaseBankMessage, type LeaseBankMessage, type LeaseBatchMessage, type LeaseWorkerMessage } from '../stores/lease-messages.js';
+import { LeaseOutbox, receiveLeases } from './lease-outbox.js';
 import {
   isPrimaryMessage,
   type HealthMessage,
@@ -332,11 +332,9 @@ try {
   log.fatal({ err }, 'no usable uWebSockets.js build');
   process.exit(1);
 }
+const receiveLease = (lease: LeaseBankMessage): void => components.receiveLease(lease);
 process.on('message', (message: unknown) => {
-  if (isLeaseBankMessage(message)) components.receiveLease(message);
-  else if (isLeaseBatch(message)) {
-    for (const one of message.messages) if (isLeaseBankMessage(one)) components.receiveLease(one);
-  } else if (isPrimaryMessage(message)) onMessage(message);
+  if (!receiveLeases(message, isLeaseBankMessage, receiveLease) && isPrimaryMessage(message)) onMessage(message);
 });
 send({ type: 'hello' });
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -1,9 +1,9 @@
 // The lease messages' transport batching (src/cluster/lease-outbox.ts): what one event-loop turn sends
 // leaves as one message, in order, MAX_BATCH at most; a lone message goes as it is; flush sends at once;
-// drop forgets.
+// drop forgets; the receiving end hands each message on in order.
 import t from 'tap';
-import { LeaseOutbox, MAX_BATCH } from '../../src/cluster/lease-outbox.js';
-import { isLeaseBatch } from '../../src/stores/lease-messages.js';
+import { LeaseOutbox, MAX_BATCH, receiveLeases } from '../../src/cluster/lease-outbox.js';
+import { isLeaseBankMessage, isLeaseBatch, type LeaseBankMessage } from '../../src/stores/lease-messages.js';
 
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -50,4 +50,21 @@ t.test(`no more than ${MAX_BATCH} wait for the end of the turn: a full batch lea
   t.same(delivered.map((m) => m.messages?.length), [MAX_BATCH, MAX_BATCH, 3], 'the rest at its end');
   const order = delivered.flatMap((m) => (m.messages ?? [m]) as Array<{ n: number }>).map((m) => m.n);
   t.same(order, [...Array(2 * MAX_BATCH + 3).keys()], 'in order');
+});
+
+t.test('receiveLeases: a lone message or each of a batch, in order; anything else is not its business', async (t) => {
+  const got: LeaseBankMessage[] = [];
+  const receive = (message: unknown): boolean => receiveLeases(message, isLeaseBankMessage, (lease) => got.push(lease));
+  const recall = { type: 'lease-recall', key: 'a' } as unknown as LeaseBankMessage;
+  t.ok(receive(recall));
+  t.same(got, [recall]);
+  const sent: unknown[] = [];
+  const outbox = new LeaseOutbox<unknown>((message) => sent.push(message));
+  const messages = [1, 2, 3].map((n) => ({ type: 'lease-recall', key: `k${n}` }));
+  for (const message of [...messages, { type: 'health' }]) outbox.push(message);
+  outbox.flush();
+  t.ok(receive(sent[0]), 'a batch is taken');
+  t.same(got.slice(1), messages, 'its lease messages in order; what is not one is skipped');
+  t.notOk(receive({ type: 'health' }), 'another message is left to the caller');
+  t.equal(got.length, 4);
 });
