@@ -85,6 +85,12 @@ function release(key: string, env: Env): void {
 
 let tokens = 0;
 
+/** A coalescing lock as tryLock took it: the key and the owner's token. */
+export interface HeldLock {
+  key: string;
+  token: string;
+}
+
 export class SharedCacheStore implements CacheStore {
   private readonly envKey: string;
   private readonly env: Env;
@@ -143,7 +149,7 @@ export class SharedCacheStore implements CacheStore {
    * cost of a cacheable miss's store work: 17-25 µs of CPU alone, about twice that with the other worker
    * writing too (a node loop of 20,000 lock, store and unlock sequences on one environment).
    */
-  setAndUnlock(key: string, record: CacheRecord, ttlMs: number, lock: { key: string; token: string } | null): void {
+  setAndUnlock(key: string, record: CacheRecord, ttlMs: number, lock: HeldLock | null): void {
     const bytes = encodeRecord(record);
     const size = record.size;
     const expiresAt = Date.now() + Math.max(1, Math.ceil(ttlMs));

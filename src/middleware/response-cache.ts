@@ -29,7 +29,7 @@ import { Flights, type Flight, type FlightOutcome } from '../cache/flights.js';
 import { primaryKey, urlPrefix, variantKey } from '../cache/key.js';
 import { invalidates, locationUrls } from '../cache/invalidation.js';
 import { instanceCacheDir } from '../cache/instance-dir.js';
-import { SharedCacheStore } from '../cache/shared-store.js';
+import { SharedCacheStore, type HeldLock } from '../cache/shared-store.js';
 import { PassMarks } from '../cache/pass-marks.js';
 import { hasDirective, headerValue, StoredResponse, VaryIndex, type CacheRecord } from '../cache/record.js';
 import { parseHttpDate } from '../cache/http-date.js';
@@ -316,7 +316,7 @@ export class ResponseCache implements Middleware {
     body: Buffer,
     policy: CachePolicy,
     vary: readonly string[],
-    lock: { key: string; token: string } | null = null,
+    lock: HeldLock | null = null,
   ): { record: StoredResponse; done: void | Promise<void>; unlocked: boolean } {
     const now = Date.now();
     const targeted = this.targeted;
@@ -338,16 +338,15 @@ export class ResponseCache implements Middleware {
    * transaction (SharedCacheStore.setAndUnlock); `unlocked` says whether it did. A failed write leaves
    * the lock to the caller's own unlock.
    */
-  private writeLast(key: string, record: CacheRecord, ttl: number, lock: { key: string; token: string } | null): { done: void | Promise<void>; unlocked: boolean } {
+  private writeLast(key: string, record: CacheRecord, ttl: number, lock: HeldLock | null): { done: void | Promise<void>; unlocked: boolean } {
     const shared = this.shared;
     if (lock === null || shared === null) return { done: this.write(() => this.store.set(key, record, ttl)), unlocked: false };
-    try {
+    let unlocked = false;
+    const done = this.write(() => {
       shared.setAndUnlock(key, record, ttl, lock);
-      return { done: undefined, unlocked: true };
-    } catch {
-      this.metrics.add(this.names.storeErrors);
-      return { done: undefined, unlocked: false };
-    }
+      unlocked = true;
+    });
+    return { done, unlocked };
   }
 
   /**
