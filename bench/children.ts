@@ -70,8 +70,8 @@ export function get(origin: string, path: string, headers: Record<string, string
   });
 }
 
-/** Polls `origin + path` until it answers 200; fails when the child exits or the time is up. */
-export async function waitFor200(origin: string, path: string, what: string, child: ChildProcess, timeoutMs = 30_000, tail: Tail = NO_TAIL): Promise<void> {
+/** Polls `origin + path` every `intervalMs` until it answers 200; fails when the child exits or the time is up. */
+export async function waitFor200(origin: string, path: string, what: string, child: ChildProcess, timeoutMs = 30_000, tail: Tail = NO_TAIL, intervalMs = 100): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${what} exited\n${tail()}`);
@@ -81,6 +81,6 @@ export async function waitFor200(origin: string, path: string, what: string, chi
       // not listening yet
     }
     if (Date.now() > deadline) throw new Error(`${what}: ${origin}${path} not 200 within ${timeoutMs} ms\n${tail()}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findFreePort } from '../src/cluster/free-port.js';
-import { firstLine, get, nodeChildren } from './children.js';
+import { firstLine, nodeChildren, waitFor200 } from './children.js';
 import { groupCpuNs, processCpuNs } from './group-cpu.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -43,13 +43,8 @@ async function once(way: Way): Promise<Start> {
   const started = performance.now();
   const gateway = start([WAYS[way], 'start', '--config', configFile, '--workers', String(WORKERS)]);
   gateway.stdout!.resume();
-  const deadline = started + 60_000;
-  for (;;) {
-    const answer = await get(`http://127.0.0.1:${port}`, '/healthcheck').catch(() => null);
-    if (answer?.status === 200) break;
-    if (gateway.exitCode !== null || performance.now() > deadline) throw new Error(`the gateway (${way}) did not become ready`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  // Polled every 20 ms: the time to 200 is one of the figures.
+  await waitFor200(`http://127.0.0.1:${port}`, '/healthcheck', `the gateway (${way})`, gateway, 60_000, undefined, 20);
   const readyMs = performance.now() - started;
   const all = groupCpuNs(gateway.pid!);
   const primary = processCpuNs(gateway.pid!);
