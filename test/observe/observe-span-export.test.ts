@@ -1,0 +1,124 @@
+// SpanExport on its own: the spans of finished requests as an OTLP/HTTP receiver decodes them
+// (status, kinds, parents, times), and the drop count when the queue is full.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import t from 'tap';
+import { RequestTrace } from '../../src/exchange/request-trace.js';
+import { SpanExport, SPANS_DROPPED, SPANS_EXPORTED, type TracedRequest } from '../../src/observe/tracing.js';
+
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  startTimeUnixNano: string;
+  endTimeUnixNano: string;
+  status?: { code?: number };
+  attributes: Array<{ key: string; value: Record<string, unknown> }>;
+}
+
+const spans: OtlpSpan[] = [];
+const server = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  req.on('end', () => {
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans: Array<{ scopeSpans: Array<{ scope: { name: string }; spans: OtlpSpan[] }> }> };
+    for (const resource of body.resourceSpans) for (const scope of resource.scopeSpans) if (scope.scope.name === 'specgate') spans.push(...scope.spans);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{}');
+  });
+});
+await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/traces`;
+
+const counted = new Map<string, number>();
+const counters = { add: (name: string, n = 1) => void counted.set(name, (counted.get(name) ?? 0) + n) };
+
+const T0 = 1_790_000_000_000.25;
+function request(trace: RequestTrace, status: number, overrides: Partial<TracedRequest> = {}): TracedRequest {
+  return {
+    trace,
+    method: 'GET',
+    path: '/items/7',
+    routeTemplate: '/items/{id}',
+    status,
+    startedAt: T0,
+    endedAt: T0 + 9.5,
+    middlewareStartedAt: T0 + 0.5,
+    middlewareEndedAt: T0 + 1.25,
+    upstream: 'http://127.0.0.1:8081',
+    upstreamMethod: 'GET',
+    upstreamTarget: '/items/7',
+    upstreamStartedAt: T0 + 1.5,
+    upstreamEndedAt: T0 + 9,
+    clientAddress: '127.0.0.1',
+    userAgent: 'test/1',
+    requestId: 'rid-1',
+    host: undefined,
+    bytesIn: 0,
+    bytesOut: 12,
+    ...overrides,
+  };
+}
+
+const nanos = (ms: number): bigint => BigInt(Math.trunc(ms / 1000)) * 1_000_000_000n + BigInt(Math.round((ms - Math.trunc(ms / 1000) * 1000) * 1e6));
+
+t.test('a failed request: server and client spans say ERROR, the middleware span is unset; parents and times as recorded', async (t) => {
+  spans.length = 0;
+  const exporter = new SpanExport({ otlpEndpoint: url, sampleRatio: 1, serviceName: 'unit' }, counters, () => {}, { scheduledDelayMillis: 20 });
+  const trace = new RequestTrace('0af7651916cd43dd8448eb211c80319c', 'b7ad6b7169203331', '00f067aa0ba902b7', '', true);
+  exporter.record(request(trace, 503));
+  await exporter.flush();
+  t.equal(spans.length, 3);
+  const server = spans.find((s) => s.kind === 2)!;
+  const middleware = spans.find((s) => s.kind === 1)!;
+  const client = spans.find((s) => s.kind === 3)!;
+  t.equal(server.name, 'GET /items/{id}');
+  t.equal(server.spanId, 'b7ad6b7169203331');
+  t.equal(server.parentSpanId ?? '', '', 'a trace started here: no parent');
+  t.equal(server.status?.code, 2, 'a 5xx is an error of the server span');
+  t.equal(client.status?.code, 2, 'and of the upstream call');
+  t.equal(middleware.status?.code ?? 0, 0, 'the middleware span is left unset');
+  t.equal(client.spanId, '00f067aa0ba902b7', 'the upstream span id is the one propagated');
+  t.equal(middleware.parentSpanId, server.spanId);
+  t.equal(client.parentSpanId, server.spanId);
+  for (const span of spans) t.equal(span.traceId, '0af7651916cd43dd8448eb211c80319c');
+  t.equal(BigInt(server.startTimeUnixNano), nanos(T0), 'times to the nanosecond of what was recorded');
+  t.equal(BigInt(server.endTimeUnixNano), nanos(T0 + 9.5));
+  t.equal(BigInt(middleware.endTimeUnixNano), nanos(T0 + 1.25));
+  t.equal(BigInt(client.startTimeUnixNano), nanos(T0 + 1.5));
+  t.equal(counted.get(SPANS_EXPORTED), 3, 'counted as exported');
+  await exporter.close();
+});
+
+t.test('a 4xx is left unset; a remote parent is the server span parent; no middleware span when none ran', async (t) => {
+  spans.length = 0;
+  const exporter = new SpanExport({ otlpEndpoint: url, sampleRatio: 1, serviceName: 'unit' }, counters, () => {}, { scheduledDelayMillis: 20 });
+  const trace = new RequestTrace('4bf92f3577b34da6a3ce929d0e0e4736', '1111111111111111', '2222222222222222', '00f067aa0ba902b7', true);
+  exporter.record(request(trace, 404, { middlewareStartedAt: 0, middlewareEndedAt: 0 }));
+  await exporter.flush();
+  t.same(
+    spans.map((s) => s.kind).sort(),
+    [2, 3],
+  );
+  const server = spans.find((s) => s.kind === 2)!;
+  t.equal(server.parentSpanId, '00f067aa0ba902b7', "the caller's span");
+  t.equal(server.status?.code ?? 0, 0);
+  await exporter.close();
+});
+
+t.test('past maxQueueSize spans are dropped and counted, not queued', async (t) => {
+  const before = counted.get(SPANS_DROPPED) ?? 0;
+  // Nothing listens there: exports fail, so nothing leaves the queue while the test fills it.
+  const exporter = new SpanExport({ otlpEndpoint: 'http://127.0.0.1:9/v1/traces', sampleRatio: 1, serviceName: 'unit' }, counters, () => {}, {
+    maxQueueSize: 6,
+    scheduledDelayMillis: 60_000,
+    exportTimeoutMillis: 200,
+  });
+  const trace = new RequestTrace('4bf92f3577b34da6a3ce929d0e0e4736', '1111111111111111', '2222222222222222', '', true);
+  for (let i = 0; i < 3; i++) exporter.record(request(trace, 200));
+  t.equal((counted.get(SPANS_DROPPED) ?? 0) - before, 3, 'the third request (3 spans) did not fit in 6');
+  await exporter.close();
+});
