@@ -36,6 +36,7 @@ import type { LoadJob, LoadResult } from './proxy-load.js';
 import { formatSelfTimes, profileFiles } from './proxy-profile.js';
 import { loadCorpus, realisticRouteSet } from './route-set.js';
 import { groupCpuNs } from './group-cpu.js';
+import { formatPairs, pairsFrom, pairTargetLines, summarizePair, type PairRound, type PairSummary, type SideResult } from './proxy-paired.js';
 import { firstLine as firstLineOf, get, waitFor200 as waitFor200Of } from './children.js';
 import { findFreePort } from '../src/cluster/free-port.js';
 
@@ -51,6 +52,8 @@ const ROUNDS = Number(env.BENCH_ROUNDS ?? 3);
  * round (a contender against the direct run of the same round) and the median of those is reported.
  */
 const PACED_ROUNDS = ROUNDS;
+/** Rounds of each feature pair run side by side (bench/proxy-paired.ts); 0 leaves them out. Needs wrk. */
+const PAIRED_ROUNDS = Number(env.BENCH_PAIRED_ROUNDS ?? 5);
 const DEADLINE_S = Number(env.BENCH_DEADLINE_S ?? 1200);
 const WORKERS = Number(env.BENCH_WORKERS ?? 2);
 const ROUTE_COUNT = 350;
@@ -206,10 +209,11 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
  * percent of a core and a cache disturbed at random. The upstream ("direct") and redis always run.
  * `null` continues every contender.
  */
-function spotlight(active: readonly Contender[], measured: Contender | null): void {
+function spotlight(active: readonly Contender[], measured: Contender | readonly Contender[] | null): void {
+  const running = measured === null ? null : Array.isArray(measured) ? measured : [measured];
   for (const contender of active) {
     if (contender.id === 'direct' || contender.pgid === 0) continue;
-    signalGroup(contender.pgid, measured === null || contender === measured ? 'SIGCONT' : 'SIGSTOP');
+    signalGroup(contender.pgid, running === null || running.includes(contender) ? 'SIGCONT' : 'SIGSTOP');
   }
 }
 
@@ -471,6 +475,17 @@ async function measure(tool: Tool, contender: Contender, warmupS: number): Promi
   return { rps: result.rps, p50Ms: result.p50Ms, p99Ms: result.p99Ms, failures: result.failures, cpuUsPerRequest };
 }
 
+/** Two contenders at once, each under its own wrk (bench/proxy-paired.ts says why). */
+async function measurePair(base: Contender, variant: Contender, warmupS: number): Promise<PairRound> {
+  const urlOf = (c: Contender): string => `${c.origin}${REQUEST_PATH}`;
+  if (warmupS > 0) await Promise.all([runWrk(urlOf(base), warmupS, base.headers), runWrk(urlOf(variant), warmupS, variant.headers)]);
+  const baseAtStart = groupCpuNs(base.pgid);
+  const variantAtStart = groupCpuNs(variant.pgid);
+  const [b, v] = await Promise.all([runWrk(urlOf(base), DURATION_S, base.headers), runWrk(urlOf(variant), DURATION_S, variant.headers)]);
+  const side = (m: { rps: number; requests: number }, cpuNs: number): SideResult => ({ requests: m.requests, rps: m.rps, cpuUsPerRequest: cpuNs / 1000 / m.requests });
+  return { base: side(b, groupCpuNs(base.pgid) - baseAtStart), variant: side(v, groupCpuNs(variant.pgid) - variantAtStart) };
+}
+
 // ---- report ----------------------------------------------------------------------------------------
 
 /** p99 of `runs` less p99 of `direct` round by round (run i beside direct run i), and their median. */
@@ -600,6 +615,24 @@ async function main(): Promise<void> {
     return list === undefined ? null : medianOf(list);
   };
 
+  // What a feature costs, measured beside the gateway without it (bench/proxy-paired.ts).
+  const pairs: PairSummary[] = [];
+  if (tools.includes('wrk')) {
+    for (const spec of pairsFrom(env.BENCH_PAIRS)) {
+      const base = active.find((c) => c.id === spec.base);
+      const variant = active.find((c) => c.id === spec.variant);
+      if (base === undefined || variant === undefined) continue;
+      const rounds: PairRound[] = [];
+      for (let round = 0; round < PAIRED_ROUNDS; round++) {
+        spotlight(active, [base, variant]);
+        const r = await measurePair(base, variant, LATER_WARMUP_S);
+        rounds.push(r);
+        log(`paired ${round + 1} ${spec.base} ${r.base.cpuUsPerRequest.toFixed(1)} us/req, ${spec.variant} ${r.variant.cpuUsPerRequest.toFixed(1)} us/req: ${(r.variant.cpuUsPerRequest / r.base.cpuUsPerRequest).toFixed(3)}x`);
+      }
+      if (rounds.length > 0) pairs.push(summarizePair(spec, rounds));
+    }
+  }
+
   // Added latency at half the gateway's peak: a paced, evenly spread fixed rate (see proxy-load.ts).
   const peakTool: Tool = tools.includes('wrk') ? 'wrk' : 'autocannon';
   const peak = result('gateway', peakTool)?.rps ?? 0;
@@ -676,6 +709,7 @@ async function main(): Promise<void> {
     }
   }
 
+  out.push(...formatPairs(pairs, CONNECTIONS, DURATION_S));
   out.push('');
   out.push('Targets:');
   for (const tool of tools) {
@@ -747,6 +781,7 @@ async function main(): Promise<void> {
       if (beside.length > 0) out.push(`- cache hits beside (${tool}): ${beside.join(', ')}`);
     }
   }
+  out.push(...pairTargetLines(pairs));
   if (paced.has('gateway') && paced.has('direct')) {
     const added = addedP99(paced.get('gateway')!, paced.get('direct')!);
     const figure = `${fmtMs(added.median)} ms (median of ${added.perRound.length} rounds, each the gateway's p99 less direct's of the same round: ${added.perRound.map(fmtMs).join(', ')})`;
@@ -790,7 +825,7 @@ async function main(): Promise<void> {
     }
   }
   console.log(out.join('\n'));
-  writeResults(contenders, tools, result, runs, halfRate, paced);
+  writeResults(contenders, tools, result, runs, halfRate, paced, pairs);
 }
 
 /** The figures above as JSON, for `npm run bench:chart` (bench/chart.ts reads this shape). */
@@ -801,6 +836,7 @@ function writeResults(
   runs: Map<string, Measurement[]>,
   halfRate: number,
   paced: Map<string, LoadResult[]>,
+  pairs: readonly PairSummary[],
 ): void {
   const file = env.BENCH_RESULTS ?? join(fileURLToPath(new URL('../..', import.meta.url)), 'bench/results/proxy.json');
   const direct = paced.get('direct') ?? [];
@@ -829,6 +865,7 @@ function writeResults(
       rate: halfRate,
       addedP99Ms: Object.fromEntries([...paced].filter(([id]) => id !== 'direct' && direct.length > 0).map(([id, list]) => [id, addedP99(list, direct)])),
     },
+    paired: pairs.map((s) => ({ ...s.spec, rounds: s.rounds, cpuAdded: s.cpuAdded, rpsLost: s.rpsLost })),
   };
   mkdirSync(join(file, '..'), { recursive: true });
   writeFileSync(file, JSON.stringify(document, null, 2) + '\n');
