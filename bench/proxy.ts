@@ -621,7 +621,10 @@ async function main(): Promise<void> {
     for (const spec of pairsFrom(env.BENCH_PAIRS)) {
       const base = active.find((c) => c.id === spec.base);
       const variant = active.find((c) => c.id === spec.variant);
-      if (base === undefined || variant === undefined) continue;
+      if (base === undefined || variant === undefined) {
+        log(`paired ${spec.base}:${spec.variant}: skipped (${base === undefined ? spec.base : spec.variant} is not running)`);
+        continue;
+      }
       const rounds: PairRound[] = [];
       for (let round = 0; round < PAIRED_ROUNDS; round++) {
         spotlight(active, [base, variant]);
