@@ -21,6 +21,9 @@ t.test('a killed worker is replaced while traffic keeps flowing', async (t) => {
 
   const outcomes: Outcome[] = [];
   const healthStatuses: number[] = [];
+  /** Every health answer but a 200, with who gave it and when (ms from the kill), for the assertion's message. */
+  const healthOdd: Array<{ status: number; worker: string; at: number; body: string }> = [];
+  let killedAt = 0;
   let stop = false;
   const CONCURRENCY = 6;
   const MAX_REQUESTS = 20_000;
@@ -38,7 +41,9 @@ t.test('a killed worker is replaced while traffic keeps flowing', async (t) => {
   const healthLoop = async (): Promise<void> => {
     while (!stop) {
       try {
-        healthStatuses.push((await httpRequest(gateway.port, '/healthcheck')).status);
+        const res = await httpRequest(gateway.port, '/healthcheck');
+        healthStatuses.push(res.status);
+        if (res.status !== 200) healthOdd.push({ status: res.status, worker: String(res.headers['x-gateway-worker']), at: Date.now() - killedAt, body: res.body.slice(0, 300) });
       } catch {
         healthStatuses.push(0);
       }
@@ -48,7 +53,7 @@ t.test('a killed worker is replaced while traffic keeps flowing', async (t) => {
   const loops = [...Array.from({ length: CONCURRENCY }, loop), healthLoop()];
   try {
     await eventually(async () => (outcomes.length >= 200 ? true : undefined), 10_000, 20, 'traffic flowing');
-    const killedAt = Date.now();
+    killedAt = Date.now();
     process.kill(victim, 'SIGKILL');
 
     const replaced = await gateway.waitForLog(
@@ -77,7 +82,8 @@ t.test('a killed worker is replaced while traffic keeps flowing', async (t) => {
       'every request after the replacement succeeded',
     );
     t.ok(healthStatuses.length > 5);
-    t.same(healthStatuses.filter((s) => s !== 200 && s !== 0), [], '/healthcheck stayed 200');
+    // Seen twice in CI as one 503 among about sixty probes; the message says which worker gave it, when and with what.
+    t.same(healthStatuses.filter((s) => s !== 200 && s !== 0), [], `/healthcheck stayed 200 (victim ${victim}, replacement ${String(replaced.pid)}: ${JSON.stringify(healthOdd)})`);
     t.ok(healthStatuses.filter((s) => s === 0).length <= 1, 'at most one health probe lost to the kill');
 
     const pids = new Set<string>();

@@ -8,45 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
-
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  startTimeUnixNano: string;
-  endTimeUnixNano: string;
-  attributes: Array<{ key: string; value: Record<string, unknown> }>;
-  status?: { code?: number };
-}
-
-/** An OTLP/HTTP receiver on loopback that keeps the spans of every JSON export it is sent. */
-async function startReceiver(t: Test): Promise<{ url: string; spans: OtlpSpan[]; services: Set<string>; posts: () => number }> {
-  const spans: OtlpSpan[] = [];
-  const services = new Set<string>();
-  let posts = 0;
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      posts++;
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-        resourceSpans: Array<{ resource: { attributes: OtlpSpan['attributes'] }; scopeSpans: Array<{ spans: OtlpSpan[] }> }>;
-      };
-      for (const resource of body.resourceSpans) {
-        const name = resource.resource.attributes.find((a) => a.key === 'service.name');
-        if (name) services.add(String(name.value.stringValue));
-        for (const scope of resource.scopeSpans) spans.push(...scope.spans);
-      }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/traces`, spans, services, posts: () => posts };
-}
+import { startOtlpReceiver, type OtlpSpan } from '../helpers/otlp-receiver.js';
 
 const attribute = (span: OtlpSpan, key: string): unknown => {
   const value = span.attributes.find((a) => a.key === key)?.value;
@@ -83,7 +45,7 @@ const GENERATED = /^[0-9a-f]{16}-[0-9a-z]+$/;
 t.test('from a trusted peer: IDs kept, traces continued, spans exported, every answer and line carries the ID', async (t) => {
   const dir = tempDir(t);
   const logFile = join(dir, 'access.log');
-  const receiver = await startReceiver(t);
+  const receiver = await startOtlpReceiver(t);
   const gateway = await startGateway(t, {
     config: testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints }], {
       trustedProxies: ['127.0.0.1'],
@@ -269,7 +231,7 @@ t.test('SIGUSR1 reopens the access log file: a rotation under load loses no line
 t.test('with middleware: consumer and cache status logged, a middleware span exported', async (t) => {
   const dir = tempDir(t);
   const logFile = join(dir, 'access.log');
-  const receiver = await startReceiver(t);
+  const receiver = await startOtlpReceiver(t);
   const key = 'observe-key-0123456789';
   const gateway = await startGateway(t, {
     config: testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints }], {

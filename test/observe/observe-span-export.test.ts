@@ -1,37 +1,13 @@
 // SpanExport on its own: the spans of finished requests as an OTLP/HTTP receiver decodes them
 // (status, kinds, parents, times), and the drop count when the queue is full.
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { RequestTrace } from '../../src/exchange/request-trace.js';
 import { SpanExport, SPANS_DROPPED, SPANS_EXPORTED, type TracedRequest } from '../../src/observe/tracing.js';
+import { startOtlpReceiver } from '../helpers/otlp-receiver.js';
 
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  startTimeUnixNano: string;
-  endTimeUnixNano: string;
-  status?: { code?: number };
-  attributes: Array<{ key: string; value: Record<string, unknown> }>;
-}
-
-const spans: OtlpSpan[] = [];
-const server = createServer((req, res) => {
-  const chunks: Buffer[] = [];
-  req.on('data', (chunk: Buffer) => chunks.push(chunk));
-  req.on('end', () => {
-    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans: Array<{ scopeSpans: Array<{ scope: { name: string }; spans: OtlpSpan[] }> }> };
-    for (const resource of body.resourceSpans) for (const scope of resource.scopeSpans) if (scope.scope.name === 'specgate') spans.push(...scope.spans);
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end('{}');
-  });
-});
-await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/traces`;
+const receiver = await startOtlpReceiver(t);
+const spans = receiver.spans;
+const url = receiver.url;
 
 const counted = new Map<string, number>();
 const counters = { add: (name: string, n = 1) => void counted.set(name, (counted.get(name) ?? 0) + n) };
