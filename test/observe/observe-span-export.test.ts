@@ -4,6 +4,7 @@ import t from 'tap';
 import { RequestTrace } from '../../src/exchange/request-trace.js';
 import { SpanExport, SPANS_DROPPED, SPANS_EXPORTED, type TracedRequest } from '../../src/observe/tracing.js';
 import { startOtlpReceiver } from '../helpers/otlp-receiver.js';
+import { findFreePort } from '../../src/cluster/free-port.js';
 
 const receiver = await startOtlpReceiver(t);
 const spans = receiver.spans;
@@ -88,7 +89,8 @@ t.test('a 4xx is left unset; a remote parent is the server span parent; no middl
 t.test('past maxQueueSize spans are dropped and counted, not queued', async (t) => {
   const before = counted.get(SPANS_DROPPED) ?? 0;
   // Nothing listens there: exports fail, so nothing leaves the queue while the test fills it.
-  const exporter = new SpanExport({ otlpEndpoint: 'http://127.0.0.1:9/v1/traces', sampleRatio: 1, serviceName: 'unit' }, counters, () => {}, {
+  const closedPort = await findFreePort('127.0.0.1');
+  const exporter = new SpanExport({ otlpEndpoint: `http://127.0.0.1:${closedPort}/v1/traces`, sampleRatio: 1, serviceName: 'unit' }, counters, () => {}, {
     maxQueueSize: 6,
     scheduledDelayMillis: 60_000,
     exportTimeoutMillis: 200,
