@@ -13,6 +13,8 @@
 // Under this load the two compete for the same cores, so the side that costs more per request also
 // completes fewer: the req/s ratio says the same as the CPU ratio, less steadily.
 
+import { median } from './median.js';
+
 export interface PairSpec {
   /** The contender without the feature. */
   base: string;
@@ -66,11 +68,6 @@ export interface PairSummary {
   rpsLost: number;
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 export function summarizePair(spec: PairSpec, rounds: PairRound[]): PairSummary {
   const cpuRatios = rounds.map((r) => r.variant.cpuUsPerRequest / r.base.cpuUsPerRequest);

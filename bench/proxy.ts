@@ -39,6 +39,7 @@ import { groupCpuNs } from './group-cpu.js';
 import { formatPairs, pairsFrom, pairTargetLines, summarizePair, type PairRound, type PairSummary, type SideResult } from './proxy-paired.js';
 import { firstLine as firstLineOf, get, waitFor200 as waitFor200Of } from './children.js';
 import { findFreePort } from '../src/cluster/free-port.js';
+import { median } from './median.js';
 
 const env = process.env;
 const DURATION_S = Number(env.BENCH_DURATION_S ?? 8);
@@ -495,11 +496,6 @@ function addedP99(runs: readonly LoadResult[], direct: readonly LoadResult[]): {
   return { perRound, median: median(perRound) };
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 function medianOf(runs: Measurement[]): Measurement {
   return {

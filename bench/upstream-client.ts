@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { Pool, type Dispatcher } from 'undici';
 import { UpstreamPool } from '../src/upstream/pool.js';
 import type { ResponseHead } from '../src/upstream/response-parser.js';
+import { median } from './median.js';
 
 const BODY = JSON.stringify({ id: 1347, number: 42, state: 'open', title: 'Found a bug', user: { login: 'octocat', id: 1 } });
 const RESPONSE = Buffer.from(
@@ -199,11 +200,6 @@ function measure(contender: Contender, concurrency: number, ms: number): Promise
   });
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 async function main(): Promise<void> {
   const env = process.env;

@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { findFreePort } from '../src/cluster/free-port.js';
 import { groupCpuNs } from './group-cpu.js';
+import { median } from './median.js';
 
 const env = process.env;
 const DURATION_S = Number(env.BENCH_DURATION_S ?? 5);
@@ -163,11 +164,6 @@ async function openRate(url: string, cpu: () => number): Promise<Measured & { fa
   return { rate: opened / ((performance.now() - started) / 1000), cpuUs: (cpu() - cpuBefore) / 1000 / opened, failures };
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 function nginxConfig(port: number, upstreamPort: number): string {
   return `# written by bench/websocket.ts
