@@ -1,4 +1,4 @@
-import type { ConfigProblem } from './config-problem.js';
+import { escapePointerToken, type ConfigProblem } from './config-problem.js';
 
 /**
  * `${NAME}` and `${NAME:-default}` in string values, replaced from the environment; `$${` is a
@@ -21,7 +21,7 @@ function walk(value: unknown, pointer: string, env: NodeJS.ProcessEnv, problems:
     const out: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(value)) {
       // defineProperty: a key named __proto__ stays an own key (the schema then refuses it by name).
-      Object.defineProperty(out, key, { value: walk(item, `${pointer}/${escapePointer(key)}`, env, problems), enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(out, key, { value: walk(item, `${pointer}/${escapePointerToken(key)}`, env, problems), enumerable: true, writable: true, configurable: true });
     }
     return out;
   }
@@ -44,8 +44,4 @@ function substitute(text: string, pointer: string, env: NodeJS.ProcessEnv, probl
     problems.push({ pointer, reason: `environment variable ${name} is not set and \${${name}} has no default (write \${${name}:-default} to give one)` });
     return match;
   });
-}
-
-function escapePointer(key: string): string {
-  return key.replace(/~/g, '~0').replace(/\//g, '~1');
 }
