@@ -34,7 +34,7 @@ import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LoadJob, LoadResult } from './proxy-load.js';
 import { formatSelfTimes, profileFiles } from './proxy-profile.js';
-import { loadCorpus, realisticRouteSet } from './route-set.js';
+import { PROXY_REQUEST_PATH, proxyBenchEndpoints } from './route-set.js';
 import { groupCpuNs } from './group-cpu.js';
 import { formatPairs, pairsFrom, pairTargetLines, summarizePair, type PairRound, type PairSummary, type SideResult } from './proxy-paired.js';
 import { firstLine as firstLineOf, get, waitFor200 as waitFor200Of } from './children.js';
@@ -57,7 +57,6 @@ const PACED_ROUNDS = ROUNDS;
 const PAIRED_ROUNDS = Number(env.BENCH_PAIRED_ROUNDS ?? 5);
 const DEADLINE_S = Number(env.BENCH_DEADLINE_S ?? 1200);
 const WORKERS = Number(env.BENCH_WORKERS ?? 2);
-const ROUTE_COUNT = 350;
 const PROFILE_DIR = env.BENCH_PROFILE_DIR || null;
 /** The gateway contender that runs with --cpu-prof (and BENCH_GATEWAY_NODE_FLAGS). */
 const PROFILE_ID = env.BENCH_PROFILE_ID || 'gateway';
@@ -68,8 +67,7 @@ const WANTED_TOOLS = new Set((env.BENCH_TOOLS ?? 'autocannon,wrk').split(',').ma
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const ROOT = join(HERE, '../..');
 const GATEWAY_MAIN = join(ROOT, 'dist/bundle/gateway.mjs');
-/** The path every contender is asked: GitHub's "get an issue", among its 47 sibling templates. */
-const REQUEST_PATH = '/github-com-rest/repos/octocat/hello-world/issues/1347';
+const REQUEST_PATH = PROXY_REQUEST_PATH;
 
 type Tool = 'autocannon' | 'wrk';
 
@@ -181,17 +179,6 @@ function onPath(command: string): boolean {
 
 // ---- contenders ------------------------------------------------------------------------------------
 
-function routeEndpoints(): Array<{ method: string; path: string }> {
-  const routes = realisticRouteSet(ROUTE_COUNT);
-  const endpoints = routes.map((r) => ({ method: r.method, path: r.template }));
-  const seen = new Set(endpoints.map((e) => `${e.method} ${e.path}`));
-  for (const [method, template] of loadCorpus().github) {
-    if (!template.startsWith('/repos/{owner}/{repo}/issues')) continue;
-    const endpoint = { method: method.toUpperCase(), path: `/github-com-rest${template}` };
-    if (!seen.has(`${endpoint.method} ${endpoint.path}`)) endpoints.push(endpoint);
-  }
-  return endpoints;
-}
 
 const groups = new Map<string, number>();
 
@@ -529,7 +516,7 @@ async function main(): Promise<void> {
   const wanted = (id: string): boolean => ONLY === null || ONLY.has(id);
 
   log(`building the route set and starting the upstream`);
-  const endpoints = routeEndpoints();
+  const endpoints = proxyBenchEndpoints();
   const upstream = await startUpstream();
   const direct = await get(upstream, REQUEST_PATH);
   if (direct.status !== 200) throw new Error(`upstream answered ${direct.status}`);

@@ -94,3 +94,24 @@ export function instantiate(template: string, rnd: () => number): string {
     return VALUES[Math.floor(rnd() * VALUES.length)]!;
   });
 }
+
+/** The path every proxy bench contender is asked: GitHub's "get an issue", among its 47 sibling templates. */
+export const PROXY_REQUEST_PATH = '/github-com-rest/repos/octocat/hello-world/issues/1347';
+
+/**
+ * The gateway's endpoints in the proxy benches (bench:proxy, bench:instructions): 350 realistic
+ * routes plus every GitHub template under /repos/{owner}/{repo}/issues, so that PROXY_REQUEST_PATH
+ * is routed among its real siblings.
+ */
+export function proxyBenchEndpoints(routeCount = 350): Array<{ method: string; path: string }> {
+  const corpus = loadCorpus();
+  const routes = realisticRouteSet(routeCount, corpus);
+  const endpoints = routes.map((r) => ({ method: r.method, path: r.template }));
+  const seen = new Set(endpoints.map((e) => `${e.method} ${e.path}`));
+  for (const [method, template] of corpus.github) {
+    if (!template.startsWith('/repos/{owner}/{repo}/issues')) continue;
+    const endpoint = { method: method.toUpperCase(), path: `/github-com-rest${template}` };
+    if (!seen.has(`${endpoint.method} ${endpoint.path}`)) endpoints.push(endpoint);
+  }
+  return endpoints;
+}
