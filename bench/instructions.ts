@@ -1,0 +1,319 @@
+// npm run bench:instructions — user-space instructions per proxied request, counted by valgrind's
+// callgrind: the floor stand-in (bench/proxy-floor.ts: uWS + node:net, nothing else), the gateway
+// with metrics, access log and request IDs off, and with them on; one process each (the gateway: one
+// worker), the same upstream, route set and request as bench:proxy.
+//
+// Why a count and not a time: on this project's shared 2-core host the CPU time per request of one
+// build moves 10-20% between runs, more than the changes this bench is for. The count of the same
+// build repeats to within a fraction of a percent, whatever the host is doing. What it leaves out: the
+// kernel (about half of a request's CPU here, the same system calls for the floor and the gateway plus
+// one getpeername), cache misses and waits. So it says where the gateway's own work goes and whether a
+// change removed some of it; CPU time (bench:proxy) still says what the host pays.
+//
+// How: each contender runs under `valgrind --tool=callgrind --trace-children=yes` with V8's optimizing
+// compiler made synchronous (--no-concurrent-recompilation; under valgrind the compiler thread hardly
+// runs, and counts would be of unoptimized code). After BENCH_WARM requests, the counters are zeroed,
+// BENCH_REQUESTS requests are made over 10 keep-alive connections, and every process dumps its counts;
+// then the contender idles as long as the load took and dumps again. The idle count (timers: process
+// metrics, health reports, metrics shipping, all slowed 20-50x under valgrind relative to requests) is
+// subtracted. Per-function counts of the busiest process are printed with BENCH_TOP=n, JIT-compiled
+// JavaScript named from V8's perf map (--perf-basic-prof).
+//
+// Needs valgrind (Debian's package); without it, says so and exits 0. BENCH_ONLY=floor,gateway-off,gateway.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { findFreePort } from '../src/cluster/free-port.js';
+import { firstLine, nodeChildren, waitFor200 } from './children.js';
+import { PROXY_REQUEST_PATH, proxyBenchEndpoints } from './route-set.js';
+
+const env = process.env;
+const WARM = Number(env.BENCH_WARM ?? 5000);
+const REQUESTS = Number(env.BENCH_REQUESTS ?? 10_000);
+const CONNECTIONS = 10;
+const TOP = Number(env.BENCH_TOP ?? 0);
+const ONLY = env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',').map((s) => s.trim())) : null;
+const HERE = dirname(fileURLToPath(import.meta.url));
+const GATEWAY_MAIN = join(HERE, '..', 'bundle', 'gateway.mjs');
+// Synchronous optimization (see above); JIT code named in /tmp/perf-<pid>.map.
+const NODE_FLAGS = ['--no-concurrent-recompilation', '--perf-basic-prof'];
+
+function onPath(command: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0;
+}
+
+if (!onPath('valgrind') || !onPath('callgrind_control')) {
+  console.log('bench:instructions needs valgrind (apt-get install valgrind); skipped.');
+  process.exit(0);
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'specgate-bench-instructions-'));
+const start = nodeChildren(dir);
+const upstream = start([join(HERE, 'proxy-upstream.js'), '0']);
+const upstreamOrigin = `http://127.0.0.1:${(JSON.parse(await firstLine(upstream, 'upstream')) as { port: number }).port}`;
+
+interface Contender {
+  id: string;
+  label: string;
+  args: (port: number) => string[];
+  optional?: boolean;
+}
+
+interface Features {
+  accessLog: boolean;
+  metrics: boolean;
+  requestId: boolean;
+}
+const ALL_ON: Features = { accessLog: true, metrics: true, requestId: true };
+const ALL_OFF: Features = { accessLog: false, metrics: false, requestId: false };
+
+function gatewayArgs(id: string, features: Features): (port: number) => string[] {
+  return (port) => {
+    const configFile = join(dir, `${id}.json`);
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        host: '127.0.0.1',
+        port,
+        workers: 1,
+        upstreams: [{ serviceType: 'static', serviceLocation: upstreamOrigin, endpoints: proxyBenchEndpoints() }],
+        discovery: { refreshIntervalMs: 0 },
+        // The access log to a file, as bench:proxy writes it.
+        accessLog: features.accessLog ? { enabled: true, destination: join(dir, `${id}-access.log`) } : { enabled: false },
+        metrics: { enabled: features.metrics },
+        requestId: { enabled: features.requestId },
+      }),
+    );
+    return [GATEWAY_MAIN, 'start', '--config', configFile];
+  };
+}
+
+const CONTENDERS: Contender[] = [
+  { id: 'floor', label: 'floor: uWS + net.Socket, nothing else (1 process)', args: (port) => [join(HERE, 'proxy-floor.js'), upstreamOrigin, String(port), '1'] },
+  { id: 'gateway-off', label: 'gateway, metrics + access log + request IDs off (1 worker)', args: gatewayArgs('gateway-off', ALL_OFF) },
+  { id: 'gateway', label: 'gateway, metrics + access log + request IDs on (1 worker)', args: gatewayArgs('gateway', ALL_ON) },
+  // One feature at a time (BENCH_ONLY=gateway-log,...): not run by default.
+  { id: 'gateway-log', label: 'gateway, access log only (1 worker)', args: gatewayArgs('gateway-log', { ...ALL_OFF, accessLog: true }), optional: true },
+  { id: 'gateway-metrics', label: 'gateway, metrics only (1 worker)', args: gatewayArgs('gateway-metrics', { ...ALL_OFF, metrics: true }), optional: true },
+  { id: 'gateway-ids', label: 'gateway, request IDs only (1 worker)', args: gatewayArgs('gateway-ids', { ...ALL_OFF, requestId: true }), optional: true },
+];
+
+/** `count` GETs of `path`, CONNECTIONS at a time over keep-alive connections; resolves when all are answered 200. */
+function load(port: number, count: number): Promise<void> {
+  const request = Buffer.from(`GET ${PROXY_REQUEST_PATH} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nuser-agent: bench-instructions\r\naccept: */*\r\n\r\n`, 'latin1');
+  let sent = 0;
+  let answered = 0;
+  return new Promise((resolve, reject) => {
+    const open = (): void => {
+      const socket = connect({ host: '127.0.0.1', port, noDelay: true });
+      let buffered: Buffer = Buffer.alloc(0);
+      const next = (): void => {
+        if (sent >= count) {
+          socket.end();
+          return;
+        }
+        sent++;
+        socket.write(request);
+      };
+      socket.on('connect', next);
+      socket.on('error', reject);
+      socket.on('data', (chunk: Buffer) => {
+        buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
+        for (;;) {
+          const headEnd = buffered.indexOf('\r\n\r\n');
+          if (headEnd < 0) return;
+          const head = buffered.toString('latin1', 0, headEnd);
+          const length = /\r\ncontent-length: *(\d+)/i.exec(head);
+          if (!head.startsWith('HTTP/1.1 200') || length === null) {
+            reject(new Error(`unexpected answer: ${head.slice(0, 200)}`));
+            socket.destroy();
+            return;
+          }
+          const end = headEnd + 4 + Number(length[1]);
+          if (buffered.length < end) return;
+          buffered = buffered.subarray(end);
+          if (++answered === count) resolve();
+          next();
+        }
+      });
+    };
+    for (let i = 0; i < Math.min(CONNECTIONS, count); i++) open();
+  });
+}
+
+function callgrindControl(command: '-z' | '-d'): void {
+  const result = spawnSync('callgrind_control', [command], { encoding: 'utf8', timeout: 120_000 });
+  if (result.status !== 0) throw new Error(`callgrind_control ${command} failed: ${result.stderr || result.stdout}`);
+}
+
+interface PartCounts {
+  pid: number;
+  command: string;
+  /** Instructions of the load part and of the idle part. */
+  load: number;
+  idle: number;
+}
+
+function totals(file: string): { command: string; total: number } {
+  const text = readFileSync(file, 'latin1');
+  const total = /^(?:totals|summary): (\d+)/m.exec(text);
+  const command = /^cmd: (.*)$/m.exec(text);
+  return { command: command?.[1] ?? '', total: total === null ? 0 : Number(total[1]) };
+}
+
+/** The processes of one contender, their load and idle counts (parts 1 and 2 of each dump file). */
+function readParts(outDir: string): PartCounts[] {
+  const parts: PartCounts[] = [];
+  for (const name of readdirSync(outDir)) {
+    const match = /^cg\.(\d+)\.out\.1$/.exec(name);
+    if (match === null) continue;
+    const load = totals(join(outDir, name));
+    const idleFile = join(outDir, `cg.${match[1]}.out.2`);
+    const idle = existsSync(idleFile) ? totals(idleFile).total : 0;
+    parts.push({ pid: Number(match[1]), command: load.command, load: load.total, idle });
+  }
+  return parts.sort((a, b) => b.load - a.load);
+}
+
+interface Result {
+  id: string;
+  label: string;
+  /** Instructions per request: load less idle, all processes. */
+  perRequest: number;
+  processes: Array<{ role: string; perRequest: number; idlePerRequest: number }>;
+  loadMs: number;
+}
+
+async function measure(contender: Contender): Promise<Result> {
+  const port = await findFreePort('127.0.0.1');
+  const outDir = join(dir, contender.id);
+  rmSync(outDir, { recursive: true, force: true });
+  spawnSync('mkdir', ['-p', outDir]);
+  const child: ChildProcess = spawn(
+    'valgrind',
+    ['--tool=callgrind', '--trace-children=yes', `--callgrind-out-file=${outDir}/cg.%p.out`, process.execPath, ...NODE_FLAGS, ...contender.args(port)],
+    { detached: true, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr!.setEncoding('utf8');
+  child.stderr!.on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4000)));
+  const stop = async (): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      process.kill(-child.pid!, 'SIGTERM');
+    } catch {
+      // gone
+    }
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }, 30_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  try {
+    await waitFor200(`http://127.0.0.1:${port}`, PROXY_REQUEST_PATH, contender.id, child, 300_000, () => stderr, 500);
+    await load(port, WARM);
+    callgrindControl('-z');
+    const started = performance.now();
+    await load(port, REQUESTS);
+    const loadMs = performance.now() - started;
+    callgrindControl('-d');
+    await new Promise((resolve) => setTimeout(resolve, loadMs));
+    callgrindControl('-d');
+    await stop();
+    const parts = readParts(outDir);
+    if (parts.length === 0) throw new Error(`${contender.id}: no callgrind output\n${stderr}`);
+    if (TOP > 0) printTop(contender.id, parts[0]!.pid, join(outDir, `cg.${parts[0]!.pid}.out.1`));
+    const processes = parts.map((p) => ({ role: roleOf(p.command), perRequest: (p.load - p.idle) / REQUESTS, idlePerRequest: p.idle / REQUESTS }));
+    return { id: contender.id, label: contender.label, perRequest: processes.reduce((sum, p) => sum + p.perRequest, 0), processes, loadMs };
+  } finally {
+    await stop();
+    for (const name of existsSync(outDir) ? readdirSync(outDir) : []) {
+      const match = /^cg\.(\d+)\.out/.exec(name);
+      if (match !== null) rmSync(`/tmp/perf-${match[1]}.map`, { force: true });
+    }
+  }
+}
+
+/** A gateway's worker or primary, or a stand-in's process, by its command line. */
+function roleOf(command: string): string {
+  if (command.includes('worker.mjs')) return 'worker';
+  if (command.includes('gateway.mjs')) return 'primary';
+  return 'process';
+}
+
+/** Exclusive counts per function of one process's load part, JIT code named from V8's perf map. */
+function printTop(id: string, pid: number, file: string): void {
+  const ranges: Array<[number, number, string]> = [];
+  const mapFile = `/tmp/perf-${pid}.map`;
+  if (existsSync(mapFile)) {
+    for (const line of readFileSync(mapFile, 'utf8').split('\n')) {
+      const m = /^([0-9a-f]+) ([0-9a-f]+) (.*)$/.exec(line);
+      if (m) ranges.push([parseInt(m[1]!, 16), parseInt(m[2]!, 16), m[3]!]);
+    }
+  }
+  ranges.sort((a, b) => a[0] - b[0]);
+  const jsName = (address: number): string | null => {
+    let lo = 0;
+    let hi = ranges.length - 1;
+    let best: [number, number, string] | null = null;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (ranges[mid]![0] <= address) {
+        best = ranges[mid]!;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return best !== null && address < best[0] + best[1] ? best[2] : null;
+  };
+  const annotated = spawnSync('callgrind_annotate', ['--auto=no', '--threshold=100', file], { encoding: 'utf8', maxBuffer: 1 << 28 });
+  const counts = new Map<string, number>();
+  for (const line of annotated.stdout.split('\n')) {
+    const m = /^\s*([\d,]+) \([ \d.]+%\)\s+(.*)$/.exec(line);
+    if (m === null || m[2]!.includes('PROGRAM TOTALS')) continue;
+    // Frames that only call others (main, the event loop, thread starts) carry no work of their own here.
+    if (/libc-start|below main|ld-linux|NodeMainInstance|SpinEventLoop|node::Start|\?\?\?:main |clone\.S|start_thread/.test(m[2]!)) continue;
+    let name = m[2]!;
+    const jit = /^\?\?\?:0x([0-9a-f]+)(?:'\d+)? \[\?\?\?\]/.exec(name);
+    if (jit !== null) name = `JS ${jsName(parseInt(jit[1]!, 16)) ?? `(unnamed code at 0x${jit[1]})`}`;
+    else name = name.replace(/^\?\?\?:/, '').replace(/ \[\/usr\/bin\/node\]$/, '').slice(0, 140);
+    counts.set(name, (counts.get(name) ?? 0) + Number(m[1]!.replace(/,/g, '')));
+  }
+  console.log(`\n${id}: instructions per request by function (busiest process, idle not subtracted), top ${TOP}:`);
+  for (const [name, count] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log(`${String(Math.round(count / REQUESTS)).padStart(8)}  ${name}`);
+}
+
+const results: Result[] = [];
+for (const contender of CONTENDERS) {
+  if (ONLY !== null ? !ONLY.has(contender.id) : contender.optional === true) continue;
+  console.error(`[bench:instructions] ${contender.id}: starting under valgrind (a gateway takes about a minute)`);
+  results.push(await measure(contender));
+}
+
+const floor = results.find((r) => r.id === 'floor');
+const busiest = (r: Result): number => r.processes[0]?.perRequest ?? 0;
+console.log(`\nUser-space instructions per request (callgrind; ${REQUESTS} requests after ${WARM} of warm-up, idle counts subtracted):\n`);
+console.log('| contender | the process that serves | / the floor\'s | all processes | each process |');
+console.log('|---|---:|---:|---:|---|');
+for (const r of results) {
+  const processes = r.processes.map((p) => `${Math.round(p.perRequest)} (${p.role})`).join(', ');
+  const ratio = floor !== undefined ? `${(busiest(r) / busiest(floor)).toFixed(2)}x` : '';
+  console.log(`| ${r.label} | ${Math.round(busiest(r))} | ${ratio} | ${Math.round(r.perRequest)} | ${processes} |`);
+}
+console.log(
+  '\nWork done per unit of time (the primary merging metrics deltas every 200 ms, a worker encoding them, process metrics every' +
+    ' 5 s) weighs 20-50x more per request here than at full speed: under valgrind requests are that much slower. The primary\'s' +
+    ' count is almost all such work; read the serving process\'s.',
+);
+const resultsDir = join(HERE, '..', '..', 'bench', 'results');
+spawnSync('mkdir', ['-p', resultsDir]);
+writeFileSync(join(resultsDir, 'instructions.json'), JSON.stringify({ requests: REQUESTS, warm: WARM, results }, null, 2) + '\n');
+process.exit(0);
