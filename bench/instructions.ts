@@ -4,8 +4,9 @@
 // worker), the same upstream, route set and request as bench:proxy.
 //
 // Why a count and not a time: on this project's shared 2-core host the CPU time per request of one
-// build moves 10-20% between runs, more than the changes this bench is for. The count of the same
-// build repeats to within a fraction of a percent, whatever the host is doing. What it leaves out: the
+// build moves 10-20% between runs, more than the changes this bench is for. Counts of the same build
+// do not: a function's count repeats to the instruction, a total within 1-2% (what varies is the
+// work done per unit of time, below), whatever else the host is doing. What it leaves out: the
 // kernel (about half of a request's CPU here, the same system calls for the floor and the gateway plus
 // one getpeername), cache misses and waits. So it says where the gateway's own work goes and whether a
 // change removed some of it; CPU time (bench:proxy) still says what the host pays.
@@ -21,7 +22,7 @@
 //
 // Needs valgrind (Debian's package); without it, says so and exits 0. BENCH_ONLY=floor,gateway-off,gateway.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -191,7 +192,7 @@ async function measure(contender: Contender): Promise<Result> {
   const port = await findFreePort('127.0.0.1');
   const outDir = join(dir, contender.id);
   rmSync(outDir, { recursive: true, force: true });
-  spawnSync('mkdir', ['-p', outDir]);
+  mkdirSync(outDir, { recursive: true });
   const child: ChildProcess = spawn(
     'valgrind',
     ['--tool=callgrind', '--trace-children=yes', `--callgrind-out-file=${outDir}/cg.%p.out`, process.execPath, ...NODE_FLAGS, ...contender.args(port)],
@@ -314,6 +315,6 @@ console.log(
     ' count is almost all such work; read the serving process\'s.',
 );
 const resultsDir = join(HERE, '..', '..', 'bench', 'results');
-spawnSync('mkdir', ['-p', resultsDir]);
+mkdirSync(resultsDir, { recursive: true });
 writeFileSync(join(resultsDir, 'instructions.json'), JSON.stringify({ requests: REQUESTS, warm: WARM, results }, null, 2) + '\n');
 process.exit(0);
