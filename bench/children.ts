@@ -1,7 +1,7 @@
 // The bench scripts' children (upstreams, proxies under test): started in process groups of their own
 // and stopped with this process, their first line of output, and an HTTP GET polled until it answers
 // 200. `tail` adds what the child printed on stderr to an error.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { request } from 'node:http';
 
@@ -28,6 +28,11 @@ export function nodeChildren(dir: string): (args: string[]) => ChildProcess {
     child.once('exit', () => running.delete(child));
     return child;
   };
+}
+
+/** Whether `command` is on the PATH (nginx, wrk, valgrind: the benches skip what this machine lacks). */
+export function onPath(command: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0;
 }
 
 type Tail = () => string;

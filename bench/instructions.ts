@@ -23,12 +23,12 @@
 // Needs valgrind (Debian's package); without it, says so and exits 0. BENCH_ONLY=floor,gateway-off,gateway.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findFreePort } from '../src/cluster/free-port.js';
-import { firstLine, nodeChildren, waitFor200 } from './children.js';
+import { firstLine, nodeChildren, onPath, waitFor200 } from './children.js';
 import { PROXY_REQUEST_PATH, proxyBenchEndpoints } from './route-set.js';
 
 const env = process.env;
@@ -41,10 +41,6 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const GATEWAY_MAIN = join(HERE, '..', 'bundle', 'gateway.mjs');
 // Synchronous optimization (see above); JIT code named in /tmp/perf-<pid>.map.
 const NODE_FLAGS = ['--no-concurrent-recompilation', '--perf-basic-prof'];
-
-function onPath(command: string): boolean {
-  return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0;
-}
 
 if (!onPath('valgrind') || !onPath('callgrind_control')) {
   console.log('bench:instructions needs valgrind (apt-get install valgrind); skipped.');
@@ -102,46 +98,22 @@ const CONTENDERS: Contender[] = [
   { id: 'gateway-ids', label: 'gateway, request IDs only (1 worker)', args: gatewayArgs('gateway-ids', { ...ALL_OFF, requestId: true }), optional: true },
 ];
 
-/** `count` GETs of `path`, CONNECTIONS at a time over keep-alive connections; resolves when all are answered 200. */
+const require = createRequire(import.meta.url);
+type Autocannon = (
+  opts: Record<string, unknown>,
+  cb: (err: Error | null, result: { '2xx': number; non2xx: number; errors: number; timeouts: number }) => void,
+) => unknown;
+
+/** Exactly `count` GETs of the bench's path (autocannon's `amount`), CONNECTIONS at a time; every one must be a 2xx. */
 function load(port: number, count: number): Promise<void> {
-  const request = Buffer.from(`GET ${PROXY_REQUEST_PATH} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nuser-agent: bench-instructions\r\naccept: */*\r\n\r\n`, 'latin1');
-  let sent = 0;
-  let answered = 0;
+  const autocannon = require('autocannon') as Autocannon;
   return new Promise((resolve, reject) => {
-    const open = (): void => {
-      const socket = connect({ host: '127.0.0.1', port, noDelay: true });
-      let buffered: Buffer = Buffer.alloc(0);
-      const next = (): void => {
-        if (sent >= count) {
-          socket.end();
-          return;
-        }
-        sent++;
-        socket.write(request);
-      };
-      socket.on('connect', next);
-      socket.on('error', reject);
-      socket.on('data', (chunk: Buffer) => {
-        buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
-        for (;;) {
-          const headEnd = buffered.indexOf('\r\n\r\n');
-          if (headEnd < 0) return;
-          const head = buffered.toString('latin1', 0, headEnd);
-          const length = /\r\ncontent-length: *(\d+)/i.exec(head);
-          if (!head.startsWith('HTTP/1.1 200') || length === null) {
-            reject(new Error(`unexpected answer: ${head.slice(0, 200)}`));
-            socket.destroy();
-            return;
-          }
-          const end = headEnd + 4 + Number(length[1]);
-          if (buffered.length < end) return;
-          buffered = buffered.subarray(end);
-          if (++answered === count) resolve();
-          next();
-        }
-      });
-    };
-    for (let i = 0; i < Math.min(CONNECTIONS, count); i++) open();
+    autocannon({ url: `http://127.0.0.1:${port}${PROXY_REQUEST_PATH}`, connections: CONNECTIONS, pipelining: 1, amount: count, timeout: 60 }, (err, result) => {
+      if (err) return reject(err);
+      const failed = result.non2xx + result.errors + result.timeouts;
+      if (failed > 0 || result['2xx'] !== count) return reject(new Error(`load: ${result['2xx']} of ${count} answered 2xx (${failed} failed)`));
+      resolve();
+    });
   });
 }
 
@@ -160,7 +132,8 @@ interface PartCounts {
 
 function totals(file: string): { command: string; total: number } {
   const text = readFileSync(file, 'latin1');
-  const total = /^(?:totals|summary): (\d+)/m.exec(text);
+  // `summary` is what callgrind_annotate reports as the program's total; `totals` only in older formats.
+  const total = /^summary: (\d+)/m.exec(text) ?? /^totals: (\d+)/m.exec(text);
   const command = /^cmd: (.*)$/m.exec(text);
   return { command: command?.[1] ?? '', total: total === null ? 0 : Number(total[1]) };
 }

@@ -68,7 +68,6 @@ export interface PairSummary {
   rpsLost: number;
 }
 
-
 export function summarizePair(spec: PairSpec, rounds: PairRound[]): PairSummary {
   const cpuRatios = rounds.map((r) => r.variant.cpuUsPerRequest / r.base.cpuUsPerRequest);
   const rpsRatios = rounds.map((r) => r.variant.rps / r.base.rps);

@@ -24,7 +24,7 @@
 // (2: processes of every proxy contender), BENCH_NGINX_REUSEPORT (set: nginx listens with `reuseport`,
 // so its workers share the connections as the gateway's SO_REUSEPORT workers do; without it the
 // kernel often hands all 50 connections to one nginx worker, which then runs at one process's cost).
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { createServer as createHttpServer } from 'node:http';
@@ -34,10 +34,10 @@ import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LoadJob, LoadResult } from './proxy-load.js';
 import { formatSelfTimes, profileFiles } from './proxy-profile.js';
-import { PROXY_REQUEST_PATH, proxyBenchEndpoints } from './route-set.js';
+import { PROXY_REQUEST_PATH as REQUEST_PATH, proxyBenchEndpoints } from './route-set.js';
 import { groupCpuNs } from './group-cpu.js';
 import { formatPairs, pairsFrom, pairTargetLines, summarizePair, type PairRound, type PairSummary, type SideResult } from './proxy-paired.js';
-import { firstLine as firstLineOf, get, waitFor200 as waitFor200Of } from './children.js';
+import { firstLine as firstLineOf, get, onPath, waitFor200 as waitFor200Of } from './children.js';
 import { findFreePort } from '../src/cluster/free-port.js';
 import { median } from './median.js';
 
@@ -67,7 +67,6 @@ const WANTED_TOOLS = new Set((env.BENCH_TOOLS ?? 'autocannon,wrk').split(',').ma
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const ROOT = join(HERE, '../..');
 const GATEWAY_MAIN = join(ROOT, 'dist/bundle/gateway.mjs');
-const REQUEST_PATH = PROXY_REQUEST_PATH;
 
 type Tool = 'autocannon' | 'wrk';
 
@@ -173,12 +172,8 @@ function waitFor200(origin: string, path: string, what: string, child: ChildProc
   return waitFor200Of(origin, path, what, child, timeoutMs, () => stderrTail(child));
 }
 
-function onPath(command: string): boolean {
-  return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0;
-}
 
 // ---- contenders ------------------------------------------------------------------------------------
-
 
 const groups = new Map<string, number>();
 
@@ -482,7 +477,6 @@ function addedP99(runs: readonly LoadResult[], direct: readonly LoadResult[]): {
   for (let i = 0; i < runs.length && i < direct.length; i++) perRound.push(runs[i]!.p99Ms - direct[i]!.p99Ms);
   return { perRound, median: median(perRound) };
 }
-
 
 function medianOf(runs: Measurement[]): Measurement {
   return {

@@ -200,7 +200,6 @@ function measure(contender: Contender, concurrency: number, ms: number): Promise
   });
 }
 
-
 async function main(): Promise<void> {
   const env = process.env;
   const upstreamKind = env.BENCH_UPSTREAM ?? 'raw';

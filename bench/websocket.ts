@@ -164,7 +164,6 @@ async function openRate(url: string, cpu: () => number): Promise<Measured & { fa
   return { rate: opened / ((performance.now() - started) / 1000), cpuUs: (cpu() - cpuBefore) / 1000 / opened, failures };
 }
 
-
 function nginxConfig(port: number, upstreamPort: number): string {
   return `# written by bench/websocket.ts
 ${process.getuid?.() === 0 ? 'user root;' : ''}
