@@ -253,44 +253,50 @@ export function handshakeKey(): string {
   return maskPool.toString('base64', at, at + 16);
 }
 
-/** One masked frame, header and payload in one buffer (one write). */
-export function encodeFrame(opcode: number, payload: Uint8Array, fin = true): Buffer {
+/** The bytes of a masked frame with a payload of `length` bytes: header, mask key, payload. */
+export function frameSize(length: number): number {
+  return (length < 126 ? 2 : length < 0x10000 ? 4 : 10) + 4 + length;
+}
+
+/** Writes one masked frame into `target` at `at` (frameSize(payload.length) bytes must be free there); returns where it ends. */
+export function encodeFrameInto(target: Buffer, at: number, opcode: number, payload: Uint8Array, fin = true): number {
   const length = payload.length;
-  const headerLength = length < 126 ? 2 : length < 0x10000 ? 4 : 10;
-  const frame = Buffer.allocUnsafe(headerLength + 4 + length);
-  frame[0] = (fin ? 0x80 : 0) | opcode;
-  if (length < 126) frame[1] = 0x80 | length;
+  target[at] = (fin ? 0x80 : 0) | opcode;
+  let keyAt = at + 2;
+  if (length < 126) target[at + 1] = 0x80 | length;
   else if (length < 0x10000) {
-    frame[1] = 0x80 | 126;
-    frame.writeUInt16BE(length, 2);
+    target[at + 1] = 0x80 | 126;
+    target.writeUInt16BE(length, at + 2);
+    keyAt = at + 4;
   } else {
-    frame[1] = 0x80 | 127;
-    frame.writeUInt32BE(Math.floor(length / 0x100000000), 2);
-    frame.writeUInt32BE(length >>> 0, 6);
+    target[at + 1] = 0x80 | 127;
+    target.writeUInt32BE(Math.floor(length / 0x100000000), at + 2);
+    target.writeUInt32BE(length >>> 0, at + 6);
+    keyAt = at + 10;
   }
-  const keyAt = takeRandom(4);
-  const m0 = maskPool[keyAt]!;
-  const m1 = maskPool[keyAt + 1]!;
-  const m2 = maskPool[keyAt + 2]!;
-  const m3 = maskPool[keyAt + 3]!;
-  const at = headerLength + 4;
-  frame[headerLength] = m0;
-  frame[headerLength + 1] = m1;
-  frame[headerLength + 2] = m2;
-  frame[headerLength + 3] = m3;
+  const poolAt = takeRandom(4);
+  const m0 = maskPool[poolAt]!;
+  const m1 = maskPool[poolAt + 1]!;
+  const m2 = maskPool[poolAt + 2]!;
+  const m3 = maskPool[poolAt + 3]!;
+  target[keyAt] = m0;
+  target[keyAt + 1] = m1;
+  target[keyAt + 2] = m2;
+  target[keyAt + 3] = m3;
+  const start = keyAt + 4;
   let i = 0;
   const whole = length & ~3;
   for (; i < whole; i += 4) {
-    frame[at + i] = payload[i]! ^ m0;
-    frame[at + i + 1] = payload[i + 1]! ^ m1;
-    frame[at + i + 2] = payload[i + 2]! ^ m2;
-    frame[at + i + 3] = payload[i + 3]! ^ m3;
+    target[start + i] = payload[i]! ^ m0;
+    target[start + i + 1] = payload[i + 1]! ^ m1;
+    target[start + i + 2] = payload[i + 2]! ^ m2;
+    target[start + i + 3] = payload[i + 3]! ^ m3;
   }
   // At most three bytes left: keys 0, 1, 2 of the mask.
-  if (i < length) frame[at + i] = payload[i]! ^ m0;
-  if (i + 1 < length) frame[at + i + 1] = payload[i + 1]! ^ m1;
-  if (i + 2 < length) frame[at + i + 2] = payload[i + 2]! ^ m2;
-  return frame;
+  if (i < length) target[start + i] = payload[i]! ^ m0;
+  if (i + 1 < length) target[start + i + 1] = payload[i + 1]! ^ m1;
+  if (i + 2 < length) target[start + i + 2] = payload[i + 2]! ^ m2;
+  return start + length;
 }
 
 /** A close frame's payload: the code and a reason of at most 123 bytes of UTF-8. */

@@ -50,24 +50,25 @@ export class Relay implements UpstreamMessageHandler {
   client: UwsWebSocket<ClientSlot> | null = null;
   readonly upstream: UpstreamSocket;
   readonly startedAt: number;
-  lastActivity: number;
   messagesToUpstream = 0;
   bytesToUpstream = 0;
   messagesToClient = 0;
   bytesToClient = 0;
   /** Counts not yet reported to the metrics (reported every sweep and at the end). */
   unreported = { messagesToUpstream: 0, bytesToUpstream: 0, messagesToClient: 0, bytesToClient: 0 };
+  /** The idle rule's state (idleFor): messages either way when the sweep last looked, and since when it saw none. */
+  private seenMessages = 0;
+  private quietSince: number;
   private clientOpen = false;
   private finished = false;
   /** Upstream messages that arrived before the client's socket opened (same turn; rare). */
   private early: Array<[Buffer, boolean]> | null = null;
   /**
-   * Upstream messages of the current read, sent to the client in one cork once the whole read is
-   * parsed (a tick later): uWS writes each uncorked send with a syscall of its own, which was most of
-   * the relay's cost per message (profile in docs/websocket.md).
+   * Upstream messages of the current read, [data, isBinary, ...], sent to the client in one cork once
+   * the whole read is parsed: uWS writes each uncorked send with a syscall of its own, which was most
+   * of the relay's cost per message (profile in docs/websocket.md).
    */
   private batch: Array<Buffer | boolean> = [];
-  private batchScheduled = false;
 
   constructor(
     private readonly host: RelayHost,
@@ -78,7 +79,7 @@ export class Relay implements UpstreamMessageHandler {
     private readonly compress: boolean,
   ) {
     this.upstream = upstream;
-    this.startedAt = this.lastActivity = performance.now();
+    this.startedAt = this.quietSince = performance.now();
     upstream.attach(this);
   }
 
@@ -97,7 +98,6 @@ export class Relay implements UpstreamMessageHandler {
 
   /** uWS message handler; `message` is valid only during the call. */
   fromClient(message: ArrayBuffer, isBinary: boolean): void {
-    this.lastActivity = performance.now();
     const length = message.byteLength;
     this.messagesToUpstream++;
     this.bytesToUpstream += length;
@@ -109,6 +109,22 @@ export class Relay implements UpstreamMessageHandler {
     // No copy here: the frame is masked into a buffer of its own before uWS reuses the ArrayBuffer.
     upstream.send(new Uint8Array(message), isBinary);
     if (upstream.bufferedAmount > this.host.maxUnsent) this.closeBoth(1013, 'the upstream does not read fast enough', 'gateway', 1001);
+  }
+
+  /**
+   * The idle sweep's question: did no message go either way for `idleMs`? Counted from the sweep that
+   * last saw messages rather than stamped on each (the clock reads were 0.6% of a worker's samples
+   * under bench:ws), so a connection is closed between `idleMs` and `idleMs` plus one sweep interval
+   * after its last message.
+   */
+  idleFor(now: number, idleMs: number): boolean {
+    const messages = this.messagesToUpstream + this.messagesToClient;
+    if (messages !== this.seenMessages) {
+      this.seenMessages = messages;
+      this.quietSince = now;
+      return false;
+    }
+    return now - this.quietSince >= idleMs;
   }
 
   /** uWS drain handler: the client took some of what was buffered for it. */
@@ -142,7 +158,6 @@ export class Relay implements UpstreamMessageHandler {
 
   /** A message from the upstream (a view of its read: sent on before the next read). */
   onMessage(data: Buffer, isBinary: boolean): void {
-    this.lastActivity = performance.now();
     const length = data.length;
     this.messagesToClient++;
     this.bytesToClient += length;
@@ -153,25 +168,38 @@ export class Relay implements UpstreamMessageHandler {
       return;
     }
     this.batch.push(data, isBinary);
-    if (!this.batchScheduled) {
-      this.batchScheduled = true;
-      // After the rest of this read's messages, before the next read (a tick, not a microtask:
-      // queueMicrotask wraps each callback in an AsyncResource, 3% of a worker's time under bench:ws).
-      process.nextTick(this.flushBatch);
-    }
   }
 
-  private readonly flushBatch = (): void => {
-    this.batchScheduled = false;
+  /** The read's messages go to the client before the read buffer is reused. */
+  onReadEnd(): void {
+    this.flushBatch();
+  }
+
+  private flushBatch(): void {
     const batch = this.batch;
     if (batch.length === 0) return;
-    this.batch = [];
-    if (!this.clientOpen) return;
+    if (!this.clientOpen) {
+      batch.length = 0;
+      return;
+    }
     const client = this.client!;
-    client.cork(() => {
-      for (let i = 0; i < batch.length; i += 2) client.send(batch[i] as Buffer, batch[i + 1] as boolean, this.compress);
-    });
+    // One message is one send, a system call either way; more go out in one cork.
+    if (batch.length === 2) {
+      const sent = client.send(batch[0] as Buffer, batch[1] as boolean, this.compress);
+      batch.length = 0;
+      // 1: written whole, nothing buffered for the client (uWS's SendStatus).
+      if (sent === 1) return;
+    } else {
+      client.cork(this.sendBatch);
+      batch.length = 0;
+    }
     if (client.getBufferedAmount() > HIGH_WATER && !this.upstream.isPaused) this.upstream.pause();
+  }
+
+  private readonly sendBatch = (): void => {
+    const batch = this.batch;
+    const client = this.client!;
+    for (let i = 0; i < batch.length; i += 2) client.send(batch[i] as Buffer, batch[i + 1] as boolean, this.compress);
   };
 
   private toClient(data: Buffer, isBinary: boolean): void {

@@ -247,9 +247,9 @@ export class WebSocketProxy implements RelayHost {
 
   private sweep(): void {
     if (this.relays.size === 0) return;
-    const idleBefore = performance.now() - this.settings.idleTimeoutMs;
+    const now = performance.now();
     for (const relay of this.relays) {
-      if (relay.lastActivity < idleBefore) relay.closeBoth(1001, 'idle timeout');
+      if (relay.idleFor(now, this.settings.idleTimeoutMs)) relay.closeBoth(1001, 'idle timeout');
       else this.report(relay);
     }
   }

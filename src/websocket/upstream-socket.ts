@@ -20,7 +20,7 @@ import { ResponseParser, PARSE_FAILED, type ResponseHead, type ResponseSink } fr
 import { serializeHead } from '../upstream/upstream-request-head.js';
 import { isFieldValue, isToken } from '../upstream/http-chars.js';
 import { tlsConnectOptions, type UpstreamTlsOptions } from '../upstream/pool.js';
-import { closePayload, encodeFrame, FrameReader, handshakeKey, OPCODE_BINARY, OPCODE_CLOSE, OPCODE_PONG, OPCODE_TEXT, sendableCloseCode, type FrameSink } from './frames.js';
+import { closePayload, encodeFrameInto, FrameReader, frameSize, handshakeKey, OPCODE_BINARY, OPCODE_CLOSE, OPCODE_PONG, OPCODE_TEXT, sendableCloseCode, type FrameSink } from './frames.js';
 
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
 const STATUS_LINE = /^HTTP\/1\.[01] ([1-5]\d\d)(?: [^\r\n]*)?$/;
@@ -29,6 +29,25 @@ const CRLFCRLF = Buffer.from('\r\n\r\n', 'latin1');
 const CLOSE_TIMEOUT_MS = 30_000;
 /** Connect errors after which nothing reached the upstream: another host may be tried. */
 const UNSENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET']);
+
+/**
+ * Every plain-TCP upstream leg of a worker reads into this one buffer (net's `onread`): no buffer is
+ * allocated per read and no stream machinery runs between the read and the frame reader. Nothing may
+ * keep a view of it past the read's callback and the ticks after it, which run before the next read:
+ * the frame reader copies what it keeps across reads (a split header or payload, fragments), the relay
+ * sends a read's messages on in a tick (relay.ts), and the handshake copies a head cut over reads.
+ */
+const READ_BUFFER = Buffer.allocUnsafeSlow(64 * 1024);
+/**
+ * The frames a connection sends in one event-loop turn are encoded into one buffer of OUT_BYTES (a
+ * larger one for what does not fit). A buffer the kernel took whole goes back to the worker's spares
+ * for the next connection that sends: an idle connection holds none, and the buffers in use are about
+ * as many as the connections sending in one turn. A write left pending keeps its buffer until sent.
+ */
+const OUT_BYTES = 16 * 1024;
+const SPARES_MAX = 64;
+const spareOut: Buffer[] = [];
+const NO_BYTES = Buffer.alloc(0);
 
 export interface UpstreamSocketOptions {
   /** `http://host:port` or `https://host:port`: the upstream's origin. */
@@ -60,7 +79,10 @@ export interface HandshakeHandler {
 
 /** Where an open connection's traffic goes (set with attach()). */
 export interface UpstreamMessageHandler {
+  /** A message; `data` is a view of the read and valid until onReadEnd returns. */
   onMessage(data: Buffer, isBinary: boolean): void;
+  /** Every message of the current read was delivered. */
+  onReadEnd(): void;
   /**
    * The connection is over as far as messages go, reported once: the upstream's close frame (`code`
    * 1005 when it had none), or the connection lost (1006). `violation` is the close code the gateway
@@ -96,8 +118,10 @@ export class UpstreamSocket implements FrameSink {
   private refusal: ResponseParser | null = null;
   private refusalSink: RefusalSink | null = null;
   private paused = false;
-  /** Writes wait for the end of this event-loop turn (see send). */
-  private corked = false;
+  /** Frames encoded this event-loop turn, written at its end in one write (see send): out[0, outLength). */
+  private out: Buffer = NO_BYTES;
+  private outLength = 0;
+  private flushScheduled = false;
   private closeSent = false;
   private reported = false;
   private readonly maxHeadBytes: number;
@@ -128,9 +152,13 @@ export class UpstreamSocket implements FrameSink {
     this.handshake = handshake;
     this.maxHeadBytes = options.maxResponseHeaderBytes;
     this.reader = new FrameReader(this, options.maxPayload);
-    this.socket = secure ? tls.connect(tlsConnectOptions(host, port, options.tls ?? {})) : net.connect({ host, port });
+    if (secure) {
+      this.socket = tls.connect(tlsConnectOptions(host, port, options.tls ?? {}));
+      this.socket.on('data', this.onData);
+    } else {
+      this.socket = net.connect({ host, port, onread: { buffer: READ_BUFFER, callback: this.onRead } });
+    }
     this.socket.setNoDelay(true);
-    this.socket.on('data', this.onData);
     this.socket.on('error', this.onError);
     this.socket.on('close', this.onSocketClose);
     this.socket.write(head);
@@ -150,24 +178,56 @@ export class UpstreamSocket implements FrameSink {
     return this.paused;
   }
 
-  /** Bytes written but not yet taken by the kernel. */
+  /** Bytes sent but not yet taken by the kernel. */
   get bufferedAmount(): number {
-    return this.socket.writableLength;
+    return this.socket.writableLength + this.outLength;
   }
 
   send(data: Uint8Array, isBinary: boolean): void {
     if (this.state !== State.Open) return;
-    if (!this.corked) {
-      // The messages one event-loop turn brings for this upstream go out in one writev: uWS calls the
-      // message handler once per message, each a callback of its own, so a nextTick would flush after
-      // every one. Under bench:ws (4 messages in flight per connection) this made about 5 messages per
-      // system call instead of 1 (strace -c of the workers: 0.19 writev per echo against 0.67 writes).
-      this.corked = true;
-      this.socket.cork();
-      setImmediate(this.uncork);
-    }
-    this.socket.write(encodeFrame(isBinary ? OPCODE_BINARY : OPCODE_TEXT, data));
+    this.queue(isBinary ? OPCODE_BINARY : OPCODE_TEXT, data);
   }
+
+  /**
+   * Encodes a frame after the others of this event-loop turn; they go out in one write at its end.
+   * uWS calls the message handler once per message, each a callback of its own, so a nextTick would
+   * write after every one; under bench:ws (4 messages in flight per connection) a turn's writes made
+   * about 5 messages per system call instead of 1. Encoding into one buffer rather than corking the
+   * socket spares a stream write per message (bench/README.md has the figures).
+   */
+  private queue(opcode: number, payload: Uint8Array): void {
+    const size = frameSize(payload.length);
+    const length = this.outLength;
+    let out = this.out;
+    if (length + size > out.length) {
+      if (length === 0 && size <= OUT_BYTES) out = spareOut.pop() ?? Buffer.allocUnsafeSlow(OUT_BYTES);
+      else {
+        const grown = Buffer.allocUnsafeSlow(Math.max(OUT_BYTES, length + size, 2 * out.length));
+        out.copy(grown, 0, 0, length);
+        spare(out);
+        out = grown;
+      }
+      this.out = out;
+    }
+    this.outLength = encodeFrameInto(out, length, opcode, payload);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flushOut);
+    }
+  }
+
+  private readonly flushOut = (): void => {
+    this.flushScheduled = false;
+    const length = this.outLength;
+    if (length === 0) return;
+    this.outLength = 0;
+    const out = this.out;
+    this.out = NO_BYTES;
+    if (this.socket.destroyed) return spare(out);
+    this.socket.write(out.subarray(0, length));
+    // A write the kernel did not take whole keeps its buffer until it is sent.
+    if (this.socket.writableLength === 0) spare(out);
+  };
 
   /** Stops reading the upstream (backpressure from a slow client). */
   pause(): void {
@@ -207,7 +267,7 @@ export class UpstreamSocket implements FrameSink {
   }
 
   onPing(payload: Buffer): void {
-    if (this.state === State.Open) this.socket.write(encodeFrame(OPCODE_PONG, payload));
+    if (this.state === State.Open) this.queue(OPCODE_PONG, payload);
   }
 
   onCloseFrame(code: number, reason: string): void {
@@ -234,12 +294,24 @@ export class UpstreamSocket implements FrameSink {
 
   private sendClose(code: number, reason: string): void {
     this.closeSent = true;
-    const payload = code === 0 ? Buffer.alloc(0) : closePayload(sendableCloseCode(code) ? code : 1011, reason);
-    this.socket.write(encodeFrame(OPCODE_CLOSE, payload));
+    const payload = code === 0 ? NO_BYTES : closePayload(sendableCloseCode(code) ? code : 1011, reason);
+    // Written now, after the turn's frames: the socket may be ended next.
+    this.queue(OPCODE_CLOSE, payload);
+    this.flushOut();
   }
 
+  /** net's onread callback: `bytes` were read into READ_BUFFER. */
+  private readonly onRead = (bytes: number): boolean => {
+    this.onData(READ_BUFFER.subarray(0, bytes));
+    return true;
+  };
+
   private readonly onData = (chunk: Buffer): void => {
-    if (this.state === State.Open || this.state === State.Closing) return this.reader.push(chunk);
+    if (this.state === State.Open || this.state === State.Closing) {
+      this.reader.push(chunk);
+      this.handler?.onReadEnd();
+      return;
+    }
     if (this.state === State.Handshake) return this.readHead(chunk);
     if (this.state === State.Refusal) this.readRefusal(chunk, 0);
   };
@@ -250,7 +322,8 @@ export class UpstreamSocket implements FrameSink {
       const end = bytes.indexOf(CRLFCRLF);
       if (end === -1) {
         if (bytes.length > this.maxHeadBytes) return this.fail('invalid', 'the answer head is larger than maxResponseHeaderBytes');
-        this.head = bytes;
+        // Kept across reads: a copy, since a view of the read buffer would be overwritten by the next read.
+        this.head = Buffer.from(bytes);
         return;
       }
       if (end > this.maxHeadBytes) return this.fail('invalid', 'the answer head is larger than maxResponseHeaderBytes');
@@ -266,6 +339,7 @@ export class UpstreamSocket implements FrameSink {
         this.head = null;
         return;
       }
+
     }
   }
 
@@ -316,7 +390,10 @@ export class UpstreamSocket implements FrameSink {
     const handshake = this.handshake!;
     this.handshake = null;
     handshake.onOpen(this, headers);
-    if (rest.length > 0 && !this.reader.stopped) this.reader.push(rest);
+    if (rest.length > 0 && !this.reader.stopped) {
+      this.reader.push(rest);
+      this.handler?.onReadEnd();
+    }
   }
 
   /** A final answer other than 101: read whole by the strict response parser, then the socket goes. */
@@ -360,11 +437,6 @@ export class UpstreamSocket implements FrameSink {
     return handshake;
   }
 
-  private readonly uncork = (): void => {
-    this.corked = false;
-    this.socket.uncork();
-  };
-
   private readonly onTimeout = (): void => {
     this.timer = null;
     if (this.state === State.Handshake || this.state === State.Refusal) this.fail('timeout', 'the upstream did not answer the upgrade in time');
@@ -402,6 +474,11 @@ export class UpstreamSocket implements FrameSink {
     clearTimeout(this.timer);
     this.timer = null;
   }
+}
+
+/** A buffer no write holds any more: kept for the next connection that sends, if it has the usual size. */
+function spare(out: Buffer): void {
+  if (out.length === OUT_BYTES && spareOut.length < SPARES_MAX) spareOut.push(out);
 }
 
 /** Collects a refused upgrade's answer: status, end-to-end headers, body up to MAX_REFUSAL_BODY. */

@@ -1,12 +1,12 @@
 // The upstream leg's RFC 6455 framing (src/websocket/frames.ts) against `ws` as the reference: frames
 // ws's Sender writes as a server (unmasked, fragmented or not, with pings and a close between
 // fragments), cut at random points as TCP may, must be read by FrameReader as ws's own Receiver reads
-// them; frames encodeFrame writes (masked, as a client must) must be read by ws's Receiver as the same
-// messages. And what the reader must refuse, with the close code that says why.
+// them; frames encodeFrameInto writes one after another into one buffer (masked, as a client must) must
+// be read by ws's Receiver as the same messages. And what the reader must refuse, with the close code that says why.
 import fc from 'fast-check';
 import t from 'tap';
 import { createRequire } from 'node:module';
-import { encodeFrame, FrameReader, OPCODE_BINARY, OPCODE_CLOSE, OPCODE_PING, OPCODE_TEXT, closePayload, type FrameSink } from '../../src/websocket/frames.js';
+import { encodeFrameInto, FrameReader, frameSize, OPCODE_BINARY, OPCODE_CLOSE, OPCODE_PING, OPCODE_TEXT, closePayload, type FrameSink } from '../../src/websocket/frames.js';
 
 // ws exports its Sender and Receiver at run time; @types/ws does not declare them.
 interface WsSender {
@@ -38,6 +38,15 @@ function collector(): { sink: FrameSink; events: Event[] } {
 /** Server frames as ws writes them (unmasked). */
 function serverFrame(opcode: number, data: Buffer, fin: boolean): Buffer {
   return Buffer.concat(Sender.frame(data, { fin, rsv1: false, opcode, mask: false, readOnly: false }));
+}
+
+/** Frames encoded one after another into one buffer, as the upstream leg writes a turn's messages. */
+function encodeAll(frames: ReadonlyArray<{ opcode: number; data: Buffer }>): Buffer {
+  const out = Buffer.alloc(frames.reduce((size, frame) => size + frameSize(frame.data.length), 0));
+  let at = 0;
+  for (const frame of frames) at = encodeFrameInto(out, at, frame.opcode, frame.data);
+  if (at !== out.length) throw new Error(`the frames end at ${at}, their sizes add up to ${out.length}`);
+  return out;
 }
 
 const text = fc.string({ unit: 'grapheme', maxLength: 300 }).map((s) => Buffer.from(s));
@@ -85,7 +94,7 @@ t.test('FrameReader reads what ws writes as a server, cut anywhere', async (t) =
   );
 });
 
-t.test("ws's Receiver (as a server) reads what encodeFrame writes", async (t) => {
+t.test("ws's Receiver (as a server) reads what encodeFrameInto writes", async (t) => {
   await fc.assert(
     fc.asyncProperty(fc.array(message, { minLength: 1, maxLength: 6 }), async (messages) => {
       const receiver = new Receiver({ isServer: true, maxPayload: 1 << 20 });
@@ -93,7 +102,7 @@ t.test("ws's Receiver (as a server) reads what encodeFrame writes", async (t) =>
       receiver.on('message', (data, isBinary) => got.push(['message', data.toString('hex'), isBinary]));
       const failed: Error[] = [];
       receiver.on('error', (err) => failed.push(err));
-      for (const m of messages) receiver.write(encodeFrame(m.binary ? OPCODE_BINARY : OPCODE_TEXT, m.data));
+      receiver.write(encodeAll(messages.map((m) => ({ opcode: m.binary ? OPCODE_BINARY : OPCODE_TEXT, data: m.data }))));
       await new Promise((resolve) => setImmediate(resolve));
       t.same(failed, []);
       t.same(
@@ -106,9 +115,9 @@ t.test("ws's Receiver (as a server) reads what encodeFrame writes", async (t) =>
   );
 });
 
-t.test('every frame encodeFrame writes is masked, with a fresh key', async (t) => {
-  const a = encodeFrame(OPCODE_TEXT, Buffer.from('same'));
-  const b = encodeFrame(OPCODE_TEXT, Buffer.from('same'));
+t.test('every frame encodeFrameInto writes is masked, with a fresh key', async (t) => {
+  const a = encodeAll([{ opcode: OPCODE_TEXT, data: Buffer.from('same') }]);
+  const b = encodeAll([{ opcode: OPCODE_TEXT, data: Buffer.from('same') }]);
   t.equal(a[1]! & 0x80, 0x80, 'the mask bit is set');
   t.not(a.subarray(2, 6).toString('hex'), b.subarray(2, 6).toString('hex'), 'two frames get two keys');
   t.not(a.subarray(6).toString(), 'same', 'the payload is not sent in the clear');

@@ -1,8 +1,10 @@
 // WebSocket proxying through the running cluster: a differential property test (random sequences of
 // text and binary messages, up to 1 MiB, fragmented or not, echoed by the upstream must come back
-// through the gateway exactly as they come back directly), and backpressure: a client that stops
-// reading while the upstream sends as fast as it may keeps the gateway worker's memory bounded, and
-// loses nothing once it reads again.
+// through the gateway exactly as they come back directly, over several connections at once: the
+// worker's upstream legs share one read buffer), and backpressure both ways: a client that stops
+// reading while the upstream sends as fast as it may keeps the gateway worker's memory bounded and
+// loses nothing once it reads again; an upstream that stops reading gets every message intact once it
+// reads again (the gateway's writes to it stay pending meanwhile).
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import t from 'tap';
@@ -84,14 +86,18 @@ t.test('differential: messages come back through the gateway exactly as directly
   await fc.assert(
     fc.asyncProperty(fc.array(message, { minLength: 0, maxLength: 8 }), async (messages) => {
       runs++;
-      const direct = await exchange(`ws://127.0.0.1:${upstream.port}/echo`, messages);
-      const proxied = await exchange(`ws://127.0.0.1:${gateway.port}/echo`, messages);
-      if (direct.length !== proxied.length) return false;
-      for (let i = 0; i < direct.length; i++) {
-        const want = direct[i]!;
-        const got = proxied[i]!;
-        if (want.binary !== got.binary || !want.data.equals(got.data)) return false;
-        if (!want.data.equals(payload(messages[i]!))) return false;
+      // The same sequence with other contents on each of three connections at once.
+      const variants = [0, 1, 2].map((k) => messages.map((m) => ({ ...m, seed: m.seed + k })));
+      const direct = await Promise.all(variants.map((sent) => exchange(`ws://127.0.0.1:${upstream.port}/echo`, sent)));
+      const proxied = await Promise.all(variants.map((sent) => exchange(`ws://127.0.0.1:${gateway.port}/echo`, sent)));
+      for (let k = 0; k < variants.length; k++) {
+        if (direct[k]!.length !== proxied[k]!.length) return false;
+        for (let i = 0; i < direct[k]!.length; i++) {
+          const want = direct[k]![i]!;
+          const got = proxied[k]![i]!;
+          if (want.binary !== got.binary || !want.data.equals(got.data)) return false;
+          if (!want.data.equals(payload(variants[k]![i]!))) return false;
+        }
       }
       return true;
     }),
@@ -161,5 +167,44 @@ t.test('a client that stops reading pauses the upstream: the worker holds a boun
   sending = false;
   for (let i = 0; i < 200 && received < pushed; i++) await new Promise((resolve) => setTimeout(resolve, 100));
   t.equal(received, pushed, 'every byte the upstream sent arrived, in full messages');
+  client.close();
+});
+
+t.test('an upstream that stops reading gets every message intact, in order, once it reads again', async (t) => {
+  // Small enough that many frames share one of the worker's reusable write buffers, many enough
+  // (9 MiB) to fill the kernel's socket buffers so that writes stay pending.
+  const COUNT = 3000;
+  const SIZE = 3000;
+  const received: Buffer[] = [];
+  let upstreamSocket: WebSocket | null = null;
+  const upstream = await startWsUpstream(t, {
+    onConnection: (socket) => {
+      upstreamSocket = socket;
+      // Reads nothing at first: the gateway's writes to it stay pending in the worker.
+      socket.pause();
+      socket.on('message', (data) => received.push(data as Buffer));
+    },
+  });
+  const gateway = await startGateway(t, {
+    config: testConfig([wsUpstreamConfig(upstream.location, ['/sink'])]),
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+    workers: 1,
+  });
+  const client = await openClient(`ws://127.0.0.1:${gateway.port}/sink`);
+  const sent = Array.from({ length: COUNT }, (_, i) => payload({ binary: true, size: SIZE + (i % 13), fragments: 1, seed: 1000 + i }));
+  // In bursts, so that several messages share one write of the gateway's.
+  for (let i = 0; i < COUNT; i++) {
+    client.send(sent[i]!, { binary: true });
+    if (i % 16 === 15) await new Promise((resolve) => setImmediate(resolve));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  t.equal(received.length, 0, 'nothing was read while the upstream was paused');
+  t.ok(upstreamSocket !== null, 'the upstream was connected');
+  upstreamSocket!.resume();
+  for (let i = 0; i < 200 && received.length < COUNT; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+  t.equal(received.length, COUNT, 'every message arrived');
+  const wrong = received.findIndex((data, i) => !data.equals(sent[i]!));
+  t.equal(wrong, -1, 'each arrived whole, with its own contents, in the order sent');
   client.close();
 });
