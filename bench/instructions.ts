@@ -67,7 +67,7 @@ interface Features {
 const ALL_ON: Features = { accessLog: true, metrics: true, requestId: true };
 const ALL_OFF: Features = { accessLog: false, metrics: false, requestId: false };
 
-function gatewayArgs(id: string, features: Features): (port: number) => string[] {
+function gatewayArgs(id: string, features: Features, extra: Record<string, unknown> = {}): (port: number) => string[] {
   return (port) => {
     const configFile = join(dir, `${id}.json`);
     writeFileSync(
@@ -82,6 +82,7 @@ function gatewayArgs(id: string, features: Features): (port: number) => string[]
         accessLog: features.accessLog ? { enabled: true, destination: join(dir, `${id}-access.log`) } : { enabled: false },
         metrics: { enabled: features.metrics },
         requestId: { enabled: features.requestId },
+        ...extra,
       }),
     );
     return [GATEWAY_MAIN, 'start', '--config', configFile];
@@ -96,6 +97,13 @@ const CONTENDERS: Contender[] = [
   { id: 'gateway-log', label: 'gateway, access log only (1 worker)', args: gatewayArgs('gateway-log', { ...ALL_OFF, accessLog: true }), optional: true },
   { id: 'gateway-metrics', label: 'gateway, metrics only (1 worker)', args: gatewayArgs('gateway-metrics', { ...ALL_OFF, metrics: true }), optional: true },
   { id: 'gateway-ids', label: 'gateway, request IDs only (1 worker)', args: gatewayArgs('gateway-ids', { ...ALL_OFF, requestId: true }), optional: true },
+  // Every request a hit of the shared (LMDB) store after the warm-up, as bench:proxy's gateway-cache: BENCH_ONLY=gateway-cache.
+  {
+    id: 'gateway-cache',
+    label: 'gateway + responseCache (local), every request a hit, all three on (1 worker)',
+    args: gatewayArgs('gateway-cache', ALL_ON, { middleware: [{ id: 'cache', type: 'responseCache', store: 'local', defaultTtlMs: 600_000 }] }),
+    optional: true,
+  },
 ];
 
 const require = createRequire(import.meta.url);

@@ -8,9 +8,12 @@
 // generator is one process on the same cores, so a proxy's own cost is the steadier figure.
 //
 // Environment (optional): BENCH_DURATION_S (5), BENCH_ROUNDS (2), BENCH_WS_CONNECTIONS (100),
-// BENCH_WS_WINDOW (4), BENCH_WORKERS (2), BENCH_DEADLINE_S (240).
+// BENCH_WS_WINDOW (4), BENCH_WORKERS (2), BENCH_DEADLINE_S (240). BENCH_BASE_DIR=<another checkout,
+// built> adds its gateway as "gateway-base" and prints this build's CPU per echo against it round by
+// round (the two alternate, so both meet the host in the same state: whole runs of one build here
+// differ by more than most changes); BENCH_ONLY=gateway,gateway-base,nginx,direct picks contenders.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +29,9 @@ const CONNECTIONS = Number(env.BENCH_WS_CONNECTIONS ?? 100);
 const WINDOW = Number(env.BENCH_WS_WINDOW ?? 4);
 const WORKERS = Number(env.BENCH_WORKERS ?? 2);
 const DEADLINE_S = Number(env.BENCH_DEADLINE_S ?? 240);
+const BASE_DIR = env.BENCH_BASE_DIR ?? '';
+const ONLY = env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',').map((id) => id.trim())) : null;
+const wanted = (id: string): boolean => ONLY === null || ONLY.has(id);
 const MESSAGE = Buffer.alloc(64, 0x61).toString();
 const OPEN_CONCURRENCY = 20;
 
@@ -205,17 +211,27 @@ async function main(): Promise<void> {
   await startChild('upstream', process.execPath, [ECHO_MAIN, String(upstreamPort)], /listening/);
   const contenders: Array<{ id: string; url: string }> = [];
 
-  const gatewayPort = await findFreePort('127.0.0.1');
   const config = {
     host: '127.0.0.1',
     upstreams: [{ serviceType: 'static', serviceLocation: `http://127.0.0.1:${upstreamPort}`, endpoints: [{ method: 'GET', path: '/echo' }] }],
     discovery: { retries: 0, refreshIntervalMs: 0 },
   };
   writeFileSync(join(workDir, 'gateway.json'), JSON.stringify(config));
-  await startChild('gateway', process.execPath, [GATEWAY_MAIN, 'start', '--config', join(workDir, 'gateway.json'), '--workers', String(WORKERS), '--port', String(gatewayPort)], /gateway operational/);
-  contenders.push({ id: 'gateway', url: `ws://127.0.0.1:${gatewayPort}/echo` });
+  const startGateway = async (id: string, main: string): Promise<void> => {
+    const port = await findFreePort('127.0.0.1');
+    await startChild(id, process.execPath, [main, 'start', '--config', join(workDir, 'gateway.json'), '--workers', String(WORKERS), '--port', String(port)], /gateway operational/);
+    contenders.push({ id, url: `ws://127.0.0.1:${port}/echo` });
+  };
+  if (wanted('gateway')) await startGateway('gateway', GATEWAY_MAIN);
+  if (BASE_DIR !== '' && wanted('gateway-base')) {
+    const baseMain = join(BASE_DIR, 'dist/bundle/gateway.mjs');
+    if (!existsSync(baseMain)) throw new Error(`BENCH_BASE_DIR: ${baseMain} does not exist (build that checkout first)`);
+    await startGateway('gateway-base', baseMain);
+  }
 
-  if (spawnSync('nginx', ['-v']).status === 0) {
+  if (!wanted('nginx')) {
+    // left out
+  } else if (spawnSync('nginx', ['-v']).status === 0) {
     const nginxPort = await findFreePort('127.0.0.1');
     writeFileSync(join(workDir, 'nginx.conf'), nginxConfig(nginxPort, upstreamPort));
     const ready = startChild('nginx', 'nginx', ['-p', workDir, '-e', join(workDir, 'error.log'), '-c', join(workDir, 'nginx.conf'), '-g', 'daemon off;'], /$^/).catch(() => {});
@@ -225,7 +241,8 @@ async function main(): Promise<void> {
   } else {
     console.log('nginx not installed: gateway only');
   }
-  contenders.push({ id: 'direct', url: `ws://127.0.0.1:${upstreamPort}/echo` });
+  if (wanted('direct')) contenders.push({ id: 'direct', url: `ws://127.0.0.1:${upstreamPort}/echo` });
+  if (contenders.length === 0) throw new Error('BENCH_ONLY left no contender');
   await waitOpen(contenders[0]!.url, 10_000);
 
   const messages = new Map<string, number[]>();
@@ -236,7 +253,8 @@ async function main(): Promise<void> {
     (map.get(id) ?? map.set(id, []).get(id)!).push(value);
   };
   for (let round = 0; round < ROUNDS; round++) {
-    for (const { id, url } of contenders) {
+    // Every other round in the opposite order: no contender always follows the same one.
+    for (const { id, url } of round % 2 === 0 ? contenders : [...contenders].reverse()) {
       for (const other of contenders) if (other.id !== id && other.id !== 'direct' && children.has(other.id)) signalGroup(other.id, 'SIGSTOP');
       if (id !== 'direct') signalGroup(id, 'SIGCONT');
       const pgid = id === 'direct' ? 0 : children.get(id)!.pid!;
@@ -257,9 +275,12 @@ async function main(): Promise<void> {
     const cpuText = id === 'direct' ? '' : `; CPU ${median(echoCpu.get(id)!).toFixed(1)} µs per echo, ${median(openCpu.get(id)!).toFixed(0)} µs per upgrade`;
     console.log(`- ${id}: ${Math.round(median(messages.get(id)!))} messages/s, ${Math.round(median(opens.get(id)!))} upgrades/s${cpuText}`);
   }
-  if (messages.has('nginx')) {
-    const ratio = (map: Map<string, number[]>): string => (median(map.get('gateway')!) / median(map.get('nginx')!)).toFixed(2);
-    console.log(`gateway / nginx: messages/s ${ratio(messages)}x, upgrades/s ${ratio(opens)}x; CPU per echo ${ratio(echoCpu)}x, per upgrade ${ratio(openCpu)}x`);
+  for (const other of ['nginx', 'gateway-base']) {
+    if (!messages.has('gateway') || !messages.has(other)) continue;
+    const ratio = (map: Map<string, number[]>): string => (median(map.get('gateway')!) / median(map.get(other)!)).toFixed(2);
+    console.log(`gateway / ${other}: messages/s ${ratio(messages)}x, upgrades/s ${ratio(opens)}x; CPU per echo ${ratio(echoCpu)}x, per upgrade ${ratio(openCpu)}x`);
+    const rounds = echoCpu.get('gateway')!.map((cpu, i) => cpu / echoCpu.get(other)![i]!);
+    console.log(`  CPU per echo round by round: ${rounds.map((r) => r.toFixed(2)).join(', ')} (median ${median(rounds).toFixed(2)}x)`);
   }
 }
 
