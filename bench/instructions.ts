@@ -21,8 +21,10 @@
 // JavaScript named from V8's perf map (--perf-basic-prof).
 //
 // Needs valgrind (Debian's package); without it, says so and exits 0. BENCH_ONLY=floor,gateway-off,gateway.
+// BENCH_KEEP_DIR=dir keeps each contender's callgrind files and V8 perf maps in dir/<id> (for
+// callgrind_annotate --tree=caller and the like); otherwise they go with the run.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -36,6 +38,7 @@ const WARM = Number(env.BENCH_WARM ?? 5000);
 const REQUESTS = Number(env.BENCH_REQUESTS ?? 10_000);
 const CONNECTIONS = 10;
 const TOP = Number(env.BENCH_TOP ?? 0);
+const KEEP_DIR = env.BENCH_KEEP_DIR ?? '';
 const ONLY = env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',').map((s) => s.trim())) : null;
 const HERE = dirname(fileURLToPath(import.meta.url));
 const GATEWAY_MAIN = join(HERE, '..', 'bundle', 'gateway.mjs');
@@ -171,7 +174,7 @@ interface Result {
 
 async function measure(contender: Contender): Promise<Result> {
   const port = await findFreePort('127.0.0.1');
-  const outDir = join(dir, contender.id);
+  const outDir = join(KEEP_DIR === '' ? dir : KEEP_DIR, contender.id);
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
   const child: ChildProcess = spawn(
@@ -219,8 +222,11 @@ async function measure(contender: Contender): Promise<Result> {
   } finally {
     await stop();
     for (const name of existsSync(outDir) ? readdirSync(outDir) : []) {
-      const match = /^cg\.(\d+)\.out/.exec(name);
-      if (match !== null) rmSync(`/tmp/perf-${match[1]}.map`, { force: true });
+      const match = /^cg\.(\d+)\.out$/.exec(name);
+      if (match === null) continue;
+      const map = `/tmp/perf-${match[1]}.map`;
+      if (KEEP_DIR !== '' && existsSync(map)) copyFileSync(map, join(outDir, `perf-${match[1]}.map`));
+      rmSync(map, { force: true });
     }
   }
 }

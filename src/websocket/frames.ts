@@ -284,6 +284,11 @@ export function encodeFrameInto(target: Buffer, at: number, opcode: number, payl
   target[keyAt + 2] = m2;
   target[keyAt + 3] = m3;
   const start = keyAt + 4;
+  if (length >= WORD_MASK_FROM) {
+    target.set(payload, start);
+    maskInPlace(target, start, length, keyAt);
+    return start + length;
+  }
   let i = 0;
   const whole = length & ~3;
   for (; i < whole; i += 4) {
@@ -297,6 +302,33 @@ export function encodeFrameInto(target: Buffer, at: number, opcode: number, payl
   if (i + 1 < length) target[start + i + 1] = payload[i + 1]! ^ m1;
   if (i + 2 < length) target[start + i + 2] = payload[i + 2]! ^ m2;
   return start + length;
+}
+
+/**
+ * Payloads from this size on are copied whole, then masked four bytes at a time through an Int32Array
+ * over the 4-byte-aligned middle. encodeFrameInto in a node loop, 3 runs each, this way against byte
+ * by byte: 256 bytes 0.25-0.28 µs against 0.33-0.38, 1 KiB 0.44-0.60 against 1.26-1.31, 16 KiB
+ * 6.2-6.7 against 16.5-19.6, 1 MiB 0.32-0.42 ms against 0.97-1.38. Below that, making the view
+ * costs about what it saves.
+ */
+const WORD_MASK_FROM = 256;
+/** The mask key as the Int32Array reads it, in the platform's byte order. */
+const keyBytes = new Uint8Array(4);
+const keyWord = new Int32Array(keyBytes.buffer);
+
+/** XORs target[start, start + length) with the mask key at target[keyAt] (byte i with key byte i % 4). */
+function maskInPlace(target: Buffer, start: number, length: number, keyAt: number): void {
+  const end = start + length;
+  // Bytes before the first 4-byte boundary of the memory, then whole words, then the bytes after.
+  const lead = -(target.byteOffset + start) & 3;
+  for (let i = 0; i < lead; i++) target[start + i]! ^= target[keyAt + i]!;
+  for (let k = 0; k < 4; k++) keyBytes[k] = target[keyAt + ((lead + k) & 3)]!;
+  const key = keyWord[0]!;
+  const first = start + lead;
+  const words = (end - first) >> 2;
+  const view = new Int32Array(target.buffer, target.byteOffset + first, words);
+  for (let w = 0; w < words; w++) view[w]! ^= key;
+  for (let p = first + words * 4; p < end; p++) target[p]! ^= target[keyAt + ((p - start) & 3)]!;
 }
 
 /** A close frame's payload: the code and a reason of at most 123 bytes of UTF-8. */

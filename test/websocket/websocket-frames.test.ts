@@ -115,6 +115,30 @@ t.test("ws's Receiver (as a server) reads what encodeFrameInto writes", async (t
   );
 });
 
+t.test('masked byte by byte and four bytes at a time alike, at every alignment of the buffer', async (t) => {
+  // Payloads from 256 bytes on take the word path (maskInPlace); the frame may start anywhere.
+  const sizes = [0, 1, 3, 4, 5, 125, 126, 255, 256, 257, 258, 259, 260, 1023, 65535, 65536, 70001];
+  let checked = 0;
+  for (const size of sizes) {
+    const data = Buffer.alloc(size);
+    for (let i = 0; i < size; i++) data[i] = (i * 31 + size) & 0xff;
+    for (let offset = 0; offset < 8; offset++) {
+      const out = Buffer.alloc(offset + frameSize(size));
+      const end = encodeFrameInto(out, offset, OPCODE_BINARY, data);
+      t.equal(end, out.length, `the frame of ${size} bytes ends where its size says`);
+      const receiver = new Receiver({ isServer: true, maxPayload: 1 << 20 });
+      const got: Buffer[] = [];
+      receiver.on('message', (message) => got.push(message));
+      receiver.on('error', (err) => t.fail(err.message));
+      receiver.write(out.subarray(offset));
+      await new Promise((resolve) => setImmediate(resolve));
+      if (got.length !== 1 || !got[0]!.equals(data)) t.fail(`${size} bytes at offset ${offset} did not come back as sent`);
+      else checked++;
+    }
+  }
+  t.equal(checked, sizes.length * 8, 'every size at every offset was read back as sent');
+});
+
 t.test('every frame encodeFrameInto writes is masked, with a fresh key', async (t) => {
   const a = encodeAll([{ opcode: OPCODE_TEXT, data: Buffer.from('same') }]);
   const b = encodeAll([{ opcode: OPCODE_TEXT, data: Buffer.from('same') }]);
