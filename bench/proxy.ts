@@ -48,7 +48,7 @@ const LATER_WARMUP_S = Math.min(1, FIRST_WARMUP_S);
 const CONNECTIONS = Number(env.BENCH_CONNECTIONS ?? 50);
 const ROUNDS = Number(env.BENCH_ROUNDS ?? 3);
 /**
- * The paced half-rate runs (gateway, direct, gateway-off and nginx, interleaved). Their p99 swings by
+ * The paced half-rate runs (gateway, direct, gateway-off, nginx and the floor, interleaved). Their p99 swings by
  * 2-3x from one minute to the next on a shared 2-core machine, so the added latency is taken per
  * round (a contender against the direct run of the same round) and the median of those is reported.
  */
@@ -619,9 +619,10 @@ async function main(): Promise<void> {
   const halfRate = env.BENCH_PACED_RATE ? Number(env.BENCH_PACED_RATE) : Math.round(peak / 2);
   const paced = new Map<string, LoadResult[]>();
   if (peak > 0 && byId('direct').origin !== null && !byId('direct').skipped) {
-    // gateway-off and nginx too, when they run: how much of the added tail is metrics and the access log,
-    // and what a C proxy adds at the same rate on the same cores.
-    const ids = ['gateway', 'direct', 'gateway-off', 'nginx'].filter((id) => byId(id).origin !== null && !byId(id).skipped);
+    // gateway-off, nginx and the floor too, when they run: how much of the added tail is metrics and the
+    // access log, what a C proxy adds at the same rate on the same cores, and what uWS and a socket
+    // with nothing else add (the least a Node proxy of this shape can).
+    const ids = ['gateway', 'direct', 'gateway-off', 'nginx', 'floor'].filter((id) => byId(id).origin !== null && !byId(id).skipped);
     for (let round = 0; round < PACED_ROUNDS; round++) {
       for (const id of round % 2 === 0 ? ids : [...ids].reverse()) {
         const contender = byId(id);
@@ -680,7 +681,7 @@ async function main(): Promise<void> {
     out.push('');
     out.push('| contender | req/s | p50 ms | p99 ms | p99 per round |');
     out.push('|---|---:|---:|---:|---|');
-    for (const id of ['direct', 'gateway', 'gateway-off', 'nginx']) {
+    for (const id of ['direct', 'gateway', 'gateway-off', 'nginx', 'floor']) {
       const list = paced.get(id) ?? [];
       if (list.length === 0) continue;
       out.push(
@@ -767,7 +768,7 @@ async function main(): Promise<void> {
     const figure = `${fmtMs(added.median)} ms (median of ${added.perRound.length} rounds, each the gateway's p99 less direct's of the same round: ${added.perRound.map(fmtMs).join(', ')})`;
     if (env.BENCH_PACED_RATE) out.push(`- p99 added latency at ${fmtRps(halfRate)} req/s (not the target's rate): ${figure}`);
     else out.push(targetLine(`p99 added latency < 2 ms at half peak`, figure, added.median < 2, (added.median - 2) / 2));
-    for (const id of ['gateway-off', 'nginx']) {
+    for (const id of ['gateway-off', 'nginx', 'floor']) {
       const list = paced.get(id);
       if (list === undefined) continue;
       const other = addedP99(list, paced.get('direct')!);
