@@ -33,9 +33,10 @@ const UNSENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRES
 /**
  * Every plain-TCP upstream leg of a worker reads into this one buffer (net's `onread`): no buffer is
  * allocated per read and no stream machinery runs between the read and the frame reader. Nothing may
- * keep a view of it past the read's callback and the ticks after it, which run before the next read:
- * the frame reader copies what it keeps across reads (a split header or payload, fragments), the relay
- * sends a read's messages on in a tick (relay.ts), and the handshake copies a head cut over reads.
+ * keep a view of it once the read's callback returns: the frame reader copies what it keeps across
+ * reads (a split header or payload, fragments), the relay sends a read's messages to the client in
+ * onReadEnd (relay.ts) and copies those that come before the client's socket is open, and the
+ * handshake copies a head cut over reads.
  */
 const READ_BUFFER = Buffer.allocUnsafeSlow(64 * 1024);
 /**
@@ -193,7 +194,7 @@ export class UpstreamSocket implements FrameSink {
    * uWS calls the message handler once per message, each a callback of its own, so a nextTick would
    * write after every one; under bench:ws (4 messages in flight per connection) a turn's writes made
    * about 5 messages per system call instead of 1. Encoding into one buffer rather than corking the
-   * socket spares a stream write per message (bench/README.md has the figures).
+   * socket spares a stream write per message (docs/websocket.md has the figures).
    */
   private queue(opcode: number, payload: Uint8Array): void {
     const size = frameSize(payload.length);
@@ -339,7 +340,6 @@ export class UpstreamSocket implements FrameSink {
         this.head = null;
         return;
       }
-
     }
   }
 
