@@ -122,30 +122,33 @@ t.test('protected entries are never evicted; with every entry protected nothing 
 });
 
 /**
- * Microseconds per insert into a map kept at `cap` entries (every entry referenced, as new keys are),
- * best of three: evicting with the hand, or deleting the oldest key by name (the least any eviction
- * can cost on a map of that size: the same hash table, the same cache misses).
+ * Microseconds per insert into a map kept at `cap` entries (every entry referenced, as new keys are):
+ * evicting with the hand, or deleting the oldest key by name (the least any eviction can cost on a
+ * map of that size: the same hash table, the same cache misses). One round.
  */
 function insertCost(cap: number, inserts: number, evict: 'hand' | 'oldest'): number {
-  let best = Infinity;
-  for (let round = 0; round < 3; round++) {
-    const map = new Map<string, Entry>();
-    const hand = new ClockHand(map);
-    for (let i = 0; i < cap; i++) map.set(`k${i}`, { referenced: true, protected: false });
-    const started = performance.now();
-    for (let i = cap; i < cap + inserts; i++) {
-      if (evict === 'hand') hand.evictOne((e) => e.protected, () => {});
-      else map.delete(`k${i - cap}`);
-      map.set(`k${i}`, { referenced: true, protected: false });
-    }
-    best = Math.min(best, ((performance.now() - started) * 1000) / inserts);
+  const map = new Map<string, Entry>();
+  const hand = new ClockHand(map);
+  for (let i = 0; i < cap; i++) map.set(`k${i}`, { referenced: true, protected: false });
+  const started = performance.now();
+  for (let i = cap; i < cap + inserts; i++) {
+    if (evict === 'hand') hand.evictOne((e) => e.protected, () => {});
+    else map.delete(`k${i - cap}`);
+    map.set(`k${i}`, { referenced: true, protected: false });
   }
-  return best;
+  return ((performance.now() - started) * 1000) / inserts;
 }
 
 t.test('at 50,000 keys an eviction costs about what deleting the oldest key by name costs (a fresh walk from the head: 60x)', async (t) => {
-  const oldest = insertCost(50_000, 100_000, 'oldest');
-  const hand = insertCost(50_000, 100_000, 'hand');
+  // Rounds alternate, so that a burst of other work on the machine meets both; the best of each.
+  let oldest = Infinity;
+  let hand = Infinity;
+  for (let round = 0; round < 4; round++) {
+    oldest = Math.min(oldest, insertCost(50_000, 100_000, 'oldest'));
+    hand = Math.min(hand, insertCost(50_000, 100_000, 'hand'));
+  }
   t.comment(`µs per insert at 50,000 keys: ${hand.toFixed(2)} with the hand, ${oldest.toFixed(2)} deleting the oldest by name`);
-  t.ok(hand < 4 * oldest, `${(hand / oldest).toFixed(1)}x (bound 4x)`);
+  // Quiet runs read 1.3-1.5x; one of three best-of rounds in a row, under a loaded CI run, read 5.1x.
+  // A walk from the head would be about 60x.
+  t.ok(hand < 10 * oldest, `${(hand / oldest).toFixed(1)}x (bound 10x; a fresh walk from the head: about 60x)`);
 });
