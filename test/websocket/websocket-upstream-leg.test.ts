@@ -141,6 +141,16 @@ t.test('the handshake: interim answers, a 101 cut into pieces, no subprotocol ch
         next();
         break;
       }
+      case 'eager': {
+        // The 101 and three messages in one write (relayed from within the read that completes the
+        // handshake), then a fourth later, read into the same worker buffer as the first three.
+        const key = /sec-websocket-key: (.*)/i.exec(peer.head)![1]!.trim();
+        const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+        const head = `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`;
+        socket.write(Buffer.concat([Buffer.from(head), ...['one!', 'two!', 'tri!'].map((text) => frame(0x1, Buffer.from(text)))]));
+        setTimeout(() => socket.write(Buffer.concat([Buffer.alloc(head.length, 0x2a), frame(0x1, Buffer.from('four'))]).subarray(head.length)), 100);
+        break;
+      }
       case 'bad-accept':
         socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: AAAAAAAAAAAAAAAAAAAAAAAAAAA=\r\n\r\n');
         break;
@@ -180,6 +190,13 @@ t.test('the handshake: interim answers, a 101 cut into pieces, no subprotocol ch
   const bytewise = await openClient(url);
   t.same(await nextMessage(bytewise), { data: Buffer.from('first'), isBinary: false }, 'a 101 and a message written a byte at a time');
   bytewise.terminate();
+
+  mode = 'eager';
+  const eager = await openClient(url);
+  const early: string[] = [];
+  for (let i = 0; i < 4; i++) early.push((await nextMessage(eager)).data.toString());
+  t.same(early, ['one!', 'two!', 'tri!', 'four'], 'messages in the 101\'s read arrive intact, and so does the next read');
+  eager.terminate();
 
   // ws (the test's client) fails a connection whose offered subprotocols were all declined; a browser
   // goes on with none. That is the client's call: the gateway passes the upstream's answer on.
