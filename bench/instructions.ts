@@ -20,7 +20,9 @@
 // subtracted. Per-function counts of the busiest process are printed with BENCH_TOP=n, JIT-compiled
 // JavaScript named from V8's perf map (--perf-basic-prof).
 //
-// Needs valgrind (Debian's package); without it, says so and exits 0. BENCH_ONLY=floor,gateway-off,gateway.
+// Needs valgrind (Debian's package); without it, says so and exits 0. BENCH_ONLY=floor,gateway-off,gateway;
+// optional contenders: gateway-log, gateway-metrics, gateway-ids (one feature each), gateway-cache (a
+// response-cache hit) and gateway-ws (a WebSocket echo: BENCH_REQUESTS counts echoes).
 // BENCH_KEEP_DIR=dir keeps each contender's callgrind files and V8 perf maps in dir/<id> (for
 // callgrind_annotate --tree=caller and the like); otherwise they go with the run.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -29,6 +31,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { WebSocket } from 'ws';
 import { findFreePort } from '../src/cluster/free-port.js';
 import { firstLine, nodeChildren, onPath, waitFor200 } from './children.js';
 import { PROXY_REQUEST_PATH, proxyBenchEndpoints } from './route-set.js';
@@ -54,12 +57,95 @@ const dir = mkdtempSync(join(tmpdir(), 'specgate-bench-instructions-'));
 const start = nodeChildren(dir);
 const upstream = start([join(HERE, 'proxy-upstream.js'), '0']);
 const upstreamOrigin = `http://127.0.0.1:${(JSON.parse(await firstLine(upstream, 'upstream')) as { port: number }).port}`;
+/** The WebSocket echo upstream (bench/websocket-echo.ts), started for gateway-ws only. */
+let wsUpstream = '';
+function wsUpstreamOrigin(): string {
+  if (wsUpstream === '') throw new Error('the WebSocket upstream was not started');
+  return wsUpstream;
+}
+if (ONLY?.has('gateway-ws')) {
+  const wsPort = await findFreePort('127.0.0.1');
+  const echo = start([join(HERE, 'websocket-echo.js'), String(wsPort)]);
+  await firstLine(echo, 'websocket upstream');
+  wsUpstream = `http://127.0.0.1:${wsPort}`;
+}
 
 interface Contender {
   id: string;
   label: string;
   args: (port: number) => string[];
   optional?: boolean;
+  /** How it is loaded; HTTP GETs of the bench's path when absent. */
+  driver?: (port: number) => Driver;
+}
+
+/** Loads a contender: `ready` once it serves, then `load(n)` for n requests (or echoes), then `close`. */
+interface Driver {
+  ready(child: ChildProcess, stderr: () => string): Promise<void>;
+  load(count: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+function httpDriver(port: number, id: string): Driver {
+  return {
+    ready: (child, stderr) => waitFor200(`http://127.0.0.1:${port}`, PROXY_REQUEST_PATH, id, child, 300_000, stderr, 500),
+    load: (count) => load(port, count),
+    close: async () => {},
+  };
+}
+
+/**
+ * WebSocket echo through the gateway (BENCH_ONLY=gateway-ws): WS_CONNECTIONS connections opened once
+ * it upgrades, each keeping 4 messages of 64 bytes in flight; a count is of echoes (one message each
+ * way). The connections are opened before the counters are zeroed and closed after the dump, so the
+ * count is of relaying alone (upgrades and closes run other code, and V8 compiling it would be counted).
+ */
+const WS_CONNECTIONS = 20;
+function wsDriver(port: number): Driver {
+  const url = `ws://127.0.0.1:${port}/echo`;
+  const message = Buffer.alloc(64, 0x61).toString();
+  let sockets: WebSocket[] = [];
+  let onEcho: (socket: WebSocket) => void = () => {};
+  const open = (): Promise<WebSocket> =>
+    new Promise((resolve, reject) => {
+      const socket = new WebSocket(url, { perMessageDeflate: false });
+      socket.once('open', () => resolve(socket));
+      socket.once('error', reject);
+    });
+  return {
+    async ready(child, stderr) {
+      const deadline = Date.now() + 300_000;
+      for (;;) {
+        const socket = await open().catch(() => null);
+        if (socket !== null) {
+          socket.terminate();
+          break;
+        }
+        if (child.exitCode !== null || Date.now() > deadline) throw new Error(`gateway-ws did not upgrade\n${stderr()}`);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      sockets = await Promise.all(Array.from({ length: WS_CONNECTIONS }, open));
+      for (const socket of sockets) socket.on('message', () => onEcho(socket));
+    },
+    load(count) {
+      return new Promise((resolve) => {
+        let echoed = 0;
+        let sent = 0;
+        onEcho = (socket) => {
+          if (++echoed === count) resolve();
+          if (sent < count) {
+            sent++;
+            socket.send(message);
+          }
+        };
+        for (const socket of sockets) for (let i = 0; i < 4 && sent < count; i++, sent++) socket.send(message);
+      });
+    },
+    async close() {
+      for (const socket of sockets) socket.terminate();
+      sockets = [];
+    },
+  };
 }
 
 interface Features {
@@ -100,6 +186,27 @@ const CONTENDERS: Contender[] = [
   { id: 'gateway-log', label: 'gateway, access log only (1 worker)', args: gatewayArgs('gateway-log', { ...ALL_OFF, accessLog: true }), optional: true },
   { id: 'gateway-metrics', label: 'gateway, metrics only (1 worker)', args: gatewayArgs('gateway-metrics', { ...ALL_OFF, metrics: true }), optional: true },
   { id: 'gateway-ids', label: 'gateway, request IDs only (1 worker)', args: gatewayArgs('gateway-ids', { ...ALL_OFF, requestId: true }), optional: true },
+  {
+    id: 'gateway-ws',
+    label: 'gateway, WebSocket echo of 64 bytes, per echo (a message each way), all three on (1 worker)',
+    args: (port) => {
+      const configFile = join(dir, 'gateway-ws.json');
+      writeFileSync(
+        configFile,
+        JSON.stringify({
+          host: '127.0.0.1',
+          port,
+          workers: 1,
+          upstreams: [{ serviceType: 'static', serviceLocation: wsUpstreamOrigin(), endpoints: [{ method: 'GET', path: '/echo' }] }],
+          discovery: { refreshIntervalMs: 0 },
+          accessLog: { enabled: true, destination: join(dir, 'gateway-ws-access.log') },
+        }),
+      );
+      return [GATEWAY_MAIN, 'start', '--config', configFile];
+    },
+    driver: wsDriver,
+    optional: true,
+  },
   // Every request a hit of the shared (LMDB) store after the warm-up, as bench:proxy's gateway-cache: BENCH_ONLY=gateway-cache.
   {
     id: 'gateway-cache',
@@ -203,16 +310,18 @@ async function measure(contender: Contender): Promise<Result> {
     await exited;
     clearTimeout(timer);
   };
+  const driver = contender.driver?.(port) ?? httpDriver(port, contender.id);
   try {
-    await waitFor200(`http://127.0.0.1:${port}`, PROXY_REQUEST_PATH, contender.id, child, 300_000, () => stderr, 500);
-    await load(port, WARM);
+    await driver.ready(child, () => stderr);
+    await driver.load(WARM);
     callgrindControl('-z');
     const started = performance.now();
-    await load(port, REQUESTS);
+    await driver.load(REQUESTS);
     const loadMs = performance.now() - started;
     callgrindControl('-d');
     await new Promise((resolve) => setTimeout(resolve, loadMs));
     callgrindControl('-d');
+    await driver.close();
     await stop();
     const parts = readParts(outDir);
     if (parts.length === 0) throw new Error(`${contender.id}: no callgrind output\n${stderr}`);
@@ -293,7 +402,8 @@ console.log('| contender | the process that serves | / the floor\'s | all proces
 console.log('|---|---:|---:|---:|---|');
 for (const r of results) {
   const processes = r.processes.map((p) => `${Math.round(p.perRequest)} (${p.role})`).join(', ');
-  const ratio = floor !== undefined ? `${(busiest(r) / busiest(floor)).toFixed(2)}x` : '';
+  // An echo is not a request: no ratio to the floor's.
+  const ratio = floor !== undefined && r.id !== 'gateway-ws' ? `${(busiest(r) / busiest(floor)).toFixed(2)}x` : '';
   console.log(`| ${r.label} | ${Math.round(busiest(r))} | ${ratio} | ${Math.round(r.perRequest)} | ${processes} |`);
 }
 console.log(
