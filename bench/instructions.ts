@@ -156,7 +156,8 @@ interface Features {
 const ALL_ON: Features = { accessLog: true, metrics: true, requestId: true };
 const ALL_OFF: Features = { accessLog: false, metrics: false, requestId: false };
 
-function gatewayArgs(id: string, features: Features, extra: Record<string, unknown> = {}): (port: number) => string[] {
+/** A gateway contender's command line; `extra` (read when it starts) adds to or replaces parts of its config. */
+function gatewayArgs(id: string, features: Features, extra: () => Record<string, unknown> = () => ({})): (port: number) => string[] {
   return (port) => {
     const configFile = join(dir, `${id}.json`);
     writeFileSync(
@@ -171,7 +172,7 @@ function gatewayArgs(id: string, features: Features, extra: Record<string, unkno
         accessLog: features.accessLog ? { enabled: true, destination: join(dir, `${id}-access.log`) } : { enabled: false },
         metrics: { enabled: features.metrics },
         requestId: { enabled: features.requestId },
-        ...extra,
+        ...extra(),
       }),
     );
     return [GATEWAY_MAIN, 'start', '--config', configFile];
@@ -189,21 +190,9 @@ const CONTENDERS: Contender[] = [
   {
     id: 'gateway-ws',
     label: 'gateway, WebSocket echo of 64 bytes, per echo (a message each way), all three on (1 worker)',
-    args: (port) => {
-      const configFile = join(dir, 'gateway-ws.json');
-      writeFileSync(
-        configFile,
-        JSON.stringify({
-          host: '127.0.0.1',
-          port,
-          workers: 1,
-          upstreams: [{ serviceType: 'static', serviceLocation: wsUpstreamOrigin(), endpoints: [{ method: 'GET', path: '/echo' }] }],
-          discovery: { refreshIntervalMs: 0 },
-          accessLog: { enabled: true, destination: join(dir, 'gateway-ws-access.log') },
-        }),
-      );
-      return [GATEWAY_MAIN, 'start', '--config', configFile];
-    },
+    args: gatewayArgs('gateway-ws', ALL_ON, () => ({
+      upstreams: [{ serviceType: 'static', serviceLocation: wsUpstreamOrigin(), endpoints: [{ method: 'GET', path: '/echo' }] }],
+    })),
     driver: wsDriver,
     optional: true,
   },
@@ -211,7 +200,7 @@ const CONTENDERS: Contender[] = [
   {
     id: 'gateway-cache',
     label: 'gateway + responseCache (local), every request a hit, all three on (1 worker)',
-    args: gatewayArgs('gateway-cache', ALL_ON, { middleware: [{ id: 'cache', type: 'responseCache', store: 'local', defaultTtlMs: 600_000 }] }),
+    args: gatewayArgs('gateway-cache', ALL_ON, () => ({ middleware: [{ id: 'cache', type: 'responseCache', store: 'local', defaultTtlMs: 600_000 }] })),
     optional: true,
   },
 ];
