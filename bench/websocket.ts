@@ -229,16 +229,15 @@ async function main(): Promise<void> {
     await startGateway('gateway-base', baseMain);
   }
 
-  if (!wanted('nginx')) {
-    // left out
-  } else if (spawnSync('nginx', ['-v']).status === 0) {
+  const nginxInstalled = wanted('nginx') && spawnSync('nginx', ['-v']).status === 0;
+  if (nginxInstalled) {
     const nginxPort = await findFreePort('127.0.0.1');
     writeFileSync(join(workDir, 'nginx.conf'), nginxConfig(nginxPort, upstreamPort));
     const ready = startChild('nginx', 'nginx', ['-p', workDir, '-e', join(workDir, 'error.log'), '-c', join(workDir, 'nginx.conf'), '-g', 'daemon off;'], /$^/).catch(() => {});
     void ready;
     await waitOpen(`ws://127.0.0.1:${nginxPort}/echo`, 10_000);
     contenders.push({ id: 'nginx', url: `ws://127.0.0.1:${nginxPort}/echo` });
-  } else {
+  } else if (wanted('nginx')) {
     console.log('nginx not installed: gateway only');
   }
   if (wanted('direct')) contenders.push({ id: 'direct', url: `ws://127.0.0.1:${upstreamPort}/echo` });
