@@ -1,9 +1,11 @@
 // The bench scripts' children (upstreams, proxies under test): started in process groups of their own
 // and stopped with this process, their first line of output, and an HTTP GET polled until it answers
-// 200. `tail` adds what the child printed on stderr to an error.
+// 200 (or a WebSocket upgrade polled until it succeeds). `tail` adds what the child printed on stderr to
+// an error.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { request } from 'node:http';
+import { WebSocket } from 'ws';
 
 /**
  * Starts `node <args>` children, each the leader of its own process group (so a gateway's workers go
@@ -86,6 +88,28 @@ export async function waitFor200(origin: string, path: string, what: string, chi
       // not listening yet
     }
     if (Date.now() > deadline) throw new Error(`${what}: ${origin}${path} not 200 within ${timeoutMs} ms\n${tail()}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/**
+ * Opens (and closes) a WebSocket to `url` every `intervalMs` until one upgrades; fails when the time is
+ * up, or when `child` (if given) exits.
+ */
+export async function waitForUpgrade(url: string, what: string, timeoutMs: number, child: ChildProcess | null = null, tail: Tail = NO_TAIL, intervalMs = 200): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child !== null && (child.exitCode !== null || child.signalCode !== null)) throw new Error(`${what} exited\n${tail()}`);
+    const upgraded = await new Promise<boolean>((resolve) => {
+      const socket = new WebSocket(url);
+      socket.once('open', () => {
+        socket.close();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (upgraded) return;
+    if (Date.now() > deadline) throw new Error(`${what}: ${url} does not upgrade within ${timeoutMs} ms\n${tail()}`);
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }

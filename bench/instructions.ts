@@ -33,7 +33,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { findFreePort } from '../src/cluster/free-port.js';
-import { firstLine, nodeChildren, onPath, waitFor200 } from './children.js';
+import { firstLine, nodeChildren, onPath, waitFor200, waitForUpgrade } from './children.js';
 import { PROXY_REQUEST_PATH, proxyBenchEndpoints } from './route-set.js';
 
 const env = process.env;
@@ -75,6 +75,8 @@ interface Contender {
   label: string;
   args: (port: number) => string[];
   optional?: boolean;
+  /** What a count is of: a request (the default, compared with the floor's) or a WebSocket echo. */
+  unit?: 'request' | 'echo';
   /** How it is loaded; HTTP GETs of the bench's path when absent. */
   driver?: (port: number) => Driver;
 }
@@ -114,16 +116,7 @@ function wsDriver(port: number): Driver {
     });
   return {
     async ready(child, stderr) {
-      const deadline = Date.now() + 300_000;
-      for (;;) {
-        const socket = await open().catch(() => null);
-        if (socket !== null) {
-          socket.terminate();
-          break;
-        }
-        if (child.exitCode !== null || Date.now() > deadline) throw new Error(`gateway-ws did not upgrade\n${stderr()}`);
-        await new Promise((resolve) => setTimeout(resolve, 500));
-      }
+      await waitForUpgrade(url, 'gateway-ws', 300_000, child, stderr, 500);
       sockets = await Promise.all(Array.from({ length: WS_CONNECTIONS }, open));
       for (const socket of sockets) socket.on('message', () => onEcho(socket));
     },
@@ -194,6 +187,7 @@ const CONTENDERS: Contender[] = [
       upstreams: [{ serviceType: 'static', serviceLocation: wsUpstreamOrigin(), endpoints: [{ method: 'GET', path: '/echo' }] }],
     })),
     driver: wsDriver,
+    unit: 'echo',
     optional: true,
   },
   // Every request a hit of the shared (LMDB) store after the warm-up, as bench:proxy's gateway-cache: BENCH_ONLY=gateway-cache.
@@ -262,6 +256,7 @@ function readParts(outDir: string): PartCounts[] {
 interface Result {
   id: string;
   label: string;
+  unit: 'request' | 'echo';
   /** Instructions per request: load less idle, all processes. */
   perRequest: number;
   processes: Array<{ role: string; perRequest: number; idlePerRequest: number }>;
@@ -316,7 +311,7 @@ async function measure(contender: Contender): Promise<Result> {
     if (parts.length === 0) throw new Error(`${contender.id}: no callgrind output\n${stderr}`);
     if (TOP > 0) printTop(contender.id, parts[0]!.pid, join(outDir, `cg.${parts[0]!.pid}.out.1`));
     const processes = parts.map((p) => ({ role: roleOf(p.command), perRequest: (p.load - p.idle) / REQUESTS, idlePerRequest: p.idle / REQUESTS }));
-    return { id: contender.id, label: contender.label, perRequest: processes.reduce((sum, p) => sum + p.perRequest, 0), processes, loadMs };
+    return { id: contender.id, label: contender.label, unit: contender.unit ?? 'request', perRequest: processes.reduce((sum, p) => sum + p.perRequest, 0), processes, loadMs };
   } finally {
     await stop();
     for (const name of existsSync(outDir) ? readdirSync(outDir) : []) {
@@ -392,7 +387,7 @@ console.log('|---|---:|---:|---:|---|');
 for (const r of results) {
   const processes = r.processes.map((p) => `${Math.round(p.perRequest)} (${p.role})`).join(', ');
   // An echo is not a request: no ratio to the floor's.
-  const ratio = floor !== undefined && r.id !== 'gateway-ws' ? `${(busiest(r) / busiest(floor)).toFixed(2)}x` : '';
+  const ratio = floor !== undefined && r.unit === 'request' ? `${(busiest(r) / busiest(floor)).toFixed(2)}x` : '';
   console.log(`| ${r.label} | ${Math.round(busiest(r))} | ${ratio} | ${Math.round(r.perRequest)} | ${processes} |`);
 }
 console.log(

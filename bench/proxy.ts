@@ -172,7 +172,6 @@ function waitFor200(origin: string, path: string, what: string, child: ChildProc
   return waitFor200Of(origin, path, what, child, timeoutMs, () => stderrTail(child));
 }
 
-
 // ---- contenders ------------------------------------------------------------------------------------
 
 const groups = new Map<string, number>();

@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { findFreePort } from '../src/cluster/free-port.js';
+import { waitForUpgrade } from './children.js';
 import { groupCpuNs } from './group-cpu.js';
 import { median } from './median.js';
 
@@ -79,23 +80,6 @@ function stopAll(): void {
 function signalGroup(id: string, signal: NodeJS.Signals): void {
   const child = children.get(id);
   if (child) process.kill(-child.pid!, signal);
-}
-
-async function waitOpen(url: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = new WebSocket(url);
-      socket.once('open', () => {
-        socket.close();
-        resolve(true);
-      });
-      socket.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`${url} does not upgrade`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
 }
 
 interface Measured {
@@ -235,14 +219,14 @@ async function main(): Promise<void> {
     writeFileSync(join(workDir, 'nginx.conf'), nginxConfig(nginxPort, upstreamPort));
     const ready = startChild('nginx', 'nginx', ['-p', workDir, '-e', join(workDir, 'error.log'), '-c', join(workDir, 'nginx.conf'), '-g', 'daemon off;'], /$^/).catch(() => {});
     void ready;
-    await waitOpen(`ws://127.0.0.1:${nginxPort}/echo`, 10_000);
+    await waitForUpgrade(`ws://127.0.0.1:${nginxPort}/echo`, 'nginx', 10_000);
     contenders.push({ id: 'nginx', url: `ws://127.0.0.1:${nginxPort}/echo` });
   } else if (wanted('nginx')) {
     console.log('nginx not installed: gateway only');
   }
   if (wanted('direct')) contenders.push({ id: 'direct', url: `ws://127.0.0.1:${upstreamPort}/echo` });
   if (contenders.length === 0) throw new Error('BENCH_ONLY left no contender');
-  await waitOpen(contenders[0]!.url, 10_000);
+  await waitForUpgrade(contenders[0]!.url, contenders[0]!.id, 10_000);
 
   const messages = new Map<string, number[]>();
   const opens = new Map<string, number[]>();
