@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
+import fc from 'fast-check';
 import t, { type Test } from 'tap';
 import { ACCESS_LOG_FIELDS, createAccessLog, jsonString, type FinishedRequest } from '../../src/listeners/access-log.js';
 
@@ -176,4 +177,53 @@ t.test('latencyMs is written to the microsecond', async (t) => {
     t.equal(JSON.parse(lines[i]!).latencyMs, expected, `latency ${i}`);
     if (expected !== null) t.equal(text, JSON.stringify(expected), `latency ${i} is written as JSON writes it`);
   });
+});
+
+// Property: whatever the run of requests and whichever fields are left out, every line parses to what
+// pino writes for its request. Values are drawn from small sets so that consecutive lines share some
+// of them and not others: the blocks kept encoded between lines (Segment) are reused and rebuilt.
+t.test('any run of requests, any omitted fields: each line is what pino writes', async (t) => {
+  const pick = <T>(values: readonly T[]): fc.Arbitrary<T> => fc.constantFrom(...values);
+  const request: fc.Arbitrary<FinishedRequest> = fc.record({
+    method: pick(['GET', 'POST', 'DELETE']),
+    path: pick(['/a', '/users/42', '/q"x', '/caf\u00e9']),
+    routeTemplate: pick([null, '/a', '/users/{id}']),
+    upstream: pick([null, 'http://127.0.0.1:9001', 'http://u']),
+    status: pick([200, 404, 502, 499]),
+    latencyMs: pick([0, 0.5, 1.25, 12]),
+    bytesIn: pick([0, 5]),
+    bytesOut: pick([0, 94, 120]),
+    clientAddress: pick(['127.0.0.1', '::1']),
+    disabledListeners: fc.constant([] as string[]),
+    query: pick([undefined, '', 'q=1']),
+    userAgent: pick([undefined, 'curl/8.5.0', 'wrk']),
+    consumer: pick([undefined, null, 'acme']),
+    requestId: pick([undefined, 'r-1', 'r-2']),
+    traceId: pick([undefined, '4bf92f3577b34da6a3ce929d0e0e4736']),
+    upstreamMs: pick([undefined, -1, 0.25]),
+    cache: pick([undefined, null, 'HIT', 'MISS']),
+  });
+  const omit = fc.subarray([...ACCESS_LOG_FIELDS]);
+  let run = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(request, { minLength: 1, maxLength: 12 }), omit, async (records, omitted) => {
+      const { file, fd } = tempLogFile(t);
+      const log = createAccessLog({ workerId: 4, fd, omit: omitted, flushIntervalMs: 10_000 });
+      await log.ready;
+      for (const record of records) log.record(record);
+      await log.flush();
+      closeSync(fd);
+      const lines = readFileSync(file, 'latin1').trimEnd().split('\n');
+      run++;
+      if (lines.length !== records.length) return false;
+      return records.every((record, i) => {
+        const line = JSON.parse(lines[i]!) as Record<string, unknown>;
+        const expected = pinoLine(4, record);
+        for (const field of omitted) delete expected[field];
+        return JSON.stringify({ ...line, time: 0 }) === JSON.stringify({ ...expected, time: 0 });
+      });
+    }),
+    { numRuns: 150 },
+  );
+  t.equal(run, 150);
 });
