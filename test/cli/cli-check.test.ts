@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { reapOnExit } from '../helpers/reaper.js';
 import { untapped } from '../helpers/untapped.js';
 import { MAIN, startUpstream, swaggerDoc } from '../helpers/gateway-process.js';
 
@@ -137,6 +138,8 @@ t.test('GATEWAY_CONFIG is the default config of check and start', async (t) => {
   t.match(check.stdout, `${config} is ok`);
 
   const child = spawn(...untapped(process.execPath, [MAIN, 'start', '--port', '0'], {}), { env: { PATH: process.env.PATH ?? '', GATEWAY_CONFIG: config }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const unreap = reapOnExit(child.pid, { group: false });
+  child.once('exit', unreap);
   t.teardown(() => {
     if (child.exitCode === null) child.kill('SIGKILL');
   });

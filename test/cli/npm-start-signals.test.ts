@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { eventually, httpRequest } from '../helpers/gateway-process.js';
 import { holdExamplePorts } from '../helpers/machine-lock.js';
+import { reapOnExit } from '../helpers/reaper.js';
 import { untapped } from '../helpers/untapped.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -54,6 +55,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, GATEWAY_PORT: String(port), GATEWAY_WORKERS: '1' },
     });
+    const unreap = reapOnExit(npm.pid, { group: true });
     let output = '';
     npm.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     npm.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -64,6 +66,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       } catch {
         // gone
       }
+      unreap();
     });
     await eventually(async () => ((await httpRequest(port, '/api/users/42')).status === 200 ? true : undefined), 60_000, 200, `the demo answering (output: ${output})`);
     const processes = descendants(npm.pid!);

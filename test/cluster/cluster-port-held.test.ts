@@ -6,6 +6,7 @@ import t from 'tap';
 import type { ReloadStatus } from '../../src/builtins/healthcheck.js';
 import { findFreePort } from '../../src/cluster/free-port.js';
 import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { reapOnExit } from '../helpers/reaper.js';
 import { untapped } from '../helpers/untapped.js';
 
 const upstream = await startUpstream(t, { name: 'backend' });
@@ -18,6 +19,8 @@ async function foreignHolder(): Promise<{ pid: number; port: number }> {
     ...untapped(process.execPath, ['-e', "const s = require('node:net').createServer(); s.listen({ host: '127.0.0.1', port: 0, exclusive: true }, () => console.log(s.address().port))"]),
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
+  const unreap = reapOnExit(child.pid, { group: false });
+  child.once('exit', unreap);
   t.teardown(() => void child.kill('SIGKILL'));
   const port = await new Promise<number>((resolve) => child.stdout!.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))));
   return { pid: child.pid!, port };

@@ -8,12 +8,15 @@ import { join } from 'node:path';
 import t from 'tap';
 import { findFreePort } from '../../src/cluster/free-port.js';
 import { httpRequest, startGateway, startUpstream, testConfig, type Teardown } from '../helpers/gateway-process.js';
+import { reapOnExit } from '../helpers/reaper.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'specgate-fronts-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
 function run(t: Teardown, command: string, args: string[]): void {
   const child = spawn(command, args, { stdio: 'ignore' });
+  const unreap = reapOnExit(child.pid, { group: false });
+  child.once('exit', unreap);
   t.teardown(() => {
     child.kill('SIGKILL');
   });

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect } from 'node:net';
 import { parseResponses, rawRequest, type ParsedResponse } from './raw-http.js';
+import { reapOnExit } from './reaper.js';
 import { untapped } from './untapped.js';
 
 /** The gateway as shipped: the bundle `npm start` and the `gateway` bin run (src/cli/bundle-write.ts). */
@@ -74,6 +75,7 @@ export async function startGateway(t: Teardown, options: StartOptions): Promise<
     ),
     { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env },
   );
+  const unreap = reapOnExit(child.pid, { group: true });
   const lines: LogLine[] = [];
   const waiters = new Set<{ predicate: (line: LogLine) => boolean; resolve: (line: LogLine) => void }>();
   let text = '';
@@ -127,6 +129,7 @@ export async function startGateway(t: Teardown, options: StartOptions): Promise<
     } catch {
       // none left
     }
+    unreap();
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -13,6 +13,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { findFreePort } from '../../src/cluster/free-port.js';
+import { reapOnExit } from './reaper.js';
 
 export interface RedisServer {
   readonly port: number;
@@ -99,6 +100,7 @@ export async function startRedisServer(): Promise<RedisServer> {
     );
     child = proc;
     live.add(proc);
+    const unreap = reapOnExit(proc.pid, { group: false });
     const keep = (chunk: Buffer) => {
       output = (output + chunk.toString()).slice(-4000);
     };
@@ -106,6 +108,7 @@ export async function startRedisServer(): Promise<RedisServer> {
     proc.stderr?.on('data', keep);
     proc.on('exit', (code, signal) => {
       live.delete(proc);
+      unreap();
       exitReason = `redis-server exited (code ${code}, signal ${signal}):\n${output}`;
     });
     proc.on('error', (error) => {

@@ -14,6 +14,7 @@ import { pathToFileURL } from 'node:url';
 import { startDataPlane } from '../../src/proxy/data-plane.js';
 import { RoutingTable } from '../../src/routing/table.js';
 import { entry, testConfig } from '../helpers/upstream-server.js';
+import { reapOnExit } from '../helpers/reaper.js';
 import { untapped } from '../helpers/untapped.js';
 
 const MiB = 1024 * 1024;
@@ -80,6 +81,7 @@ process.stdin.on('end', () => process.exit(0));
 `;
 
 const child = spawn(...untapped(process.execPath, ['--input-type=module', '-e', CHILD]), { stdio: ['pipe', 'pipe', 'inherit'] });
+child.once('exit', reapOnExit(child.pid, { group: false }));
 const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
 async function nextLine(): Promise<Record<string, unknown>> {
   const { value, done } = await lines.next();

@@ -1,0 +1,58 @@
+// Test support: what a test file started does not outlive it, even when its teardowns never run.
+//
+// tap ends a file that overruns its timeout with SIGALRM and then SIGKILL, and no teardown runs: a
+// gateway the file started (its own process group: primary, workers) would keep running, holding
+// ports and CPU on a two-core machine for the files after it. So each test process that registers a
+// child starts one reaper: a bash (its kill takes a process group, dash's does not) in a session of
+// its own, whose stdin is a pipe from the test process. It reads `+ id` and `- id` lines (a pid, or
+// -pgid for a whole process group); when its stdin closes, which happens however the test process
+// ended, it SIGKILLs every id still registered. A teardown that stopped its child unregisters it, so
+// a pid the system reuses later is never hit.
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Socket } from 'node:net';
+
+const SCRIPT = `
+live=" "
+while read -r op id; do
+  case "$op" in
+    +) live="$live$id " ;;
+    -) case "$live" in *" $id "*) live="\${live%% $id *} \${live#* $id }" ;; esac ;;
+  esac
+done
+for id in $live; do kill -9 -- "$id" 2>/dev/null; done
+`;
+
+let reaper: ChildProcess | null = null;
+
+function send(line: string): void {
+  if (reaper === null) {
+    reaper = spawn('bash', ['-c', SCRIPT], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+    reaper.on('error', () => {});
+    reaper.stdin!.on('error', () => {});
+    // Neither the shell nor the pipe keeps the test process alive.
+    reaper.unref();
+    (reaper.stdin as Socket).unref();
+  }
+  reaper.stdin!.write(line + '\n');
+}
+
+/**
+ * Has `pid` (its whole process group with `group`) killed if this process ends before the returned
+ * function is called; call it once the child is known to be gone or stopped by the test itself.
+ */
+export function reapOnExit(pid: number | undefined, { group }: { group: boolean }): () => void {
+  if (pid === undefined) return () => {};
+  const id = group ? -pid : pid;
+  send(`+ ${id}`);
+  let registered = true;
+  return () => {
+    if (!registered) return;
+    registered = false;
+    send(`- ${id}`);
+  };
+}
+
+/** The reaper's pid once one runs (for the reaper's own test). */
+export function reaperPid(): number | undefined {
+  return reaper?.pid;
+}
