@@ -328,54 +328,29 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
       // The requests recorded before it go first: lines stay in the order they ended.
       encodeBatch();
       const e = encoder;
+      // A field of the line: its key and value, unless the key is null (a field left out).
+      const field = (key: Buffer | null, value: Value): void => {
+        if (key === null) return;
+        e.bytes(key);
+        e.value(value);
+      };
       beginLine(Date.now());
       e.bytes(fragment(base));
-      if (l.method !== null) {
-        e.bytes(l.method);
-        e.string(request.method);
-      }
-      if (l.path !== null) {
-        e.bytes(l.path);
-        e.string(request.path);
-      }
-      if (l.endpoint !== null) {
-        e.bytes(l.endpoint);
-        e.stringOrNull(request.routeTemplate);
-      }
-      if (l.upstream !== null) {
-        e.bytes(l.upstream);
-        e.stringOrNull(request.upstream);
-      }
-      if (l.status !== null) {
-        e.bytes(l.status);
-        e.number(request.status);
-      }
+      field(l.method, request.method);
+      field(l.path, request.path);
+      field(l.endpoint, request.routeTemplate);
+      field(l.upstream, request.upstream);
+      field(l.status, request.status);
       e.bytes(DURATION_MS);
       e.milliseconds(connection.durationMs);
-      if (l.bytesIn !== null) {
-        e.bytes(l.bytesIn);
-        e.number(connection.bytesIn);
-      }
-      if (l.bytesOut !== null) {
-        e.bytes(l.bytesOut);
-        e.number(connection.bytesOut);
-      }
-      e.bytes(MESSAGES_IN);
-      e.number(connection.messagesIn);
-      e.bytes(MESSAGES_OUT);
-      e.number(connection.messagesOut);
-      e.bytes(CLOSE_CODE);
-      e.number(connection.closeCode);
-      e.bytes(CLOSED_BY);
-      e.string(connection.closedBy);
-      if (l.client !== null) {
-        e.bytes(l.client);
-        e.string(request.clientAddress);
-      }
-      if (l.requestId !== null && request.requestId) {
-        e.bytes(l.requestId);
-        e.string(request.requestId);
-      }
+      field(l.bytesIn, connection.bytesIn);
+      field(l.bytesOut, connection.bytesOut);
+      field(MESSAGES_IN, connection.messagesIn);
+      field(MESSAGES_OUT, connection.messagesOut);
+      field(CLOSE_CODE, connection.closeCode);
+      field(CLOSED_BY, connection.closedBy);
+      field(l.client, request.clientAddress);
+      if (request.requestId) field(l.requestId, request.requestId);
       e.bytes(CONNECTION_LINE_END);
       endLine();
     },
@@ -595,6 +570,13 @@ class LineEncoder {
     }
     buffer[p++] = 0x22;
     this.pos = p;
+  }
+
+  /** A string, a number or null. */
+  value(value: Value): void {
+    if (typeof value === 'string') this.string(value);
+    else if (value === null) this.bytes(NULL);
+    else this.number(value);
   }
 
   stringOrNull(value: string | null): void {
