@@ -45,8 +45,6 @@ const KEEP_DIR = env.BENCH_KEEP_DIR ?? '';
 const ONLY = env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',').map((s) => s.trim())) : null;
 const HERE = dirname(fileURLToPath(import.meta.url));
 const GATEWAY_MAIN = join(HERE, '..', 'bundle', 'gateway.mjs');
-// Synchronous optimization (see above); JIT code named in /tmp/perf-<pid>.map.
-const NODE_FLAGS = ['--no-concurrent-recompilation', '--perf-basic-prof'];
 
 if (!onPath('valgrind') || !onPath('callgrind_control')) {
   console.log('bench:instructions needs valgrind (apt-get install valgrind); skipped.');
@@ -54,6 +52,9 @@ if (!onPath('valgrind') || !onPath('callgrind_control')) {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'specgate-bench-instructions-'));
+// Synchronous optimization (see above); JIT code named in /tmp/perf-<pid>.map. --perf-basic-prof
+// also has V8 write an isolate-*-v8.log: into the run's directory, not the working directory.
+const NODE_FLAGS = ['--no-concurrent-recompilation', '--perf-basic-prof', `--logfile=${join(dir, 'v8.log')}`];
 const start = nodeChildren(dir);
 const upstream = start([join(HERE, 'proxy-upstream.js'), '0']);
 const upstreamOrigin = `http://127.0.0.1:${(JSON.parse(await firstLine(upstream, 'upstream')) as { port: number }).port}`;
