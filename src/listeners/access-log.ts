@@ -369,20 +369,21 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
 }
 
 type Value = string | number | null;
+/** The value of a slot whose field is left out of the line: never equal to a value, never written. */
+const LEFT_OUT = Symbol('left out');
 
 /**
- * Consecutive parts of a line that mostly stay the same from one line to the next: up to three
- * values (the method; status, endpoint and upstream; ...), each after
- * its constant prefix (its key), then a constant tail (the key of the field after them). Kept encoded
- * as one block while the values are those of the line before, so that a line is ten copies of
- * blocks and eight values written each time instead of eighteen copies: each copy (TypedArray.prototype.set)
- * costs about 25 ns on Node 20 here, whatever its length. A value left out of the line (`written`
- * false) is not compared; its prefix still is written.
+ * Consecutive parts of a line that mostly stay the same from one line to the next: up to three values
+ * (the method; status, endpoint and upstream; ...), each after its constant prefix (its key), then a
+ * constant tail (the key of the field after them). Kept encoded as one block while the values are
+ * those of the line before, so that a line is ten copies of blocks instead of eighteen: each copy
+ * (TypedArray.prototype.set) costs about 25 ns on Node 20 here, whatever its length. The value of a
+ * field left out of the line (`written` false) is neither compared nor written; its prefix is.
  */
 class Segment {
-  private a: Value | undefined = undefined;
-  private b: Value | undefined = undefined;
-  private c: Value | undefined = undefined;
+  private a: Value | typeof LEFT_OUT = LEFT_OUT;
+  private b: Value | typeof LEFT_OUT = LEFT_OUT;
+  private c: Value | typeof LEFT_OUT = LEFT_OUT;
   private block: Buffer = EMPTY;
   private readonly writeA: boolean;
   private readonly writeB: boolean;
@@ -400,19 +401,19 @@ class Segment {
 
   /** The block for these values (those of a slot the segment does not have are passed as null). */
   of(a: Value, b: Value, c: Value): Buffer {
-    const ka = this.writeA ? a : undefined;
-    const kb = this.writeB ? b : undefined;
-    const kc = this.writeC ? c : undefined;
+    const ka = this.writeA ? a : LEFT_OUT;
+    const kb = this.writeB ? b : LEFT_OUT;
+    const kc = this.writeC ? c : LEFT_OUT;
     if (ka === this.a && kb === this.b && kc === this.c && this.block !== EMPTY) return this.block;
     this.a = ka;
     this.b = kb;
     this.c = kc;
     const parts: Buffer[] = [];
-    const values = [ka, kb, kc];
+    const values: Array<Value | typeof LEFT_OUT> = [ka, kb, kc];
     for (let k = 0; k < this.prefixes.length; k++) {
       parts.push(this.prefixes[k]!);
-      const value = values[k];
-      if (value !== undefined) parts.push(fragment(jsonValue(value)));
+      const value = values[k]!;
+      if (value !== LEFT_OUT) parts.push(fragment(jsonValue(value)));
     }
     parts.push(this.tail);
     this.block = Buffer.concat(parts);
@@ -421,7 +422,7 @@ class Segment {
 }
 
 function jsonValue(value: Value): string {
-  if (value === null) return 'null';
+  if (value === null || value === undefined) return 'null';
   if (typeof value === 'number') return Number.isFinite(value) ? '' + value : 'null';
   return jsonString(value);
 }
