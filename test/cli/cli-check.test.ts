@@ -138,8 +138,7 @@ t.test('GATEWAY_CONFIG is the default config of check and start', async (t) => {
   t.match(check.stdout, `${config} is ok`);
 
   const child = spawn(...untapped(process.execPath, [MAIN, 'start', '--port', '0'], {}), { env: { PATH: process.env.PATH ?? '', GATEWAY_CONFIG: config }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const unreap = reapOnExit(child.pid, { group: false });
-  child.once('exit', unreap);
+  reapOnExit(child, { group: false });
   t.teardown(() => {
     if (child.exitCode === null) child.kill('SIGKILL');
   });

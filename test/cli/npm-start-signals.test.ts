@@ -55,7 +55,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, GATEWAY_PORT: String(port), GATEWAY_WORKERS: '1' },
     });
-    const unreap = reapOnExit(npm.pid, { group: true });
+    const unreap = reapOnExit(npm, { group: true });
     let output = '';
     npm.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     npm.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));

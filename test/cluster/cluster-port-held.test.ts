@@ -19,8 +19,7 @@ async function foreignHolder(): Promise<{ pid: number; port: number }> {
     ...untapped(process.execPath, ['-e', "const s = require('node:net').createServer(); s.listen({ host: '127.0.0.1', port: 0, exclusive: true }, () => console.log(s.address().port))"]),
     { stdio: ['ignore', 'pipe', 'inherit'] },
   );
-  const unreap = reapOnExit(child.pid, { group: false });
-  child.once('exit', unreap);
+  reapOnExit(child, { group: false });
   t.teardown(() => void child.kill('SIGKILL'));
   const port = await new Promise<number>((resolve) => child.stdout!.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))));
   return { pid: child.pid!, port };

@@ -15,8 +15,7 @@ t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
 function run(t: Teardown, command: string, args: string[]): void {
   const child = spawn(command, args, { stdio: 'ignore' });
-  const unreap = reapOnExit(child.pid, { group: false });
-  child.once('exit', unreap);
+  reapOnExit(child, { group: false });
   t.teardown(() => {
     child.kill('SIGKILL');
   });

@@ -75,7 +75,7 @@ export async function startGateway(t: Teardown, options: StartOptions): Promise<
     ),
     { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env },
   );
-  const unreap = reapOnExit(child.pid, { group: true });
+  const unreap = reapOnExit(child, { group: true });
   const lines: LogLine[] = [];
   const waiters = new Set<{ predicate: (line: LogLine) => boolean; resolve: (line: LogLine) => void }>();
   let text = '';

@@ -37,22 +37,21 @@ function send(line: string): void {
 }
 
 /**
- * Has `pid` (its whole process group with `group`) killed if this process ends before the returned
- * function is called; call it once the child is known to be gone or stopped by the test itself.
+ * Has `child` killed, or with `group` its whole process group, if this process ends before the
+ * returned function is called. A single process is unregistered by itself when it exits; a group
+ * (whose leader may exit before the rest) once the caller has stopped it and calls the function.
  */
-export function reapOnExit(pid: number | undefined, { group }: { group: boolean }): () => void {
+export function reapOnExit(child: ChildProcess, { group }: { group: boolean }): () => void {
+  const pid = child.pid;
   if (pid === undefined) return () => {};
   const id = group ? -pid : pid;
   send(`+ ${id}`);
   let registered = true;
-  return () => {
+  const unreap = (): void => {
     if (!registered) return;
     registered = false;
     send(`- ${id}`);
   };
-}
-
-/** The reaper's pid once one runs (for the reaper's own test). */
-export function reaperPid(): number | undefined {
-  return reaper?.pid;
+  if (!group) child.once('exit', unreap);
+  return unreap;
 }

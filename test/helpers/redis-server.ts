@@ -100,7 +100,7 @@ export async function startRedisServer(): Promise<RedisServer> {
     );
     child = proc;
     live.add(proc);
-    const unreap = reapOnExit(proc.pid, { group: false });
+    reapOnExit(proc, { group: false });
     const keep = (chunk: Buffer) => {
       output = (output + chunk.toString()).slice(-4000);
     };
@@ -108,7 +108,6 @@ export async function startRedisServer(): Promise<RedisServer> {
     proc.stderr?.on('data', keep);
     proc.on('exit', (code, signal) => {
       live.delete(proc);
-      unreap();
       exitReason = `redis-server exited (code ${code}, signal ${signal}):\n${output}`;
     });
     proc.on('error', (error) => {

@@ -81,7 +81,7 @@ process.stdin.on('end', () => process.exit(0));
 `;
 
 const child = spawn(...untapped(process.execPath, ['--input-type=module', '-e', CHILD]), { stdio: ['pipe', 'pipe', 'inherit'] });
-child.once('exit', reapOnExit(child.pid, { group: false }));
+reapOnExit(child, { group: false });
 const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
 async function nextLine(): Promise<Record<string, unknown>> {
   const { value, done } = await lines.next();

@@ -38,7 +38,7 @@ function testProcess(unregister: boolean): Promise<{ pid: number; group: number;
     import { reapOnExit } from ${JSON.stringify(REAPER)};
     const group = spawn('sh', ['-c', 'sleep 300 & echo $!; wait'], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
     const plain = spawn('sleep', ['300'], { stdio: 'ignore' });
-    const done = [reapOnExit(group.pid, { group: true }), reapOnExit(plain.pid, { group: false })];
+    const done = [reapOnExit(group, { group: true }), reapOnExit(plain, { group: false })];
     if (${unregister}) for (const unreap of done) unreap();
     group.stdout.once('data', (chunk) => {
       console.log(JSON.stringify({ group: group.pid, grandchild: Number(String(chunk).trim()), plain: plain.pid }));
