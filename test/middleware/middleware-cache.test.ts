@@ -162,7 +162,9 @@ t.test('never stored: no-store, private, Set-Cookie (even public), Vary: *, no l
 });
 
 t.test('defaultTtlMs: a 200 without freshness information gets that lifetime; other statuses do not', async (t) => {
-  use({ defaultTtlMs: 1000 });
+  // Two seconds, not one: the cache counts the age from the upstream's Date, which has whole seconds
+  // (and which Node's server refreshes once a second), so an answer can be a second old on arrival.
+  use({ defaultTtlMs: 2000 });
   upstream.setHandler(answering({}));
   t.equal((await get('/items/default-ttl')).xCache, 'MISS');
   t.equal((await get('/items/default-ttl')).xCache, 'HIT');
@@ -173,7 +175,7 @@ t.test('defaultTtlMs: a 200 without freshness information gets that lifetime; ot
   t.equal((await get('/items/explicit-404')).xCache, 'MISS');
   t.equal((await get('/items/explicit-404')).status, 404);
   t.equal((await get('/items/explicit-404')).xCache, 'HIT', 'a 404 with max-age is stored');
-  await delay(1100);
+  await delay(2100);
   upstream.setHandler(answering({}));
   t.equal((await get('/items/default-ttl')).xCache, 'MISS', 'expired after defaultTtlMs');
 });
@@ -601,7 +603,8 @@ t.test('targeted cache control (RFC 9213): CDN-Cache-Control and a configured na
   upstream.setHandler(answering({ 'cache-control': 'max-age=60', 'cdn-cache-control': 'max-age=60', 'gateway-cache-control': 'private' }, 'ours'));
   await get('/items/targeted-3');
   t.equal((await get('/items/targeted-3')).xCache, 'BYPASS', 'the first configured name present wins');
-  upstream.setHandler(answering({ 'cache-control': 'max-age=60', 'cdn-cache-control': 'max-age=1, must-revalidate' }, 'x'));
+  // max-age=2: an answer can be a second old on arrival (its Date has whole seconds), and it must be fresh for the HIT below.
+  upstream.setHandler(answering({ 'cache-control': 'max-age=60', 'cdn-cache-control': 'max-age=2, must-revalidate' }, 'x'));
   await get('/items/targeted-4');
   t.equal((await get('/items/targeted-4')).xCache, 'HIT');
   await delay(2100);
