@@ -183,7 +183,8 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
       if (buffer !== encoder.buffer) encoder.release(buffer);
     },
   });
-  const base = `,"pid":${process.pid},"role":"worker","workerId":${workerId},"log":"access"`;
+  // The fields after the time that every line of this process has.
+  const base = fragment(`,"pid":${process.pid},"role":"worker","workerId":${workerId},"log":"access"`);
   const layout = new Layout(omit);
 
   /** Where the chunk being filled starts in encoder.buffer. */
@@ -208,7 +209,7 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
   const l = layout;
   const keyOf = (key: Buffer | null): Buffer => key ?? EMPTY;
   // The time is kept apart (timeHead): a block with it would be made again every millisecond.
-  const methodSegment = new Segment([fragment(base + (l.method === null ? '' : l.method.toString('latin1')))], [l.method !== null], keyOf(l.path));
+  const methodSegment = new Segment([Buffer.concat([base, keyOf(l.method)])], [l.method !== null], keyOf(l.path));
   const routeSegment = new Segment([keyOf(l.status), keyOf(l.endpoint), keyOf(l.upstream)], [l.status !== null, l.endpoint !== null, l.upstream !== null], keyOf(l.latencyMs));
   const clientSegment = new Segment([keyOf(l.client)], [l.client !== null], keyOf(l.query));
   const agentSegment = new Segment([keyOf(l.userAgent), keyOf(l.consumer)], [l.userAgent !== null, l.consumer !== null], keyOf(l.requestId));
@@ -335,7 +336,7 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
         e.value(value);
       };
       beginLine(Date.now());
-      e.bytes(fragment(base));
+      e.bytes(base);
       field(l.method, request.method);
       field(l.path, request.path);
       field(l.endpoint, request.routeTemplate);
