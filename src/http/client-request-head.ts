@@ -4,6 +4,7 @@
  */
 import type { UwsRequest } from '../native/uws-types.js';
 import { isValidHost } from './host-header.js';
+import { readTransferCoding, TransferCoding } from './transfer-coding.js';
 
 /** The headers a built-in endpoint may read; one reused object, valid only during the hook call. */
 export interface HeaderView {
@@ -44,11 +45,16 @@ export class RequestHead {
   headerBytes = 0;
   /** Parsed Content-Length, -1 when absent. */
   contentLength = -1;
-  /** Conflicting Content-Length headers, a non-numeric one, or Content-Length with Transfer-Encoding. */
+  /**
+   * Conflicting Content-Length headers, a non-numeric one, Content-Length with Transfer-Encoding, or a
+   * Transfer-Encoding whose last coding is not chunked or that lists chunked twice.
+   */
   badFraming = false;
   /** Why the head is ambiguous and must be answered 400 (two Hosts, ...); '' when it is not. */
   conflict = '';
   transferEncoding: string | undefined = undefined;
+  /** Transfer-Encoding lists a coding before the final chunked that the gateway does not decode (501). */
+  unsupportedCoding = false;
   connection: string | undefined = undefined;
   /** The client's Connection header lists the "close" option (RFC 9112 9.6). */
   closeRequested = false;
@@ -80,6 +86,7 @@ export class RequestHead {
     this.badFraming = false;
     this.conflict = '';
     this.transferEncoding = undefined;
+    this.unsupportedCoding = false;
     this.connection = undefined;
     this.closeRequested = false;
     this.libraryCloses = false;
@@ -109,7 +116,12 @@ export class RequestHead {
     current = this;
     req.forEach(collectHeader);
     if (this.url.charCodeAt(0) !== 0x2f) this.readAbsoluteForm();
-    if (this.contentLength >= 0 && this.transferEncoding !== undefined) this.badFraming = true;
+    if (this.transferEncoding !== undefined) {
+      if (this.contentLength >= 0) this.badFraming = true;
+      const coding = readTransferCoding(this.transferEncoding);
+      if (coding === TransferCoding.Ambiguous) this.badFraming = true;
+      else if (coding === TransferCoding.Unsupported) this.unsupportedCoding = true;
+    }
     if (this.connection !== undefined) {
       this.closeRequested = hasCloseOption(this.connection);
       dropConnectionNamed(this.forward, this.connection);

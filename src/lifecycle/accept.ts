@@ -46,6 +46,9 @@ export class AcceptPhase {
     }
     // Bad framing or an ambiguous head leaves the connection untrustworthy: it is closed after the answer.
     if (head.badFraming) return refuse(400, 'conflicting or invalid Content-Length / Transfer-Encoding', true);
+    if (head.unsupportedCoding) {
+      return refuse(501, 'the request body has a transfer coding other than chunked, which the gateway does not decode', true);
+    }
     if (head.conflict !== '') return refuse(400, head.conflict, true);
     if (head.contentLength > this.maxBodyBytes) {
       return refuse(413, `the request body is larger than ${this.maxBodyBytes} bytes`);

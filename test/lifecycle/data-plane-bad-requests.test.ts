@@ -4,8 +4,8 @@
  *   response at all: an unparsable request line or header block keeps the connection open until
  *   uWS's idle timeout (~10 s, checked every 4 s) closes it; Content-Length with Transfer-Encoding,
  *   or a header block over 4 KB arriving in several segments, is closed at once.
- * - the data plane answers the rest with problem+json: 400 (conflicting Content-Lengths, bad path),
- *   413, 431.
+ * - the data plane answers the rest with problem+json: 400 (conflicting Content-Lengths, a
+ *   Transfer-Encoding uWS reads as chunked although it is not, bad path), 413, 431, 501.
  * Each case checks the upstream saw nothing and the server still serves afterwards.
  */
 import t, { type Test } from 'tap';
@@ -120,6 +120,34 @@ t.test('two equal Content-Lengths are one', async (t) => {
   });
   t.equal(result.responses[0]?.status, 200);
   t.equal(upstream.requests[upstream.requests.length - 1]!.body.toString(), 'hello');
+});
+
+// uWS decodes the body as chunked whatever Transfer-Encoding lists, so these reach the data plane.
+t.test('a Transfer-Encoding other than a single chunked: 400 or 501, connection closed, nothing forwarded', async (t) => {
+  const before = upstream.requests.length;
+  const cases: Array<[string, string, number]> = [
+    ['chunked not last', 'Transfer-Encoding: chunked, gzip\r\n', 400],
+    ['no chunked at all', 'Transfer-Encoding: gzip\r\n', 400],
+    ['identity', 'Transfer-Encoding: identity\r\n', 400],
+    ['chunked twice, in two field lines', 'Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n', 400],
+    ['a coding the gateway does not decode', 'Transfer-Encoding: gzip, chunked\r\n', 501],
+    ['the same, in two field lines', 'Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n', 501],
+  ];
+  for (const [name, header, status] of cases) {
+    const result = await send(`POST /upload HTTP/1.1\r\nHost: gw\r\n${header}\r\n5\r\nhello\r\n0\r\n\r\n`);
+    t.test(name, async (t) => expectProblem(t, result, status, true));
+  }
+  await stillServes(t, before);
+});
+
+t.test('Transfer-Encoding: chunked in any letter case, with an empty list element, is forwarded', async (t) => {
+  for (const value of ['Chunked', 'CHUNKED, ']) {
+    const result = await rawRequest(plane.port, `POST /upload HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: ${value}\r\n\r\n5\r\nhello\r\n0\r\n\r\n`, {
+      responses: 1,
+    });
+    t.equal(result.responses[0]?.status, 200, value);
+    t.equal(upstream.requests[upstream.requests.length - 1]!.body.toString(), 'hello');
+  }
 });
 
 t.test('headers over limits.maxHeaderBytes: 431', async (t) => {
