@@ -148,7 +148,7 @@ export class UpstreamConnection implements ResponseSink {
       this.call = null;
       call.conn = null;
       this.phase = Phase.Idle;
-      call.failSoon('BAD_REQUEST', 'the request has a malformed method or target, or a header with CR, LF or NUL');
+      call.failSoon('BAD_REQUEST', 'the request has a malformed method or target, or a header with CR, LF, NUL or bytes that are not UTF-8');
       this.pool.connectionFree(this);
       return;
     }

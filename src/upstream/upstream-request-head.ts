@@ -14,13 +14,20 @@ function expectsBody(method: string): boolean {
 
 /** A method is a token (isToken); a target is visible ASCII (the data plane percent-encodes the rest). */
 const TARGET = /^[\x21-\x7e]+$/;
+/**
+ * uWS 20.30 hands a client's header value with the bytes it could not decode as UTF-8 replaced by
+ * U+FFFD (native-notes.md): forwarded, the value would carry other bytes than the client sent, so a
+ * head holding one is refused like a split one. (Free for an ASCII head: V8 finds no two-byte
+ * character in a one-byte string without scanning it.)
+ */
+const REPLACEMENT = '\uFFFD';
 /** The last method found valid: a request's method is almost always the one before it. */
 let validMethod = 'GET';
 
 /**
  * `METHOD path HTTP/1.1`, Host, the caller's end-to-end headers, the framing headers. Null when a
- * name or value holds CR, LF or NUL, or the method or target is malformed: nothing a caller passes
- * can split the head. `hostLine` is ` HTTP/1.1\r\nhost: <authority>\r\n`; `bodyLength` is -2 for
+ * name or value holds CR, LF, NUL or U+FFFD, or the method or target is malformed: nothing a caller
+ * passes can split the head. `hostLine` is ` HTTP/1.1\r\nhost: <authority>\r\n`; `bodyLength` is -2 for
  * no body, -1 for chunked, otherwise the Content-Length.
  *
  * Names and values are not scanned one by one: the finished head must hold exactly as many CRs and
@@ -55,7 +62,7 @@ export function serializeHead(method: string, path: string, hostLine: string, he
     head += '\r\n';
     lines++;
   }
-  if (count(head, '\n') !== lines || count(head, '\r') !== lines || head.indexOf('\0') !== -1) return null;
+  if (count(head, '\n') !== lines || count(head, '\r') !== lines || head.indexOf('\0') !== -1 || head.indexOf(REPLACEMENT) !== -1) return null;
   return head;
 }
 

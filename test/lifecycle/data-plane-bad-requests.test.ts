@@ -72,6 +72,9 @@ t.test('uWS drops unparsable heads without answering; the connection closes at i
     'an obs-fold continuation line': 'GET /ok/1 HTTP/1.1\r\nHost: gw\r\nX-A: a\r\n b\r\n\r\n',
     'whitespace before a header colon': 'GET /ok/1 HTTP/1.1\r\nHost : gw\r\n\r\n',
     'a NUL in a header value': 'GET /ok/1 HTTP/1.1\r\nHost: gw\r\nX-A: a\x00b\r\n\r\n',
+    // RFC 9110 allows every tchar in a name; this build takes letters, digits and "-" only.
+    'an underscore in a header name': 'GET /ok/1 HTTP/1.1\r\nHost: gw\r\nX_Forwarded_For: 203.0.113.9\r\n\r\n',
+    'a dot in a header name': 'GET /ok/1 HTTP/1.1\r\nHost: gw\r\nX.A: b\r\n\r\n',
   };
   // Concurrently: each takes uWS's idle timeout (~10-14 s).
   const results = await Promise.all(Object.values(cases).map((payload) => send(payload, UWS_IDLE_CLOSE_MS)));
@@ -148,6 +151,29 @@ t.test('Transfer-Encoding: chunked in any letter case, with an empty list elemen
     t.equal(result.responses[0]?.status, 200, value);
     t.equal(upstream.requests[upstream.requests.length - 1]!.body.toString(), 'hello');
   }
+});
+
+// uWS 20.30 decodes a header value as UTF-8 (bytes that are not become U+FFFD) after trimming it with
+// a signed-char whitespace test, which also strips bytes >= 0x80 at either end (native-notes.md).
+t.test('header values with bytes outside ASCII: what uWS hands over is forwarded only if it is what the client sent', async (t) => {
+  const request = (value: Buffer) =>
+    rawRequest(plane.port, Buffer.concat([Buffer.from('GET /ok/bytes HTTP/1.1\r\nHost: gw\r\nX-Name: '), value, Buffer.from('\r\n\r\n')]), {
+      responses: 1,
+    });
+  const before = upstream.requests.length;
+  const notUtf8 = await request(Buffer.from([0x61, 0xe9, 0x62]));
+  t.equal(notUtf8.responses[0]?.status, 400, 'a byte that is not UTF-8 inside a value: 400');
+  t.equal(upstream.requests.length, before, 'and nothing forwarded');
+
+  const inner = await request(Buffer.from('M\u00fcller', 'utf8'));
+  t.equal(inner.responses[0]?.status, 200);
+  const seen = upstream.requests[upstream.requests.length - 1]!.headers['x-name'] as string;
+  t.same(Buffer.from(seen, 'latin1'), Buffer.from('M\u00fcller', 'utf8'), 'UTF-8 inside a value is forwarded byte for byte');
+
+  // Pinned so that a uWS that fixes it is noticed: the last byte of "José" is lost before any of our code runs.
+  const edge = await request(Buffer.from('Jos\u00e9', 'utf8'));
+  t.equal(edge.responses[0]?.status, 200);
+  t.equal(upstream.requests[upstream.requests.length - 1]!.headers['x-name'], 'Jos', 'non-ASCII bytes at the end of a value are trimmed by uWS');
 });
 
 t.test('headers over limits.maxHeaderBytes: 431', async (t) => {
