@@ -153,8 +153,8 @@ t.test('Transfer-Encoding: chunked in any letter case, with an empty list elemen
   }
 });
 
-// uWS 20.30 decodes a header value as UTF-8 (bytes that are not become U+FFFD) after trimming it with
-// a signed-char whitespace test, which also strips bytes >= 0x80 at either end (native-notes.md).
+// uWS 20.30 decodes a header value as UTF-8 (bytes that are not become U+FFFD) after trimming bytes
+// >= 0x80 at either end as if they were whitespace (native-notes.md).
 t.test('header values with bytes outside ASCII: what uWS hands over is forwarded only if it is what the client sent', async (t) => {
   const request = (value: Buffer) =>
     rawRequest(plane.port, Buffer.concat([Buffer.from('GET /ok/bytes HTTP/1.1\r\nHost: gw\r\nX-Name: '), value, Buffer.from('\r\n\r\n')]), {
