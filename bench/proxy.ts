@@ -35,7 +35,7 @@ import { fileURLToPath } from 'node:url';
 import type { LoadJob, LoadResult } from './proxy-load.js';
 import { formatSelfTimes, profileFiles } from './proxy-profile.js';
 import { PROXY_REQUEST_PATH as REQUEST_PATH, proxyBenchEndpoints } from './route-set.js';
-import { groupCpuNs } from './group-cpu.js';
+import { groupCpuNs, groupSched, type SchedCounts } from './group-cpu.js';
 import { formatPairs, pairsFrom, pairTargetLines, summarizePair, type PairRound, type PairSummary, type SideResult } from './proxy-paired.js';
 import { firstLine as firstLineOf, get, onPath, waitFor200 as waitFor200Of } from './children.js';
 import { findFreePort } from '../src/cluster/free-port.js';
@@ -470,6 +470,29 @@ async function measurePair(base: Contender, variant: Contender, warmupS: number)
 
 // ---- report ----------------------------------------------------------------------------------------
 
+/**
+ * A paced run with what the scheduler did to the contender's processes meanwhile, per request: its
+ * on-CPU time, its time runnable but waiting for a CPU, and its preemptions. On 2 cores shared with the
+ * load generator and the upstream, a contender's tail at a fixed rate follows how much of the cores
+ * everything takes (docs/benchmarks.md), and these say where its requests waited.
+ */
+interface PacedResult extends LoadResult {
+  cpuUs: number;
+  waitUs: number;
+  preemptedPer1k: number;
+}
+
+function withSched(load: LoadResult, atStart: SchedCounts | null, atEnd: SchedCounts): PacedResult {
+  const n = load.requests > 0 && atStart !== null ? load.requests : NaN;
+  const start = atStart ?? atEnd;
+  return {
+    ...load,
+    cpuUs: (atEnd.runNs - start.runNs) / 1000 / n,
+    waitUs: (atEnd.waitNs - start.waitNs) / 1000 / n,
+    preemptedPer1k: ((atEnd.preempted - start.preempted) * 1000) / n,
+  };
+}
+
 /** p99 of `runs` less p99 of `direct` round by round (run i beside direct run i), and their median. */
 function addedP99(runs: readonly LoadResult[], direct: readonly LoadResult[]): { perRound: number[]; median: number } {
   const perRound: number[] = [];
@@ -616,7 +639,7 @@ async function main(): Promise<void> {
   const peakTool: Tool = tools.includes('wrk') ? 'wrk' : 'autocannon';
   const peak = result('gateway', peakTool)?.rps ?? 0;
   const halfRate = env.BENCH_PACED_RATE ? Number(env.BENCH_PACED_RATE) : Math.round(peak / 2);
-  const paced = new Map<string, LoadResult[]>();
+  const paced = new Map<string, PacedResult[]>();
   if (peak > 0 && byId('direct').origin !== null && !byId('direct').skipped) {
     // gateway-off, nginx and the floor too, when they run: how much of the added tail is metrics and the
     // access log, what a C proxy adds at the same rate on the same cores, and what uWS and a socket
@@ -626,16 +649,25 @@ async function main(): Promise<void> {
       for (const id of round % 2 === 0 ? ids : [...ids].reverse()) {
         const contender = byId(id);
         spotlight(active, contender);
-        const r = await runLoadChild({
-          mode: 'paced',
-          url: `${contender.origin}${REQUEST_PATH}`,
-          connections: CONNECTIONS,
-          durationS: DURATION_S,
-          warmupS: LATER_WARMUP_S,
-          rate: halfRate,
-        });
+        let atStart: SchedCounts | null = null;
+        const load = await runLoadChild(
+          {
+            mode: 'paced',
+            url: `${contender.origin}${REQUEST_PATH}`,
+            connections: CONNECTIONS,
+            durationS: DURATION_S,
+            warmupS: LATER_WARMUP_S,
+            rate: halfRate,
+          },
+          () => (atStart = groupSched(contender.pgid)),
+        );
+        const r = withSched(load, atStart, groupSched(contender.pgid));
         paced.set(id, [...(paced.get(id) ?? []), r]);
-        log(`half-rate ${round + 1} ${id.padEnd(12)} ${fmtRps(r.rps).padStart(7)} req/s  p50 ${fmtMs(r.p50Ms)} ms  p99 ${fmtMs(r.p99Ms)} ms${r.failures ? `  ${r.failures} failures` : ''}${r.late ? `  ${r.late} late` : ''}`);
+        log(
+          `half-rate ${round + 1} ${id.padEnd(12)} ${fmtRps(r.rps).padStart(7)} req/s  p50 ${fmtMs(r.p50Ms)} ms  p99 ${fmtMs(r.p99Ms)} ms  ` +
+            `CPU ${r.cpuUs.toFixed(1)} us/req  waiting ${r.waitUs.toFixed(1)} us/req  preempted ${r.preemptedPer1k.toFixed(0)}/1k req` +
+            `${r.failures ? `  ${r.failures} failures` : ''}${r.late ? `  ${r.late} late` : ''}`,
+        );
       }
     }
   }
@@ -678,15 +710,21 @@ async function main(): Promise<void> {
         : `Half the gateway's peak (${peakTool}: ${fmtRps(peak)} req/s) = ${fmtRps(halfRate)} req/s, paced evenly over ${CONNECTIONS} connections:`,
     );
     out.push('');
-    out.push('| contender | req/s | p50 ms | p99 ms | p99 per round |');
-    out.push('|---|---:|---:|---:|---|');
+    out.push('| contender | req/s | p50 ms | p99 ms | p99 per round | CPU µs/req | waiting for a CPU µs/req | preempted per 1k req |');
+    out.push('|---|---:|---:|---:|---|---:|---:|---:|');
     for (const id of ['direct', 'gateway', 'gateway-off', 'nginx', 'floor']) {
       const list = paced.get(id) ?? [];
       if (list.length === 0) continue;
       out.push(
-        `| ${byId(id).label} | ${fmtRps(median(list.map((r) => r.rps)))} | ${fmtMs(median(list.map((r) => r.p50Ms)))} | ${fmtMs(median(list.map((r) => r.p99Ms)))} | ${list.map((r) => fmtMs(r.p99Ms)).join(', ')} |`,
+        `| ${byId(id).label} | ${fmtRps(median(list.map((r) => r.rps)))} | ${fmtMs(median(list.map((r) => r.p50Ms)))} | ${fmtMs(median(list.map((r) => r.p99Ms)))} | ${list.map((r) => fmtMs(r.p99Ms)).join(', ')} | ` +
+          `${median(list.map((r) => r.cpuUs)).toFixed(1)} | ${median(list.map((r) => r.waitUs)).toFixed(1)} | ${median(list.map((r) => r.preemptedPer1k)).toFixed(0)} |`,
       );
     }
+    out.push('');
+    out.push(
+      'CPU, waiting and preempted: the contender\'s threads (for "direct", the upstream\'s) during the measured part of each paced run, from ' +
+        '/proc/<pid>/task/<tid>/schedstat and status, medians of the rounds.',
+    );
   }
 
   out.push(...formatPairs(pairs, CONNECTIONS, DURATION_S));
@@ -815,7 +853,7 @@ function writeResults(
   result: (id: string, tool: Tool) => Measurement | null,
   runs: Map<string, Measurement[]>,
   halfRate: number,
-  paced: Map<string, LoadResult[]>,
+  paced: Map<string, PacedResult[]>,
   pairs: readonly PairSummary[],
 ): void {
   const file = env.BENCH_RESULTS ?? join(fileURLToPath(new URL('../..', import.meta.url)), 'bench/results/proxy.json');
@@ -844,6 +882,9 @@ function writeResults(
     paced: {
       rate: halfRate,
       addedP99Ms: Object.fromEntries([...paced].filter(([id]) => id !== 'direct' && direct.length > 0).map(([id, list]) => [id, addedP99(list, direct)])),
+      sched: Object.fromEntries(
+        [...paced].map(([id, list]) => [id, { cpuUsPerRequest: median(list.map((r) => r.cpuUs)), waitUsPerRequest: median(list.map((r) => r.waitUs)), preemptedPer1k: median(list.map((r) => r.preemptedPer1k)) }]),
+      ),
     },
     paired: pairs.map((s) => ({ ...s.spec, rounds: s.rounds, cpuAdded: s.cpuAdded, rpsLost: s.rpsLost })),
   };
