@@ -304,6 +304,12 @@ export const configSchema = {
           'Request target bytes (path and query); longer is 414. A head over 4 KiB that arrives in several TCP segments is closed by uWS 20.30 before this check (native-notes.md).',
           8 * KIB,
         ),
+        chunkedRequestBodies: {
+          type: 'boolean',
+          default: true,
+          description:
+            'Accept request bodies sent with Transfer-Encoding: chunked. false: such a request is 411 (send a Content-Length), for a gateway behind a proxy that reuses its connections for several clients and passes chunk extensions or trailers on as they came: uWS 20.30 misreads those (native-notes.md).',
+        },
       },
     },
     circuitBreaker: {

@@ -46,6 +46,8 @@ export interface GatewayConfig {
     maxHeaderBytes: number;
     /** Request target bytes (path and query); longer is 414. Absent in a config built in code: 8192. */
     maxUrlBytes?: number;
+    /** Accept chunked request bodies; false answers them 411. Absent in a config built in code: true. */
+    chunkedRequestBodies?: boolean;
   };
   circuitBreaker: {
     /** Consecutive failures that open a host's breaker. */

@@ -30,7 +30,7 @@ export interface ParsedRequestHead {
   readonly secure: boolean;
   /** End-to-end headers to forward, flat [name, value, ...]; a fresh array per request. */
   readonly forward: string[];
-  /** The client's Connection header lists "close". */
+  /** The client's Connection header lists "close", or the body comes chunked: the connection ends after the answer. */
   readonly closeRequested?: boolean;
   /** ... in the one form the server library closes for by itself (see RequestContext.libraryCloses). */
   readonly libraryCloses?: boolean;
@@ -56,7 +56,10 @@ export class RequestContext {
   readonly hasBody: boolean;
   /** It arrived over TLS. */
   readonly secure: boolean;
-  /** The client sent `Connection: close`: every answer says so, and the connection ends after it (RFC 9112 9.6). */
+  /**
+   * The client sent `Connection: close` (RFC 9112 9.6), or a chunked body (src/http/client-request-head.ts):
+   * every answer says so, and the connection ends after it.
+   */
   readonly closeRequested: boolean;
   /** In the form uWS closes for by itself, writing no Connection header (src/http/client-request-head.ts). */
   readonly libraryCloses: boolean;

@@ -56,7 +56,10 @@ export class RequestHead {
   /** Transfer-Encoding lists a coding before the final chunked that the gateway does not decode (501). */
   unsupportedCoding = false;
   connection: string | undefined = undefined;
-  /** The client's Connection header lists the "close" option (RFC 9112 9.6). */
+  /**
+   * The connection is closed after the answer: the client's Connection header lists the "close"
+   * option (RFC 9112 9.6), or the body comes chunked (see read()).
+   */
   closeRequested = false;
   /**
    * The first Connection header is "close" and nothing else (any letter case): the form uWS 20.30
@@ -126,6 +129,10 @@ export class RequestHead {
       this.closeRequested = hasCloseOption(this.connection);
       dropConnectionNamed(this.forward, this.connection);
     }
+    // uWS 20.30 misreads chunk extensions and trailers (native-notes.md): where it and the client
+    // disagree on where the body ends, the bytes after it are not the request the client meant to send
+    // next. The connection is closed after the answer, so nothing more is read from it.
+    if (this.transferEncoding !== undefined) this.closeRequested = true;
     return this;
   }
 

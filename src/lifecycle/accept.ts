@@ -19,6 +19,7 @@ export class AcceptPhase {
   private readonly maxHeaderBytes: number;
   private readonly maxBodyBytes: number;
   private readonly maxUrlBytes: number;
+  private readonly chunkedBodies: boolean;
   /** Strict-Transport-Security for answers over TLS; null when not configured. */
   private readonly hsts: string | null;
 
@@ -32,6 +33,7 @@ export class AcceptPhase {
     this.maxHeaderBytes = config.limits.maxHeaderBytes;
     this.maxBodyBytes = config.limits.maxBodyBytes;
     this.maxUrlBytes = config.limits.maxUrlBytes ?? DEFAULT_MAX_URL_BYTES;
+    this.chunkedBodies = config.limits.chunkedRequestBodies !== false;
     this.hsts = config.tls !== undefined && config.tls.hstsMaxAgeS > 0 ? `max-age=${config.tls.hstsMaxAgeS}` : null;
   }
 
@@ -46,6 +48,9 @@ export class AcceptPhase {
     }
     // Bad framing or an ambiguous head leaves the connection untrustworthy: it is closed after the answer.
     if (head.badFraming) return refuse(400, 'conflicting or invalid Content-Length / Transfer-Encoding', true);
+    if (head.transferEncoding !== undefined && !this.chunkedBodies) {
+      return refuse(411, 'this gateway takes a request body only with a Content-Length, not chunked', true);
+    }
     if (head.unsupportedCoding) {
       return refuse(501, 'the request body has a transfer coding other than chunked, which the gateway does not decode', true);
     }

@@ -35,7 +35,7 @@ t.test('an empty object gets every default', async (t) => {
     upstreamWeighting: { stepCount: 100, stepDurationMs: 6000 },
     timeouts: { upstreamMs: 30000, connectMs: 5000, clientRequestMs: 30000, shutdownGraceMs: 10000 },
     upstreamPool: { connections: 1024, maxQueue: 1024, idleTimeoutMs: 4000, maxResponseHeaderBytes: 16384 },
-    limits: { maxBodyBytes: 10 * 1024 * 1024, maxHeaderBytes: 16 * 1024, maxUrlBytes: 8192 },
+    limits: { maxBodyBytes: 10 * 1024 * 1024, maxHeaderBytes: 16 * 1024, maxUrlBytes: 8192, chunkedRequestBodies: true },
     circuitBreaker: { hostFailures: 50, endpointFailures: 25, resetMs: 10000 },
     discovery: { fetchTimeoutMs: 5000, retries: 5, backoffMs: 200, refreshIntervalMs: 30000 },
     accessLog: { enabled: true, destination: 'stdout', omit: [] },

@@ -153,6 +153,39 @@ t.test('Transfer-Encoding: chunked in any letter case, with an empty list elemen
   }
 });
 
+// uWS 20.30 misreads chunk extensions and trailers (native-notes.md): what follows a chunked body on
+// its connection is never read as a request, because the connection closes after the answer.
+t.test('a chunked body: answered, then the connection closes, so bytes after it are never read as a request', async (t) => {
+  const before = upstream.requests.length;
+  // One valid message: the last chunk, a trailer section of two fields, the empty line. uWS 20.30 reads
+  // the trailer as the start of a second request, which reached the upstream before this test's fix.
+  const result = await rawRequest(
+    plane.port,
+    ['POST /upload HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n', 'X:GET /ok/smuggled HTTP/1.1\r\nHost: gw\r\n\r\n'],
+    { waitMs: 3000, partDelayMs: 500 },
+  );
+  t.equal(result.responses.length, 1, 'one answer');
+  t.equal(result.responses[0]?.status, 200);
+  t.same(result.responses[0]?.headers.connection, ['close'], 'which says the connection closes');
+  t.ok(result.closedByServer, 'and it does');
+  t.equal(upstream.requests.length, before + 1, 'only the chunked request was forwarded');
+  t.equal(upstream.requests[upstream.requests.length - 1]!.url, '/upload');
+  await stillServes(t, before + 1);
+});
+
+t.test('limits.chunkedRequestBodies false: a chunked body is 411, the connection closed, nothing forwarded', async (t) => {
+  const strict = await startDataPlane({ config: { ...config, limits: { ...config.limits, chunkedRequestBodies: false } } });
+  t.teardown(() => strict.close());
+  strict.setTable(table);
+  const before = upstream.requests.length;
+  const refused = await rawRequest(strict.port, 'POST /upload HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n', { waitMs: 3000 });
+  expectProblem(t, refused, 411, true);
+  t.equal(upstream.requests.length, before, 'nothing forwarded');
+  const sized = await rawRequest(strict.port, 'POST /upload HTTP/1.1\r\nHost: gw\r\nContent-Length: 5\r\n\r\nhello', { responses: 1 });
+  t.equal(sized.responses[0]?.status, 200, 'a body with a Content-Length still goes through');
+  t.equal(upstream.requests[upstream.requests.length - 1]!.body.toString(), 'hello');
+});
+
 // uWS 20.30 decodes a header value as UTF-8 (bytes that are not become U+FFFD) after trimming bytes
 // >= 0x80 at either end as if they were whitespace (native-notes.md).
 t.test('header values with bytes outside ASCII: what uWS hands over is forwarded only if it is what the client sent', async (t) => {
