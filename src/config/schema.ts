@@ -209,8 +209,8 @@ export const configSchema = {
       enum: ['reject', 'keep'],
       default: 'reject',
       description:
-        '"reject": a path holding %2F or %5C (an encoded slash or backslash) is a 400, since an upstream may decode it into ' +
-        'other segments than the gateway routed; "keep": routed as one segment and forwarded encoded.',
+        '"reject": a path holding %2F or %5C (an encoded slash or backslash) or a raw backslash is a 400, since an upstream may read it as a ' +
+        'segment boundary the gateway did not route on; "keep": routed as one segment and forwarded as it came.',
     },
     admin: {
       type: 'object',

@@ -1,18 +1,24 @@
 /**
- * A request target may only hold visible ASCII (RFC 3986 characters and percent-escapes). uWS passes
- * raw bytes such as UTF-8 through; forwarded, an upstream would reject them, so the gateway answers
- * 400 itself and forwards nothing.
+ * What a request target may hold: visible ASCII (RFC 3986 characters and percent-escapes) and no
+ * `#`. uWS passes raw bytes such as UTF-8 through, and a fragment too; forwarded, an upstream would
+ * reject the first and cut the second off the path it serves (so `/users/7#x` routed as the id `7#x`
+ * would reach it as `/users/7`). The gateway answers 400 itself and forwards nothing.
  */
-export function isVisibleAscii(text: string): boolean {
+export function isTargetText(text: string): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (c < 0x21 || c > 0x7e) return false;
+    if (c < 0x21 || c > 0x7e || c === 0x23) return false;
   }
   return true;
 }
 
-/** %2F or %5C, any case: an encoded "/" or "\\" that an upstream may decode into a segment boundary. */
-export function hasEncodedSlash(path: string): boolean {
+/**
+ * %2F or %5C (any case), or a raw "\\": an encoded "/" or a backslash, which an upstream may read as a
+ * segment boundary (many servers on Windows, and URL parsers that follow the WHATWG rules, treat "\\"
+ * as "/").
+ */
+export function hasSlashLookalike(path: string): boolean {
+  if (path.indexOf('\\') !== -1) return true;
   for (let i = path.indexOf('%'); i !== -1; i = path.indexOf('%', i + 1)) {
     const hi = path.charCodeAt(i + 1);
     const lo = path.charCodeAt(i + 2) | 0x20;

@@ -9,7 +9,7 @@ import { problem, type ProblemAnswer } from '../exchange/answer.js';
 import type { RequestContext } from '../exchange/context.js';
 import { normalizePath } from '../http/normalize-path.js';
 import type { RequestHead } from '../http/client-request-head.js';
-import { hasEncodedSlash, isVisibleAscii } from '../http/request-target.js';
+import { hasSlashLookalike, isTargetText } from '../http/request-target.js';
 import { TrustedProxies } from '../http/trusted-proxies.js';
 import { DEFAULT_MAX_URL_BYTES, targetTooLong } from '../edge/request-line.js';
 
@@ -58,11 +58,11 @@ export class AcceptPhase {
     if (head.contentLength > this.maxBodyBytes) {
       return refuse(413, `the request body is larger than ${this.maxBodyBytes} bytes`);
     }
-    if (!isVisibleAscii(head.url) || !isVisibleAscii(ctx.query)) {
+    if (!isTargetText(head.url) || !isTargetText(ctx.query)) {
       return refuse(400, 'the request target holds characters that must be percent-encoded');
     }
-    if (this.rejectEncodedSlashes && hasEncodedSlash(head.url)) {
-      return refuse(400, 'the path holds an encoded "/" or "\\" (%2F, %5C), which an upstream could read as a segment boundary');
+    if (this.rejectEncodedSlashes && hasSlashLookalike(head.url)) {
+      return refuse(400, 'the path holds a "\\" or an encoded "/" or "\\" (%2F, %5C), which an upstream could read as a segment boundary');
     }
     const path = normalizePath(head.url);
     if (path === null) return refuse(400, 'the request path is malformed or climbs above the root');

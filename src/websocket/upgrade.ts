@@ -18,7 +18,7 @@ import { writeHeaders } from '../http/cork-budget.js';
 import { writeContent, writeProblem } from '../http/problem-json.js';
 import { remoteAddress } from '../http/remote-address.js';
 import { RequestHead } from '../http/client-request-head.js';
-import { hasEncodedSlash, isVisibleAscii } from '../http/request-target.js';
+import { hasSlashLookalike, isTargetText } from '../http/request-target.js';
 import type { Counters } from '../metrics/counters.js';
 import type { Pipeline } from '../middleware/pipeline.js';
 import type { Answer } from '../middleware/types.js';
@@ -184,9 +184,9 @@ export class WebSocketProxy implements RelayHost {
       head.badFraming ||
       head.conflict !== '' ||
       head.hasBody ||
-      !isVisibleAscii(head.url) ||
-      !isVisibleAscii(head.query) ||
-      (this.config.encodedSlashes === 'reject' && hasEncodedSlash(head.url))
+      !isTargetText(head.url) ||
+      !isTargetText(head.query) ||
+      (this.config.encodedSlashes === 'reject' && hasSlashLookalike(head.url))
     ) {
       return host.serveAsHttp(res, req);
     }

@@ -186,6 +186,15 @@ t.test('limits.chunkedRequestBodies false: a chunked body is 411, the connection
   t.equal(upstream.requests[upstream.requests.length - 1]!.body.toString(), 'hello');
 });
 
+t.test('a "#" in the target, or a raw backslash in the path (encodedSlashes "reject"): 400, nothing forwarded', async (t) => {
+  const before = upstream.requests.length;
+  for (const target of ['/ok/7#x', '/ok/a?b=c#d', '/ok/..\\..\\admin', '/ok/a\\b']) {
+    const result = await rawRequest(plane.port, `GET ${target} HTTP/1.1\r\nHost: gw\r\n\r\n`, { responses: 1 });
+    t.test(target, async (t) => expectProblem(t, result, 400, false));
+  }
+  await stillServes(t, before);
+});
+
 // uWS 20.30 decodes a header value as UTF-8 (bytes that are not become U+FFFD) after trimming bytes
 // >= 0x80 at either end as if they were whitespace (native-notes.md).
 t.test('header values with bytes outside ASCII: what uWS hands over is forwarded only if it is what the client sent', async (t) => {
