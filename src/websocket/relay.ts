@@ -144,7 +144,8 @@ export class Relay implements UpstreamMessageHandler {
       return this.finish(1009, 'client');
     }
     // A client lost without a close frame: "going away" is the closest code a close frame can carry.
-    if (code === 1006 || code === 1005) this.closeUpstream(code === 1006 ? 1001 : 1000, '');
+    if (code === 1006) this.closeUpstream(1001, '');
+    else if (code === 1005) this.upstream.close(NO_CODE, '');
     else this.closeUpstream(code, reason);
     this.finish(code, 'client');
   }
@@ -216,7 +217,8 @@ export class Relay implements UpstreamMessageHandler {
     if (violation !== 0) return this.endClient(1011, 'the upstream broke the WebSocket protocol', 'upstream', violation);
     // 1006: the upstream was lost without a close frame; 1005: it sent none with a code.
     if (code === 1006) return this.endClient(1011, 'upstream connection lost', 'upstream', 1006);
-    if (code === 1005) return this.endClient(1000, '', 'upstream', 1005);
+    // An empty close is passed on empty: 1005 only says no code came, and may not be sent (RFC 6455 7.4.1).
+    if (code === 1005) return this.endClient(NO_CODE, '', 'upstream', 1005);
     this.endClient(sendableCloseCode(code) ? code : 1011, reason, 'upstream');
   }
 
@@ -230,7 +232,8 @@ export class Relay implements UpstreamMessageHandler {
     this.finish(loggedCode, closedBy);
     if (client !== null && this.clientOpen) {
       this.clientOpen = false;
-      client.end(code, truncateReason(reason));
+      if (code === NO_CODE) client.end();
+      else client.end(code, truncateReason(reason));
     }
   }
 
@@ -241,6 +244,9 @@ export class Relay implements UpstreamMessageHandler {
     this.host.ended({ relay: this, code, closedBy });
   }
 }
+
+/** A close frame without a code (what a side that closed with none gets; uWS and the upstream leg write it empty). */
+const NO_CODE = 0;
 
 /** A close reason fits in 123 bytes of UTF-8. */
 function truncateReason(reason: string): string {

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { startGateway, httpRequest, eventually, testConfig } from '../helpers/gateway-process.js';
 import { closed, nextMessage, openClient, startWsUpstream, wsUpstreamConfig } from '../helpers/ws-upstream.js';
 import { parsePrometheus } from '../helpers/prometheus.js';
+import { rawRequest } from '../helpers/raw-http.js';
 
 const refusal = (err: unknown) => err as { status: number; headers: Record<string, string>; body: string };
 
@@ -152,6 +153,7 @@ t.test('close codes from the upstream reach the client; a lost upstream is 1011'
       socket.on('message', (data) => {
         const text = data.toString();
         if (text === 'lose') return socket.terminate();
+        if (text === 'none') return socket.close();
         const [code, reason] = text.split(' ');
         socket.close(Number(code), reason);
       });
@@ -174,6 +176,17 @@ t.test('close codes from the upstream reach the client; a lost upstream is 1011'
     client.send(`${code} ${reason}`);
     t.same(await done, { code, reason }, `upstream close ${code} reaches the client`);
   }
+  // A close frame without a code goes on without one (ws reports that as 1005; 1005 itself may not be sent).
+  const quiet = await openClient(`ws://127.0.0.1:${gateway.port}/c`);
+  const quietDone = closed(quiet);
+  quiet.send('none');
+  t.same(await quietDone, { code: 1005, reason: '' }, 'an upstream close without a code reaches the client without one');
+  const closesBefore = upstream.closes.length;
+  const quietClient = await openClient(`ws://127.0.0.1:${gateway.port}/c`);
+  quietClient.close();
+  await eventually(async () => (upstream.closes.length > closesBefore ? true : undefined), 5000, 50, 'upstream close');
+  t.same(upstream.closes.at(-1), { code: 1005, reason: '' }, 'a client close without a code reaches the upstream without one');
+
   const client = await openClient(`ws://127.0.0.1:${gateway.port}/c`);
   const done = closed(client);
   client.send('lose');
@@ -185,6 +198,40 @@ t.test('close codes from the upstream reach the client; a lost upstream is 1011'
   lost.terminate();
   await eventually(async () => (upstream.closes.length > before ? true : undefined), 5000, 50, 'upstream close');
   t.equal(upstream.closes.at(-1)?.code, 1001, 'a client lost abruptly closes the upstream with 1001');
+});
+
+t.test('a handshake the gateway cannot complete as asked: another version is 426, a malformed key 400; the upstream sees neither', async (t) => {
+  const upstream = await startWsUpstream(t);
+  const gateway = await startGateway(t, {
+    config: testConfig([wsUpstreamConfig(upstream.location, ['/h'])]),
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+    workers: 1,
+  });
+  const handshake = (headers: string) =>
+    rawRequest(gateway.port, `GET /h HTTP/1.1\r\nHost: gw\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n${headers}\r\n`, { responses: 1 });
+  const goodKey = 'dGhlIHNhbXBsZSBub25jZQ==';
+  const v8 = await handshake(`Sec-WebSocket-Key: ${goodKey}\r\nSec-WebSocket-Version: 8\r\n`);
+  t.equal(v8.responses[0]?.status, 426, 'version 8: 426 Upgrade Required');
+  t.same(v8.responses[0]?.headers['sec-websocket-version'], ['13'], 'naming the version spoken (RFC 6455 4.2.2)');
+  const none = await handshake(`Sec-WebSocket-Key: ${goodKey}\r\n`);
+  t.equal(none.responses[0]?.status, 400, 'no version: 400');
+  // 24 characters but not base64 of 16 bytes: uWS hands these to the upgrade handler, which refuses them.
+  for (const key of ['dGhlIHNhbXBsZSBub25jZQ=!', '!GhlIHNhbXBsZSBub25jZQ==', 'dGhlIHNhbXBsZSBub25jZQ=A']) {
+    const bad = await handshake(`Sec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n`);
+    t.equal(bad.responses[0]?.status, 400, `key ${JSON.stringify(key)}: 400`);
+  }
+  // Any other length, or none: uWS does not take it for a handshake and the request goes on as plain
+  // HTTP (here the upstream's own answer to a GET without an upgrade).
+  for (const key of ['', 'short', 'dGhlIHNhbXBsZSBub25jZSBsb25nZXI=']) {
+    const plain = await handshake(`${key === '' ? '' : `Sec-WebSocket-Key: ${key}\r\n`}Sec-WebSocket-Version: 13\r\n`);
+    t.not(plain.responses[0]?.status, 101, `key ${JSON.stringify(key)}: not upgraded`);
+  }
+  t.equal(upstream.handshakes.length, 0, 'nothing reached the upstream');
+  const ok = await openClient(`ws://127.0.0.1:${gateway.port}/h`);
+  ok.send('still');
+  t.equal((await nextMessage(ok)).data.toString(), 'still', 'a valid handshake still goes through');
+  ok.close();
 });
 
 t.test('maxPayloadBytes closes both sides with 1009', async (t) => {
