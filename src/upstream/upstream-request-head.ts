@@ -17,8 +17,8 @@ const TARGET = /^[\x21-\x7e]+$/;
 /**
  * uWS 20.30 hands a client's header value with the bytes it could not decode as UTF-8 replaced by
  * U+FFFD (native-notes.md): forwarded, the value would carry other bytes than the client sent, so a
- * head holding one is refused like a split one. (Free for an ASCII head: V8 finds no two-byte
- * character in a one-byte string without scanning it.)
+ * head holding one is refused like a split one. (One more native scan: 10-12 ns on a 330-character
+ * head, against 14 for the NUL scan, node loop.)
  */
 const REPLACEMENT = '\uFFFD';
 /** The last method found valid: a request's method is almost always the one before it. */
