@@ -125,7 +125,7 @@ async function decisionCost(): Promise<void> {
     ready: () => Promise.resolve(),
     close: () => Promise.resolve(),
   };
-  const key = primaryKey('/items/{}', '/items/1', '');
+  const key = primaryKey('http://gw.bench', '/items/{}', '/items/1', '');
   const headers = ['content-type', 'application/json', 'cache-control', 'public, max-age=3600'];
   const policy = judge(key, [], 200, headers, 0).policy!;
   local.set(key, new StoredResponse(200, headers, Buffer.from(BODY), policy, key, Date.now()), 3_600_000);

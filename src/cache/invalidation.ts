@@ -10,6 +10,7 @@
  */
 import { normalizePath } from '../http/normalize-path.js';
 import { headerValue } from './record.js';
+import { lastItem } from './key.js';
 
 export interface InvalidatedUrl {
   readonly path: string;
@@ -70,11 +71,4 @@ function sameOrigin(reference: string, base: URL): URL | null {
     return null;
   }
   return url.origin === base.origin ? url : null;
-}
-
-/** The last item of a comma-separated field value (the hop nearest the gateway). */
-function lastItem(value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  const comma = value.lastIndexOf(',');
-  return (comma === -1 ? value : value.slice(comma + 1)).trim();
 }

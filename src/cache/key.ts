@@ -1,10 +1,15 @@
 /**
- * Cache keys (docs/reference/response-cache.md#keys-and-vary): the normalized path and the raw query,
- * then the endpoint: its canonical template (identifiers erased), so GET /items/{id} and DELETE
- * /items/{itemId} address the same entries. Keys are printable: a remote store shows them as they are.
- * The URL comes first so that every entry of one URL (under any endpoint, every variant) shares the
- * prefix `<path>[?query] `: invalidating a URL (an unsafe request's target, its Location) needs no
+ * Cache keys (docs/reference/response-cache.md#keys-and-vary): the request's origin as the upstream is
+ * told it (X-Forwarded-Proto and X-Forwarded-Host), the normalized path and the raw query, then the
+ * endpoint: its canonical template (identifiers erased), so GET /items/{id} and DELETE /items/{itemId}
+ * address the same entries. Keys are printable: a remote store shows them as they are. The URL comes
+ * first so that every entry of one URL (under any endpoint, every variant) shares the prefix
+ * `<origin><path>[?query] `: invalidating a URL (an unsafe request's target, its Location) needs no
  * routing, one range of an ordered store.
+ *
+ * The origin is in the key because the upstream is sent it: an answer built from X-Forwarded-Host
+ * (absolute links, redirects) would otherwise be stored under a key any client could reach with
+ * another Host, and served to the clients of every host (cache poisoning).
  *
  * A URL whose answer varies (Vary) keeps a VaryIndex under its primary key and each variant under
  * `<primary>\n<name>=<value>\n...`, the values of the named request headers ("<name>" alone when the
@@ -14,18 +19,49 @@
 import { createHash } from 'node:crypto';
 import { headerValue } from './record.js';
 
-/** Primary key of a request for `canonical` (the route's canonical template). */
-export function primaryKey(canonical: string, path: string, query: string): string {
+/** Primary key of a request for `canonical` (the route's canonical template); `origin` from requestOrigin. */
+export function primaryKey(origin: string, canonical: string, path: string, query: string): string {
   // One template, not urlPrefix() and a concatenation: this runs on every hit.
-  return query === '' ? `${path} ${canonical}` : `${path}?${query} ${canonical}`;
+  return query === '' ? `${origin}${path} ${canonical}` : `${origin}${path}?${query} ${canonical}`;
 }
 
 /**
- * What every key of a URL starts with: path and query (visible ASCII only, so no space) and a space.
- * No key of another URL starts with it.
+ * What every key of a URL starts with: origin, path and query (visible ASCII only, so no space) and a
+ * space. No key of another URL starts with it.
  */
-export function urlPrefix(path: string, query: string): string {
-  return query === '' ? `${path} ` : `${path}?${query} `;
+export function urlPrefix(origin: string, path: string, query: string): string {
+  return query === '' ? `${origin}${path} ` : `${origin}${path}?${query} `;
+}
+
+let lastProto: string | undefined;
+let lastHost: string | undefined;
+let lastSecure = false;
+let lastOrigin = 'http://';
+
+/**
+ * `scheme://host` of a request as the gateway forwards it: the last item of `proto` (X-Forwarded-Proto;
+ * else the connection's) and of `host` (X-Forwarded-Host), lower-cased. A host with a character a host
+ * cannot have (from a trusted proxy's header, which the gateway does not check) is percent-encoded,
+ * so no host can run into the path. The last answer is kept: requests mostly repeat their origin.
+ */
+export function requestOrigin(secure: boolean, proto: string | undefined, host: string | undefined): string {
+  if (proto === lastProto && host === lastHost && secure === lastSecure) return lastOrigin;
+  const scheme = lastItem(proto)?.toLowerCase();
+  const hostPart = (lastItem(host) ?? '').toLowerCase();
+  const origin = `${scheme === 'https' || scheme === 'http' ? scheme : secure ? 'https' : 'http'}://${PLAIN_HOST.test(hostPart) ? hostPart : encodeURIComponent(hostPart)}`;
+  lastProto = proto;
+  lastHost = host;
+  lastSecure = secure;
+  return (lastOrigin = origin);
+}
+
+const PLAIN_HOST = /^[a-z0-9.\-_~:[\]]*$/;
+
+/** The last item of a comma-separated field value (the hop nearest the gateway). */
+export function lastItem(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const comma = value.lastIndexOf(',');
+  return (comma === -1 ? value : value.slice(comma + 1)).trim();
 }
 
 /** The header names a Vary value lists (lower-case, in order, each once); '*' when it holds "*". */

@@ -26,7 +26,7 @@
  */
 import type CachePolicy from 'http-cache-semantics';
 import { Flights, type Flight, type FlightOutcome } from '../cache/flights.js';
-import { primaryKey, urlPrefix, variantKey } from '../cache/key.js';
+import { primaryKey, requestOrigin, urlPrefix, variantKey } from '../cache/key.js';
 import { invalidates, locationUrls } from '../cache/invalidation.js';
 import { instanceCacheDir } from '../cache/instance-dir.js';
 import { SharedCacheStore, type HeldLock } from '../cache/shared-store.js';
@@ -232,12 +232,16 @@ export class ResponseCache implements Middleware {
     const headers = ctx.headers;
     let directives = false;
     let authorization = false;
+    let proto: string | undefined;
+    let host: string | undefined;
     for (let i = 0; i < headers.length; i += 2) {
       const name = headers[i];
       if (name === 'cache-control' || name === 'pragma' || name === 'if-none-match' || name === 'if-modified-since' || name === 'range') directives = true;
       else if (name === 'authorization') authorization = true;
+      else if (name === 'x-forwarded-host') host = headers[i + 1];
+      else if (name === 'x-forwarded-proto') proto = headers[i + 1];
     }
-    const key = primaryKey(ctx.route!.canonical, ctx.path, ctx.query);
+    const key = primaryKey(requestOrigin(ctx.secure, proto, host), ctx.route!.canonical, ctx.path, ctx.query);
     if (directives) return this.armed(new CacheRequest(this, ctx, key, authorization).start());
     const found = this.get(key);
     if (found !== undefined && !(found instanceof Promise)) {
@@ -447,13 +451,19 @@ class Invalidation implements ResponseObserver {
     this.requestHeaders = ctx.headers;
   }
 
+  /** The request's origin, which every URL it invalidates shares (locationUrls keeps same-origin ones only). */
+  private origin(): string {
+    const headers = this.requestHeaders;
+    return requestOrigin(this.secure, headerValue(headers, 'x-forwarded-proto'), headerValue(headers, 'x-forwarded-host'));
+  }
+
   onHead(status: number, headers: readonly string[]): void {
     if (!invalidates(status)) return;
     const cache = this.cache;
     const store = cache.store;
     cache.metrics.add(cache.names.invalidations);
     if (store.deletePrefix === undefined) {
-      void cache.write(() => store.delete(primaryKey(this.canonical, this.path, this.query)));
+      void cache.write(() => store.delete(primaryKey(this.origin(), this.canonical, this.path, this.query)));
       return;
     }
     const drop = (prefix: string): void => {
@@ -462,11 +472,12 @@ class Invalidation implements ResponseObserver {
         if (done instanceof Promise) return done.then(() => undefined);
       });
     };
-    drop(urlPrefix(this.path, this.query));
+    const origin = this.origin();
+    drop(urlPrefix(origin, this.path, this.query));
     for (const url of locationUrls(this.secure, this.path, this.query, this.requestHeaders, headers)) {
       if (url.path === this.path && url.query === this.query) continue;
       cache.metrics.add(cache.names.invalidations);
-      drop(urlPrefix(url.path, url.query));
+      drop(urlPrefix(origin, url.path, url.query));
     }
   }
   onData(): void {}

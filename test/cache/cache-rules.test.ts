@@ -4,19 +4,33 @@
 import t from 'tap';
 import { CacheRecordError, decodeRecord, encodeRecord } from '../../src/cache/codec.js';
 import { Flights } from '../../src/cache/flights.js';
-import { comparedValue, primaryKey, urlPrefix, variantKey, varyNames } from '../../src/cache/key.js';
+import { comparedValue, primaryKey, requestOrigin, urlPrefix, variantKey, varyNames } from '../../src/cache/key.js';
 import { LocalCacheStore } from '../../src/cache/local-store.js';
 import { hasDirective, StoredResponse, VaryIndex } from '../../src/cache/record.js';
 import { judge } from '../../src/cache/rules.js';
 import { parseHttpDate } from '../../src/cache/http-date.js';
 
-t.test('keys: the endpoint, the normalized path, the raw query', async (t) => {
-  t.equal(primaryKey('/items/{}', '/items/1', ''), '/items/1 /items/{}');
-  t.equal(primaryKey('/items/{}', '/items/1', 'b=2&a=1'), '/items/1?b=2&a=1 /items/{}');
-  t.ok(primaryKey('/items/{}', '/items/1', '').startsWith(urlPrefix('/items/1', '')), 'a key starts with its URL prefix');
-  t.notOk(primaryKey('/items/{}', '/items/10', '').startsWith(urlPrefix('/items/1', '')), 'and no other URL\'s');
-  t.notOk(primaryKey('/items/{}', '/items/1', 'a=1').startsWith(urlPrefix('/items/1', '')), 'nor that of the same path with a query');
-  t.not(primaryKey('/items/{}', '/items/1', 'a=1&b=2'), primaryKey('/items/{}', '/items/1', 'b=2&a=1'), 'the raw query: order counts');
+t.test('keys: the origin, the normalized path, the raw query, the endpoint', async (t) => {
+  const o = 'http://gw.test';
+  t.equal(primaryKey(o, '/items/{}', '/items/1', ''), 'http://gw.test/items/1 /items/{}');
+  t.equal(primaryKey(o, '/items/{}', '/items/1', 'b=2&a=1'), 'http://gw.test/items/1?b=2&a=1 /items/{}');
+  t.ok(primaryKey(o, '/items/{}', '/items/1', '').startsWith(urlPrefix(o, '/items/1', '')), 'a key starts with its URL prefix');
+  t.notOk(primaryKey(o, '/items/{}', '/items/10', '').startsWith(urlPrefix(o, '/items/1', '')), 'and no other URL\'s');
+  t.notOk(primaryKey(o, '/items/{}', '/items/1', 'a=1').startsWith(urlPrefix(o, '/items/1', '')), 'nor that of the same path with a query');
+  t.notOk(primaryKey('http://gw.test.evil', '/items/{}', '/items/1', '').startsWith(urlPrefix(o, '/items/1', '')), 'nor that of another host');
+  t.not(primaryKey(o, '/items/{}', '/items/1', 'a=1&b=2'), primaryKey(o, '/items/{}', '/items/1', 'b=2&a=1'), 'the raw query: order counts');
+});
+
+t.test('the origin: as forwarded, the last hop, lower-cased; a host that could run into the path is encoded', async (t) => {
+  t.equal(requestOrigin(false, 'http', 'GW.Test:8080'), 'http://gw.test:8080');
+  t.equal(requestOrigin(false, 'http', 'GW.Test:8080'), 'http://gw.test:8080', 'asked again (the remembered answer)');
+  t.equal(requestOrigin(true, undefined, 'gw.test'), 'https://gw.test', 'no X-Forwarded-Proto: the connection\'s scheme');
+  t.equal(requestOrigin(false, 'https, http', 'a.test, b.test'), 'http://b.test', 'a trusted proxy\'s list: the last hop');
+  t.equal(requestOrigin(false, 'gopher', 'gw.test'), 'http://gw.test', 'a scheme other than http(s) is not taken');
+  t.equal(requestOrigin(false, 'http', '[::1]:8080'), 'http://[::1]:8080');
+  t.equal(requestOrigin(false, 'http', 'a.test/x'), 'http://a.test%2Fx', 'a "/" cannot make host and path another URL');
+  t.not(requestOrigin(false, 'http', 'a.test/x') + '/y', requestOrigin(false, 'http', 'a.test') + '/x/y');
+  t.equal(requestOrigin(false, 'http', undefined), 'http://', 'no host');
 });
 
 t.test('Vary names (RFC 9110 12.5.5): case-insensitive, each once, "*" anywhere is "*"', async (t) => {

@@ -175,7 +175,8 @@ t.test('the byte bound holds for the instance under 600 distinct 1 MB answers (R
   const worker = async (): Promise<void> => {
     while (next < COUNT) {
       const i = next++;
-      const answer = await request(`http://127.0.0.1:${gateway.port}/big/${i}`, { dispatcher });
+      // Host as ask() sends it: the host is part of the key (test/cache/cache-origin-key.test.ts).
+      const answer = await request(`http://127.0.0.1:${gateway.port}/big/${i}`, { dispatcher, headers: { host: 'gw' } });
       const body = Buffer.from(await answer.body.arrayBuffer());
       if (answer.statusCode !== 200 || body.length !== MB) throw new Error(`/big/${i}: ${answer.statusCode} ${body.length}`);
       if (answer.headers['x-cache'] === 'HIT') hits++;
