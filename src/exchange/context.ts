@@ -156,6 +156,21 @@ export class RequestContext {
     return undefined;
   }
 
+  /**
+   * A request header's field value (lower-case name): every field line of that name joined with ", ",
+   * as RFC 9110 5.3 reads several lines; undefined when absent. What decides on a header (a key, a
+   * bucket) reads this, so that two lines mean what one line with both values means: a proxy in front
+   * that kept the last line and the gateway that kept the first would otherwise disagree.
+   */
+  requestFieldValue(name: string): string | undefined {
+    const headers = this.headers;
+    let value: string | undefined;
+    for (let i = 0; i < headers.length; i += 2) {
+      if (headers[i] === name) value = value === undefined ? headers[i + 1] : `${value}, ${headers[i + 1]}`;
+    }
+    return value;
+  }
+
   /** Removes every request header of that (lower-case) name before forwarding. */
   removeRequestHeader(name: string): void {
     const headers = this.headers;

@@ -90,7 +90,8 @@ class ApiKeyAuth implements Middleware {
   }
 
   decide(ctx: RequestContext): Decision {
-    let key = ctx.requestHeader(this.header);
+    // Several field lines are one value ("a, b"), which is no key: refused, whatever their order.
+    let key = ctx.requestFieldValue(this.header);
     let fromQuery = false;
     if (key === undefined && this.query !== null) {
       key = queryValue(ctx.query, this.query);

@@ -139,10 +139,14 @@ class RateLimit implements Middleware {
   }
 
   private bucketKey(ctx: RequestContext): string {
+    // Each kind of subject has its own tag, so that no value of one can name a bucket of another (a
+    // header holding a client's address would otherwise spend that client's own bucket).
     let subject: string | undefined;
-    let tag = '';
+    let tag = 'ip:';
     if (this.header !== null) {
-      subject = ctx.requestHeader(this.header);
+      subject = ctx.requestFieldValue(this.header);
+      if (subject === '') subject = undefined;
+      else if (subject !== undefined) tag = 'h:';
     } else if (this.byConsumer && ctx.consumer !== null) {
       subject = ctx.consumer;
       tag = 'c:';

@@ -51,3 +51,16 @@ t.test(`${KEYS} new keys x ${PER_KEY} requests at once, each on a fresh connecti
   const both = [...workers.values()].filter((set) => set.size === 2).length;
   t.ok(both >= KEYS / 2, `keys asked through both workers: ${both} of ${KEYS}`);
 });
+
+t.test("a header holding a client's address spends a bucket of its own, not that client's; an empty one counts as none", async (t) => {
+  const ask = async (extra: string): Promise<number | undefined> =>
+    (await rawRequest(gateway.port, `GET /items/k HTTP/1.1\r\nHost: gw\r\n${extra}\r\n`, { responses: 1, waitMs: 10_000 })).responses[0]?.status;
+  // The client's own (loopback) address in the header, one more time than the limit.
+  const spoofed: Array<number | undefined> = [];
+  for (let i = 0; i <= LIMIT; i++) spoofed.push(await ask('X-Client: 127.0.0.1\r\n'));
+  t.same(spoofed, [...Array(LIMIT).fill(200), 429], 'the header value has its own bucket');
+  // The address's bucket is untouched: without the header, or with an empty one, the limit is still whole.
+  const own: Array<number | undefined> = [];
+  for (let i = 0; i <= LIMIT; i++) own.push(await ask(i % 2 === 0 ? '' : 'X-Client:\r\n'));
+  t.same(own, [...Array(LIMIT).fill(200), 429], "the address's own bucket, shared by no header value");
+});

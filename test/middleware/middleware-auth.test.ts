@@ -74,6 +74,15 @@ t.test('a good key: X-Consumer to the upstream, the client\'s own removed, the k
   t.equal(upstream.requests[upstream.requests.length - 1]!.headers['x-api-key'], 'alice-secret', 'hideCredentials false: forwarded');
 });
 
+t.test('a key header on several field lines is one value ("a, b"): 401 whichever line holds the good key', async (t) => {
+  use(auth());
+  for (const lines of ['X-Api-Key: alice-secret\r\nX-Api-Key: wrong\r\n', 'X-Api-Key: wrong\r\nX-Api-Key: alice-secret\r\n', 'X-Api-Key: alice-secret, wrong\r\n']) {
+    const res = await get('/items/1', lines);
+    t.equal(res.status, 401, JSON.stringify(lines));
+    t.notOk(res.reached, 'not forwarded');
+  }
+});
+
 t.test('a query key, taken out of the forwarded query when hidden', async (t) => {
   use(auth({ query: 'apikey' }));
   const res = await get('/items/1?a=1&apikey=alice%2Dsecret&b=%20x');
