@@ -55,7 +55,7 @@ export async function runCheck(argv: string[]): Promise<number> {
       return;
     }
     if (upstream.serviceType !== 'static') fetched++;
-    entries.push(...result.value.entries);
+    for (const entry of result.value.entries) entries.push(entry);
     for (const p of result.value.problems ?? []) {
       const where = p.path === null ? '' : `${p.method ?? '(path item)'} ${p.path}: `;
       warnings.push(`upstream ${upstream.serviceLocation}: doc: ${where}${p.reason}`);

@@ -59,7 +59,7 @@ export async function offlineTable({ configFile, docFiles = [], fetch = false, h
     }
     try {
       const discovered = await discoverUpstream(upstream, config!.discovery);
-      entries.push(...discovered.entries);
+      for (const entry of discovered.entries) entries.push(entry);
       if (discovered.problems && discovered.problems.length > 0) docProblems.push({ file: upstream.serviceLocation, problems: discovered.problems });
     } catch (err) {
       failed.push({ upstream: upstream.serviceLocation, reason: (err as Error).message });
@@ -67,7 +67,7 @@ export async function offlineTable({ configFile, docFiles = [], fetch = false, h
   }
   for (const file of docFiles) {
     const discovered = await readDocFile(file);
-    entries.push(...discovered.entries);
+    for (const entry of discovered.entries) entries.push(entry);
     if (discovered.problems && discovered.problems.length > 0) docProblems.push({ file, problems: discovered.problems });
   }
   const { table, problems } = RoutingTable.compile(entries);

@@ -51,7 +51,10 @@ export async function findObjections(doc: Json, kind: DocKind): Promise<CheckedD
     objections.push({ pointer: [], message: `$ref resolution: ${(error as Error).message}` });
   }
   if (kind === 'openapi3' && typeof written.openapi !== 'string') written.openapi = String(written.openapi);
-  objections.push(...schemaObjections(written), ...specObjections(dereferenced, kind));
+  // Appended one by one: a doc of 100,000 paths can have as many objections, too many to spread
+  // into one call's arguments ("Maximum call stack size exceeded").
+  for (const objection of schemaObjections(written)) objections.push(objection);
+  for (const objection of specObjections(dereferenced, kind)) objections.push(objection);
   return { dereferenced, objections };
 }
 

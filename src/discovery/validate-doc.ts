@@ -12,6 +12,15 @@ export interface ValidatedDoc {
 }
 
 /**
+ * The most paths one doc may declare. Validation runs on the primary and its cost grows with the doc,
+ * and with the square of the schema's objections (the schema validator collects every error): a valid
+ * doc of 100,000 paths took 5.7 s, one of 100,000 paths that each broke the schema 37 s (node, on the
+ * 2-core machine of docs/benchmarks.md); at this bound, 1.6 and 3.6 s. Public APIs
+ * declare far fewer: GitHub's REST API about 900.
+ */
+export const MAX_DOC_PATHS = 30_000;
+
+/**
  * Decides what a parsed doc is and what a validator objects to in it, without refusing it for that.
  * Throws (the upstream fails) only when the doc is not a Swagger 2.0 / OpenAPI 3.x document at all: not
  * an object, no `swagger: "2.0"` or `openapi: "3.x"`, or no `paths` object to route. A doc of the other
@@ -24,6 +33,10 @@ export async function validateDoc(doc: unknown, serviceType: ServiceType | null,
   if ('refused' in found) throw new Error(`${where}: the doc is ${found.refused}`);
   const { kind, version } = found;
   if (!isObject(doc.paths)) throw new Error(`${where}: the ${version} doc has no "paths" object, so nothing to route`);
+  const pathCount = Object.keys(doc.paths).length;
+  if (pathCount > MAX_DOC_PATHS) {
+    throw new Error(`${where}: the ${version} doc declares ${pathCount} paths, more than the ${MAX_DOC_PATHS} the gateway reads from one doc`);
+  }
 
   const first: Objection[] = [];
   if (serviceType !== null && serviceType !== 'static' && serviceType !== kind) {

@@ -6,7 +6,7 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import type { UpstreamConfig } from '../../src/config/types.js';
 import { discoverFromDoc, parseDocText, type DiscoveredUpstream, type EndpointProblem } from '../../src/discovery/index.js';
 import { swaggerPath } from '../../src/discovery/swagger-path.js';
-import { validateDoc } from '../../src/discovery/validate-doc.js';
+import { MAX_DOC_PATHS, validateDoc } from '../../src/discovery/validate-doc.js';
 import { buildCombinedSpec, buildCombinedSpecWithNamespaces } from '../../src/builtins/spec.js';
 import { guardSpec } from '../../src/builtins/spec-guard.js';
 import { UpstreamRegistry, type DiscoverFn } from '../../src/cluster/discovered-upstreams.js';
@@ -57,6 +57,12 @@ t.test('validateDoc: only what is no Swagger 2.0 / OpenAPI 3.x doc at all fails'
   await t.rejects(validateDoc({ status: 'UP' }, 'swagger2', 'u'), { message: /^u: the doc is neither Swagger nor OpenAPI \(no "swagger" or "openapi" key/ });
   await t.rejects(validateDoc({ swagger: '1.2', apis: [] }, 'swagger2', 'u'), { message: 'u: the doc is Swagger "1.2": neither Swagger 2.0 nor OpenAPI 3.x' });
   await t.rejects(validateDoc({ openapi: '2.0', paths: {} }, 'openapi3', 'u'), { message: /the doc is OpenAPI "2.0"/ });
+  const huge = Object.fromEntries(Array.from({ length: MAX_DOC_PATHS + 1 }, (_, i) => [`/p${i}`, { get: { responses: {} } }]));
+  const started = performance.now();
+  await t.rejects(validateDoc({ openapi: '3.0.0', info: { title: 'x', version: '1' }, paths: huge }, 'openapi3', 'u'), {
+    message: `u: the OpenAPI 3.0.0 doc declares ${MAX_DOC_PATHS + 1} paths, more than the ${MAX_DOC_PATHS} the gateway reads from one doc`,
+  });
+  t.ok(performance.now() - started < 2000, 'refused before any validation');
   await t.rejects(validateDoc({ swagger: '2.0', info: {} }, 'swagger2', 'u'), { message: 'u: the Swagger 2.0 doc has no "paths" object, so nothing to route' });
   const parsed = parseDocText('swagger: 2.0\ninfo: {title: t, version: "1"}\npaths: {}\n');
   const yamlNumber = await validateDoc(parsed.ok ? parsed.value : null, 'swagger2', 'u');
