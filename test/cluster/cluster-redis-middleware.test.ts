@@ -94,12 +94,15 @@ t.test('two instances serve each other\'s cached answers', async (t) => {
   };
   const keysBefore = await cacheKeys();
   const before = app.total();
-  const first = await httpRequest(a.port, '/cached/7');
+  // One Host for both, as a load balancer in front of the two would pass on: the host is part of the
+  // key (test/cache/cache-origin-key.test.ts), and each instance's own address would be another.
+  const site = { headers: { host: 'gw.test' } };
+  const first = await httpRequest(a.port, '/cached/7', site);
   t.equal(first.headers['x-cache'], 'MISS');
   // The entry is written to Redis after A's answer is complete: ask B once it is there (asking B
   // earlier is a miss of B's own, which stores B's answer).
   await eventually(async () => ((await cacheKeys()) > keysBefore ? true : undefined), 3000);
-  const second = await httpRequest(b.port, '/cached/7');
+  const second = await httpRequest(b.port, '/cached/7', site);
   t.equal(second.headers['x-cache'], 'HIT');
   t.equal(second.body, first.body, 'the same answer, stored by the other instance');
   t.equal(app.total() - before, 1, 'the upstream answered once');
