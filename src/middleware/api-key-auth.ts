@@ -93,10 +93,14 @@ class ApiKeyAuth implements Middleware {
     // Several field lines are one value ("a, b"), which is no key: refused, whatever their order.
     let key = ctx.requestFieldValue(this.header);
     let fromQuery = false;
-    if (key === undefined && this.query !== null) {
-      key = queryValue(ctx.query, this.query);
-      fromQuery = key !== undefined;
+    const inQuery = this.query === null ? undefined : queryValue(ctx.query, this.query);
+    if (key === undefined && inQuery !== undefined) {
+      key = inQuery;
+      fromQuery = true;
     }
+    // Hidden keys leave the query before any answer: the access log writes the query of refused
+    // requests too, and a refused key is often a real one mistyped, or an old one.
+    if (this.hide && inQuery !== undefined) ctx.query = withoutQueryParameter(ctx.query, this.query!);
     if (key === undefined || key === '') return this.missing;
     let consumer = this.known.get(key);
     if (consumer === undefined) {
@@ -107,10 +111,7 @@ class ApiKeyAuth implements Middleware {
     ctx.consumer = consumer;
     ctx.removeRequestHeader(CONSUMER_HEADER);
     ctx.headers.push(CONSUMER_HEADER, consumer);
-    if (this.hide) {
-      if (fromQuery) ctx.query = withoutQueryParameter(ctx.query, this.query!);
-      else ctx.removeRequestHeader(this.header);
-    }
+    if (this.hide && !fromQuery) ctx.removeRequestHeader(this.header);
     return undefined;
   }
 

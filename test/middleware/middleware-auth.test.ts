@@ -5,6 +5,7 @@ import t from 'tap';
 import { Counters } from '../../src/metrics/counters.js';
 import { sha256Hex } from '../../src/middleware/api-key-auth.js';
 import { buildPipeline, type MiddlewareConfig } from '../../src/middleware/registry.js';
+import { RequestContext } from '../../src/exchange/context.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { entry, startUpstream } from '../helpers/upstream-server.js';
 import { planeInFrontOf } from '../helpers/data-plane.js';
@@ -92,6 +93,20 @@ t.test('a query key, taken out of the forwarded query when hidden', async (t) =>
   t.equal(seen.headers['x-consumer'], 'alice');
   const missing = await get('/items/1?apikey=');
   t.equal(missing.status, 401, 'an empty key is no key');
+});
+
+t.test('a hidden query key leaves the query whatever the answer: a refused request logs no key either', async (t) => {
+  const middleware = buildPipeline([auth({ query: 'apikey' })], { metrics: counters, warn: () => {} });
+  const decideOn = (query: string) => {
+    const ctx = new RequestContext({ method: 'GET', url: '/items/1', query, peer: '127.0.0.1', startedAt: 0, xForwardedFor: undefined, hasBody: false, secure: false, contentLength: -1, forward: [] });
+    const entry = middleware.entries[0]!;
+    const decision = entry.decide(ctx) as { status?: number } | undefined;
+    return { status: decision?.status ?? 200, query: ctx.query };
+  };
+  t.same(decideOn('a=1&apikey=wrong-key'), { status: 401, query: 'a=1' }, 'an unknown key');
+  t.same(decideOn('apikey=EVIL&apikey=alice-secret&b=2'), { status: 401, query: 'b=2' }, 'a good key behind a bad one');
+  t.same(decideOn('apikey=alice-secret;apikey=EVIL'), { status: 401, query: '' }, 'a value that runs on past a ";"');
+  t.same(decideOn('apikey=alice-secret&c=3'), { status: 200, query: 'c=3' }, 'admitted, as before');
 });
 
 t.test('x-disabled-middleware: the endpoint is public', async (t) => {
