@@ -2,7 +2,7 @@ import type { ServiceType, UpstreamConfig } from '../config/types.js';
 import { docBasePath } from './base-path.js';
 import { endpointProblems } from './endpoint-problems.js';
 import { entriesFromDoc, entriesFromStatic } from './extract-entries.js';
-import { fetchDoc } from './fetch-doc.js';
+import { fetchDoc, shownUrl } from './fetch-doc.js';
 import { specUrl } from './spec-url.js';
 import { validateDoc } from './validate-doc.js';
 import type { DiscoveredUpstream, DiscoveryOptions } from './types.js';
@@ -20,7 +20,7 @@ export async function discoverUpstream(upstream: UpstreamConfig, options: Discov
   }
   const docUrl = specUrl(upstream);
   const doc = await fetchDoc(docUrl, options, upstream.tls);
-  return discoverFromDoc(upstream, doc, { docUrl, where: docUrl, serviceType: upstream.serviceType });
+  return discoverFromDoc(upstream, doc, { docUrl, where: shownUrl(docUrl), serviceType: upstream.serviceType });
 }
 
 export interface DocSource {

@@ -20,6 +20,7 @@ class TransientFetchError extends Error {}
  * YAML is not (it will not become a doc by asking again).
  */
 export async function fetchDoc(url: string, options: DiscoveryOptions, tls?: UpstreamTlsConfig): Promise<unknown> {
+  const shown = shownUrl(url);
   const attempts = 1 + options.retries;
   let lastReason = '';
   // undici on the first fetch, not at start: loading it took 130 ms of the primary's start (CPU
@@ -33,7 +34,7 @@ export async function fetchDoc(url: string, options: DiscoveryOptions, tls?: Ups
         if (attempt > 1) await sleep(options.backoffMs * 2 ** (attempt - 2), undefined, { signal: options.signal });
         return await fetchOnce(client, url, options, dispatcher);
       } catch (error) {
-        if (options.signal?.aborted) throw new Error(`GET ${url}: discovery was cancelled`, { cause: error });
+        if (options.signal?.aborted) throw new Error(`GET ${shown}: discovery was cancelled`, { cause: error });
         if (!(error instanceof TransientFetchError)) throw error;
         lastReason = error.message;
       }
@@ -42,7 +43,26 @@ export async function fetchDoc(url: string, options: DiscoveryOptions, tls?: Ups
     void dispatcher?.close().catch(() => {});
   }
   const tries = attempts === 1 ? '1 attempt' : `${attempts} attempts`;
-  throw new Error(`GET ${url} failed (${tries}): ${lastReason}`);
+  throw new Error(`GET ${shown} failed (${tries}): ${lastReason}`);
+}
+
+/**
+ * The doc's URL as errors show it, which reach the logs and the public health report: without
+ * user and password, and with every query value replaced by "…" (a spec URL may carry a token:
+ * `/spec?access_token=...`). The names stay, to tell the URLs apart.
+ */
+export function shownUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return '(invalid URL)';
+  }
+  url.username = '';
+  url.password = '';
+  let query = '';
+  for (const name of new Set(url.searchParams.keys())) query += `${query === '' ? '?' : '&'}${encodeURIComponent(name)}=…`;
+  return `${url.origin}${url.pathname}${query}`;
 }
 
 type Undici = typeof import('undici');
@@ -74,7 +94,7 @@ async function fetchOnce(client: Undici, url: string, options: DiscoveryOptions,
       response.body.resume();
       throw new TransientFetchError(`HTTP ${response.statusCode} ${STATUS_CODES[response.statusCode] ?? ''}`.trim() + redirectHint(response.statusCode));
     }
-    text = await readLimited(response.body, url);
+    text = await readLimited(response.body, shownUrl(url));
   } catch (error) {
     if (error instanceof TransientFetchError || error instanceof DocTooLargeError) throw error;
     if (timedOut) throw new TransientFetchError(`timed out after ${options.fetchTimeoutMs} ms`);
@@ -84,20 +104,20 @@ async function fetchOnce(client: Undici, url: string, options: DiscoveryOptions,
     options.signal?.removeEventListener('abort', forwardAbort);
   }
   const parsed = parseDocText(text);
-  if (!parsed.ok) throw new Error(`GET ${url}: the answer is neither JSON nor YAML (content-type ${contentType}): ${parsed.reason}`);
+  if (!parsed.ok) throw new Error(`GET ${shownUrl(url)}: the answer is neither JSON nor YAML (content-type ${contentType}): ${parsed.reason}`);
   return parsed.value;
 }
 
 class DocTooLargeError extends Error {}
 
-async function readLimited(body: AsyncIterable<Buffer> & { destroy(): unknown }, url: string): Promise<string> {
+async function readLimited(body: AsyncIterable<Buffer> & { destroy(): unknown }, shown: string): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
     size += chunk.length;
     if (size > MAX_DOC_BYTES) {
       body.destroy();
-      throw new DocTooLargeError(`GET ${url}: the doc is larger than ${MAX_DOC_BYTES} bytes`);
+      throw new DocTooLargeError(`GET ${shown}: the doc is larger than ${MAX_DOC_BYTES} bytes`);
     }
     chunks.push(chunk);
   }
