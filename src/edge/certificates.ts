@@ -37,6 +37,9 @@ export function loadListenerCertificates(tls: ListenerTlsConfig | undefined, con
   return problems;
 }
 
+/** How far in the future a certificate's notBefore may be: this host's clock may run behind the issuer's. */
+const NOT_BEFORE_SLACK_MS = 5 * 60_000;
+
 interface Refusal {
   key: 'certFile' | 'keyFile' | 'passphraseEnv';
   why: string;
@@ -60,6 +63,9 @@ function loadCertificate(certificate: ListenerCertificateConfig, baseDir: string
   }
   const notAfter = Date.parse(leaf!.validTo);
   if (notAfter <= now) return { key: 'certFile', why: `${certPath}: expired on ${new Date(notAfter).toISOString()}` };
+  // Clients refuse it as surely as an expired one (a clock a little behind the issuer's is allowed for).
+  const notBefore = Date.parse(leaf!.validFrom);
+  if (notBefore > now + NOT_BEFORE_SLACK_MS) return { key: 'certFile', why: `${certPath}: not valid before ${new Date(notBefore).toISOString()}` };
   const key = readPem(keyPath);
   if (typeof key !== 'string') return { key: 'keyFile', why: key.why };
   let passphrase: string | undefined;

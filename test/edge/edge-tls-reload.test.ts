@@ -145,6 +145,8 @@ t.test('each certificate that does not load is refused with the file and why', a
   t.same(check({ certFile: good.certFile, keyFile: join(certs.dir, 'missing.key') }), [`/tls/certificates/0/keyFile: cannot read ${join(certs.dir, 'missing.key')}: no such file`]);
   t.same(check({ certFile: good.certFile, keyFile: other.keyFile }), [`/tls/certificates/0/keyFile: ${other.keyFile}: the key does not match the certificate in ${good.certFile}`]);
   t.match(check(files(expired))[0], `/tls/certificates/0/certFile: ${expired.certFile}: expired on `);
+  const future = certs.make('future', 'future', { notYetValid: true });
+  t.match(check(files(future))[0], `/tls/certificates/0/certFile: ${future.certFile}: not valid before 2030-01-01T00:00:00.000Z`);
   t.same(check({ certFile: notPem, keyFile: good.keyFile }), [`/tls/certificates/0/certFile: ${notPem}: not PEM: holds no "-----BEGIN CERTIFICATE-----" block`]);
   t.match(check({ certFile: good.certFile, keyFile: notPem })[0], `/tls/certificates/0/keyFile: ${notPem}: not a PEM private key`);
   t.same(check(files(locked)), [`/tls/certificates/0/keyFile: ${locked.keyFile}: the key is encrypted and no passphraseEnv is set`]);

@@ -1,6 +1,6 @@
 // Test certificates, generated with openssl into a temporary directory (never committed).
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Teardown } from './gateway-process.js';
@@ -21,6 +21,8 @@ export interface CertificateOptions {
   passphrase?: string;
   /** A validity window in the past (expired). */
   expired?: boolean;
+  /** A validity window that starts in 2030 (not valid yet), signed by a throwaway CA. */
+  notYetValid?: boolean;
 }
 
 export class CertificateDir {
@@ -36,6 +38,25 @@ export class CertificateDir {
     const keyFile = join(this.dir, `${file}.key`);
     const san = (options.names ?? [cn]).map((n) => `DNS:${n}`).join(',');
     const keyArgs = options.passphrase === undefined ? ['-nodes'] : ['-passout', `pass:${options.passphrase}`];
+    if (options.notYetValid) {
+      // OpenSSL 3.0's x509 cannot set notBefore; its ca command can (-startdate).
+      const ca = join(this.dir, `${file}-ca`);
+      mkdirSync(ca);
+      writeFileSync(join(ca, 'index.txt'), '');
+      writeFileSync(join(ca, 'serial'), '01\n');
+      writeFileSync(
+        join(ca, 'ca.cnf'),
+        `[ca]\ndefault_ca = d\n[d]\ndatabase = ${ca}/index.txt\nnew_certs_dir = ${ca}\nserial = ${ca}/serial\ndefault_md = sha256\npolicy = p\n[p]\ncommonName = supplied\n`,
+      );
+      execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${ca}/ca.key`, '-out', `${ca}/ca.pem`, '-days', '3650', '-subj', '/CN=test-ca'], { stdio: 'ignore' });
+      execFileSync('openssl', ['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', `${certFile}.csr`, '-subj', `/CN=${cn}`], { stdio: 'ignore' });
+      execFileSync(
+        'openssl',
+        ['ca', '-batch', '-config', `${ca}/ca.cnf`, '-in', `${certFile}.csr`, '-out', certFile, '-cert', `${ca}/ca.pem`, '-keyfile', `${ca}/ca.key`, '-startdate', '20300101000000Z', '-enddate', '20310101000000Z', '-notext'],
+        { stdio: 'ignore' },
+      );
+      return { certFile, keyFile, cn };
+    }
     if (options.expired) {
       // OpenSSL 3.0 has no -not_after; a negative -days dates notAfter a day before notBefore (now).
       execFileSync('openssl', ['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', `${certFile}.csr`, '-subj', `/CN=${cn}`], { stdio: 'ignore' });
