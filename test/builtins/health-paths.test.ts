@@ -1,6 +1,6 @@
 // Built-in paths moved by config are served at the new paths; the old paths go to routing.
 import t from 'tap';
-import { httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { httpRequest, startGateway, startUpstream, testConfig, untilWorkersAnswer } from '../helpers/gateway-process.js';
 
 const upstream = await startUpstream(t, { name: 'app' });
 const gateway = await startGateway(t, {
@@ -21,6 +21,9 @@ const gateway = await startGateway(t, {
 });
 
 t.test('the new paths serve the built-ins, winning over an upstream endpoint', async (t) => {
+  // 'gateway operational' is logged as the primary pushes the ready report to the workers: a request
+  // right after it may reach a worker that has not read the push yet (503 in one fresh-clone CI run).
+  await untilWorkersAnswer(gateway.port, '/ops/health', { healthPath: '/ops/health' });
   const health = await httpRequest(gateway.port, '/ops/health');
   t.equal(health.status, 200);
   t.ok('buildInfo' in JSON.parse(health.body), 'the health report, not the upstream');
