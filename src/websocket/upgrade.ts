@@ -60,14 +60,14 @@ export interface WebSocketHost {
 
 /** Most WebSocket close frames leave within this after a shutdown's close (then the sockets are cut). */
 const CLOSE_FLUSH_MS = 250;
-/** Headers the upstream socket writes itself, or that only belong to the client's own handshake. */
 /** A Sec-WebSocket-Key: 16 bytes in base64, 22 characters and "==" (RFC 6455 4.1; the rule ws applies too). */
 const HANDSHAKE_KEY = /^[A-Za-z0-9+/]{22}==$/;
 
-export function isHandshakeKey(key: string): boolean {
+function isHandshakeKey(key: string): boolean {
   return key.length === 24 && HANDSHAKE_KEY.test(key);
 }
 
+/** Headers the upstream socket writes itself, or that only belong to the client's own handshake. */
 const HANDSHAKE_HEADERS = new Set(['sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions', 'sec-websocket-protocol']);
 /** Not passed back from a refusing upstream: hop-by-hop, framing (uWS writes its own), Date (uWS writes one). */
 const NOT_PASSED_BACK = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'upgrade', 'te', 'trailer', 'proxy-authenticate', 'proxy-connection', 'date', 'via']);
@@ -186,7 +186,7 @@ export class WebSocketProxy implements RelayHost {
     // passed on as a version 13 handshake of the gateway's own.
     const version = req.getHeader('sec-websocket-version');
     if (version !== '13') {
-      const detail = version === '' ? 'the WebSocket handshake has no Sec-WebSocket-Version' : `WebSocket version ${version} is not spoken here, only 13`;
+      const detail = version === '' ? 'the WebSocket handshake has no Sec-WebSocket-Version' : 'this WebSocket version is not spoken here, only 13';
       writeProblem(res, version === '' ? 400 : 426, detail, { via: host.via, closeConnection: true, headers: ['sec-websocket-version', '13'] });
       this.metrics.upgrade('rejected');
       return;
