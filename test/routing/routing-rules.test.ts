@@ -198,3 +198,13 @@ t.test('routes() lists equivalence groups in specificity order', async (t) => {
     ['GET /users/{id}', 'GET /users', 'POST /users', 'GET /{x}', 'GET /{+a}'],
   );
 });
+
+t.test('a literal a request cannot carry raw (non-ASCII, a space, "#") is matched in its percent-encoded form', async (t) => {
+  const table = compile([entry('GET', '/u/é/{id}'), entry('GET', '/a b'), entry('GET', '/x#y'), entry('GET', '/e/😀'), entry('GET', '/p/%c3%a9s')]);
+  t.equal(winner(table, '/u/%C3%A9/5'), '/u/é/{id}', 'what clients send for "é"');
+  t.equal(winner(table, '/a%20b'), '/a b');
+  t.equal(winner(table, '/x%23y'), '/x#y');
+  t.equal(winner(table, '/e/%F0%9F%98%80'), '/e/😀', 'a character outside the BMP: its four UTF-8 bytes');
+  t.equal(winner(table, '/p/%C3%A9s'), '/p/%c3%a9s', 'written encoded in the doc: as before');
+  t.equal(winner(table, '/u/é/5'), null, 'the raw form never reaches routing (a 400 at accept), and matches nothing here');
+});
