@@ -125,6 +125,8 @@ class Attempt implements UpstreamHandler {
   private settled = false;
   private paused = false;
   private failureCounted = false;
+  /** A final head under 500 came: the answer counts as a success for the breakers once it is complete. */
+  private headOk = false;
 
   constructor(
     private readonly retry: RetryHandler,
@@ -164,8 +166,10 @@ class Attempt implements UpstreamHandler {
     const ctx = response.ctx;
     ctx.upstreamMs = performance.now() - ctx.upstreamSentAt;
     try {
+      // A success is counted when the answer is complete (onEnd), not at its head: an upstream that cuts
+      // every answer short would otherwise reset its failure count with each head and never trip.
       if (status >= 500) this.breakerFailure();
-      else this.retry.breakerSuccess(this.upstream);
+      else this.headOk = true;
       return response.head(status, head);
     } catch (err) {
       response.internalError(err);
@@ -189,6 +193,7 @@ class Attempt implements UpstreamHandler {
     this.settled = true;
     this.call = null;
     this.retry.response.ctx.upstreamEndedAt = performance.now();
+    if (this.headOk && !this.failureCounted) this.retry.breakerSuccess(this.upstream);
     try {
       this.retry.response.end();
     } catch (err) {

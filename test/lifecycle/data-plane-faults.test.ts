@@ -24,7 +24,8 @@ const refusedForBreaker = `http://127.0.0.1:${await closedPort()}`;
 const abortable = await startUpstream(() => {});
 const dying = await startUpstream();
 const slowBody = await startUpstream();
-const upstreams = [hanging, flaky, abortable, dying, slowBody];
+const cutting = await startUpstream();
+const upstreams = [hanging, flaky, abortable, dying, slowBody, cutting];
 
 const config = testConfig({
   timeouts: { upstreamMs: UPSTREAM_MS, connectMs: 1000, clientRequestMs: CLIENT_REQUEST_MS, shutdownGraceMs: 500 },
@@ -40,6 +41,7 @@ const { table, problems } = RoutingTable.compile([
   entry('GET', '/abort', abortable.url),
   entry('GET', '/dying/{how}', dying.url),
   entry('POST', '/slow-body', slowBody.url),
+  entry('GET', '/cut', cutting.url),
 ]);
 if (problems.length > 0) throw new Error(problems.map((p) => p.message).join('\n'));
 plane.setTable(table);
@@ -174,6 +176,24 @@ t.test('an upstream dying mid-body: the client sees the connection close, not a 
     t.equal(response?.complete, false, `${how}: the body is incomplete on the wire`);
     t.equal(response?.body.length, 1000, `${how}: the bytes sent before the upstream died arrived`);
   }
+});
+
+t.test('answers cut mid-body count as breaker failures: a 200 head does not reset the count', async (t) => {
+  cutting.setHandler((req, res, recorded) =>
+    afterBody(req, recorded, () => {
+      res.writeHead(200, { 'content-length': '100' });
+      res.write('abc');
+      setTimeout(() => req.socket.destroy(), 20);
+    }),
+  );
+  for (let i = 0; i < 3; i++) {
+    const result = await rawRequest(plane.port, 'GET /cut HTTP/1.1\r\nHost: gw\r\n\r\n', { waitMs: 3000 });
+    t.equal(result.responses[0]?.complete, false, `cut ${i + 1}: an incomplete answer`);
+  }
+  const seen = cutting.requests.length;
+  const open = await get('/cut');
+  t.equal(open.status, 503, 'three cut answers opened the breaker');
+  t.equal(cutting.requests.length, seen, 'not sent');
 });
 
 t.test('a client sending its body too slowly is cut off after timeouts.clientRequestMs', async (t) => {
