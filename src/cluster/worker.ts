@@ -182,6 +182,8 @@ async function createServing(message: PublishMessage): Promise<UnboundDataPlane>
       workerId,
       path: logConfig.destination === 'stdout' ? undefined : logConfig.destination,
       omit: logConfig.omit,
+      // A JSON line like the gateway's other errors: a collector reading stdout would miss a warning on stderr.
+      onBroken: (text) => log.error({ destination: logConfig.destination }, text),
     });
     await accessLog.ready;
   }

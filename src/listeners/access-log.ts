@@ -77,6 +77,12 @@ export interface AccessLogOptions {
   omit?: readonly string[];
   /** Longest a line may sit in the buffer. */
   flushIntervalMs?: number;
+  /** Told once when writing fails for good and logging stops (default: a process warning on stderr). */
+  onBroken?: (message: string) => void;
+}
+
+function warnBroken(message: string): void {
+  process.emitWarning(message, 'AccessLogWarning');
 }
 
 /** Lines are encoded into buffers of this size (a longer line gets a buffer of its own). */
@@ -162,7 +168,7 @@ class Layout {
  * to a pipe shared by the cluster's processes, 256 KiB to a file); a chunk goes when full, or after at
  * most `flushIntervalMs`. Whatever is still buffered when the process exits is written synchronously.
  */
-export function createAccessLog({ workerId, fd = 1, path, omit = [], flushIntervalMs = 250 }: AccessLogOptions): AccessLog {
+export function createAccessLog({ workerId, fd = 1, path, omit = [], flushIntervalMs = 250, onBroken = warnBroken }: AccessLogOptions): AccessLog {
   const destination: Destination = path === undefined ? { fd } : { path };
   const encoder = new LineEncoder();
   /** Ranges of each buffer handed to the writer and not yet written. */
@@ -170,7 +176,7 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
   const writer = new AppendWriter(destination, {
     maxQueuedBytes: MAX_QUEUED_BYTES,
     onBroken(err) {
-      process.emitWarning(`access log: writing to ${path ?? `fd ${fd}`} failed (${err.code ?? err.message}); access logging stops`, 'AccessLogWarning');
+      onBroken(`access log: writing to ${path ?? `fd ${fd}`} failed (${err.code ?? err.message}); access logging stops`);
     },
     onReleased(buffer) {
       const left = (outstanding.get(buffer) ?? 1) - 1;
