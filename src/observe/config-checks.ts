@@ -29,8 +29,8 @@ function fileProblem(path: string): string | null {
   }
   try {
     if (statSync(dirname(path)).isDirectory()) return null;
+    return `${dirname(path)} is not a directory`;
   } catch {
-    // fall through
+    return `the directory ${dirname(path)} does not exist`;
   }
-  return `the directory ${dirname(path)} does not exist`;
 }

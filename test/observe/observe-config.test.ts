@@ -1,6 +1,6 @@
 // The observe keys of the config: defaults, and a bad access log destination, omit field or collector
 // URL refused with the file, the field and why.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -32,6 +32,8 @@ t.test('refused, naming the file, the field and why', async (t) => {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   t.match(messageOf({ accessLog: { destination: join(dir, 'missing', 'access.log') } }), /^config\/observe\.json: \/accessLog\/destination: the directory .*missing does not exist/);
   t.match(messageOf({ accessLog: { destination: dir } }), /\/accessLog\/destination: .* is a directory/);
+  writeFileSync(join(dir, 'afile'), '');
+  t.match(messageOf({ accessLog: { destination: join(dir, 'afile', 'access.log') } }), /\/accessLog\/destination: .*afile is not a directory$/, 'a file where the directory should be');
   t.equal(messageOf({ accessLog: { destination: join(dir, 'access.log') } }), '', 'a new file in an existing directory is fine');
   t.equal(messageOf({ accessLog: { enabled: false, destination: join(dir, 'missing', 'x.log') } }), '', 'not checked while the log is off');
   t.match(messageOf({ accessLog: { omit: ['query', 'password'] } }), /\/accessLog\/omit\/1: must be one of .*"query"/);
