@@ -13,6 +13,8 @@ import { hasSlashLookalike, isTargetText } from '../http/request-target.js';
 import { TrustedProxies } from '../http/trusted-proxies.js';
 import { DEFAULT_MAX_URL_BYTES, targetTooLong } from '../edge/request-line.js';
 
+const HSTS: readonly string[] = ['strict-transport-security'];
+
 export class AcceptPhase {
   readonly trust: TrustedProxies;
   private readonly rejectEncodedSlashes: boolean;
@@ -39,7 +41,11 @@ export class AcceptPhase {
 
   /** The refusal of a head that cannot go on (its `close`: the connection is closed after it), or null. */
   check(head: RequestHead, ctx: RequestContext): Refusal | null {
-    if (ctx.secure && this.hsts !== null) ctx.addResponseHeader('strict-transport-security', this.hsts);
+    if (ctx.secure && this.hsts !== null) {
+      ctx.addResponseHeader('strict-transport-security', this.hsts);
+      // Only ours goes out: a browser reads the first of two (RFC 6797 8.1), which would be the upstream's.
+      ctx.hiddenResponseHeaders = HSTS;
+    }
     if (targetTooLong(head.url, ctx.query, this.maxUrlBytes)) {
       return refuse(414, `the request target is longer than ${this.maxUrlBytes} bytes`);
     }

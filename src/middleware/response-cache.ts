@@ -226,7 +226,8 @@ export class ResponseCache implements Middleware {
   decide(ctx: RequestContext): Decision | Promise<Decision> | LongDecision {
     // Whatever reaches the client from the upstream (miss, bypass, uncacheable) loses the fields
     // this cache obeys (RFC 9213); answers built from entries never had them.
-    ctx.hiddenResponseHeaders = this.hidden;
+    const hidden = ctx.hiddenResponseHeaders;
+    if (this.hidden !== null) ctx.hiddenResponseHeaders = hidden === null ? this.hidden : [...hidden, ...this.hidden];
     const method = ctx.method;
     if ((method !== 'GET' && method !== 'HEAD') || ctx.hasBody) return this.bypass(ctx);
     const headers = ctx.headers;

@@ -13,7 +13,9 @@ export async function tlsGateway(t: Teardown, certificates: unknown[], tls: Reco
   const app = await startUpstream(t, {
     name: 'app',
     handle: (req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
+      // /items/hsts: an upstream that sends its own Strict-Transport-Security, in a cacheable answer.
+      const own = req.url === '/items/hsts' ? { 'strict-transport-security': 'max-age=1; includeSubDomains', 'cache-control': 'max-age=60' } : {};
+      res.writeHead(200, { 'content-type': 'application/json', ...own });
       res.end(JSON.stringify({ proto: req.headers['x-forwarded-proto'], host: req.headers.host }));
     },
   });
@@ -90,7 +92,12 @@ t.test('the certificate is picked by SNI: exact, then the wildcard of the most l
 t.test('plainPort redirect answers 308 to https, built-ins are still served; HSTS over TLS', async (t) => {
   const certs = new CertificateDir(t);
   const first = certs.make('first', 'first.test');
-  const { gateway, tlsPort } = await tlsGateway(t, [{ ...files(first), serverNames: ['first.test'] }], { plainPort: 'redirect', hstsMaxAgeS: 600 });
+  const { gateway, tlsPort } = await tlsGateway(
+    t,
+    [{ ...files(first), serverNames: ['first.test'] }],
+    { plainPort: 'redirect', hstsMaxAgeS: 600 },
+    { middleware: [{ id: 'cache', type: 'responseCache' }] },
+  );
   const redirected = await httpRequest(gateway.port, '/items/7?x=1', { headers: { host: `first.test:${gateway.port}` } });
   t.equal(redirected.status, 308);
   t.equal(redirected.headers.location, `https://first.test:${tlsPort}/items/7?x=1`);
@@ -103,6 +110,12 @@ t.test('plainPort redirect answers 308 to https, built-ins are still served; HST
   t.equal(missing.headers['strict-transport-security'], 'max-age=600', 'on the gateway\'s own answers too');
   const plain = await httpRequest(gateway.port, '/healthcheck');
   t.equal(plain.headers['strict-transport-security'], undefined, 'never over plain HTTP');
+  // An upstream's own header would come first, and a browser reads only the first (RFC 6797 8.1).
+  for (const label of ['MISS', 'HIT']) {
+    const own = await httpsGet(tlsPort, '/items/hsts', 'first.test');
+    t.equal(own.headers['x-cache'], label);
+    t.equal(own.headers['strict-transport-security'], 'max-age=600', `${label}: only the gateway's Strict-Transport-Security`);
+  }
 });
 
 t.test('plainPort off: only TLS is served; serve: both', async (t) => {

@@ -142,9 +142,12 @@ export class UwsClient implements ClientSide {
         ctx.bytesOut = writeProblem(res, reply.status, reply.detail, { allow: reply.allow, via: settings.via, headersOnly, closeConnection, headers });
         return;
       }
-      case 'content':
-        ctx.bytesOut = writeContent(res, reply.status, reply.headers, reply.body, { via: settings.via, headersOnly, closeConnection, headers: own });
+      case 'content': {
+        // A stored answer (a cache hit) keeps the upstream's headers: those withheld from the client go here too.
+        const headers = ctx.hiddenResponseHeaders === null ? reply.headers : withoutNames(reply.headers, ctx.hiddenResponseHeaders);
+        ctx.bytesOut = writeContent(res, reply.status, headers, reply.body, { via: settings.via, headersOnly, closeConnection, headers: own });
         return;
+      }
       case 'builtin':
         // A HEAD has no body left unread: only a closing gateway or the client asks for the connection to close.
         ctx.bytesOut = writeBuiltinAnswer(res, reply.answer, headersOnly, headersOnly ? (settings.closing || ctx.closeRequested) && !libraryCloses : closeConnection, own);
@@ -464,6 +467,16 @@ export class UwsClient implements ClientSide {
     this.writeHead();
     if (this.mode === BodyMode.Sized) this.res.tryEnd(EMPTY, this.totalSize);
   }
+}
+
+/** `headers` ([name, value, ...], lower-case names) without the `names`; the same array when none is there. */
+function withoutNames(headers: readonly string[], names: readonly string[]): readonly string[] {
+  let kept: string[] | null = null;
+  for (let i = 0; i < headers.length; i += 2) {
+    if (names.includes(headers[i]!)) kept ??= headers.slice(0, i);
+    else kept?.push(headers[i]!, headers[i + 1]!);
+  }
+  return kept ?? headers;
 }
 
 /**
