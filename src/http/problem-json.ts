@@ -93,8 +93,9 @@ export function writeContent(res: UwsResponse, status: number, headers: readonly
   if (options.headers) head = appendHeaderLines(head, options.headers);
   res.writeStatus(head);
   const headBytes = byteLengthUpperBound(head) + 2;
-  if (status === 304) {
-    // No content and no Content-Length: a 304 (a cache's answer to a conditional request) has none.
+  if (status === 304 || status === 204) {
+    // No content and no Content-Length: a 304 (a cache's answer to a conditional request) has none, and a
+    // 204 must not carry one (RFC 9110 8.6), which uWS would write for an empty body.
     if (options.closeConnection) res.writeHeader('connection', 'close');
     res.endWithoutBody();
     return 0;

@@ -15,6 +15,11 @@ const app = await startUpstream(t, {
       res.end();
       return;
     }
+    if (url.pathname === '/pages/empty') {
+      res.writeHead(204, { 'cache-control': 'max-age=600' });
+      res.end();
+      return;
+    }
     const headers: Record<string, string> = { 'content-type': 'text/plain', 'cache-control': 'max-age=600' };
     if (url.pathname.startsWith('/pages/vary')) headers.vary = 'host';
     res.writeHead(200, headers);
@@ -69,4 +74,14 @@ t.test('an unsafe request through another Host invalidates only that host\'s ent
   t.equal((await ask('GET', '/pages/kept', 'gw.example')).xCache, 'HIT', 'still stored for its own host');
   t.equal((await ask('POST', '/pages/kept', 'gw.example')).status, 204);
   t.equal((await ask('GET', '/pages/kept', 'gw.example')).xCache, 'MISS', 'dropped by a request through its own host');
+});
+
+t.test("a stored 204 is answered without Content-Length, as the upstream's was (RFC 9110 8.6)", async (t) => {
+  for (const [method, label] of [['GET', 'MISS'], ['GET', 'HIT'], ['HEAD', 'HIT']] as const) {
+    const result = await rawRequest(gateway.port, `${method} /pages/empty HTTP/1.1\r\nHost: gw.example\r\n\r\n`, { responses: 1, head: method === 'HEAD' });
+    const response = result.responses[0]!;
+    t.equal(response.status, 204, `${method} ${label}`);
+    t.equal(response.headers['x-cache']?.[0], label);
+    t.equal(response.headers['content-length'], undefined, `${method} ${label}: no Content-Length`);
+  }
 });
