@@ -56,7 +56,7 @@ function encodeUnsendable(text: string): string {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c >= 0x21 && c <= 0x7e && c !== 0x23) continue;
-    // A surrogate pair is one character: both halves go to encodeURIComponent together.
+    // A surrogate pair is one character: both halves are escaped together, as its four UTF-8 bytes.
     const end = c >= 0xd800 && c <= 0xdbff && i + 1 < text.length ? i + 2 : i + 1;
     out += text.slice(from, i) + escapeUtf8(text.slice(i, end));
     from = end;
