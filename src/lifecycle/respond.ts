@@ -9,7 +9,6 @@ import type { ContentAnswer, LocalReply } from '../exchange/answer.js';
 import type { ResponseWriter } from '../exchange/client.js';
 import type { RequestContext } from '../exchange/context.js';
 import type { ResponseHead } from '../upstream/response-parser.js';
-import { isViaHeader } from '../proxy/headers.js';
 import { reportBug } from './report-bug.js';
 import { headerValue } from '../observe/request-observe.js';
 
@@ -89,7 +88,7 @@ function endToEndHeaders(raw: readonly Buffer[]): string[] {
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
     // Date is kept: the response cache reads the origin's (RFC 9111 4.2.3); observers never write it.
-    if (name.length === 3 && isViaHeader(name)) continue;
+    // Via too: a stored answer keeps the upstream's entries (RFC 9111 3.1), and a hit adds the gateway's.
     out.push(name.toString('latin1').toLowerCase(), raw[i + 1]!.toString('latin1'));
   }
   return out;

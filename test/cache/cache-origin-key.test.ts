@@ -20,7 +20,7 @@ const app = await startUpstream(t, {
       res.end();
       return;
     }
-    const headers: Record<string, string> = { 'content-type': 'text/plain', 'cache-control': 'max-age=600' };
+    const headers: Record<string, string> = { 'content-type': 'text/plain', 'cache-control': 'max-age=600', via: '1.1 origin-proxy' };
     if (url.pathname.startsWith('/pages/vary')) headers.vary = 'host';
     res.writeHead(200, headers);
     res.end(`link: http://${String(req.headers['x-forwarded-host'])}${url.pathname}`);
@@ -84,4 +84,16 @@ t.test("a stored 204 is answered without Content-Length, as the upstream's was (
     t.equal(response.headers['x-cache']?.[0], label);
     t.equal(response.headers['content-length'], undefined, `${method} ${label}: no Content-Length`);
   }
+});
+
+t.test("a hit carries the upstream's Via entries before the gateway's, as the miss did (RFC 9111 3.1)", async (t) => {
+  const via = async (): Promise<{ xCache: string | undefined; via: string }> => {
+    const response = (await rawRequest(gateway.port, 'GET /pages/via HTTP/1.1\r\nHost: gw.example\r\n\r\n', { responses: 1 })).responses[0]!;
+    return { xCache: response.headers['x-cache']?.[0], via: (response.headers.via ?? []).join(', ') };
+  };
+  const miss = await via();
+  const hit = await via();
+  t.same([miss.xCache, hit.xCache], ['MISS', 'HIT']);
+  t.match(miss.via, /^1\.1 origin-proxy, 1\.1 \S+$/, 'the upstream entry, then the gateway\'s');
+  t.equal(hit.via, miss.via, 'the same chain from the store');
 });
