@@ -140,8 +140,18 @@ t.test('Redis killed: allow admits, deny answers 503, neither waits on Redis; ba
     'the limit back',
   );
   t.ok(limited.includes(429), `after Redis is back: ${limited.join(',')}`);
-  const metrics = JSON.parse((await httpRequest(b.port, '/metrics')).body);
-  t.ok(metrics.middleware.strict.storeErrors >= 6, `store errors counted (${metrics.middleware.strict.storeErrors})`);
+  // Counters reach /metrics with the workers' next shipment (every 200 ms) and the primary's next report.
+  const storeErrors = await eventually(
+    async () => {
+      const metrics = JSON.parse((await httpRequest(b.port, '/metrics')).body);
+      const count = metrics.middleware?.strict?.storeErrors;
+      return typeof count === 'number' && count >= 6 ? count : undefined;
+    },
+    5000,
+    100,
+    'store errors in /metrics',
+  );
+  t.ok(storeErrors >= 6, `store errors counted (${storeErrors})`);
 });
 
 t.test('a hung Redis: the cache is skipped after its slaMs and the miss counted', async (t) => {
