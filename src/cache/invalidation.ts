@@ -9,7 +9,7 @@
  * path normalized as the gateway normalizes request paths, and the query.
  */
 import { normalizePath } from '../http/normalize-path.js';
-import { headerValue } from './record.js';
+import { fieldValue } from '../http/header-list.js';
 import { lastItem } from './key.js';
 
 export interface InvalidatedUrl {
@@ -36,12 +36,12 @@ export function locationUrls(
   requestHeaders: readonly string[],
   responseHeaders: readonly string[],
 ): InvalidatedUrl[] {
-  const location = headerValue(responseHeaders, 'location');
-  const contentLocation = headerValue(responseHeaders, 'content-location');
+  const location = fieldValue(responseHeaders, 'location');
+  const contentLocation = fieldValue(responseHeaders, 'content-location');
   if (location === undefined && contentLocation === undefined) return [];
-  const proto = lastItem(headerValue(requestHeaders, 'x-forwarded-proto'))?.toLowerCase();
+  const proto = lastItem(fieldValue(requestHeaders, 'x-forwarded-proto'))?.toLowerCase();
   const scheme = proto === 'https' || proto === 'http' ? proto : secure ? 'https' : 'http';
-  const host = lastItem(headerValue(requestHeaders, 'x-forwarded-host')) || NO_HOST;
+  const host = lastItem(fieldValue(requestHeaders, 'x-forwarded-host')) || NO_HOST;
   let base: URL;
   try {
     base = new URL(`${scheme}://${host}${path}${query === '' ? '' : `?${query}`}`);

@@ -17,7 +17,7 @@
  * Authorization and Cookie are replaced by their SHA-256 digest.
  */
 import { createHash } from 'node:crypto';
-import { headerValue } from './record.js';
+import { fieldValue } from '../http/header-list.js';
 
 /** Primary key of a request for `canonical` (the route's canonical template); `origin` from requestOrigin. */
 export function primaryKey(origin: string, canonical: string, path: string, query: string): string {
@@ -83,7 +83,7 @@ const SENSITIVE = new Set(['authorization', 'cookie', 'proxy-authorization']);
  * a credential instead of the credential. Undefined when the request has none.
  */
 export function comparedValue(headers: readonly string[], name: string): string | undefined {
-  const value = headerValue(headers, name);
+  const value = fieldValue(headers, name);
   if (value === undefined || !SENSITIVE.has(name)) return value;
   return `sha256:${createHash('sha256').update(value, 'latin1').digest('base64url')}`;
 }

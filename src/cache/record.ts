@@ -9,6 +9,7 @@
  */
 import CachePolicy from 'http-cache-semantics';
 import type { ContentAnswer } from '../exchange/answer.js';
+import { fieldValue } from '../http/header-list.js';
 
 export type CacheStatus = 'HIT' | 'STALE' | 'REVALIDATED' | 'UPDATING';
 
@@ -56,7 +57,7 @@ export class StoredResponse {
     const age = policy.age();
     this.ageOrigin = now - age * 1000;
     this.freshUntil = now + (policy.maxAge() - age) * 1000;
-    const cacheControl = (targetedCacheControl ?? headerValue(headers, 'cache-control'))?.toLowerCase() ?? '';
+    const cacheControl = (targetedCacheControl ?? fieldValue(headers, 'cache-control'))?.toLowerCase() ?? '';
     // s-maxage implies proxy-revalidate in a shared cache (RFC 9111 5.2.2.10); no-cache forbids any
     // use without revalidation, so never stale either (RFC 9111 4.2.4).
     this.mustRevalidate =
@@ -98,11 +99,11 @@ export class StoredResponse {
 
   /** The stored validators (RFC 9110 8.8): ETag, Last-Modified. */
   get etag(): string | undefined {
-    return headerValue(this.headers, 'etag');
+    return fieldValue(this.headers, 'etag');
   }
 
   get lastModified(): string | undefined {
-    return headerValue(this.headers, 'last-modified');
+    return fieldValue(this.headers, 'last-modified');
   }
 
   /**
@@ -111,14 +112,14 @@ export class StoredResponse {
    * against Last-Modified (a 200 only).
    */
   notModified(requestHeaders: readonly string[], parseDate: (text: string) => number | null): boolean {
-    const noneMatch = headerValue(requestHeaders, 'if-none-match');
+    const noneMatch = fieldValue(requestHeaders, 'if-none-match');
     if (noneMatch !== undefined) {
       const etag = this.etag;
       if (etag === undefined) return false;
       const tag = weak(etag.trim());
       return noneMatch.split(',').some((item) => item.trim() === '*' || weak(item.trim()) === tag);
     }
-    const since = headerValue(requestHeaders, 'if-modified-since');
+    const since = fieldValue(requestHeaders, 'if-modified-since');
     if (since === undefined || this.status !== 200) return false;
     const sinceMs = parseDate(since);
     // Without Last-Modified, the origin's Date (else when it arrived) stands for it (RFC 9111 4.3.2).
@@ -132,8 +133,8 @@ export class StoredResponse {
    * range past the end): the whole answer is served instead, as a cache may.
    */
   rangeAnswer(requestHeaders: readonly string[], now: number): ContentAnswer | null {
-    const range = headerValue(requestHeaders, 'range');
-    if (range === undefined || this.status !== 200 || headerValue(requestHeaders, 'if-range') !== undefined) return null;
+    const range = fieldValue(requestHeaders, 'range');
+    if (range === undefined || this.status !== 200 || fieldValue(requestHeaders, 'if-range') !== undefined) return null;
     const m = /^bytes=(\d*)-(\d*)$/.exec(range.trim());
     if (m === null || (m[1] === '' && m[2] === '')) return null;
     const length = this.body.length;
@@ -192,14 +193,6 @@ export class VaryIndex {
 
 export type CacheRecord = StoredResponse | VaryIndex;
 
-/** All values of a header in a flat list joined with ", " (RFC 9110 5.3); undefined when absent. */
-export function headerValue(headers: readonly string[], name: string): string | undefined {
-  let value: string | undefined;
-  for (let i = 0; i < headers.length; i += 2) {
-    if (headers[i] === name) value = value === undefined ? headers[i + 1] : `${value}, ${headers[i + 1]}`;
-  }
-  return value;
-}
 
 /** A Cache-Control directive (lower-case `list`), with or without a value. */
 export function hasDirective(list: string, directive: string): boolean {

@@ -19,6 +19,7 @@ import { parseDictionary } from 'structured-headers';
 import { formatHttpDate, parseHttpDate } from './http-date.js';
 import { comparedValue, varyNames } from './key.js';
 import { hasDirective } from './record.js';
+import { fieldValue } from '../http/header-list.js';
 
 /** Heuristic freshness (RFC 9111 4.2.2): a share of the time since Last-Modified, at most maxMs. */
 export interface Heuristic {
@@ -40,8 +41,7 @@ const NO_TARGETS: readonly string[] = [];
  */
 export function targetedValue(headers: readonly string[], targeted: readonly string[]): string | undefined {
   for (const name of targeted) {
-    let value: string | undefined;
-    for (let i = 0; i < headers.length; i += 2) if (headers[i] === name) value = value === undefined ? headers[i + 1] : `${value}, ${headers[i + 1]}`;
+    const value = fieldValue(headers, name);
     if (value !== undefined && validTargeted(value)) return value;
   }
   return undefined;

@@ -9,6 +9,7 @@ import type { Capture } from './capture.js';
 import type { ClientSide } from './client.js';
 import type { ResponseObserver } from './observer.js';
 import type { RequestTrace } from './request-trace.js';
+import { fieldValue } from '../http/header-list.js';
 
 export type { ResponseObserver } from './observer.js';
 
@@ -163,12 +164,7 @@ export class RequestContext {
    * that kept the last line and the gateway that kept the first would otherwise disagree.
    */
   requestFieldValue(name: string): string | undefined {
-    const headers = this.headers;
-    let value: string | undefined;
-    for (let i = 0; i < headers.length; i += 2) {
-      if (headers[i] === name) value = value === undefined ? headers[i + 1] : `${value}, ${headers[i + 1]}`;
-    }
-    return value;
+    return fieldValue(this.headers, name);
   }
 
   /** Removes every request header of that (lower-case) name before forwarding. */

@@ -31,7 +31,8 @@ import { invalidates, locationUrls } from '../cache/invalidation.js';
 import { instanceCacheDir } from '../cache/instance-dir.js';
 import { SharedCacheStore, type HeldLock } from '../cache/shared-store.js';
 import { PassMarks } from '../cache/pass-marks.js';
-import { hasDirective, headerValue, StoredResponse, VaryIndex, type CacheRecord } from '../cache/record.js';
+import { hasDirective, StoredResponse, VaryIndex, type CacheRecord } from '../cache/record.js';
+import { fieldValue } from '../http/header-list.js';
 import { parseHttpDate } from '../cache/http-date.js';
 import { judge, policyRequest, targetedValue, type Heuristic } from '../cache/rules.js';
 import { CACHE_STORE, type CacheStore } from '../cache/store.js';
@@ -455,7 +456,7 @@ class Invalidation implements ResponseObserver {
   /** The request's origin, which every URL it invalidates shares (locationUrls keeps same-origin ones only). */
   private origin(): string {
     const headers = this.requestHeaders;
-    return requestOrigin(this.secure, headerValue(headers, 'x-forwarded-proto'), headerValue(headers, 'x-forwarded-host'));
+    return requestOrigin(this.secure, fieldValue(headers, 'x-forwarded-proto'), fieldValue(headers, 'x-forwarded-host'));
   }
 
   onHead(status: number, headers: readonly string[]): void {
@@ -541,7 +542,7 @@ class CacheRequest implements ResponseObserver {
     private readonly authorization: boolean,
   ) {
     this.requestHeaders = ctx.headers.slice();
-    this.conditional = headerValue(this.requestHeaders, 'if-none-match') !== undefined || headerValue(this.requestHeaders, 'if-modified-since') !== undefined;
+    this.conditional = fieldValue(this.requestHeaders, 'if-none-match') !== undefined || fieldValue(this.requestHeaders, 'if-modified-since') !== undefined;
     this.deadline = performance.now() + cache.slaMs;
     this.isGet = ctx.method === 'GET';
     this.lookupKey = primary;
@@ -550,7 +551,7 @@ class CacheRequest implements ResponseObserver {
   /** A request with Cache-Control or Pragma: its directives first. */
   start(): Decision | Promise<Decision> {
     this.hasDirectives = true;
-    const cacheControl = headerValue(this.requestHeaders, 'cache-control')?.toLowerCase();
+    const cacheControl = fieldValue(this.requestHeaders, 'cache-control')?.toLowerCase();
     if (cacheControl !== undefined) {
       if (hasDirective(cacheControl, 'no-store')) {
         this.ctx.addResponseHeader('x-cache', 'BYPASS');
@@ -561,7 +562,7 @@ class CacheRequest implements ResponseObserver {
       this.onlyIfCached = hasDirective(cacheControl, 'only-if-cached');
     } else {
       // Pragma: no-cache counts only without Cache-Control (RFC 9111 5.4).
-      this.noCache = hasDirective(headerValue(this.requestHeaders, 'pragma')?.toLowerCase() ?? '', 'no-cache');
+      this.noCache = hasDirective(fieldValue(this.requestHeaders, 'pragma')?.toLowerCase() ?? '', 'no-cache');
     }
     return this.resume(this.cache.get(this.primary));
   }
