@@ -119,20 +119,20 @@ export class RequestHead {
     current = this;
     req.forEach(collectHeader);
     if (this.url.charCodeAt(0) !== 0x2f) this.readAbsoluteForm();
+    if (this.connection !== undefined) {
+      this.closeRequested = hasCloseOption(this.connection);
+      dropConnectionNamed(this.forward, this.connection);
+    }
     if (this.transferEncoding !== undefined) {
       if (this.contentLength >= 0) this.badFraming = true;
       const coding = readTransferCoding(this.transferEncoding);
       if (coding === TransferCoding.Ambiguous) this.badFraming = true;
       else if (coding === TransferCoding.Unsupported) this.unsupportedCoding = true;
+      // uWS 20.30 misreads chunk extensions and trailers (native-notes.md): where it and the client
+      // disagree on where the body ends, the bytes after it are not the request the client meant to
+      // send next. The connection is closed after the answer, so nothing more is read from it.
+      this.closeRequested = true;
     }
-    if (this.connection !== undefined) {
-      this.closeRequested = hasCloseOption(this.connection);
-      dropConnectionNamed(this.forward, this.connection);
-    }
-    // uWS 20.30 misreads chunk extensions and trailers (native-notes.md): where it and the client
-    // disagree on where the body ends, the bytes after it are not the request the client meant to send
-    // next. The connection is closed after the answer, so nothing more is read from it.
-    if (this.transferEncoding !== undefined) this.closeRequested = true;
     return this;
   }
 
