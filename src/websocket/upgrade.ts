@@ -63,9 +63,6 @@ const CLOSE_FLUSH_MS = 250;
 /** A Sec-WebSocket-Key: 16 bytes in base64, 22 characters and "==" (RFC 6455 4.1; the rule ws applies too). */
 const HANDSHAKE_KEY = /^[A-Za-z0-9+/]{22}==$/;
 
-function isHandshakeKey(key: string): boolean {
-  return key.length === 24 && HANDSHAKE_KEY.test(key);
-}
 
 /** Headers the upstream socket writes itself, or that only belong to the client's own handshake. */
 const HANDSHAKE_HEADERS = new Set(['sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions', 'sec-websocket-protocol']);
@@ -191,7 +188,7 @@ export class WebSocketProxy implements RelayHost {
       this.metrics.upgrade('rejected');
       return;
     }
-    if (!isHandshakeKey(key)) {
+    if (!HANDSHAKE_KEY.test(key)) {
       writeProblem(res, 400, 'the WebSocket handshake has no Sec-WebSocket-Key of 16 bytes in base64', { via: host.via, closeConnection: true });
       this.metrics.upgrade('rejected');
       return;
