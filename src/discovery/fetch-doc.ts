@@ -32,7 +32,7 @@ export async function fetchDoc(url: string, options: DiscoveryOptions, tls?: Ups
     for (let attempt = 1; attempt <= attempts; attempt++) {
       try {
         if (attempt > 1) await sleep(options.backoffMs * 2 ** (attempt - 2), undefined, { signal: options.signal });
-        return await fetchOnce(client, url, options, dispatcher);
+        return await fetchOnce(client, url, shown, options, dispatcher);
       } catch (error) {
         if (options.signal?.aborted) throw new Error(`GET ${shown}: discovery was cancelled`, { cause: error });
         if (!(error instanceof TransientFetchError)) throw error;
@@ -73,7 +73,8 @@ function tlsAgent(client: Undici, tls: UpstreamTlsConfig): Agent {
   });
 }
 
-async function fetchOnce(client: Undici, url: string, options: DiscoveryOptions, dispatcher: Dispatcher | undefined): Promise<unknown> {
+/** One GET of the doc at `url`; `shown` is the URL as errors name it (shownUrl). */
+async function fetchOnce(client: Undici, url: string, shown: string, options: DiscoveryOptions, dispatcher: Dispatcher | undefined): Promise<unknown> {
   // One controller per attempt, fed by the timer and the caller's signal; listeners are removed after,
   // so a long-lived caller signal (reused by every refresh) collects nothing.
   const controller = new AbortController();
@@ -94,7 +95,7 @@ async function fetchOnce(client: Undici, url: string, options: DiscoveryOptions,
       response.body.resume();
       throw new TransientFetchError(`HTTP ${response.statusCode} ${STATUS_CODES[response.statusCode] ?? ''}`.trim() + redirectHint(response.statusCode));
     }
-    text = await readLimited(response.body, shownUrl(url));
+    text = await readLimited(response.body, shown);
   } catch (error) {
     if (error instanceof TransientFetchError || error instanceof DocTooLargeError) throw error;
     if (timedOut) throw new TransientFetchError(`timed out after ${options.fetchTimeoutMs} ms`);
@@ -104,7 +105,7 @@ async function fetchOnce(client: Undici, url: string, options: DiscoveryOptions,
     options.signal?.removeEventListener('abort', forwardAbort);
   }
   const parsed = parseDocText(text);
-  if (!parsed.ok) throw new Error(`GET ${shownUrl(url)}: the answer is neither JSON nor YAML (content-type ${contentType}): ${parsed.reason}`);
+  if (!parsed.ok) throw new Error(`GET ${shown}: the answer is neither JSON nor YAML (content-type ${contentType}): ${parsed.reason}`);
   return parsed.value;
 }
 
