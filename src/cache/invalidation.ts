@@ -10,7 +10,7 @@
  */
 import { normalizePath } from '../http/normalize-path.js';
 import { fieldValue } from '../http/header-list.js';
-import { lastItem } from './key.js';
+import { forwardedScheme, lastItem } from './key.js';
 
 export interface InvalidatedUrl {
   readonly path: string;
@@ -39,8 +39,7 @@ export function locationUrls(
   const location = fieldValue(responseHeaders, 'location');
   const contentLocation = fieldValue(responseHeaders, 'content-location');
   if (location === undefined && contentLocation === undefined) return [];
-  const proto = lastItem(fieldValue(requestHeaders, 'x-forwarded-proto'))?.toLowerCase();
-  const scheme = proto === 'https' || proto === 'http' ? proto : secure ? 'https' : 'http';
+  const scheme = forwardedScheme(secure, fieldValue(requestHeaders, 'x-forwarded-proto'));
   const host = lastItem(fieldValue(requestHeaders, 'x-forwarded-host')) || NO_HOST;
   let base: URL;
   try {

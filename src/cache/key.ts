@@ -46,9 +46,8 @@ let lastOrigin = 'http://';
  */
 export function requestOrigin(secure: boolean, proto: string | undefined, host: string | undefined): string {
   if (proto === lastProto && host === lastHost && secure === lastSecure) return lastOrigin;
-  const scheme = lastItem(proto)?.toLowerCase();
   const hostPart = (lastItem(host) ?? '').toLowerCase();
-  const origin = `${scheme === 'https' || scheme === 'http' ? scheme : secure ? 'https' : 'http'}://${PLAIN_HOST.test(hostPart) ? hostPart : encodeURIComponent(hostPart)}`;
+  const origin = `${forwardedScheme(secure, proto)}://${PLAIN_HOST.test(hostPart) ? hostPart : encodeURIComponent(hostPart)}`;
   lastProto = proto;
   lastHost = host;
   lastSecure = secure;
@@ -56,6 +55,12 @@ export function requestOrigin(secure: boolean, proto: string | undefined, host: 
 }
 
 const PLAIN_HOST = /^[a-z0-9.\-_~:[\]]*$/;
+
+/** `http` or `https`: the last item of X-Forwarded-Proto when it is one of them, else the connection's. */
+export function forwardedScheme(secure: boolean, proto: string | undefined): 'http' | 'https' {
+  const scheme = lastItem(proto)?.toLowerCase();
+  return scheme === 'https' || scheme === 'http' ? scheme : secure ? 'https' : 'http';
+}
 
 /** The last item of a comma-separated field value (the hop nearest the gateway). */
 export function lastItem(value: string | undefined): string | undefined {
