@@ -46,6 +46,8 @@ const enum Phase {
 }
 
 const EMPTY = Buffer.alloc(0);
+/** The first buffer of a fragmented message; it doubles from there. */
+const FIRST_FRAGMENT_BYTES = 4096;
 
 export class FrameReader {
   private phase = Phase.Header;
@@ -57,9 +59,14 @@ export class FrameReader {
   private payloadFilled = 0;
   private frameFin = false;
   private frameOpcode = 0;
-  /** A fragmented message under way: its opcode (text or binary), its fragments and their size. */
+  /**
+   * A fragmented message under way: its opcode (text or binary), and its bytes so far in one buffer
+   * that grows by doubling (up to maxPayload). Not a list of fragments: RFC 6455 allows any number of
+   * them, empty ones included, and a Buffer per fragment cost about 200 bytes each, so an upstream
+   * sending empty continuations grew a worker by gigabytes without passing maxPayload.
+   */
   private messageOpcode = 0;
-  private fragments: Buffer[] = [];
+  private fragments: Buffer = EMPTY;
   private fragmentBytes = 0;
 
   constructor(
@@ -71,7 +78,7 @@ export class FrameReader {
   stop(): void {
     this.phase = Phase.Stopped;
     this.payload = EMPTY;
-    this.fragments = [];
+    this.fragments = EMPTY;
   }
 
   get stopped(): boolean {
@@ -148,6 +155,7 @@ export class FrameReader {
     if (length === 126) length = bytes.readUInt16BE(at + 2);
     else if (length === 127) {
       const high = bytes.readUInt32BE(at + 2);
+      if (high >= 0x80000000) return this.violation(PROTOCOL_ERROR, 'a 64-bit frame length with its most significant bit set (RFC 6455 5.2)');
       // 2^53 and more cannot be a JavaScript number; far past any limit anyway.
       if (high > 0x1fffff) return this.violation(MESSAGE_TOO_BIG, 'a frame longer than 2^53 bytes');
       length = high * 0x100000000 + bytes.readUInt32BE(at + 6);
@@ -174,18 +182,16 @@ export class FrameReader {
     if (opcode === OPCODE_TEXT || opcode === OPCODE_BINARY) {
       if (this.frameFin) return this.message(payload, opcode);
       this.messageOpcode = opcode;
-      this.fragments.push(Buffer.from(payload));
-      this.fragmentBytes = payload.length;
+      this.fragmentBytes = 0;
+      this.appendFragment(payload);
       return;
     }
     if (opcode === OPCODE_CONTINUATION) {
-      // A view of a read would be overwritten by the next one: fragments are kept as copies.
-      this.fragments.push(this.frameFin ? payload : Buffer.from(payload));
-      this.fragmentBytes += payload.length;
+      this.appendFragment(payload);
       if (!this.frameFin) return;
-      const whole = Buffer.concat(this.fragments, this.fragmentBytes);
+      const whole = this.fragments.subarray(0, this.fragmentBytes);
       const messageOpcode = this.messageOpcode;
-      this.fragments = [];
+      this.fragments = EMPTY;
       this.fragmentBytes = 0;
       this.messageOpcode = 0;
       return this.message(whole, messageOpcode);
@@ -205,6 +211,20 @@ export class FrameReader {
     }
     this.stop();
     this.sink.onCloseFrame(code, reason);
+  }
+
+  /** Copies a fragment's payload (a view of a read, which the next read overwrites) into the message's buffer. */
+  private appendFragment(payload: Buffer): void {
+    const length = payload.length;
+    if (length === 0) return;
+    const needed = this.fragmentBytes + length;
+    if (needed > this.fragments.length) {
+      const grown = Buffer.allocUnsafe(Math.min(this.maxPayload, Math.max(needed, 2 * this.fragments.length, FIRST_FRAGMENT_BYTES)));
+      this.fragments.copy(grown, 0, 0, this.fragmentBytes);
+      this.fragments = grown;
+    }
+    payload.copy(this.fragments, this.fragmentBytes);
+    this.fragmentBytes = needed;
   }
 
   private message(data: Buffer, opcode: number): void {

@@ -126,6 +126,7 @@ export class UpstreamSocket implements FrameSink {
   private closeSent = false;
   private reported = false;
   private readonly maxHeadBytes: number;
+  private readonly maxPayload: number;
 
   /** Throws (before connecting) when the request cannot be written as asked: a header or subprotocol that is not valid. */
   constructor(options: UpstreamSocketOptions, handshake: HandshakeHandler) {
@@ -152,6 +153,7 @@ export class UpstreamSocket implements FrameSink {
 
     this.handshake = handshake;
     this.maxHeadBytes = options.maxResponseHeaderBytes;
+    this.maxPayload = options.maxPayload;
     this.reader = new FrameReader(this, options.maxPayload);
     if (secure) {
       this.socket = tls.connect(tlsConnectOptions(host, port, options.tls ?? {}));
@@ -267,8 +269,14 @@ export class UpstreamSocket implements FrameSink {
     if (this.state === State.Open) this.handler!.onMessage(data, isBinary);
   }
 
+  /**
+   * An upstream that pings without reading its socket would otherwise have a pong queued per ping for
+   * as long as it goes on (the relay's own bound counts only the client's messages). Past maxPayload
+   * unsent, pings go unanswered until the upstream reads again: RFC 6455 5.5.3 lets an endpoint answer
+   * only the latest of several pings.
+   */
   onPing(payload: Buffer): void {
-    if (this.state === State.Open) this.queue(OPCODE_PONG, payload);
+    if (this.state === State.Open && this.bufferedAmount <= this.maxPayload) this.queue(OPCODE_PONG, payload);
   }
 
   onCloseFrame(code: number, reason: string): void {

@@ -3,6 +3,7 @@
  * came (text stays text, binary stays binary) unless told otherwise, records what it received and the
  * handshake headers, and can refuse upgrades with an HTTP answer.
  */
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
@@ -162,3 +163,10 @@ export function closed(socket: WebSocket): Promise<{ code: number; reason: strin
   });
 }
 
+
+/** A process's resident set size in bytes (VmRSS), 0 when it cannot be read. */
+export function rssBytes(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = /VmRSS:\s+(\d+) kB/.exec(status);
+  return kb === null ? 0 : Number(kb[1]) * 1024;
+}

@@ -5,12 +5,11 @@
 // reading while the upstream sends as fast as it may keeps the gateway worker's memory bounded and
 // loses nothing once it reads again; an upstream that stops reading gets every message intact once it
 // reads again (the gateway's writes to it stay pending meanwhile).
-import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import t from 'tap';
 import { WebSocket } from 'ws';
 import { startGateway, testConfig } from '../helpers/gateway-process.js';
-import { openClient, startWsUpstream, wsUpstreamConfig } from '../helpers/ws-upstream.js';
+import { openClient, rssBytes, startWsUpstream, wsUpstreamConfig } from '../helpers/ws-upstream.js';
 
 interface Sent {
   binary: boolean;
@@ -105,12 +104,6 @@ t.test('differential: messages come back through the gateway exactly as directly
   );
   t.equal(runs, 25, 'every generated sequence was exchanged both ways');
 });
-
-function rssBytes(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = /VmRSS:\s+(\d+) kB/.exec(status);
-  return kb === null ? 0 : Number(kb[1]) * 1024;
-}
 
 t.test('a client that stops reading pauses the upstream: the worker holds a bounded amount, nothing is lost', async (t) => {
   const CHUNK = 64 * 1024;

@@ -15,7 +15,7 @@ import t from 'tap';
 import { WebSocketServer } from 'ws';
 import { CertificateDir } from '../helpers/certs.js';
 import { eventually, startGateway, testConfig } from '../helpers/gateway-process.js';
-import { closed, nextMessage, openClient, wsUpstreamConfig } from '../helpers/ws-upstream.js';
+import { closed, nextMessage, openClient, rssBytes, wsUpstreamConfig } from '../helpers/ws-upstream.js';
 
 type Teardown = Parameters<typeof startGateway>[0];
 
@@ -74,18 +74,26 @@ function frame(opcode: number, payload: Buffer, masked = false): Buffer {
   return Buffer.concat([head, key, Buffer.from(payload.map((b, i) => b ^ key[i % 4]!))]);
 }
 
-/** The close code in the first close frame the gateway sent (masked, as a client's). */
-function closeCodeSent(bytes: Buffer): number | null {
+/** The whole frames the gateway sent (masked, as a client's, each under 126 bytes), unmasked. */
+function framesSent(bytes: Buffer): { opcode: number; payload: Buffer }[] {
+  const frames: { opcode: number; payload: Buffer }[] = [];
   let at = 0;
-  while (at + 2 <= bytes.length) {
+  while (at + 6 <= bytes.length) {
     const opcode = bytes[at]! & 0x0f;
     const length = bytes[at + 1]! & 0x7f;
+    if (at + 6 + length > bytes.length) break;
     const key = bytes.subarray(at + 2, at + 6);
-    const payload = Buffer.from(bytes.subarray(at + 6, at + 6 + length).map((b, i) => b ^ key[i % 4]!));
-    if (opcode === 0x8) return payload.length >= 2 ? payload.readUInt16BE(0) : 1005;
+    frames.push({ opcode, payload: Buffer.from(bytes.subarray(at + 6, at + 6 + length).map((b, i) => b ^ key[i % 4]!)) });
     at += 6 + length;
   }
-  return null;
+  return frames;
+}
+
+/** The close code in the first close frame the gateway sent. */
+function closeCodeSent(bytes: Buffer): number | null {
+  const close = framesSent(bytes).find((sent) => sent.opcode === 0x8);
+  if (close === undefined) return null;
+  return close.payload.length >= 2 ? close.payload.readUInt16BE(0) : 1005;
 }
 
 async function gatewayFor(t: Teardown, location: string, extra: Record<string, unknown> = {}): Promise<number> {
@@ -98,11 +106,12 @@ async function gatewayFor(t: Teardown, location: string, extra: Record<string, u
   return gateway.port;
 }
 
-/** A client's upgrade request offering `protocol`, written by hand; resolves with the answer's head. */
-function rawUpgrade(port: number, protocol: string): Promise<string> {
+/** A client's upgrade request offering `protocols`, one Sec-WebSocket-Protocol line each, written by hand; resolves with the answer's head. */
+function rawUpgrade(port: number, ...protocols: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1', () => {
-      socket.write(`GET /w HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: ${protocol}\r\n\r\n`);
+      const lines = protocols.map((protocol) => `Sec-WebSocket-Protocol: ${protocol}\r\n`).join('');
+      socket.write(`GET /w HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n${lines}\r\n`);
     });
     let got = '';
     socket.on('data', (chunk) => {
@@ -163,6 +172,9 @@ t.test('the handshake: interim answers, a 101 cut into pieces, no subprotocol ch
       case 'no-protocol':
         peer.accept();
         break;
+      case 'second-line':
+        peer.accept('Sec-WebSocket-Protocol: chat.v2\r\n');
+        break;
       case 'garbage':
         socket.end('HTTP/1.1 abc\r\n\r\n');
         break;
@@ -204,6 +216,13 @@ t.test('the handshake: interim answers, a 101 cut into pieces, no subprotocol ch
   const answer = await rawUpgrade(port, 'chat.v1');
   t.match(answer, /^HTTP\/1\.1 101 /, 'an upstream that chooses no subprotocol: the upgrade completes');
   t.notMatch(answer, /sec-websocket-protocol/i, 'with no subprotocol (RFC 6455 4.1: the client decides)');
+
+  // RFC 6455 11.3.4: the offers may come on several lines; all of them are offered upstream.
+  mode = 'second-line';
+  const secondLine = await rawUpgrade(port, 'chat.v1', 'chat.v2');
+  t.match(heads.at(-1), /\r\nsec-websocket-protocol: chat\.v1, chat\.v2(\r\n|$)/i, 'offers on two lines reach the upstream as one list');
+  t.match(secondLine, /^HTTP\/1\.1 101 /, 'the upstream may choose the offer of the second line');
+  t.match(secondLine, /\r\nsec-websocket-protocol: chat\.v2(\r\n|$)/i);
 
   for (const [which, what] of [
     ['bad-accept', 'a Sec-WebSocket-Accept that does not match the key'],
@@ -279,6 +298,90 @@ t.test('an upstream that breaks the protocol: the client gets 1011, the upstream
   t.equal(pong[1], 0x80 | 13, 'masked, with the ping payload length');
   t.equal(Buffer.from(pong.subarray(6, 19).map((b, i) => b ^ pong[2 + (i % 4)]!)).toString(), 'are you there');
   client.terminate();
+});
+
+t.test('an upstream flooding a worker with tiny fragments or unread pings: the memory it holds stays bounded', async (t) => {
+  // RFC 6455 allows any number of fragments, empty ones included, and pings at any rate; neither is
+  // counted against maxPayloadBytes by the size of what it carries.
+  let act: (peer: RawPeer) => void = () => {};
+  const location = await rawUpstream(t, (peer) => act(peer));
+  const gateway = await startGateway(t, {
+    config: testConfig([wsUpstreamConfig(location, ['/w'])], { websocket: { maxPayloadBytes: 2 * 1024 * 1024 } }),
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+    workers: 1,
+  });
+  const workerPid = gateway.lines.find((line) => line.msg === 'worker started')?.workerPid as number;
+  const url = `ws://127.0.0.1:${gateway.port}/w`;
+  const MiB = 1024 * 1024;
+
+  // 4 million empty continuation frames (8 MB on the wire) between a message's first and last fragment.
+  act = (peer) => {
+    peer.accept();
+    peer.socket.write(Buffer.from([0x01, 0x01, 0x61])); // text, not final: "a"
+    const empties = Buffer.alloc(2 * 64 * 1024); // 0x00 0x00: a continuation, not final, empty
+    for (let i = 0; i < 64; i++) peer.socket.write(empties);
+    peer.socket.write(Buffer.from([0x80, 0x01, 0x62])); // the final continuation: "b"
+  };
+  let before = rssBytes(workerPid);
+  const empty = await openClient(url);
+  t.same(await nextMessage(empty), { data: Buffer.from('ab'), isBinary: false }, 'the message of 4 million empty fragments arrives whole');
+  const afterEmpty = rssBytes(workerPid);
+  t.comment(`empty fragments: worker RSS ${(before / MiB).toFixed(1)} -> ${(afterEmpty / MiB).toFixed(1)} MiB`);
+  t.ok(afterEmpty - before < 64 * MiB, `the worker grew by ${((afterEmpty - before) / MiB).toFixed(1)} MiB for them (a Buffer per fragment: about 800)`);
+  empty.terminate();
+
+  // A message of 1.5 MiB sent one byte per fragment.
+  const size = 1.5 * MiB;
+  act = (peer) => {
+    peer.accept();
+    const frames = Buffer.alloc(3 * size);
+    for (let i = 0; i < size; i++) {
+      frames[3 * i] = i === 0 ? 0x02 : i === size - 1 ? 0x80 : 0x00;
+      frames[3 * i + 1] = 1;
+      frames[3 * i + 2] = i & 0xff;
+    }
+    peer.socket.write(frames);
+  };
+  before = rssBytes(workerPid);
+  const bytewise = await openClient(url);
+  const message = await nextMessage(bytewise);
+  const afterBytewise = rssBytes(workerPid);
+  t.equal(message.data.length, size, 'the message of one-byte fragments arrives whole');
+  t.ok(message.data.every((byte, i) => byte === (i & 0xff)), 'in order');
+  t.comment(`one-byte fragments: worker RSS ${(before / MiB).toFixed(1)} -> ${(afterBytewise / MiB).toFixed(1)} MiB`);
+  t.ok(afterBytewise - before < 64 * MiB, `the worker grew by ${((afterBytewise - before) / MiB).toFixed(1)} MiB for them`);
+  bytewise.terminate();
+
+  // 100 MB of pings from an upstream that reads none of the pongs, then a message.
+  let quiet: RawPeer | null = null;
+  act = (peer) => {
+    quiet = peer;
+    peer.accept();
+    peer.socket.pause();
+    const ping = Buffer.concat([Buffer.from([0x89, 125]), Buffer.alloc(125, 0x70)]);
+    const pings = Buffer.concat(Array.from({ length: 8192 }, () => ping));
+    for (let i = 0; i < 100; i++) peer.socket.write(pings);
+    peer.socket.write(frame(0x1, Buffer.from('after the pings')));
+  };
+  before = rssBytes(workerPid);
+  const pinged = await openClient(url);
+  t.same(await nextMessage(pinged), { data: Buffer.from('after the pings'), isBinary: false }, 'a message after 800,000 pings arrives');
+  const afterPings = rssBytes(workerPid);
+  t.comment(`unread pings: worker RSS ${(before / MiB).toFixed(1)} -> ${(afterPings / MiB).toFixed(1)} MiB`);
+  t.ok(afterPings - before < 48 * MiB, `the worker grew by ${((afterPings - before) / MiB).toFixed(1)} MiB for them (a pong each: about 100)`);
+  // Once the upstream reads again, the connection carries on: pongs, then the client's message.
+  const peer: RawPeer = quiet!;
+  peer.socket.resume();
+  pinged.send('still here');
+  const sent = await eventually(async () => {
+    const frames = framesSent(peer.received());
+    return frames.some((one) => one.opcode === 0x1) ? frames : undefined;
+  }, 10_000, 50, "the client's message at the upstream");
+  const pongs = sent.filter((one) => one.opcode === 0xa).length;
+  t.ok(pongs > 0 && pongs < 800_000, `some pings were answered (${pongs}), not every one`);
+  t.equal(sent.find((one) => one.opcode === 0x1)?.payload.toString(), 'still here', "the client's message follows");
+  pinged.terminate();
 });
 
 t.test('a wss:// upstream with a private CA', async (t) => {
