@@ -13,6 +13,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { GatewayConfig } from '../config/types.js';
+import { fieldValue } from '../http/header-list.js';
 import { normalizePath } from '../http/normalize-path.js';
 import { writeHeaders } from '../http/cork-budget.js';
 import { writeContent, writeProblem } from '../http/problem-json.js';
@@ -193,9 +194,10 @@ export class WebSocketProxy implements RelayHost {
       this.metrics.upgrade('rejected');
       return;
     }
-    const offered = req.getHeader('sec-websocket-protocol');
-    const extensions = req.getHeader('sec-websocket-extensions');
     const head = this.head.read(req);
+    // Either may come on several lines (RFC 6455 11.3.2, 11.3.4), and req.getHeader reads only the first.
+    const offered = fieldValue(head.forward, 'sec-websocket-protocol') ?? '';
+    const extensions = fieldValue(head.forward, 'sec-websocket-extensions') ?? '';
     const { limits, paths } = this.config;
     if (
       head.headerBytes > limits.maxHeaderBytes ||
