@@ -186,6 +186,32 @@ t.test('limits.chunkedRequestBodies false: a chunked body is 411, the connection
   t.equal(upstream.requests[upstream.requests.length - 1]!.body.toString(), 'hello');
 });
 
+// uWS 20.30 reads on after end(body, true) and hands the handler the next request of the same read,
+// answering it on a connection it then keeps open; endWithoutBody never closes (closing-reply.ts).
+t.test('what follows an answer that closes its connection is never forwarded nor answered, in the same read or later', async (t) => {
+  const strict = await startDataPlane({ config: { ...config, limits: { ...config.limits, chunkedRequestBodies: false } } });
+  t.teardown(() => strict.close());
+  strict.setTable(table);
+  const smuggled = (n: number): string => `GET /ok/smuggled-${n} HTTP/1.1\r\nHost: gw\r\n\r\n`;
+  const cases: Array<[string, number, string[], number | null]> = [
+    ['two Content-Lengths, GET, one read', plane.port, [`GET /ok/a HTTP/1.1\r\nHost: gw\r\nContent-Length: 0\r\nContent-Length: ${smuggled(1).length}\r\n\r\n${smuggled(1)}`], null],
+    ['two Content-Lengths, HEAD, one read', plane.port, [`HEAD /ok/a HTTP/1.1\r\nHost: gw\r\nContent-Length: 0\r\nContent-Length: ${smuggled(2).length}\r\n\r\n${smuggled(2)}`], null],
+    ['a trailer read as a request, 411, GET, one read', strict.port, [`GET /ok/a HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX:${smuggled(3)}`], null],
+    ['a trailer read as a request, 411, HEAD, a read later', strict.port, ['HEAD /ok/a HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n', `X:${smuggled(4)}`], 411],
+    ['a trailer read as a request, 411, GET, a read later', strict.port, ['GET /ok/a HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n', `X:${smuggled(5)}`], 411],
+    ["the client's Connection: close on a local answer, one read", plane.port, [`GET /nowhere HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n${smuggled(6)}`], null],
+    ["the client's Connection: close on a local answer to HEAD, a read later", plane.port, ['HEAD /nowhere HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n', smuggled(7)], 404],
+  ];
+  for (const [name, port, parts, status] of cases) {
+    const result = await rawRequest(port, parts, { waitMs: 3000, partDelayMs: 300 });
+    t.notOk(upstream.requests.some((seen) => seen.url.startsWith('/ok/smuggled')), `${name}: nothing forwarded`);
+    t.ok(result.closedByServer && !result.timedOut, `${name}: the connection closed`);
+    t.ok(result.responses.length <= 1, `${name}: at most one answer (${result.responses.map((r) => r.status).join(', ')})`);
+    // In one read, uWS closes before the answer goes out: the client sees the connection close.
+    if (status !== null) t.equal(result.responses[0]?.status, status, `${name}: answered ${status}`);
+  }
+});
+
 t.test('a "#" in the target, or a raw backslash in the path (encodedSlashes "reject"): 400, nothing forwarded', async (t) => {
   const before = upstream.requests.length;
   for (const target of ['/ok/7#x', '/ok/a?b=c#d', '/ok/..\\..\\admin', '/ok/a\\b']) {

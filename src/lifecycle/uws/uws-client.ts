@@ -12,6 +12,7 @@ import { CHUNK_PIECE_BYTES, CORK_BUFFER_BYTES, CORK_SLACK_BYTES, fitsInCork, hea
 import { writeContent, writeProblem } from '../../http/problem-json.js';
 import { statusLine, statusLineBytes } from '../../http/status-line.js';
 import { writeBuiltinAnswer } from '../../builtins/write-answer.js';
+import { closeAfterThisRead, RecordedReply, sendClosing } from './closing-reply.js';
 import type { UwsResponse } from '../../native/uws-types.js';
 import type { LocalReply } from '../../exchange/answer.js';
 import type { ClientEvents, ClientSide, ResponseStream } from '../../exchange/client.js';
@@ -62,6 +63,8 @@ export class UwsClient implements ClientSide {
   /** finish() came while a chunk was still draining: onWritable ends the answer. */
   private finishWhenDrained = false;
   private writableRegistered = false;
+  /** A headers-only answer that must close: closed after its cork. */
+  private closeAfterHead = false;
 
   constructor(
     readonly res: UwsResponse,
@@ -115,24 +118,27 @@ export class UwsClient implements ClientSide {
 
   reply(reply: LocalReply, close: boolean): void {
     this.pendingHead = null;
+    const ctx = this.ctx;
+    if (close || this.settings.closing || ctx.closeRequested || ctx.libraryCloses) {
+      const recorded = new RecordedReply();
+      this.writeReply(reply, true, recorded);
+      sendClosing(this.res, recorded);
+      return;
+    }
     replyTarget = this;
     replyWhat = reply;
-    replyClose = close;
     this.res.cork(corkedReply);
     replyWhat = null;
   }
 
-  /** Corked: see reply(). */
-  writeReply(reply: LocalReply, close: boolean): void {
+  /**
+   * Corked, or into a RecordedReply (`closeConnection`: see closing-reply.ts): see reply().
+   */
+  writeReply(reply: LocalReply, closeConnection: boolean, res: UwsResponse = this.res): void {
     const ctx = this.ctx;
-    const res = this.res;
     const settings = this.settings;
     const headersOnly = ctx.method === 'HEAD';
-    // A client's own Connection: close in the form uWS closes for by itself: uWS writes no Connection
-    // header then, even for end(body, true), so the answer carries ours (native-notes.md).
-    const libraryCloses = ctx.libraryCloses;
-    const closeConnection = (close || settings.closing || ctx.closeRequested) && !libraryCloses;
-    const own = libraryCloses ? [...(ctx.responseHeaders ?? []), 'connection', 'close'] : ctx.responseHeaders;
+    const own = ctx.responseHeaders;
     this.resume();
     this.ended = true;
     ctx.status = reply.kind === 'builtin' ? reply.answer.status : reply.kind === 'options' ? 200 : reply.status;
@@ -150,7 +156,7 @@ export class UwsClient implements ClientSide {
       }
       case 'builtin':
         // A HEAD has no body left unread: only a closing gateway or the client asks for the connection to close.
-        ctx.bytesOut = writeBuiltinAnswer(res, reply.answer, headersOnly, headersOnly ? (settings.closing || ctx.closeRequested) && !libraryCloses : closeConnection, own);
+        ctx.bytesOut = writeBuiltinAnswer(res, reply.answer, headersOnly, closeConnection, own);
         return;
       case 'options':
         res.writeStatus(statusLine(200));
@@ -173,6 +179,7 @@ export class UwsClient implements ClientSide {
       this.mode = BodyMode.None;
       corkTarget = this;
       this.res.cork(corkedHeadOnly);
+      if (this.closeAfterHead) closeAfterThisRead(this.res);
       return true;
     }
     const length = head.contentLength;
@@ -313,12 +320,22 @@ export class UwsClient implements ClientSide {
 
   /** Corked: a headers-only answer. */
   writeHeadOnly(): void {
-    this.writeHead();
+    const close = this.wantsClose();
+    this.writeHead(!close);
     this.resume();
     this.ended = true;
     this.completed = true;
-    // No argument: see native-notes.md on endWithoutBody in uWS 20.30.
-    this.res.endWithoutBody();
+    if (close) {
+      // endWithoutBody never closes the connection (src/lifecycle/uws/closing-reply.ts): the head is
+      // ended by hand (the value's CRLF and the one uWS writes after it make the blank line), and
+      // the connection is closed once the cork is sent (closeAfterThisRead).
+      this.res.writeHeader('date', new Date().toUTCString());
+      this.res.writeHeader('connection', 'close\r\n');
+      this.closeAfterHead = true;
+    } else {
+      // No argument: see native-notes.md on endWithoutBody in uWS 20.30.
+      this.res.endWithoutBody();
+    }
     this.streamEnded(true);
   }
 
@@ -600,9 +617,8 @@ function corkedHeadOnly(): void {
 }
 let replyTarget: UwsClient;
 let replyWhat: LocalReply | null = null;
-let replyClose = false;
 function corkedReply(): void {
-  replyTarget.writeReply(replyWhat!, replyClose);
+  replyTarget.writeReply(replyWhat!, false);
 }
 function corkedHead(): void {
   corkTarget.writeHeadAhead();
