@@ -138,7 +138,8 @@ export class Relay implements UpstreamMessageHandler {
     this.client = null;
     if (this.finished) return;
     const reason = Buffer.from(message).toString();
-    if (code === 1006 && reason === TOO_BIG) {
+    // "Received too big message", or for a compressed one "..., or other inflation error".
+    if (code === 1006 && reason.startsWith(TOO_BIG)) {
       // uWS drops a client whose message exceeds its own limit without a close frame (see upgrade.ts).
       this.closeUpstream(1009, 'message too big');
       return this.finish(1009, 'client');

@@ -4,7 +4,7 @@
 // `websocket.compression`, and a config error that names the field.
 import t from 'tap';
 import { parseConfig } from '../../src/config/load.js';
-import { startGateway, testConfig } from '../helpers/gateway-process.js';
+import { eventually, startGateway, testConfig } from '../helpers/gateway-process.js';
 import { closed, nextMessage, openClient, startWsUpstream, wsUpstreamConfig } from '../helpers/ws-upstream.js';
 
 t.test('SIGHUP keeps open connections; SIGTERM closes them with 1001 after the grace and exits 0', async (t) => {
@@ -52,7 +52,7 @@ t.test('SIGHUP keeps open connections; SIGTERM closes them with 1001 after the g
 t.test('permessage-deflate with the client when websocket.compression', async (t) => {
   const upstream = await startWsUpstream(t);
   const gateway = await startGateway(t, {
-    config: testConfig([wsUpstreamConfig(upstream.location, ['/z'])], { websocket: { compression: true } }),
+    config: testConfig([wsUpstreamConfig(upstream.location, ['/z'])], { websocket: { compression: true, maxPayloadBytes: 64 * 1024 } }),
     waitFor: (line) => line.msg === 'gateway operational',
     startTimeoutMs: 60_000,
     workers: 1,
@@ -69,6 +69,18 @@ t.test('permessage-deflate with the client when websocket.compression', async (t
   client.send(text);
   t.equal((await nextMessage(client)).data.toString(), text, 'a compressed message is relayed and comes back');
   client.close();
+
+  // 1 MiB of zeros compresses to about a kilobyte: uWS refuses it only once inflated, past twice the
+  // limit, and says so in other words than for an uncompressed message.
+  const bomb = new WebSocket(`ws://127.0.0.1:${gateway.port}/z`, { perMessageDeflate: true });
+  await new Promise((resolve, reject) => {
+    bomb.once('open', resolve);
+    bomb.once('error', reject);
+  });
+  bomb.on('error', () => {});
+  bomb.send(Buffer.alloc(1024 * 1024));
+  await eventually(async () => (upstream.closes.length === 2 ? true : undefined), 10_000, 50, 'the second upstream close');
+  t.equal(upstream.closes[1]!.code, 1009, 'a compressed message that inflates past twice the limit: the upstream gets 1009');
 });
 
 t.test('the websocket section is validated like the rest of the config', async (t) => {
