@@ -101,7 +101,7 @@ export class AcceptPhase {
       headers.push('x-forwarded-for', peer, 'x-forwarded-proto', ctx.secure ? 'https' : 'http');
       if (host) headers.push('x-forwarded-host', host);
     }
-    headers.push('via', head.via === undefined ? this.via : `${head.via}, ${this.via}`);
+    headers.push('via', head.via === undefined || head.via === '' ? this.via : `${head.via}, ${this.via}`);
   }
 }
 

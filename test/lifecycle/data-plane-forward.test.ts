@@ -117,6 +117,12 @@ t.test('method, normalized path, raw query and end-to-end headers are forwarded'
   t.same(res.responses[0]!.headers.via, ['1.1 specgate-test'], 'Via on the response');
 });
 
+t.test("a client's empty Via adds no empty list element to the Via forwarded", async (t) => {
+  const res = await rawRequest(plane.port, 'GET /users/42 HTTP/1.1\r\nHost: gw.example\r\nVia: \r\n\r\n', { responses: 1 });
+  t.equal(res.responses[0]?.status, 200);
+  t.equal(last(a).headers.via, '1.1 specgate-test');
+});
+
 t.test('hop-by-hop response headers are dropped, Via appended to the upstream one', async (t) => {
   a.setHandler((req, res, recorded) => {
     afterBody(req, recorded, () => {

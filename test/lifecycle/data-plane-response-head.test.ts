@@ -83,7 +83,7 @@ const value = fc
 const header: fc.Arbitrary<GeneratedHeader> = fc.oneof(
   { weight: 12, arbitrary: fc.record({ name: token, value }) },
   { weight: 2, arbitrary: fc.record({ name: caseOf('Date'), value: fc.constant('Mon, 23 Nov 2026 10:00:00 GMT') }) },
-  { weight: 2, arbitrary: fc.record({ name: caseOf('Via'), value: fc.constantFrom('1.1 edge', '1.0 cache-1, 1.1 cache-2') }) },
+  { weight: 2, arbitrary: fc.record({ name: caseOf('Via'), value: fc.constantFrom('1.1 edge', '1.0 cache-1, 1.1 cache-2', '') }) },
   { weight: 1, arbitrary: fc.record({ name: fc.constantFrom('Keep-Alive', 'Proxy-Authenticate', 'TE', 'Trailer', 'Upgrade'), value: fc.constant('x') }) },
   { weight: 1, arbitrary: fc.record({ name: fc.constant('X-Named-Hop'), value: fc.constant('dropped') }) },
 );
@@ -113,7 +113,8 @@ function expected(headers: GeneratedHeader[], connection: string | null): { kept
     const lower = name.toLowerCase();
     if (lower === 'date') continue;
     if (lower === 'via') {
-      vias.push(value);
+      // An empty one adds no list element.
+      if (value !== '') vias.push(value);
       continue;
     }
     if (HOP_BY_HOP.some((h) => h.toLowerCase() === lower) || lower.startsWith('proxy-') || named.includes(lower)) continue;
@@ -194,6 +195,8 @@ t.test(`generated upstream heads arrive at the client header for header (seed ${
             middleware: [{ name: 'RateLimit', value: '"limit";r=19;t=3' }],
           },
         ],
+        // An upstream Via without a value, between two with one.
+        [{ headers: [{ name: 'Via', value: '1.1 a' }, { name: 'Via', value: '' }, { name: 'via', value: '1.1 b' }], connection: null, split: -1, middleware: [] }],
         // A small head with plain ASCII middleware headers, a tab inside and an empty value.
         [{ headers: [{ name: 'Content-Type', value: 'application/json' }], connection: null, split: -1, middleware: [{ name: 'x-mw-b', value: 'b\tc' }, { name: 'x-mw-c', value: '' }] }],
       ],

@@ -542,7 +542,8 @@ function fillHeadBlock(statusLine: Buffer, source: Buffer, spans: readonly numbe
   if (vias > 0) {
     // Rare (another proxy upstream of us): the upstream's values, in order, before ours.
     for (let i = 0; i < spans.length; i += 4) {
-      if (spans[i + 1]! - spans[i]! !== 3 || !isViaHeader(source, spans[i]!)) continue;
+      // An empty value adds no element (RFC 9110 5.6.1: a sender does not make empty list elements).
+      if (spans[i + 1]! - spans[i]! !== 3 || !isViaHeader(source, spans[i]!) || spans[i + 2] === spans[i + 3]) continue;
       for (let j = spans[i + 2]!, end = spans[i + 3]!; j < end; j++) block[p++] = source[j]!;
       block[p++] = 0x2c;
       block[p++] = 0x20;
