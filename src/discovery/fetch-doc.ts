@@ -1,4 +1,6 @@
 import { STATUS_CODES } from 'node:http';
+import { pipeline, type Readable, type Transform } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Agent, Dispatcher } from 'undici';
 import type { UpstreamTlsConfig } from '../config/types.js';
@@ -10,6 +12,9 @@ export const MAX_DOC_BYTES = 32 * 1024 * 1024;
 
 /** JSON first, but a service that only has YAML may answer with it. */
 const ACCEPT = 'application/json, application/yaml;q=0.9, application/x-yaml;q=0.9, text/yaml;q=0.9, */*;q=0.5';
+
+/** Docs run to megabytes of JSON (GitHub's: 11 MB) and compress about tenfold: asked for compressed, decoded here. */
+const ACCEPT_ENCODING = 'gzip, deflate, br';
 
 /** A failure worth retrying: the upstream may still be starting. */
 class TransientFetchError extends Error {}
@@ -88,18 +93,26 @@ async function fetchOnce(client: Undici, url: string, shown: string, options: Di
   if (options.signal?.aborted) controller.abort();
   let text: string;
   let contentType: string;
+  let reading = '';
   try {
-    const response = await client.request(url, { method: 'GET', headers: { accept: ACCEPT }, signal: controller.signal, dispatcher });
+    const response = await client.request(url, {
+      method: 'GET',
+      headers: { accept: ACCEPT, 'accept-encoding': ACCEPT_ENCODING },
+      signal: controller.signal,
+      dispatcher,
+    });
     contentType = String(response.headers['content-type'] ?? 'none');
     if (response.statusCode < 200 || response.statusCode > 299) {
       response.body.resume();
       throw new TransientFetchError(`HTTP ${response.statusCode} ${STATUS_CODES[response.statusCode] ?? ''}`.trim() + redirectHint(response.statusCode));
     }
-    text = await readLimited(response.body, shown);
+    const coding = response.headers['content-encoding'];
+    if (coding !== undefined) reading = ` (reading a body with Content-Encoding ${String(coding)})`;
+    text = await readLimited(decoded(response.body, coding, shown), shown);
   } catch (error) {
-    if (error instanceof TransientFetchError || error instanceof DocTooLargeError) throw error;
+    if (error instanceof TransientFetchError || error instanceof DocTooLargeError || error instanceof DocCodingError) throw error;
     if (timedOut) throw new TransientFetchError(`timed out after ${options.fetchTimeoutMs} ms`);
-    throw new TransientFetchError(describeNetworkError(error));
+    throw new TransientFetchError(describeNetworkError(error) + reading);
   } finally {
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', forwardAbort);
@@ -110,11 +123,37 @@ async function fetchOnce(client: Undici, url: string, shown: string, options: Di
 }
 
 class DocTooLargeError extends Error {}
+class DocCodingError extends Error {}
 
-async function readLimited(body: AsyncIterable<Buffer> & { destroy(): unknown }, shown: string): Promise<string> {
+/**
+ * The body with its Content-Encoding undone (the last coding applied is listed last). The size limit
+ * applies to what comes out, so a small compressed doc cannot expand past it.
+ */
+function decoded(body: Readable, header: string | string[] | undefined, shown: string): Readable {
+  const codings = (Array.isArray(header) ? header.join(',') : (header ?? ''))
+    .split(',')
+    .map((coding) => coding.trim().toLowerCase())
+    .filter((coding) => coding !== '' && coding !== 'identity');
+  if (codings.length === 0) return body;
+  const decoders: Transform[] = [];
+  for (const coding of codings.reverse()) {
+    const decoder = coding === 'gzip' || coding === 'x-gzip' ? createGunzip() : coding === 'deflate' ? createInflate() : coding === 'br' ? createBrotliDecompress() : null;
+    if (decoder === null) {
+      body.on('error', () => {}).destroy();
+      throw new DocCodingError(`GET ${shown}: the doc comes with Content-Encoding "${coding}", which the gateway does not decode (it asks for ${ACCEPT_ENCODING})`);
+    }
+    decoders.push(decoder);
+  }
+  const last = decoders[decoders.length - 1]!;
+  // Errors reach the reader through the last stream; destroying it (too large) destroys the others.
+  pipeline([body, ...decoders], () => {});
+  return last;
+}
+
+async function readLimited(body: Readable, shown: string): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of body) {
+  for await (const chunk of body as AsyncIterable<Buffer>) {
     size += chunk.length;
     if (size > MAX_DOC_BYTES) {
       body.destroy();

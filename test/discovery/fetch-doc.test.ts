@@ -2,7 +2,9 @@
  * What an upstream doc's URL looks like where errors show it (logs and the public health report): no
  * user or password, no query values, which may be tokens.
  */
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import t from 'tap';
 import { fetchDoc, shownUrl } from '../../src/discovery/fetch-doc.js';
 
@@ -27,4 +29,36 @@ t.test('a failed fetch names the doc without its token', async (t) => {
   t.ok(error, 'it fails');
   t.match(error!.message, `GET http://127.0.0.1:${port}/spec?access_token=… failed (1 attempt)`);
   t.notMatch(error!.message, /SECRET|pw@/, 'no secret in the message');
+});
+
+t.test('a compressed doc is decoded; a broken, unknown or oversized coding is refused with why', async (t) => {
+  const doc = { swagger: '2.0', info: { title: 'z', version: '1' }, paths: { '/z': { get: { responses: { 200: { description: 'ok' } } } } } };
+  const json = Buffer.from(JSON.stringify(doc));
+  const answers: Record<string, [string, Buffer]> = {
+    '/gzip': ['gzip', gzipSync(json)],
+    '/deflate': ['deflate', deflateSync(json)],
+    '/br': ['br', brotliCompressSync(json)],
+    '/twice': ['deflate, gzip', gzipSync(deflateSync(json))],
+    '/broken': ['gzip', Buffer.from('not gzip at all')],
+    '/unknown': ['compress', json],
+    // 40 MB of spaces inside a JSON string: a few tens of KB on the wire, past the 32 MiB limit decoded.
+    '/bomb': ['gzip', gzipSync(Buffer.concat([Buffer.from('{"x":"'), Buffer.alloc(40 * 1024 * 1024, 0x20), Buffer.from('"}')]))],
+  };
+  let acceptEncoding: string | undefined;
+  const server = createHttpServer((req, res) => {
+    acceptEncoding = req.headers['accept-encoding'];
+    const [coding, body] = answers[req.url ?? ''] ?? ['identity', json];
+    res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': coding, 'content-length': body.length });
+    res.end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const options = { fetchTimeoutMs: 5000, retries: 0, backoffMs: 0 };
+  for (const path of ['/gzip', '/deflate', '/br', '/twice']) t.same(await fetchDoc(base + path, options), doc, `${path}: decoded`);
+  t.match(acceptEncoding, /gzip/, 'the gateway asks for a compressed doc');
+  const failure = (path: string) => fetchDoc(base + path, options).then(() => new Error('no error'), (err: Error) => err);
+  t.match((await failure('/broken')).message, /Content-Encoding gzip/, 'a broken gzip body: the coding is named');
+  t.match((await failure('/unknown')).message, /Content-Encoding "compress", which the gateway does not decode/);
+  t.match((await failure('/bomb')).message, /larger than 33554432 bytes/, 'the size limit applies to the decoded doc');
 });
