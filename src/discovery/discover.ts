@@ -34,6 +34,18 @@ export interface DocSource {
 
 /** The endpoints and problems of a parsed doc (fetched, or read from a file). */
 export async function discoverFromDoc(upstream: UpstreamConfig, doc: unknown, source: DocSource): Promise<DiscoveredUpstream> {
+  try {
+    return await readDoc(upstream, doc, source);
+  } catch (error) {
+    // The validator, the $ref resolver and structuredClone recurse with the doc's nesting; JSON.parse does not.
+    if (error instanceof RangeError && /call stack/i.test(error.message)) {
+      throw new Error(`${source.where}: the doc nests too deeply to be read (objects or arrays inside one another, hundreds of levels; ${error.message})`);
+    }
+    throw error;
+  }
+}
+
+async function readDoc(upstream: UpstreamConfig, doc: unknown, source: DocSource): Promise<DiscoveredUpstream> {
   const validated = await validateDoc(doc, source.serviceType, source.where);
   const basePath = docBasePath(validated.dereferenced, source.docUrl);
   const objections = [...validated.objections];

@@ -236,3 +236,20 @@ t.test('registry: problems in the health entry, bounded, left-out endpoints firs
   registry.countEndpoints([]);
   t.notOk('problems' in registry.health()[0]!, 'no problems, no field');
 });
+
+t.test('a doc nested too deeply to read fails with a reason naming it, not a bare stack overflow', async (t) => {
+  const depth = 5000;
+  const deep = JSON.parse(`${'{"type":"object","properties":{"x":'.repeat(depth)}{"type":"string"}${'}}'.repeat(depth)}`) as object;
+  const doc = {
+    swagger: '2.0',
+    info: { title: 'deep', version: '1' },
+    paths: { '/deep': { get: { responses: { 200: { description: 'ok', schema: { $ref: '#/definitions/D' } } } } } },
+    definitions: { D: deep },
+  };
+  const error = await discoverFromDoc(upstream('swagger2'), doc, { docUrl: 'http://127.0.0.1:9/spec', where: 'http://127.0.0.1:9/spec', serviceType: 'swagger2' }).then(
+    () => null,
+    (err: Error) => err,
+  );
+  t.ok(error, 'it fails');
+  t.match(error?.message, /^http:\/\/127\.0\.0\.1:9\/spec: the doc nests too deeply to be read/);
+});
