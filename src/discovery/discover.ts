@@ -39,7 +39,7 @@ export async function discoverFromDoc(upstream: UpstreamConfig, doc: unknown, so
   } catch (error) {
     // The validator, the $ref resolver and structuredClone recurse with the doc's nesting; JSON.parse does not.
     if (error instanceof RangeError && /call stack/i.test(error.message)) {
-      throw new Error(`${source.where}: the doc nests too deeply to be read (objects or arrays inside one another, hundreds of levels; ${error.message})`);
+      throw new Error(`${source.where}: the doc nests too deeply to be read (objects or arrays inside one another, hundreds of levels; ${error.message})`, { cause: error });
     }
     throw error;
   }
@@ -47,8 +47,8 @@ export async function discoverFromDoc(upstream: UpstreamConfig, doc: unknown, so
 
 async function readDoc(upstream: UpstreamConfig, doc: unknown, source: DocSource): Promise<DiscoveredUpstream> {
   const validated = await validateDoc(doc, source.serviceType, source.where);
-  const basePath = docBasePath(validated.dereferenced, source.docUrl);
   const objections = [...validated.objections];
+  const basePath = docBasePath(validated.dereferenced, source.docUrl, objections);
   const entries = entriesFromDoc(validated.dereferenced, upstream.serviceLocation, basePath, objections);
   const problems = endpointProblems(objections, validated.dereferenced, validated.kind, basePath);
   return { upstream, entries, doc: doc as object, problems };

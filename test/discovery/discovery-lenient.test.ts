@@ -253,3 +253,21 @@ t.test('a doc nested too deeply to read fails with a reason naming it, not a bar
   t.ok(error, 'it fails');
   t.match(error?.message, /^http:\/\/127\.0\.0\.1:9\/spec: the doc nests too deeply to be read/);
 });
+
+t.test('a base path no request can carry is made one it can, and the doc is objected to', async (t) => {
+  const cases: Array<[Json, string, RegExp]> = [
+    [swagger2({ '/x/{id}': { get: { responses: ok } } }, { basePath: '/api?v=1' }), '/api/x/{id}', /query or fragment.*taken as "\/api"/],
+    [swagger2({ '/x/{id}': { get: { responses: ok } } }, { basePath: '/a/../b' }), '/b/x/{id}', /dot-segments.*taken as "\/b"/],
+    [
+      { openapi: '3.0.3', info: { title: 't', version: '1' }, servers: [{ url: '/v/{missing}' }], paths: { '/x/{id}': { get: { responses: ok } } } },
+      '/v/x/{id}',
+      /server variable \{missing\} has no default/,
+    ],
+  ];
+  for (const [doc, template, problem] of cases) {
+    const serviceType = 'swagger' in doc ? 'swagger2' : 'openapi3';
+    const discovered = await discoverFromDoc(upstream(serviceType), doc, { docUrl: 'http://svc:1/spec', where: 'doc', serviceType });
+    t.same(discovered.entries.map((entry) => entry.template), [template], `routed as ${template}`);
+    t.match(discovered.problems, [{ method: null, path: null, reason: problem }]);
+  }
+});
