@@ -31,9 +31,10 @@ export interface CombinedSpecInput {
  *   `/user/{id: [0-9]+}` -> `/user/{id}` with a `pattern`, `/img{.ext}` -> `/img{ext}`); an operation
  *   whose template says more than its path key keeps it in `x-template`. Path parameters the upstream
  *   left undeclared are declared as required strings.
- * - Two templates that come out as one path key (`/a/{id: [0-9]+}` and `/a/{id}`) with the same method:
- *   the one the router tries first (docs/reference/routing.md#specificity) is described, the others are named, with their
- *   upstreams, in its `x-collapsed-templates`.
+ * - Two templates that come out as one path key up to parameter names (`/a/{id: [0-9]+}`, `/a/{id}`,
+ *   `/a/{name}`) share the key of the first one seen, the others' path parameters renamed to it; with
+ *   the same method, the one the router tries first (docs/reference/routing.md#specificity) is
+ *   described, the others are named, with their upstreams, in its `x-collapsed-templates`.
  * - Names an upstream gives its definitions, parameters, responses and security schemes are prefixed
  *   with its namespace (`svc1_8081.User`), and its `$ref`s follow.
  * - Equivalent endpoints (same method, same template up to parameter names) are one operation: the
@@ -111,7 +112,12 @@ class CombinedSpec {
   private readonly tags = new Map<string, Json>();
   private readonly builtinTemplates = new Set<string>();
   /** The first spelling of each canonical template: equivalent templates are described under it. */
-  private readonly spellingByCanonical = new Map<string, SwaggerPath & { template: string }>();
+  /**
+   * The first spelling of each path key with its parameter names erased (`/u/{}`): templates that
+   * differ only in their names (`/u/{id}`, `/u/{name}`) or in what their variables match
+   * (`/u/{id: [0-9]+}`) are one path to Swagger and OpenAPI, which allow no two such keys.
+   */
+  private readonly spellingByShape = new Map<string, SwaggerPath & { template: string; canonical: string }>();
   private readonly operationByKey = new Map<string, Described>();
   private readonly operationIds = new Set<string>();
 
@@ -144,15 +150,18 @@ class CombinedSpec {
       if (upstream && !upstreams.includes(upstream.location)) upstreams.push(upstream.location);
       return;
     }
-    const spelling = this.spellingByCanonical.get(canonical) ?? { ...own, template: path };
+    const shape = own.key.replace(/\{[^}]*\}/g, '{}');
+    const spelling = this.spellingByShape.get(shape) ?? { ...own, template: path, canonical };
+    // Another template of the same shape routes differently: this operation names its own.
+    const routedBy = spelling.canonical === canonical ? spelling.template : path;
     const aligned = alignPathParameters(own, Array.isArray(operation.parameters) ? operation.parameters.filter(isObject) : []);
     if (!aligned) return;
     const described: Json = { ...operation, parameters: spelling.template === path ? aligned : renamePathParameters(own, spelling, aligned) };
-    if (spelling.key !== `/${spelling.template.replace(/^\/+|\/+$/g, '')}`) described['x-template'] = spelling.template;
+    if (spelling.key !== `/${routedBy.replace(/^\/+|\/+$/g, '')}`) described['x-template'] = routedBy;
     if (typeof described.operationId === 'string') described.operationId = this.uniqueOperationId(described.operationId, upstream?.namespace);
     if (upstream) described['x-upstreams'] = [upstream.location];
 
-    this.spellingByCanonical.set(canonical, spelling);
+    if (!this.spellingByShape.has(shape)) this.spellingByShape.set(shape, spelling);
     this.operationByKey.set(key, { key: spelling.key, method, template, operation: described });
   }
 

@@ -167,6 +167,24 @@ t.test('/spec: two templates that come out as one path key keep apart, whatever 
   }
 });
 
+t.test('/spec: templates that differ only in their parameter names are one path key, whatever the order', async (t) => {
+  const regex = ready('http://regex:1', swagger2({ '/u/{id: [0-9]+}': { get: { operationId: 'byNumber', responses: ok }, delete: { responses: ok } } }));
+  const named = ready('http://named:1', swagger2({ '/u/{name}': { get: { operationId: 'byName', responses: ok }, put: { responses: ok } } }));
+  for (const order of [[regex, named], [named, regex]]) {
+    const doc = buildCombinedSpec({ upstreams: order, builtinPaths }) as Json;
+    await t.resolves(validate(doc));
+    const keys = Object.keys(doc.paths).filter((key) => key.startsWith('/u/'));
+    t.equal(keys.length, 1, `one path key (${keys.join(', ')}): OpenAPI allows no two that differ only in names`);
+    const item = doc.paths[keys[0]!];
+    const name = keys[0]!.slice('/u/{'.length, -1);
+    t.equal(item.get.operationId, 'byName', 'the template the router tries first is described');
+    t.same(item.get['x-collapsed-templates'], [{ template: '/u/{id: [0-9]+}', upstreams: ['http://regex:1'] }]);
+    for (const method of ['get', 'put', 'delete']) {
+      t.same(item[method].parameters.filter((p: Json) => p.in === 'path').map((p: Json) => p.name), [name], `${method}: its path parameter carries the key's name`);
+    }
+  }
+});
+
 t.test('/spec guard: what Swagger 2.0 cannot carry is left out or replaced, and the doc validates', async (t) => {
   const messy = swagger2({
     '/m/{id}': {
