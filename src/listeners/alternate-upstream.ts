@@ -26,6 +26,7 @@ import { Sampler } from './sampler.js';
 import { bodyDifference } from './shadow-body.js';
 import { headerDifferences, headerMapFromFlat, headerMapFromParsed, shadowRequestHeaders } from './shadow-headers.js';
 import type { Listener, ListenerContext, ListenerMetrics } from './types.js';
+import { counterPart } from '../metrics/counters.js';
 
 export interface AlternateUpstreamConfig {
   id: string;
@@ -207,7 +208,7 @@ class AlternateUpstream implements Listener {
     this.maxInFlight = config.maxInFlight;
     this.metrics = context.metrics;
     this.warn = context.warn;
-    const prefix = `listeners.${config.id}.`;
+    const prefix = `listeners.${counterPart(config.id)}.`;
     this.names = {
       sent: `${prefix}sent`,
       matched: `${prefix}matched`,

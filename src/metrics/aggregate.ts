@@ -5,6 +5,7 @@ import type { MetricsDelta, PartDelta, SeriesDelta } from './delta.js';
 import { addEncodedHistogram, histogramSettings, type Precision } from './histogram.js';
 import { BUCKET_PRECISION, bucketEdgesMicros, cumulativeCounts, DEFAULT_BUCKETS_S } from './buckets.js';
 import { toPrometheus, type BuildLabels, type HistogramFamilies, type HistogramPart } from './prometheus.js';
+import { counterPath } from './counters.js';
 import { REPORT_FIELDS, type LatencySummaryMs, type MetricsReport, type SeriesReport } from './report.js';
 
 export type { MetricsReport, SeriesReport, LatencySummaryMs } from './report.js';
@@ -223,17 +224,28 @@ export class MetricsAggregator {
   }
 }
 
-/** "retries.afterConnectFailure" = 3 becomes report.retries.afterConnectFailure = 3; never over a built-in field. */
+/**
+ * "retries.afterConnectFailure" = 3 becomes report.retries.afterConnectFailure = 3; never over a built-in field.
+ * A component is a configured id at times (`middleware.<id>.admitted`), so every level is an own
+ * property of a null-prototype object: an id such as `__proto__` or `constructor` is a key like any other.
+ */
 function nestCounter(report: MetricsReport, name: string, count: number): void {
-  const path = name.split('.');
+  const path = counterPath(name);
   if (REPORT_FIELDS.has(path[0]!)) return;
   let node = report as Record<string, unknown>;
   for (let i = 0; i < path.length - 1; i++) {
-    const next = node[path[i]!];
-    if (typeof next !== 'object' || next === null) node[path[i]!] = {};
-    node = node[path[i]!] as Record<string, unknown>;
+    const key = path[i]!;
+    const next = Object.hasOwn(node, key) ? node[key] : undefined;
+    if (typeof next === 'object' && next !== null) node = next as Record<string, unknown>;
+    else node = ownValue(node, key, Object.create(null) as Record<string, unknown>);
   }
-  node[path[path.length - 1]!] = count;
+  ownValue(node, path[path.length - 1]!, count);
+}
+
+/** Sets node[key] as an own data property (plain assignment of `__proto__` would replace the prototype instead). */
+function ownValue<T>(node: Record<string, unknown>, key: string, value: T): T {
+  Object.defineProperty(node, key, { value, writable: true, enumerable: true, configurable: true });
+  return value;
 }
 
 function addAll(totals: Map<string, SeriesTotals>, deltas: Record<string, SeriesDelta>): void {

@@ -1,4 +1,17 @@
 /**
+ * A configured id (a middleware's, a listener's) as one component of a counter name: "." and "%"
+ * escaped, so `limit.v2` stays one level of the report and never shares a subtree with `limit`.
+ */
+export function counterPart(id: string): string {
+  return id.replace(/%/g, '%25').replace(/\./g, '%2E');
+}
+
+/** The components of a counter name, each as given to counterPart ("middleware.limit%2Ev2.admitted" is middleware, limit.v2, admitted). */
+export function counterPath(name: string): string[] {
+  return name.split('.').map((part) => part.replace(/%(2E|25)/g, (escape) => (escape === '%2E' ? '.' : '%')));
+}
+
+/**
  * Named event counters of one worker (retries, and later middleware decisions), shipped with each
  * metrics delta and summed in the primary. A name is a dotted path ("retries.afterConnectFailure")
  * that the report nests into objects ({ retries: { afterConnectFailure: 3 } }).

@@ -10,6 +10,7 @@
 import type { Route } from '../routing/table.js';
 import type { RequestContext } from '../exchange/context.js';
 import { LongDecision, problem, type Answer, type Decision, type Middleware, type MiddlewareMetrics } from './types.js';
+import { counterPart } from '../metrics/counters.js';
 
 /** Called once per run: the answer to send, or null to forward the request. */
 export type PipelineDone = (answer: Answer | null) => void;
@@ -24,16 +25,18 @@ class CounterNames {
   readonly errors: string;
   private readonly rejected = new Map<number, string>();
   private readonly answered = new Map<number, string>();
+  private readonly prefix: string;
 
-  constructor(private readonly id: string) {
-    this.admitted = `middleware.${id}.admitted`;
-    this.slaMisses = `middleware.${id}.slaMisses`;
-    this.errors = `middleware.${id}.errors`;
+  constructor(id: string) {
+    this.prefix = `middleware.${counterPart(id)}.`;
+    this.admitted = `${this.prefix}admitted`;
+    this.slaMisses = `${this.prefix}slaMisses`;
+    this.errors = `${this.prefix}errors`;
   }
 
   rejectedWith(status: number): string {
     let name = this.rejected.get(status);
-    if (name === undefined) this.rejected.set(status, (name = `middleware.${this.id}.rejected.${status}`));
+    if (name === undefined) this.rejected.set(status, (name = `${this.prefix}rejected.${status}`));
     return name;
   }
 
@@ -41,7 +44,7 @@ class CounterNames {
   of(answer: Answer): string {
     if (answer.kind === 'problem') return this.rejectedWith(answer.status);
     let name = this.answered.get(answer.status);
-    if (name === undefined) this.answered.set(answer.status, (name = `middleware.${this.id}.answered.${answer.status}`));
+    if (name === undefined) this.answered.set(answer.status, (name = `${this.prefix}answered.${answer.status}`));
     return name;
   }
 }

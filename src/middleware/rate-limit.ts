@@ -13,6 +13,7 @@ import { gcraPolicy, type GcraPolicy, type RateDecision } from '../stores/gcra.j
 import type { RateLimitStore } from '../stores/types.js';
 import type { StoreKind } from '../stores/lookup.js';
 import { problem, type Decision, type Middleware, type MiddlewareContext } from './types.js';
+import { counterPart } from '../metrics/counters.js';
 
 export interface RateLimitConfig {
   id: string;
@@ -112,7 +113,7 @@ class RateLimit implements Middleware {
     this.byConsumer = config.key === 'consumer';
     this.global = config.scope === 'global';
     this.deny = config.onStoreError === 'deny';
-    this.storeErrors = `middleware.${config.id}.storeErrors`;
+    this.storeErrors = `middleware.${counterPart(config.id)}.storeErrors`;
     this.storeWaitMs = Math.max(1, Math.floor(config.slaMs * 0.9));
     this.globalPrefix = `${config.id}|*|`;
   }

@@ -38,6 +38,7 @@ import { judge, policyRequest, targetedValue, type Heuristic } from '../cache/ru
 import { CACHE_STORE, type CacheStore } from '../cache/store.js';
 import type { RequestContext, ResponseObserver } from '../exchange/context.js';
 import { LongDecision, problem, type ContentAnswer, type Decision, type Middleware, type MiddlewareContext, type MiddlewareMetrics } from './types.js';
+import { counterPart } from '../metrics/counters.js';
 
 export interface ResponseCacheConfig {
   id: string;
@@ -140,7 +141,7 @@ class Names {
   readonly backgroundRefreshes: string;
 
   constructor(id: string) {
-    const prefix = `middleware.${id}.`;
+    const prefix = `middleware.${counterPart(id)}.`;
     this.hits = `${prefix}hits`;
     this.misses = `${prefix}misses`;
     this.stale = `${prefix}stale`;

@@ -2,6 +2,7 @@
 // JSON report says.
 import t from 'tap';
 import { MetricsAggregator } from '../../src/metrics/aggregate.js';
+import { counterPart } from '../../src/metrics/counters.js';
 import { MetricsRecorder } from '../../src/metrics/recorder.js';
 import { parsePrometheus, sampleValue } from '../helpers/prometheus.js';
 
@@ -39,4 +40,29 @@ t.test('middleware, listener and store counters: JSON nesting and Prometheus fam
   t.equal(sampleValue(families, 'gateway_store_up', 'gateway_store_up', { store: 'shared' }), 0);
   t.equal(sampleValue(families, 'gateway_store_timeouts_total', 'gateway_store_timeouts_total', { store: 'shared' }), 2);
   t.equal(sampleValue(families, 'gateway_store_commands_total', 'gateway_store_commands_total', { store: 'shared' }), 10);
+});
+
+t.test('an id is one level of the report whatever it holds: dots, __proto__, constructor', async (t) => {
+  const aggregator = new MetricsAggregator(() => 1_000);
+  const delta = new MetricsRecorder().takeDelta();
+  delta.counters = {};
+  for (const id of ['limit', 'limit.v2', '__proto__', 'constructor', 'hasOwnProperty']) {
+    delta.counters[`middleware.${counterPart(id)}.admitted`] = 3;
+    delta.counters[`middleware.${counterPart(id)}.rejected.429`] = 2;
+    delta.counters[`listeners.${counterPart(id)}.sent`] = 4;
+  }
+  aggregator.addDelta(1, delta);
+  const report = JSON.parse(JSON.stringify(aggregator.report())) as Record<string, any>;
+  t.equal(({} as Record<string, unknown>).admitted, undefined, 'Object.prototype untouched');
+  for (const id of ['limit', 'limit.v2', '__proto__', 'constructor', 'hasOwnProperty']) {
+    t.same(Object.getOwnPropertyDescriptor(report.middleware, id)?.value, { admitted: 3, rejected: { 429: 2 } }, `middleware ${id}`);
+    t.same(Object.getOwnPropertyDescriptor(report.listeners, id)?.value, { sent: 4 }, `listener ${id}`);
+  }
+  t.same(Object.keys(report.middleware).sort(), ['__proto__', 'constructor', 'hasOwnProperty', 'limit', 'limit.v2'].sort());
+  const families = parsePrometheus(aggregator.prometheus());
+  for (const id of ['limit', 'limit.v2', '__proto__', 'constructor']) {
+    t.equal(sampleValue(families, 'gateway_middleware_answers_total', 'gateway_middleware_answers_total', { middleware: id, outcome: 'rejected', status: '429' }), 2, `429s of ${id}`);
+    t.equal(sampleValue(families, 'gateway_middleware_admitted_total', 'gateway_middleware_admitted_total', { middleware: id }), 3, `admitted by ${id}`);
+    t.equal(sampleValue(families, 'gateway_listener_sent_total', 'gateway_listener_sent_total', { listener: id }), 4, `sent by ${id}`);
+  }
 });
