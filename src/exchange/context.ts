@@ -184,6 +184,12 @@ export class RequestContext {
     (this.responseHeaders ??= []).push(name, value);
   }
 
+  /** Withholds these upstream response headers (lower-case names) too, beside any already withheld. */
+  hideResponseHeaders(names: readonly string[]): void {
+    const hidden = this.hiddenResponseHeaders;
+    this.hiddenResponseHeaders = hidden === null ? names : [...hidden, ...names];
+  }
+
   observe(observer: ResponseObserver): void {
     (this.observers ??= []).push(observer);
   }

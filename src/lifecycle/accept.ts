@@ -44,7 +44,7 @@ export class AcceptPhase {
     if (ctx.secure && this.hsts !== null) {
       ctx.addResponseHeader('strict-transport-security', this.hsts);
       // Only ours goes out: a browser reads the first of two (RFC 6797 8.1), which would be the upstream's.
-      ctx.hiddenResponseHeaders = HSTS;
+      ctx.hideResponseHeaders(HSTS);
     }
     if (targetTooLong(head.url, ctx.query, this.maxUrlBytes)) {
       return refuse(414, `the request target is longer than ${this.maxUrlBytes} bytes`);

@@ -228,8 +228,7 @@ export class ResponseCache implements Middleware {
   decide(ctx: RequestContext): Decision | Promise<Decision> | LongDecision {
     // Whatever reaches the client from the upstream (miss, bypass, uncacheable) loses the fields
     // this cache obeys (RFC 9213); answers built from entries never had them.
-    const hidden = ctx.hiddenResponseHeaders;
-    if (this.hidden !== null) ctx.hiddenResponseHeaders = hidden === null ? this.hidden : [...hidden, ...this.hidden];
+    if (this.hidden !== null) ctx.hideResponseHeaders(this.hidden);
     const method = ctx.method;
     if ((method !== 'GET' && method !== 'HEAD') || ctx.hasBody) return this.bypass(ctx);
     const headers = ctx.headers;
@@ -290,7 +289,7 @@ export class ResponseCache implements Middleware {
   }
 
   private bypass(ctx: RequestContext): Decision {
-    ctx.addResponseHeader('x-cache', 'BYPASS');
+    forwardedLabel(ctx, 'BYPASS');
     this.metrics.add(this.names.bypass);
     if (!SAFE_METHODS.has(ctx.method)) ctx.observe(new Invalidation(this, ctx));
     return undefined;
@@ -555,7 +554,7 @@ class CacheRequest implements ResponseObserver {
     const cacheControl = fieldValue(this.requestHeaders, 'cache-control')?.toLowerCase();
     if (cacheControl !== undefined) {
       if (hasDirective(cacheControl, 'no-store')) {
-        this.ctx.addResponseHeader('x-cache', 'BYPASS');
+        forwardedLabel(this.ctx, 'BYPASS');
         this.cache.metrics.add(this.cache.names.bypass);
         return undefined;
       }
@@ -750,11 +749,11 @@ class CacheRequest implements ResponseObserver {
         metrics.add(names.hits);
         break;
       case Label.Miss:
-        this.ctx.addResponseHeader('x-cache', 'MISS');
+        forwardedLabel(this.ctx, 'MISS');
         metrics.add(names.misses);
         break;
       case Label.Bypass:
-        this.ctx.addResponseHeader('x-cache', 'BYPASS');
+        forwardedLabel(this.ctx, 'BYPASS');
         metrics.add(names.bypass);
         break;
       case Label.Stale:
@@ -884,6 +883,17 @@ const REVALIDATE_KEEP_MS = 10 * 60_000;
  * The headers an entry is served with: Age is the cache's to say, X-Cache this gateway's, Date the
  * server's (the origin's is read into the policy); targeted Cache-Control fields are this cache's.
  */
+const X_CACHE: readonly string[] = ['x-cache'];
+
+/**
+ * The X-Cache of an answer the upstream gives (MISS, BYPASS): ours replaces any the upstream sent.
+ * Answers built from entries carry their own, and entries are stored without the upstream's (served()).
+ */
+function forwardedLabel(ctx: RequestContext, label: 'MISS' | 'BYPASS'): void {
+  ctx.addResponseHeader('x-cache', label);
+  ctx.hideResponseHeaders(X_CACHE);
+}
+
 function served(headers: readonly string[], targeted: readonly string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < headers.length; i += 2) {

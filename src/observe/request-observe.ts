@@ -25,6 +25,8 @@ const TWO_POW_32 = 0x100000000;
 
 export class RequestObserve {
   private header = '';
+  /** [header]: the upstream's own request ID header is withheld, the client gets ours only. */
+  private hidden: readonly string[] = [];
   private idsOn = true;
   /** Share of traces started here that are sampled; 0 without export. */
   private ratio = 0;
@@ -52,6 +54,7 @@ export class RequestObserve {
   async configure(config: ObserveConfig): Promise<void> {
     this.idsOn = config.requestId.enabled;
     this.header = config.requestId.header.toLowerCase();
+    this.hidden = [this.header];
     const tracing = config.tracing;
     const key = tracing === undefined ? '' : JSON.stringify(tracing);
     if (key === this.tracingKey) return;
@@ -104,6 +107,8 @@ export class RequestObserve {
         headers.push(idHeader, ctx.requestId);
       }
       ctx.addResponseHeader(idHeader, ctx.requestId);
+      // A client (or support tool) reading the first of two would get an ID the access log does not have.
+      ctx.hideResponseHeaders(this.hidden);
     }
 
     const incoming = parentCount === 1 ? parseTraceparent(parent!) : null;
