@@ -1,4 +1,4 @@
-import Negotiator from 'negotiator';
+import { preferredMediaType } from '../http/accept-media-types.js';
 
 export type MetricsFormat = 'json' | 'prometheus';
 
@@ -14,7 +14,7 @@ export function metricsFormat(query: string, accept: string | undefined): Metric
   if (format === 'prometheus') return 'prometheus';
   if (format === 'json') return 'json';
   if (!accept) return 'json';
-  const chosen = new Negotiator({ headers: { accept } }).mediaType(OFFERED);
+  const chosen = preferredMediaType(accept, OFFERED);
   if (chosen === undefined) return null;
   return chosen === 'application/json' ? 'json' : 'prometheus';
 }

@@ -1,11 +1,11 @@
-import Negotiator from 'negotiator';
 import typeis from 'type-is';
+import { acceptedMediaTypes } from '../http/accept-media-types.js';
 import type { RouteTarget } from './types.js';
 
 /**
  * Content negotiation among equivalent endpoints (docs/reference/routing.md#content-negotiation-415-406): keep the targets that consume
  * the request's Content-Type, then those that produce something Accept allows (q-values honoured).
- * The media-type rules come from type-is and negotiator; results are cached per route by header
+ * Content-Type is matched by type-is, Accept by http/accept-media-types.ts; results are cached per route by header
  * value, so a steady stream of identical headers costs two Map lookups and no allocation.
  *
  * The header values are the client's: the cache is bounded in bytes for the whole table (see
@@ -106,8 +106,7 @@ export class TargetNegotiation {
   private compute(ctKey: string, acceptKey: string): readonly RouteTarget[] {
     const consuming = this.byContentType(ctKey);
     if (acceptKey === ANY || consuming.length === 0) return consuming;
-    const negotiator = new Negotiator({ headers: { accept: acceptKey } });
-    return consuming.filter((t) => t.produces.length === 0 || negotiator.mediaTypes([...t.produces]).length > 0);
+    return consuming.filter((t) => t.produces.length === 0 || acceptedMediaTypes(acceptKey, t.produces).length > 0);
   }
 
   private byContentType(ctKey: string): readonly RouteTarget[] {
