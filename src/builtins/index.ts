@@ -2,6 +2,7 @@ import type { HostSpec } from '../cluster/compile-task.js';
 import type { GatewayConfig } from '../config/types.js';
 import { HostSets, type HostedUpstream } from '../edge/host-sets.js';
 import { hostValueProblem } from '../edge/host-value.js';
+import { PROBLEM_CONTENT_TYPE, problemBody } from '../http/problem-json.js';
 import { PROMETHEUS_CONTENT_TYPE } from '../metrics/prometheus.js';
 import { metricsFormat } from './metrics.js';
 
@@ -27,18 +28,13 @@ interface SpecDocs {
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
-const PROBLEM_TYPE = 'application/problem+json';
 
 function stripTrailingSlash(path: string): string {
   return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
 }
 
-function problem(status: number, title: string, detail: string): Rendered {
-  return {
-    status,
-    contentType: PROBLEM_TYPE,
-    body: Buffer.from(JSON.stringify({ type: 'about:blank', title, status, detail })),
-  };
+function problem(status: number, detail: string): Rendered {
+  return { status, contentType: PROBLEM_CONTENT_TYPE, body: Buffer.from(problemBody(status, detail)) };
 }
 
 /**
@@ -104,7 +100,7 @@ export class Builtins {
     const builtin = this.builtinAt(stripTrailingSlash(path));
     if (builtin === null) return null;
     if (this.adminListener && builtin !== 'healthcheck') {
-      const rendered = problem(404, 'Not Found', 'served on the admin listener only');
+      const rendered = problem(404, 'served on the admin listener only');
       return { status: 404, headers: { 'cache-control': 'no-store', 'content-type': rendered.contentType, ...this.extraHeaders }, body: rendered.body };
     }
     return this.answer(builtin, method, path, query, headers);
@@ -120,7 +116,7 @@ export class Builtins {
     let rendered: Rendered;
     if (method === 'GET' || method === 'HEAD') rendered = this.render(builtin, query, headers);
     else if (method === 'OPTIONS') rendered = { status: 200, contentType: '', body: Buffer.alloc(0) };
-    else rendered = problem(405, 'Method Not Allowed', `${method} is not allowed on ${path}; use GET`);
+    else rendered = problem(405, `${method} is not allowed on ${path}; use GET`);
     const responseHeaders: Record<string, string> = { 'cache-control': 'no-store', ...this.extraHeaders };
     if (rendered.contentType) responseHeaders['content-type'] = rendered.contentType;
     if (rendered.status === 405 || method === 'OPTIONS') responseHeaders.allow = 'GET, HEAD, OPTIONS';
@@ -145,14 +141,14 @@ export class Builtins {
     const openapi3 = params.get('format') === 'openapi3';
     const hosts = params.getAll('host');
     if (hosts.length === 0) return { status: 200, contentType: JSON_TYPE, body: openapi3 ? this.specOpenApi3 : this.spec };
-    if (hosts.length > 1) return problem(400, 'Bad Request', 'give one host');
+    if (hosts.length > 1) return problem(400, 'give one host');
     const host = hosts[0]!;
     const why = hostValueProblem(host);
-    if (why !== null) return problem(400, 'Bad Request', why);
+    if (why !== null) return problem(400, why);
     // No upstream lists hosts: every host routes among every upstream.
     if (this.hostSpecs === null) return { status: 200, contentType: JSON_TYPE, body: openapi3 ? this.specOpenApi3 : this.spec };
     const docs = this.hostSpecs.match(host);
-    if (docs === null) return problem(404, 'Not Found', 'no upstream serves this host');
+    if (docs === null) return problem(404, 'no upstream serves this host');
     return { status: 200, contentType: JSON_TYPE, body: openapi3 ? docs.openapi3 : docs.swagger2 };
   }
 
@@ -163,7 +159,7 @@ export class Builtins {
       case 'prometheus':
         return { status: 200, contentType: PROMETHEUS_CONTENT_TYPE, body: this.metricsText };
       default:
-        return problem(406, 'Not Acceptable', 'metrics are available as application/json or text/plain');
+        return problem(406, 'metrics are available as application/json or text/plain');
     }
   }
 

@@ -4,28 +4,10 @@
  */
 import type { UwsResponse } from '../native/uws-types.js';
 import { appendHeaderLines, byteLengthUpperBound, endWithBody } from './cork-budget.js';
-import { statusLine } from './status-line.js';
+import { reasonPhrase, statusLine } from './status-line.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 const PROBLEM_HEADERS = `\r\ncontent-type: ${PROBLEM_CONTENT_TYPE}\r\ncache-control: no-store`;
-
-const TITLES: Readonly<Record<number, string>> = {
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not Found',
-  405: 'Method Not Allowed',
-  406: 'Not Acceptable',
-  408: 'Request Timeout',
-  413: 'Content Too Large',
-  415: 'Unsupported Media Type',
-  429: 'Too Many Requests',
-  431: 'Request Header Fields Too Large',
-  500: 'Internal Server Error',
-  502: 'Bad Gateway',
-  503: 'Service Unavailable',
-  504: 'Gateway Timeout',
-};
 
 export interface ProblemOptions {
   /** `Allow` header (405). */
@@ -40,8 +22,9 @@ export interface ProblemOptions {
   headers?: readonly string[] | null;
 }
 
+/** With type about:blank the title is the status's reason phrase (RFC 9457 4.2.1). */
 export function problemTitle(status: number): string {
-  return TITLES[status] ?? 'Error';
+  return reasonPhrase(status) ?? 'Error';
 }
 
 export function problemBody(status: number, detail: string): string {

@@ -1,12 +1,26 @@
 import { STATUS_CODES } from 'node:http';
 
+/** Where RFC 9110 (section 15) renamed a status and Node's table still has the old name. */
+const RFC_9110_NAMES: Readonly<Record<number, string>> = {
+  413: 'Content Too Large',
+  422: 'Unprocessable Content',
+};
+
+/**
+ * The status's reason phrase (RFC 9110's name first, then Node's table); undefined for an unknown
+ * code. The one table behind status lines and problem titles (problem-json.ts), so they agree.
+ */
+export function reasonPhrase(status: number): string | undefined {
+  return RFC_9110_NAMES[status] ?? STATUS_CODES[status];
+}
+
 const cache: string[] = [];
 
 /** "200 OK" for uWS writeStatus, built once per code. */
 export function statusLine(status: number): string {
   let line = cache[status];
   if (line === undefined) {
-    line = `${status} ${STATUS_CODES[status] ?? 'Unknown'}`;
+    line = `${status} ${reasonPhrase(status) ?? 'Unknown'}`;
     if (status >= 100 && status < 1000) cache[status] = line;
   }
   return line;

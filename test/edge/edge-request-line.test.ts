@@ -38,7 +38,10 @@ t.test('414 above limits.maxUrlBytes, the limit itself is routed; in one segment
       const payload = split ? [head.slice(0, 700), head.slice(700, 1500), head.slice(1500)] : head;
       const result = await rawRequest(p.port, payload, { responses: 1, partDelayMs: 50, waitMs: 3000 });
       t.equal(result.responses[0]?.status, status, `${length} bytes${split ? ', in three segments' : ''}: ${status}`);
-      if (status === 414) t.same(result.responses[0]!.headers['content-type'], ['application/problem+json']);
+      if (status === 414) {
+        t.same(result.responses[0]!.headers['content-type'], ['application/problem+json']);
+        t.match(JSON.parse(result.responses[0]!.body.toString()), { status: 414, title: 'URI Too Long' });
+      }
     }
   }
 });

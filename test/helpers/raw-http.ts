@@ -6,6 +6,8 @@ import net from 'node:net';
 
 export interface ParsedResponse {
   status: number;
+  /** The status line's reason phrase. */
+  reason: string;
   /** Lower-case names; repeated headers keep every value. */
   headers: Record<string, string[]>;
   body: Buffer;
@@ -95,9 +97,10 @@ export function parseResponse(data: Buffer, head = false): ParsedResponse | null
   const end = data.indexOf('\r\n\r\n');
   if (end < 0) return null;
   const lines = data.subarray(0, end).toString('latin1').split('\r\n');
-  const match = /^HTTP\/1\.[01] (\d{3})/.exec(lines[0]!);
+  const match = /^HTTP\/1\.[01] (\d{3}) ?(.*)/.exec(lines[0]!);
   if (match === null) return null;
   const status = Number(match[1]);
+  const reason = match[2]!;
   const headers: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
   for (const line of lines.slice(1)) {
     const colon = line.indexOf(':');
@@ -106,23 +109,23 @@ export function parseResponse(data: Buffer, head = false): ParsedResponse | null
   }
   const bodyStart = end + 4;
   if (head || status === 204 || status === 304 || (status >= 100 && status < 200)) {
-    return { status, headers, body: Buffer.alloc(0), complete: true, consumed: bodyStart };
+    return { status, reason, headers, body: Buffer.alloc(0), complete: true, consumed: bodyStart };
   }
   if (headers['transfer-encoding']?.some((v) => v.toLowerCase().includes('chunked'))) {
     const body: Buffer[] = [];
     let at = bodyStart;
     for (;;) {
       const lineEnd = data.indexOf('\r\n', at);
-      if (lineEnd < 0) return { status, headers, body: Buffer.concat(body), complete: false, consumed: data.length };
+      if (lineEnd < 0) return { status, reason, headers, body: Buffer.concat(body), complete: false, consumed: data.length };
       const size = parseInt(data.subarray(at, lineEnd).toString('latin1'), 16);
       if (size === 0) {
         const trailerEnd = data.indexOf('\r\n', lineEnd + 2);
         const complete = trailerEnd >= 0;
-        return { status, headers, body: Buffer.concat(body), complete, consumed: complete ? trailerEnd + 2 : data.length };
+        return { status, reason, headers, body: Buffer.concat(body), complete, consumed: complete ? trailerEnd + 2 : data.length };
       }
       if (lineEnd + 2 + size + 2 > data.length) {
         body.push(data.subarray(lineEnd + 2, Math.min(data.length, lineEnd + 2 + size)));
-        return { status, headers, body: Buffer.concat(body), complete: false, consumed: data.length };
+        return { status, reason, headers, body: Buffer.concat(body), complete: false, consumed: data.length };
       }
       body.push(data.subarray(lineEnd + 2, lineEnd + 2 + size));
       at = lineEnd + 2 + size + 2;
@@ -133,6 +136,7 @@ export function parseResponse(data: Buffer, head = false): ParsedResponse | null
   const complete = available >= length;
   return {
     status,
+    reason,
     headers,
     body: data.subarray(bodyStart, bodyStart + Math.min(length, available)),
     complete,

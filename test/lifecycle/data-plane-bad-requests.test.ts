@@ -53,6 +53,8 @@ function expectProblem(t: Test, result: RawResult, status: number, closes: boole
   const body = JSON.parse(response.body.toString()) as Record<string, unknown>;
   t.match(body, { type: 'about:blank', status, title: String, detail: String });
   t.same(Object.keys(body).sort(), ['detail', 'status', 'title', 'type']);
+  // RFC 9457 4.2.1: with type about:blank the title is the status's reason phrase.
+  t.equal(body.title, response.reason, `the title is the status line's "${response.reason}"`);
   if (closes) t.ok(result.closedByServer, 'and closed the connection');
 }
 
@@ -266,6 +268,7 @@ t.test('a body over limits.maxBodyBytes: 413, by Content-Length up front or coun
   const before = upstream.requests.length;
   const declared = await send(`POST /upload HTTP/1.1\r\nHost: gw\r\nContent-Length: ${MAX_BODY_BYTES + 1}\r\n\r\n`);
   expectProblem(t, declared, 413, true);
+  t.equal(declared.responses[0]!.reason, 'Content Too Large', 'RFC 9110 name in the status line');
   t.equal(upstream.requests.length, before, 'declared too large: nothing forwarded');
 
   const chunked = await send([

@@ -92,7 +92,7 @@ const plane = await planeInFrontOf(t, upstream.url, [entry('GET', '/{name}', ups
 
 async function get(target: DataPlane, path: string): Promise<ParsedResponse & { closed: boolean }> {
   const result = await rawRequest(target.port, `GET ${path} HTTP/1.1\r\nHost: gw\r\n\r\n`, { responses: 1, waitMs: 3000 });
-  const response = result.responses[0] ?? { status: 0, headers: {}, body: Buffer.alloc(0), complete: false, consumed: 0 };
+  const response = result.responses[0] ?? { status: 0, reason: '', headers: {}, body: Buffer.alloc(0), complete: false, consumed: 0 };
   return { ...response, closed: result.closedByServer };
 }
 
