@@ -20,6 +20,8 @@ interface Rendered {
   status: number;
   contentType: string;
   body: Buffer;
+  /** The request headers that chose this answer (`Vary`). */
+  vary?: string;
 }
 
 interface SpecDocs {
@@ -119,6 +121,7 @@ export class Builtins {
     else rendered = problem(405, `${method} is not allowed on ${path}; use GET`);
     const responseHeaders: Record<string, string> = { 'cache-control': 'no-store', ...this.extraHeaders };
     if (rendered.contentType) responseHeaders['content-type'] = rendered.contentType;
+    if (rendered.vary !== undefined) responseHeaders.vary = rendered.vary;
     if (rendered.status === 405 || method === 'OPTIONS') responseHeaders.allow = 'GET, HEAD, OPTIONS';
     return { status: rendered.status, headers: responseHeaders, body: rendered.body };
   };
@@ -153,13 +156,20 @@ export class Builtins {
   }
 
   private renderMetrics(query: string, headers: BuiltinHeaders): Rendered {
-    switch (metricsFormat(query, headers.accept)) {
-      case 'json':
-        return { status: 200, contentType: JSON_TYPE, body: this.metricsJson };
-      case 'prometheus':
-        return { status: 200, contentType: PROMETHEUS_CONTENT_TYPE, body: this.metricsText };
-      default:
-        return problem(406, 'metrics are available as application/json or text/plain');
+    const choice = metricsFormat(query, headers.accept);
+    switch (choice.kind) {
+      case 'bad-format':
+        return problem(400, 'format must be given once, as json or prometheus');
+      case 'not-acceptable':
+        return { ...problem(406, 'metrics are available as application/json or text/plain'), vary: 'Accept' };
+      case 'format': {
+        const rendered: Rendered =
+          choice.format === 'json'
+            ? { status: 200, contentType: JSON_TYPE, body: this.metricsJson }
+            : { status: 200, contentType: PROMETHEUS_CONTENT_TYPE, body: this.metricsText };
+        if (choice.byAccept) rendered.vary = 'Accept';
+        return rendered;
+      }
     }
   }
 
