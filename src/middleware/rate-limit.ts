@@ -6,7 +6,8 @@
  *
  * Every answer of an endpoint it runs on carries the IETF RateLimit fields (the draft's syntax, as
  * docs/reference/rate-limit.md#answers-and-headers writes them): `RateLimit-Policy: "<id>";q=<limit>;w=<window s>` and
- * `RateLimit: "<id>";r=<remaining>;t=<s until full>`. Over the limit: 429 with Retry-After.
+ * `RateLimit: "<id>";r=<remaining>;t=<s until full>`, the latter only when the store answered (without
+ * it the remaining quota is unknown). Over the limit: 429 with Retry-After.
  */
 import type { RequestContext } from '../exchange/context.js';
 import { gcraPolicy, type GcraPolicy, type RateDecision } from '../stores/gcra.js';
@@ -69,6 +70,12 @@ export const rateLimitSchema = {
 } as const;
 
 /** The kind of store a rateLimit names: `local` or a kvStores name. */
+/**
+ * Retry-After of the 503 when the store fails (onStoreError deny): a Redis store probes again after
+ * breakerResetMs, 1 s by default, so a retry sooner would fail fast again.
+ */
+const STORE_ERROR_RETRY_AFTER = '1';
+
 export const RATE_LIMIT_STORE: StoreKind<RateLimitStore> = Object.freeze({ kind: 'rateLimit' });
 
 class RateLimit implements Middleware {
@@ -180,7 +187,7 @@ class RateLimit implements Middleware {
 
   private storeFailed(): Decision {
     this.context.metrics.add(this.storeErrors);
-    return this.deny ? problem(503, `the rate limit store of ${this.id} is not answering`) : undefined;
+    return this.deny ? problem(503, `the rate limit store of ${this.id} is not answering`, ['retry-after', STORE_ERROR_RETRY_AFTER]) : undefined;
   }
 }
 
