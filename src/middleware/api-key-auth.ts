@@ -83,7 +83,10 @@ class ApiKeyAuth implements Middleware {
     this.query = config.query;
     this.hide = config.hideCredentials;
     for (const { consumer, sha256 } of config.keys) this.consumerByDigest.set(sha256.toLowerCase(), consumer);
-    const challenge = ['www-authenticate', `ApiKey header="${this.header}"`];
+    // The query name is written percent-encoded, as it would appear in a URL (and so never needs
+    // escaping in the quoted string, whatever the configured name holds).
+    const scheme = this.query === null ? `ApiKey header="${this.header}"` : `ApiKey header="${this.header}", query="${encodeURIComponent(this.query)}"`;
+    const challenge = ['www-authenticate', scheme];
     const where = this.query === null ? `the ${this.header} header` : `the ${this.header} header or the ${this.query} query parameter`;
     this.missing = problem(401, `an API key is required in ${where}`, challenge);
     this.unauthorized = problem(401, 'the API key is not valid', challenge);

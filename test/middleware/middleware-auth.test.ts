@@ -93,6 +93,11 @@ t.test('a query key, taken out of the forwarded query when hidden', async (t) =>
   t.equal(seen.headers['x-consumer'], 'alice');
   const missing = await get('/items/1?apikey=');
   t.equal(missing.status, 401, 'an empty key is no key');
+  t.same(missing.headers['www-authenticate'], ['ApiKey header="x-api-key", query="apikey"'], 'the challenge names the query parameter too');
+  use(auth({ query: 'key "x"\r\nx-evil: 1' }));
+  const odd = await get('/items/1');
+  t.same(odd.headers['www-authenticate'], ['ApiKey header="x-api-key", query="key%20%22x%22%0D%0Ax-evil%3A%201"'], 'an odd name is percent-encoded');
+  t.equal(odd.headers['x-evil'], undefined);
 });
 
 t.test('a hidden query key leaves the query whatever the answer: a refused request logs no key either', async (t) => {
