@@ -59,17 +59,71 @@ export function formatTraceparent(traceId: string, spanId: string, sampled: bool
 
 /** Longest tracestate passed on; the spec asks vendors to propagate at least 512 characters. */
 export const MAX_TRACESTATE = 8192;
+/** Most list members a tracestate may hold; empty members are not counted. */
+const MAX_MEMBERS = 32;
+
+/** a-z, 0-9, "_", "-", "*", "/": every character of a key but its first, "@" aside. */
+function isKeyChar(c: number): boolean {
+  return (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x5f || c === 0x2d || c === 0x2a || c === 0x2f;
+}
+
+/**
+ * A level 1 key: a simple key (a-z first, 1-256 characters) or tenant@system, the tenant 1-241
+ * characters beginning with a-z or 0-9, the system 1-14 beginning with a-z.
+ */
+function isKey(text: string, start: number, end: number): boolean {
+  if (start >= end) return false;
+  const at = text.indexOf('@', start);
+  if (at === -1 || at >= end) {
+    const first = text.charCodeAt(start);
+    if (end - start > 256 || first < 0x61 || first > 0x7a) return false;
+    for (let i = start + 1; i < end; i++) if (!isKeyChar(text.charCodeAt(i))) return false;
+    return true;
+  }
+  if (at - start > 241 || end - at - 1 > 14 || at + 1 >= end) return false;
+  const first = text.charCodeAt(start);
+  const systemFirst = text.charCodeAt(at + 1);
+  if (!((first >= 0x61 && first <= 0x7a) || (first >= 0x30 && first <= 0x39)) || systemFirst < 0x61 || systemFirst > 0x7a) return false;
+  for (let i = start + 1; i < at; i++) if (!isKeyChar(text.charCodeAt(i))) return false;
+  for (let i = at + 2; i < end; i++) if (!isKeyChar(text.charCodeAt(i))) return false;
+  return true;
+}
 
 /**
  * The tracestate to pass on with a valid traceparent, unchanged (the gateway adds no entry of its
- * own), or null to drop it: empty, too long, or holding characters no list member may carry.
+ * own), or null to drop it whole: longer than MAX_TRACESTATE, no list member, or not a valid level 1
+ * list (a malformed key or value, more than 32 members, a key twice). Whitespace around members and
+ * empty members are allowed, as the spec asks when several headers are joined.
  */
 export function passTracestate(value: string | undefined): string | null {
   if (value === undefined || value.length === 0 || value.length > MAX_TRACESTATE) return null;
-  for (let i = 0; i < value.length; i++) {
-    const c = value.charCodeAt(i);
-    // list members are printable ASCII; optional whitespace (space, tab) around the commas.
-    if ((c < 0x20 && c !== 0x09) || c > 0x7e) return null;
+  const length = value.length;
+  let keys: string[] | null = null;
+  for (let start = 0; start <= length; ) {
+    let end = value.indexOf(',', start);
+    if (end === -1) end = length;
+    const next = end + 1;
+    // Spaces and tabs around a member are not part of it (a value's trailing spaces among them).
+    while (start < end && isOws(value.charCodeAt(start))) start++;
+    while (end > start && isOws(value.charCodeAt(end - 1))) end--;
+    if (start < end) {
+      const eq = value.indexOf('=', start);
+      if (eq === -1 || eq >= end || !isKey(value, start, eq) || end - eq - 1 > 256) return null;
+      for (let i = eq + 1; i < end; i++) {
+        const c = value.charCodeAt(i);
+        if (c < 0x20 || c > 0x7e || c === 0x3d) return null;
+      }
+      if (eq + 1 === end) return null;
+      const key = value.slice(start, eq);
+      if (keys === null) keys = [key];
+      else if (keys.length === MAX_MEMBERS || keys.includes(key)) return null;
+      else keys.push(key);
+    }
+    start = next;
   }
-  return value;
+  return keys === null ? null : value;
+}
+
+function isOws(c: number): boolean {
+  return c === 0x20 || c === 0x09;
 }

@@ -97,6 +97,11 @@ t.test('from a trusted peer: IDs kept, traces continued, spans exported, every a
   t.equal(badTrace.status, 200);
   t.not(String(upstreamSaw.get('/items/5')!.traceparent).split('-')[1], callerTrace.toUpperCase(), 'an invalid traceparent starts a new trace');
   t.equal(upstreamSaw.get('/items/5')!.tracestate, undefined, 'and its tracestate is dropped');
+  const otherTrace = '0af7651916cd43dd8448eb211c80319c';
+  const badState = await httpRequest(gateway.port, '/items/6', { headers: { traceparent: `00-${otherTrace}-${callerSpan}-01`, tracestate: 'foo=1,foo=2' } });
+  t.equal(badState.status, 200);
+  t.equal(String(upstreamSaw.get('/items/6')!.traceparent).split('-')[1], otherTrace, 'a valid traceparent is continued when its tracestate is invalid');
+  t.equal(upstreamSaw.get('/items/6')!.tracestate, undefined, 'and that tracestate (a key twice) is not passed on');
 
   // The access log file.
   const lines = await eventually(

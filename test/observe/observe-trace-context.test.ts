@@ -70,12 +70,98 @@ t.test('formatTraceparent writes version 00 that parses back, only the sampled f
   );
 });
 
-t.test('tracestate is passed on unchanged unless empty, too long or not printable', async (t) => {
-  t.equal(passTracestate('congo=t61rcWkgMzE,rojo=00f067aa0ba902b7'), 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7');
+/** The tracestate rules of level 1, read literally: the ABNF of a key and a value as regular expressions. */
+const KEY = /^(?:[a-z][a-z0-9_\-*/]{0,255}|[a-z0-9][a-z0-9_\-*/]{0,240}@[a-z][a-z0-9_\-*/]{0,13})$/;
+const VALUE = /^[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]$/;
+function tracestateReference(value: string | undefined): string | null {
+  if (value === undefined || value.length > 8192) return null;
+  const keys: string[] = [];
+  for (const part of value.split(',')) {
+    const member = part.replace(/^[ \t]+|[ \t]+$/g, '');
+    if (member === '') continue;
+    const match = /^([^=]*)=(.*)$/s.exec(member);
+    if (match === null || !KEY.test(match[1]!) || !VALUE.test(match[2]!) || keys.includes(match[1]!)) return null;
+    keys.push(match[1]!);
+  }
+  return keys.length === 0 || keys.length > 32 ? null : value;
+}
+
+const lcalpha = fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz');
+const keyChar = fc.constantFrom(...'abcz09_-*/');
+const keyLength = fc.oneof(fc.integer({ min: 0, max: 3 }), fc.constantFrom(13, 14, 240, 241, 255, 256));
+const simpleKey = fc.tuple(lcalpha, keyLength).chain(([first, n]) => fc.string({ unit: keyChar, minLength: n, maxLength: n }).map((rest) => first + rest));
+const tenantKey = fc
+  .tuple(fc.constantFrom('a', '7'), fc.constantFrom(0, 1, 239, 240, 241), lcalpha, fc.constantFrom(0, 1, 12, 13, 14))
+  .map(([first, tenant, systemFirst, system]) => `${first}${'t'.repeat(tenant)}@${systemFirst}${'s'.repeat(system)}`);
+const shortKey = fc.tuple(lcalpha, fc.string({ unit: keyChar, maxLength: 6 })).map(([first, rest]) => first + rest);
+const badKey = fc.constantFrom('', 'FOO', 'foo.bar', 'foo@', '@foo', 'foo@bar@baz', '1foo', 'fo o', 'foo\t', 'caf\u00e9', 'a@1b', 'z'.repeat(257));
+const key = fc.oneof({ weight: 6, arbitrary: simpleKey }, { weight: 3, arbitrary: tenantKey }, { weight: 1, arbitrary: badKey }, { weight: 3, arbitrary: fc.constantFrom('foo', 'bar', 'a@b') });
+const value = fc.oneof(
+  { weight: 10, arbitrary: fc.string({ unit: fc.constantFrom(...'aZ09 +-/!~'), minLength: 1, maxLength: 8 }) },
+  fc.constantFrom('', ' ', 'bar=baz', ' lead', 'trail ', 'in\tside', '\u007f', 'x'.repeat(256), 'x'.repeat(257), 'x'.repeat(255) + ' '),
+);
+const ows = fc.constantFrom('', '', ' ', '\t', ' \t ');
+const member = fc.oneof({ weight: 12, arbitrary: fc.tuple(key, value).map(([k, v]) => `${k}=${v}`) }, { weight: 1, arbitrary: fc.constantFrom('', 'noequals') });
+const memberWithOws = fc.tuple(ows, member, ows);
+// Mostly short lists, some about the 32-member limit.
+const tracestate = fc
+  .oneof(
+    { weight: 4, arbitrary: fc.array(memberWithOws, { maxLength: 6 }) },
+    fc.array(memberWithOws, { minLength: 30, maxLength: 34 }),
+    fc.uniqueArray(shortKey, { minLength: 30, maxLength: 34 }).map((keys) => keys.map((k, i): [string, string, string] => ['', `${k}=${i}`, i % 3 === 0 ? ' ' : ''])),
+  )
+  .map((members) => members.map(([before, m, after]) => before + m + after).join(','));
+
+t.test('passTracestate agrees with the level 1 grammar on mostly valid, mutated lists', async (t) => {
+  fc.assert(
+    fc.property(tracestate, (state) => {
+      t.equal(passTracestate(state), tracestateReference(state), JSON.stringify(state));
+      return true;
+    }),
+    { numRuns: 3000 },
+  );
+  fc.assert(fc.property(fc.string({ maxLength: 40 }), (state) => passTracestate(state) === tracestateReference(state)));
+});
+
+t.test('tracestate the W3C test suite expects dropped is dropped; valid lists pass on unchanged', async (t) => {
+  const members = (n: number) => Array.from({ length: n }, (_, i) => `bar${String(i + 1).padStart(2, '0')}=${i}`).join(',');
+  for (const state of [
+    'foo=1,foo=2',
+    'foo=1, foo=2',
+    'FOO=1',
+    'foo.bar=1',
+    'foo@=1,bar=2',
+    '@foo=1,bar=2',
+    'foo@@bar=1,bar=2',
+    members(33),
+    'foo=1,' + 'z'.repeat(257) + '=1',
+    't'.repeat(242) + '@v=1',
+    't@' + 'v'.repeat(15) + '=1',
+    'foo=bar=baz',
+    'foo=,bar=3',
+    'foo=1 =2',
+    'a=b\u0001',
+    'a=' + 'x'.repeat(9000),
+    '',
+    ' , ',
+  ]) {
+    t.equal(passTracestate(state), null, JSON.stringify(state.length > 60 ? state.slice(0, 60) + '...' : state));
+  }
   t.equal(passTracestate(undefined), null);
-  t.equal(passTracestate(''), null);
-  t.equal(passTracestate('a=b\u0001'), null);
-  t.equal(passTracestate('a=' + 'x'.repeat(9000)), null);
+  for (const state of [
+    'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7',
+    members(32),
+    'foo=1,' + 'z'.repeat(256) + '=1',
+    't'.repeat(241) + '@' + 'v'.repeat(14) + '=1',
+    '1tenant@vendor=x',
+    'foo=1 \t , \t bar=2, \t baz=3',
+    'foo=1,',
+    ',foo=1',
+    'foo= leading space kept',
+    'foo=1,,bar=2',
+  ]) {
+    t.equal(passTracestate(state), state, JSON.stringify(state.length > 60 ? state.slice(0, 60) + '...' : state));
+  }
 });
 
 t.test('request IDs: acceptable incoming ones, and made ones unique', async (t) => {
