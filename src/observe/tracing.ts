@@ -19,6 +19,8 @@
  * as is every span of a failed export (collector down, refusing, timing out). Nothing waits for the
  * collector: a request never does.
  */
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import { SpanKind, SpanStatusCode, TraceFlags, type Attributes, type HrTime, type Link, type SpanContext, type SpanStatus } from '@opentelemetry/api';
 import { ExportResultCode, hrTimeDuration, type ExportResult, type InstrumentationScope } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -91,24 +93,62 @@ export interface TracedRequest {
   bytesOut: number;
 }
 
+/** Exports that may wait for the collector at once; one more fails at once. */
+const LANES = 2;
+
+/**
+ * One export at a time, through an OTLP exporter with an http agent of its own: when an export
+ * outlives its deadline, destroying that agent's sockets ends just that export's request.
+ */
+interface Lane {
+  exporter: OTLPTraceExporter;
+  agent: HttpAgent;
+  busy: boolean;
+}
+
+function openLane(url: string, timeoutMillis: number): Lane {
+  const agent = url.startsWith('https:') ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+  // The lane's busy flag keeps it to one export. The exporter's own limit counts an export until a
+  // moment after its callback, when the next export may already have been handed to the lane.
+  return { exporter: new OTLPTraceExporter({ url, timeoutMillis, concurrencyLimit: 2, httpAgentOptions: () => agent }), agent, busy: false };
+}
+
+/** Why an export failed, for the warning. */
+function describe(error: Error | undefined): string {
+  if (error === undefined) return 'unknown error';
+  const status = (error as { code?: unknown }).code;
+  return typeof status === 'number' ? `the collector answered ${status} ${error.message}` : error.message;
+}
+
 /**
  * Counts what becomes of every span and keeps the number in the processor's hands bounded: a span
  * is let in only while fewer than maxQueueSize are queued or being exported, so the processor's own
- * queue never overflows unseen.
+ * queue never overflows unseen. Every export is over by its deadline: the OTLP exporter's own
+ * timeout is an idle timeout of the socket, which a collector sending a byte now and then never
+ * reaches.
  */
 class CountingExporter implements SpanExporter {
   /** Spans handed to the processor whose export has not finished. */
   pending = 0;
   private failing = false;
+  private readonly lanes: Lane[] = [];
 
   constructor(
-    private readonly inner: SpanExporter,
+    private readonly url: string,
+    private readonly deadlineMillis: number,
     private readonly counters: TracingCounters,
     private readonly warn: (message: string) => void,
-  ) {}
+  ) {
+    for (let i = 0; i < LANES; i++) this.lanes.push(openLane(url, deadlineMillis));
+  }
 
   export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
     const settle = (result: ExportResult): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
       this.pending -= spans.length;
       if (result.code === ExportResultCode.SUCCESS) {
         this.counters.add(SPANS_EXPORTED, spans.length);
@@ -116,24 +156,40 @@ class CountingExporter implements SpanExporter {
         this.failing = false;
       } else {
         this.counters.add(SPANS_DROPPED, spans.length);
-        if (!this.failing) this.warn(`span export failed (${result.error?.message ?? 'unknown error'}); spans are dropped until it works again`);
+        if (!this.failing) this.warn(`span export failed (${describe(result.error)}); spans are dropped until it works again`);
         this.failing = true;
       }
       done(result);
     };
+    const lane = this.lanes.find((l) => !l.busy);
+    if (lane === undefined) {
+      settle({ code: ExportResultCode.FAILED, error: new Error(`${LANES} exports are still waiting for the collector`) });
+      return;
+    }
+    lane.busy = true;
+    timer = setTimeout(() => {
+      settle({ code: ExportResultCode.FAILED, error: new Error(`the collector at ${this.url} gave no complete answer within ${this.deadlineMillis} ms`) });
+      // The request errors out, its exporter settles and the lane is free for the next export.
+      lane.agent.destroy();
+    }, this.deadlineMillis);
     try {
-      this.inner.export(spans, settle);
+      lane.exporter.export(spans, (result) => {
+        lane.busy = false;
+        settle(result);
+      });
     } catch (err) {
+      lane.busy = false;
       settle({ code: ExportResultCode.FAILED, error: err instanceof Error ? err : new Error(String(err)) });
     }
   }
 
-  shutdown(): Promise<void> {
-    return this.inner.shutdown();
+  async shutdown(): Promise<void> {
+    await Promise.all(this.lanes.map((lane) => lane.exporter.shutdown()));
+    for (const lane of this.lanes) lane.agent.destroy();
   }
 
-  forceFlush(): Promise<void> {
-    return this.inner.forceFlush?.() ?? Promise.resolve();
+  async forceFlush(): Promise<void> {
+    await Promise.all(this.lanes.map((lane) => lane.exporter.forceFlush()));
   }
 }
 
@@ -195,13 +251,11 @@ export class SpanExport {
   ) {
     const bounds = { ...DEFAULT_LIMITS, ...limits };
     this.maxQueueSize = bounds.maxQueueSize;
-    this.exporter = new CountingExporter(
-      new OTLPTraceExporter({ url: config.otlpEndpoint, timeoutMillis: bounds.exportTimeoutMillis, concurrencyLimit: 2 }),
-      counters,
-      warn,
-    );
+    this.exporter = new CountingExporter(config.otlpEndpoint, bounds.exportTimeoutMillis, counters, warn);
     this.resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName });
-    this.processor = new BatchSpanProcessor(this.exporter, bounds);
+    // The exporter settles every export by its deadline. The processor's own timeout would let the next
+    // batch start while that export still holds its lane, so it is set to fire only after it.
+    this.processor = new BatchSpanProcessor(this.exporter, { ...bounds, exportTimeoutMillis: bounds.exportTimeoutMillis + 1000 });
   }
 
   /** The spans of one finished, sampled request go into the export queue (or are dropped and counted). */

@@ -4,7 +4,10 @@ import t from 'tap';
 import { RequestTrace } from '../../src/exchange/request-trace.js';
 import { SpanExport, SPANS_DROPPED, SPANS_EXPORTED, type TracedRequest } from '../../src/observe/tracing.js';
 import { startOtlpReceiver } from '../helpers/otlp-receiver.js';
+import { eventually } from '../helpers/gateway-process.js';
 import { findFreePort } from '../../src/cluster/free-port.js';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 const receiver = await startOtlpReceiver(t);
 const spans = receiver.spans;
@@ -99,4 +102,63 @@ t.test('past maxQueueSize spans are dropped and counted, not queued', async (t) 
   for (let i = 0; i < 3; i++) exporter.record(request(trace, 200));
   t.equal((counted.get(SPANS_DROPPED) ?? 0) - before, 3, 'the third request (3 spans) did not fit in 6');
   await exporter.close();
+});
+
+t.test('an export without a complete answer by its deadline is dropped, and the next ones reach the collector', async (t) => {
+  // A collector that answers 200 with a 100000-byte body it sends a byte at a time, until told to be well.
+  let trickle = true;
+  let received = 0;
+  const trickling = new Set<ServerResponse>();
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      if (!trickle) {
+        received++;
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100000' });
+      trickling.add(res);
+      const drip = setInterval(() => res.write('{'), 100);
+      res.on('close', () => {
+        clearInterval(drip);
+        trickling.delete(res);
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    for (const res of trickling) res.destroy();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  const collector = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/traces`;
+  const dropped = () => counted.get(SPANS_DROPPED) ?? 0;
+  const exported = () => counted.get(SPANS_EXPORTED) ?? 0;
+  const warnings: string[] = [];
+  const exporter = new SpanExport({ otlpEndpoint: collector, sampleRatio: 1, serviceName: 'unit' }, counters, (m) => warnings.push(m), {
+    scheduledDelayMillis: 20,
+    exportTimeoutMillis: 500,
+  });
+  t.teardown(() => exporter.close());
+  const trace = new RequestTrace('4bf92f3577b34da6a3ce929d0e0e4736', '1111111111111111', '2222222222222222', '', true);
+  const droppedBefore = dropped();
+
+  // Three exports, one after the other, each stalled past its deadline.
+  for (let i = 1; i <= 3; i++) {
+    exporter.record(request(trace, 200));
+    await eventually(async () => (dropped() - droppedBefore === 3 * i ? true : undefined), 5000, 20, `export ${i}: its 3 spans counted dropped`);
+    t.pass(`export ${i}: its 3 spans are counted dropped after the 500 ms deadline`);
+  }
+  await eventually(async () => (trickling.size === 0 ? true : undefined), 2000, 20, 'the stalled connections closed');
+  t.pass('the gateway closed the connections of the stalled exports');
+  t.match(warnings[0], /^span export failed \(the collector at http:\/\/127\.0\.0\.1:\d+\/v1\/traces gave no complete answer within 500 ms\)/, 'the warning says why');
+  t.equal(warnings.length, 1, 'once');
+
+  trickle = false;
+  const exportedBefore = exported();
+  exporter.record(request(trace, 200));
+  await exporter.flush();
+  t.equal(received, 1, 'the collector, well again, gets the next export');
+  t.equal(exported() - exportedBefore, 3, 'counted exported');
+  t.equal(warnings[1], 'span export works again');
 });
