@@ -122,6 +122,10 @@ export class RequestContext {
   /** performance.now() when the upstream call was first sent and when it ended; 0 until then. */
   upstreamStartedAt = 0;
   upstreamEndedAt = 0;
+  /** Status of the upstream's answer head (the last try's); 0 while none came. */
+  upstreamStatus = 0;
+  /** Why the last try failed: its UpstreamError code in lower case (e.g. `connect_refused`); null when it did not. */
+  upstreamError: string | null = null;
   /** X-Cache of an answer the gateway served from its cache (HIT, STALE); null otherwise. */
   cache: string | null = null;
 

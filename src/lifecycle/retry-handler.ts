@@ -138,6 +138,8 @@ class Attempt implements UpstreamHandler {
     const ctx = retry.response.ctx;
     ctx.upstreamSentAt = performance.now();
     if (ctx.upstreamStartedAt === 0) ctx.upstreamStartedAt = ctx.upstreamSentAt;
+    ctx.upstreamStatus = 0;
+    ctx.upstreamError = null;
     this.call = retry.request(pool, body, this);
   }
 
@@ -165,6 +167,7 @@ class Attempt implements UpstreamHandler {
     const response = this.retry.response;
     const ctx = response.ctx;
     ctx.upstreamMs = performance.now() - ctx.upstreamSentAt;
+    ctx.upstreamStatus = status;
     try {
       // A success is counted when the answer is complete (onEnd), not at its head: an upstream that cuts
       // every answer short would otherwise reset its failure count with each head and never trip.
@@ -206,7 +209,9 @@ class Attempt implements UpstreamHandler {
     this.settled = true;
     this.call = null;
     this.retry.response.ctx.upstreamEndedAt = performance.now();
-    if (weStoppedIt || this.retry.response.clientGone) return;
+    if (weStoppedIt) return;
+    this.retry.response.ctx.upstreamError = err.code.toLowerCase();
+    if (this.retry.response.clientGone) return;
     try {
       this.retry.failed(this, classifyUpstreamError(err));
     } catch (thrown) {

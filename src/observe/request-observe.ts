@@ -176,6 +176,8 @@ export class RequestObserve {
         upstreamTarget: ctx.query === '' ? ctx.path : `${ctx.path}?${ctx.query}`,
         upstreamStartedAt: upstreamStarted > 0 ? TIME_ORIGIN + upstreamStarted : 0,
         upstreamEndedAt: TIME_ORIGIN + upstreamEnded,
+        upstreamStatus: ctx.upstreamStatus,
+        upstreamError: ctx.upstreamError,
         clientAddress: ctx.clientAddress,
         userAgent: ctx.userAgent,
         requestId: ctx.requestId,

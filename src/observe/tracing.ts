@@ -28,6 +28,7 @@ import { resourceFromAttributes, type Resource } from '@opentelemetry/resources'
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter, type TimedEvent } from '@opentelemetry/sdk-trace-base';
 import {
   ATTR_CLIENT_ADDRESS,
+  ATTR_ERROR_TYPE,
   ATTR_HTTP_REQUEST_METHOD,
   ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_HTTP_ROUTE,
@@ -85,6 +86,10 @@ export interface TracedRequest {
   upstreamTarget: string;
   upstreamStartedAt: number;
   upstreamEndedAt: number;
+  /** The upstream's answer status; 0 when none came. */
+  upstreamStatus: number;
+  /** Why the upstream call failed (e.g. `connect_refused`); null when it did not. */
+  upstreamError: string | null;
   clientAddress: string;
   userAgent: string | undefined;
   requestId: string;
@@ -300,10 +305,13 @@ export class SpanExport {
         [ATTR_URL_FULL]: request.upstream + request.upstreamTarget,
         ...serverOf(request.upstream),
       };
-      if (request.status > 0 && request.status !== 499) clientAttributes[ATTR_HTTP_RESPONSE_STATUS_CODE] = request.status;
+      if (request.upstreamStatus > 0) clientAttributes[ATTR_HTTP_RESPONSE_STATUS_CODE] = request.upstreamStatus;
+      // On a client span a 4xx is a failure too: the call did not get what it asked for.
+      const errorType = request.upstreamError ?? (request.upstreamStatus >= 400 ? String(request.upstreamStatus) : null);
+      if (errorType !== null) clientAttributes[ATTR_ERROR_TYPE] = errorType;
       const ended = request.upstreamEndedAt > 0 ? hrTime(request.upstreamEndedAt) : endedAt;
       processor.onEnd(
-        new FinishedSpan(resource, `${request.upstreamMethod} upstream`, SpanKind.CLIENT, t.traceId, t.upstreamSpanId, inServer, hrTime(request.upstreamStartedAt), ended, clientAttributes, failed ? FAILED : UNSET),
+        new FinishedSpan(resource, `${request.upstreamMethod} upstream`, SpanKind.CLIENT, t.traceId, t.upstreamSpanId, inServer, hrTime(request.upstreamStartedAt), ended, clientAttributes, errorType !== null ? FAILED : UNSET),
       );
     }
     // A 5xx is the server's failure; a 4xx is the client's (left unset, as the conventions ask).

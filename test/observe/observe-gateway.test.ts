@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 import { startOtlpReceiver, type OtlpSpan } from '../helpers/otlp-receiver.js';
+import { findFreePort } from '../../src/cluster/free-port.js';
 
 const attribute = (span: OtlpSpan, key: string): unknown => {
   const value = span.attributes.find((a) => a.key === key)?.value;
@@ -36,7 +37,7 @@ const upstream = await startUpstream(t, {
   name: 'app',
   handle(req, res) {
     upstreamSaw.set(req.url!, req.headers);
-    res.writeHead(200, { 'content-type': 'application/json' });
+    res.writeHead(req.url === '/items/404' ? 404 : 200, { 'content-type': 'application/json' });
     res.end('{"ok":true}');
   },
 });
@@ -46,12 +47,20 @@ t.test('from a trusted peer: IDs kept, traces continued, spans exported, every a
   const dir = tempDir(t);
   const logFile = join(dir, 'access.log');
   const receiver = await startOtlpReceiver(t);
+  // Nothing listens there: the upstream of /dead/{id} refuses every connection.
+  const deadPort = await findFreePort('127.0.0.1');
   const gateway = await startGateway(t, {
-    config: testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints }], {
-      trustedProxies: ['127.0.0.1'],
-      accessLog: { enabled: true, destination: logFile },
-      tracing: { otlpEndpoint: receiver.url, sampleRatio: 1, serviceName: 'gw-under-test' },
-    }),
+    config: testConfig(
+      [
+        { serviceType: 'static', serviceLocation: upstream.location, endpoints },
+        { serviceType: 'static', serviceLocation: `http://127.0.0.1:${deadPort}`, endpoints: [{ method: 'GET', path: '/dead/{id}' }] },
+      ],
+      {
+        trustedProxies: ['127.0.0.1'],
+        accessLog: { enabled: true, destination: logFile },
+        tracing: { otlpEndpoint: receiver.url, sampleRatio: 1, serviceName: 'gw-under-test' },
+      },
+    ),
     waitFor: (line) => line.msg === 'gateway operational',
     startTimeoutMs: 60_000,
   });
@@ -153,6 +162,20 @@ t.test('from a trusted peer: IDs kept, traces continued, spans exported, every a
   const notFound = await eventually(async () => receiver.spans.find((s) => attribute(s, 'url.path') === '/nowhere'), 5000, 100, 'the 404 span');
   t.equal(notFound.name, 'GET', 'no route: named by the method alone');
   t.equal(attribute(notFound, 'http.response.status_code'), 404);
+
+  // The client span tells what the upstream did, not what the client got.
+  t.equal((await httpRequest(gateway.port, '/dead/1')).status, 502);
+  const refused = await eventually(async () => receiver.spans.find((s) => s.kind === 3 && attribute(s, 'url.full') === `http://127.0.0.1:${deadPort}/dead/1`), 5000, 100, 'the client span of /dead/1');
+  t.equal(attribute(refused, 'http.response.status_code'), undefined, 'the upstream never answered: no status code');
+  t.equal(attribute(refused, 'error.type'), 'connect_refused', 'error.type says why the call failed');
+  t.equal(refused.status?.code, 2, 'ERROR');
+  t.equal((await httpRequest(gateway.port, '/items/404')).status, 404);
+  const upstream404 = await eventually(async () => receiver.spans.find((s) => s.kind === 3 && attribute(s, 'url.full') === `${upstream.location}/items/404`), 5000, 100, 'the client span of /items/404');
+  t.equal(attribute(upstream404, 'http.response.status_code'), 404);
+  t.equal(attribute(upstream404, 'error.type'), '404');
+  t.equal(upstream404.status?.code, 2, 'a 4xx from the upstream is an error of the client span');
+  const server404 = receiver.spans.find((s) => s.kind === 2 && s.spanId === upstream404.parentSpanId)!;
+  t.equal(server404.status?.code ?? 0, 0, 'but not of the server span');
 });
 
 t.test('from an untrusted peer an incoming ID is replaced; with the collector down requests go on and drops are counted', async (t) => {

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { RequestTrace } from '../../src/exchange/request-trace.js';
 import { SpanExport, SPANS_DROPPED, SPANS_EXPORTED, type TracedRequest } from '../../src/observe/tracing.js';
-import { startOtlpReceiver } from '../helpers/otlp-receiver.js';
+import { startOtlpReceiver, type OtlpSpan } from '../helpers/otlp-receiver.js';
 import { eventually } from '../helpers/gateway-process.js';
 import { findFreePort } from '../../src/cluster/free-port.js';
 import { createServer, type ServerResponse } from 'node:http';
@@ -33,6 +33,8 @@ function request(trace: RequestTrace, status: number, overrides: Partial<TracedR
     upstreamTarget: '/items/7',
     upstreamStartedAt: T0 + 1.5,
     upstreamEndedAt: T0 + 9,
+    upstreamStatus: status,
+    upstreamError: null,
     clientAddress: '127.0.0.1',
     userAgent: 'test/1',
     requestId: 'rid-1',
@@ -73,7 +75,7 @@ t.test('a failed request: server and client spans say ERROR, the middleware span
   await exporter.close();
 });
 
-t.test('a 4xx is left unset; a remote parent is the server span parent; no middleware span when none ran', async (t) => {
+t.test('a 4xx leaves the server span unset; a remote parent is the server span parent; no middleware span when none ran', async (t) => {
   spans.length = 0;
   const exporter = new SpanExport({ otlpEndpoint: url, sampleRatio: 1, serviceName: 'unit' }, counters, () => {}, { scheduledDelayMillis: 20 });
   const trace = new RequestTrace('4bf92f3577b34da6a3ce929d0e0e4736', '1111111111111111', '2222222222222222', '00f067aa0ba902b7', true);
@@ -86,6 +88,46 @@ t.test('a 4xx is left unset; a remote parent is the server span parent; no middl
   const server = spans.find((s) => s.kind === 2)!;
   t.equal(server.parentSpanId, '00f067aa0ba902b7', "the caller's span");
   t.equal(server.status?.code ?? 0, 0);
+  await exporter.close();
+});
+
+t.test('the client span tells what the upstream answered: its own status, error.type, ERROR for a 4xx or 5xx or no answer', async (t) => {
+  spans.length = 0;
+  const exporter = new SpanExport({ otlpEndpoint: url, sampleRatio: 1, serviceName: 'unit' }, counters, () => {}, { scheduledDelayMillis: 20 });
+  const traces = ['11', '22', '33', '44'].map((n) => new RequestTrace(n.repeat(16), '1111111111111111', n.repeat(8), '', true));
+  exporter.record(request(traces[0]!, 502, { upstreamStatus: 0, upstreamError: 'connect_refused' }));
+  exporter.record(request(traces[1]!, 404));
+  exporter.record(request(traces[2]!, 200, { upstreamStatus: 503 }));
+  exporter.record(request(traces[3]!, 200));
+  await exporter.flush();
+  const client = (trace: RequestTrace) => spans.find((s) => s.kind === 3 && s.traceId === trace.traceId)!;
+  const server = (trace: RequestTrace) => spans.find((s) => s.kind === 2 && s.traceId === trace.traceId)!;
+  const attribute = (span: OtlpSpan, key: string) => {
+    const value = span.attributes.find((a) => a.key === key)?.value;
+    return value === undefined ? undefined : Object.values(value)[0];
+  };
+
+  const unreachable = client(traces[0]!);
+  t.equal(attribute(unreachable, 'http.response.status_code'), undefined, 'no answer came: no status code (the 502 was the gateway\'s)');
+  t.equal(attribute(unreachable, 'error.type'), 'connect_refused', 'error.type says why');
+  t.equal(unreachable.status?.code, 2, 'ERROR');
+  t.equal(attribute(server(traces[0]!), 'http.response.status_code'), 502, 'the server span keeps the status the client got');
+
+  const notFound = client(traces[1]!);
+  t.equal(attribute(notFound, 'http.response.status_code'), 404);
+  t.equal(attribute(notFound, 'error.type'), '404');
+  t.equal(notFound.status?.code, 2, 'a 4xx is an error of the client span');
+  t.equal(server(traces[1]!).status?.code ?? 0, 0, 'and not of the server span');
+
+  const substituted = client(traces[2]!);
+  t.equal(attribute(substituted, 'http.response.status_code'), 503, "the upstream's status, not the 200 the client got");
+  t.equal(substituted.status?.code, 2);
+  t.equal(server(traces[2]!).status?.code ?? 0, 0);
+
+  const fine = client(traces[3]!);
+  t.equal(attribute(fine, 'http.response.status_code'), 200);
+  t.equal(attribute(fine, 'error.type'), undefined);
+  t.equal(fine.status?.code ?? 0, 0);
   await exporter.close();
 });
 
