@@ -87,6 +87,16 @@ export class TrieNode {
   }
 }
 
+/** Once every child is finished: the subtree's smallest index, children best-first, the lookup hints. */
+export function finishNode(node: TrieNode): void {
+  let min = node.terminal;
+  for (const c of node.staticNodes) min = Math.min(min, c.minIndex);
+  for (const c of node.varNodes) min = Math.min(min, c.minIndex);
+  node.varNodes.sort((a, b) => a.minIndex - b.minIndex);
+  node.minIndex = min;
+  node.seal();
+}
+
 /** A template broken into what the trie stores: runs of literal text, and variable segments. */
 type Token = string | { kind: NodeKind; regexSource: string };
 
@@ -118,21 +128,22 @@ export class TrieBuilder {
     node.routeId = routeId;
   }
 
-  /** Finish: order children best-first, number the nodes, derive the lookup hints. */
+  /**
+   * Finish: number the nodes depth first (a parent before its children, as fromTransferable expects),
+   * then, children before parents, order children best-first and derive the lookup hints. Iterative:
+   * a trie is as deep as its longest template.
+   */
   build(): Trie {
     const nodes: TrieNode[] = [];
-    const finish = (node: TrieNode): number => {
+    const stack: TrieNode[] = [this.root];
+    while (stack.length > 0) {
+      const node = stack.pop()!;
       node.id = nodes.length;
       nodes.push(node);
-      let min = node.terminal;
-      for (const child of node.staticNodes) min = Math.min(min, finish(child));
-      for (const child of node.varNodes) min = Math.min(min, finish(child));
-      node.varNodes.sort((a, b) => a.minIndex - b.minIndex);
-      node.minIndex = min;
-      node.seal();
-      return min;
-    };
-    finish(this.root);
+      for (let i = node.varNodes.length - 1; i >= 0; i--) stack.push(node.varNodes[i]!);
+      for (let i = node.staticNodes.length - 1; i >= 0; i--) stack.push(node.staticNodes[i]!);
+    }
+    for (let id = nodes.length - 1; id >= 0; id--) finishNode(nodes[id]!);
     return new Trie(this.root, nodes);
   }
 
@@ -428,9 +439,23 @@ export class Trie {
   }
 }
 
-function maxDepth(node: TrieNode): number {
+/** The most variable segments on any path from `root` (iterative: a trie is as deep as its longest template). */
+function maxDepth(root: TrieNode): number {
   let deepest = 0;
-  for (const child of node.staticNodes) deepest = Math.max(deepest, maxDepth(child));
-  for (const child of node.varNodes) deepest = Math.max(deepest, 1 + maxDepth(child));
+  const nodes: TrieNode[] = [root];
+  const depths: number[] = [0];
+  while (nodes.length > 0) {
+    const node = nodes.pop()!;
+    const depth = depths.pop()!;
+    if (depth > deepest) deepest = depth;
+    for (const child of node.staticNodes) {
+      nodes.push(child);
+      depths.push(depth);
+    }
+    for (const child of node.varNodes) {
+      nodes.push(child);
+      depths.push(depth + 1);
+    }
+  }
   return deepest;
 }
