@@ -61,7 +61,7 @@ export async function runCheck(argv: string[]): Promise<number> {
       warnings.push(`upstream ${upstream.serviceLocation}: doc: ${where}${p.reason}`);
     }
   });
-  const compiled = RoutingTable.compile(entries);
+  const compiled = RoutingTable.compile(entries, { maxUrlBytes: config.limits.maxUrlBytes });
   for (const p of compiled.problems) problems.push(p.message);
 
   for (const w of warnings) console.error(`warning: ${w}`);

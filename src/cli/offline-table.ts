@@ -70,7 +70,7 @@ export async function offlineTable({ configFile, docFiles = [], fetch = false, h
     for (const entry of discovered.entries) entries.push(entry);
     if (discovered.problems && discovered.problems.length > 0) docProblems.push({ file, problems: discovered.problems });
   }
-  const { table, problems } = RoutingTable.compile(entries);
+  const { table, problems } = RoutingTable.compile(entries, { maxUrlBytes: config?.limits.maxUrlBytes });
   if (host === undefined) return { config, table, problems, docProblems, skipped, failed };
   const hostRoutes = HostRoutes.build(table, config?.upstreams ?? []);
   const hostTable = hostRoutes === null ? table : (hostRoutes.tableFor(host) ?? RoutingTable.compile([]).table);

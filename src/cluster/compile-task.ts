@@ -13,6 +13,8 @@ export interface CompileInput {
   /** Ready upstreams, in config order. */
   upstreams: readonly DiscoveredUpstream[];
   builtinPaths: GatewayConfig['paths'];
+  /** limits.maxUrlBytes: templates no request within it can match are refused. */
+  maxUrlBytes?: number;
   /** info.title / info.version of the combined spec. */
   name: string;
   version: string;
@@ -50,8 +52,12 @@ export interface CompileOutput {
   specRepairs?: { repaired: string[]; remaining: string[]; fromEntries: Array<{ upstream: string; reason: string }> };
 }
 
-export default async function compile({ upstreams, builtinPaths, name, version, hosted = [] }: CompileInput): Promise<CompileOutput> {
-  const { table, problems } = RoutingTable.compile(upstreams.flatMap((u) => u.entries));
+export default async function compile({ upstreams, builtinPaths, maxUrlBytes, name, version, hosted = [] }: CompileInput): Promise<CompileOutput> {
+  const { table, problems } = RoutingTable.compile(upstreams.flatMap((u) => u.entries), { maxUrlBytes });
+  const transferable = table.toTransferable();
+  // What every worker will do with it: a table they cannot rebuild fails here, on the primary's log,
+  // and is not published (workers would keep their previous table, the first one an empty one).
+  RoutingTable.fromTransferable(transferable);
   // A spec that cannot be built must not keep a good table from being served.
   try {
     const info = { title: name, version };
@@ -67,9 +73,9 @@ export default async function compile({ upstreams, builtinPaths, name, version, 
       }
       spec.hosts = { upstreams: hosted.map((u) => ({ serviceLocation: u.serviceLocation, ...(u.hosts ? { hosts: [...u.hosts] } : {}) })), sets: hostSpecs };
     }
-    return { table: table.toTransferable(), problems, spec, ...(specRepairs ? { specRepairs } : {}) };
+    return { table: transferable, problems, spec, ...(specRepairs ? { specRepairs } : {}) };
   } catch (err) {
-    return { table: table.toTransferable(), problems, spec: null, specError: err instanceof Error ? err.message : String(err) };
+    return { table: transferable, problems, spec: null, specError: err instanceof Error ? err.message : String(err) };
   }
 }
 

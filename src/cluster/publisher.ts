@@ -97,6 +97,7 @@ export class Publisher {
     const output = await this.pool.run({
       upstreams: ready,
       builtinPaths: config.paths,
+      maxUrlBytes: config.limits.maxUrlBytes,
       name: config.name,
       version: buildInfo().version,
       hosted: config.upstreams.map((u) => ({ serviceLocation: u.serviceLocation, ...(u.hosts ? { hosts: u.hosts } : {}) })),

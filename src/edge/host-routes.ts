@@ -22,7 +22,7 @@ export class HostRoutes {
     const sets = HostSets.build(upstreams, ({ upstreams: serving }) => {
       entries ??= entriesOf(full);
       const members = new Set(serving);
-      return RoutingTable.compile(entries.filter((e) => members.has(e.upstream)), idOf).table;
+      return RoutingTable.compile(entries.filter((e) => members.has(e.upstream)), { idOf }).table;
     });
     return sets === null ? null : new HostRoutes(sets);
   }

@@ -2,7 +2,8 @@ import { formatAllow } from './methods.js';
 import { NegotiationCacheBudget, TargetNegotiation } from './negotiate.js';
 import { compareSpecificity } from './specificity.js';
 import { compileSegmentRegex, type SegmentRegex } from './segment-regex.js';
-import { parseTemplate, TemplateSyntaxError, type ParsedTemplate } from './template.js';
+import { parseTemplate, shortestMatchLength, TemplateSyntaxError, type ParsedTemplate } from './template.js';
+import { DEFAULT_MAX_URL_BYTES } from '../edge/request-line.js';
 import { NodeKind, TOO_COMPLEX, Trie, TrieBuilder, TrieNode } from './trie.js';
 import type { RouteEntry, RouteTarget, TemplateProblem } from './types.js';
 
@@ -41,6 +42,17 @@ export function emptySelection(): Selection {
   return { status: 404, route: null, targets: [], allow: '', autoOptions: false, headAsGet: false };
 }
 
+export interface CompileOptions {
+  /**
+   * Names each route's id (a table compiled from part of another keeps that one's ids, so per-route
+   * state keyed by id stays shared; see src/edge/host-routes.ts). The trie indexes routes by their
+   * position either way.
+   */
+  idOf?: (method: string, canonical: string) => number;
+  /** limits.maxUrlBytes: a template whose every match is longer is refused (no request could reach it). */
+  maxUrlBytes?: number;
+}
+
 interface CompiledRoute extends Route {
   readonly negotiation: TargetNegotiation;
 }
@@ -74,12 +86,8 @@ export class RoutingTable {
     readonly size: number,
   ) {}
 
-  /**
-   * `idOf`, when given, names each route's id (a table compiled from part of another keeps that one's
-   * ids, so per-route state keyed by id stays shared; see src/edge/host-routes.ts). The trie indexes
-   * routes by their position either way.
-   */
-  static compile(entries: readonly RouteEntry[], idOf?: (method: string, canonical: string) => number): { table: RoutingTable; problems: TemplateProblem[] } {
+  static compile(entries: readonly RouteEntry[], options: CompileOptions = {}): { table: RoutingTable; problems: TemplateProblem[] } {
+    const { idOf, maxUrlBytes = DEFAULT_MAX_URL_BYTES } = options;
     const problems: TemplateProblem[] = [];
     const parsed = new Map<string, ParsedTemplate>();
     const groups = new Map<string, { method: string; template: ParsedTemplate; targets: RouteTarget[] }>();
@@ -87,7 +95,7 @@ export class RoutingTable {
     for (const entry of entries) {
       const method = entry.method.toUpperCase();
       const problem = (reason: string): void => {
-        problems.push({ upstream: entry.upstream, method, template: entry.template, reason, message: `upstream ${entry.upstream}: template "${entry.template}" (${method}): ${reason}` });
+        problems.push({ upstream: entry.upstream, method, template: entry.template, reason, message: `upstream ${entry.upstream}: template ${shown(entry.template)} (${method}): ${reason}` });
       };
       if (!/^[!#$%&'*+.^_`|~0-9A-Z-]+$/.test(method)) {
         problem(`"${entry.method}" is not an HTTP method`);
@@ -100,6 +108,11 @@ export class RoutingTable {
         } catch (e) {
           if (!(e instanceof TemplateSyntaxError)) throw e;
           problem(e.reason);
+          continue;
+        }
+        const shortest = shortestMatchLength(template);
+        if (shortest > maxUrlBytes) {
+          problem(`no request can match it: its shortest match is ${shortest} bytes, longer than limits.maxUrlBytes (${maxUrlBytes})`);
           continue;
         }
         parsed.set(entry.template, template);
@@ -310,6 +323,11 @@ function newRoute(
   budget: NegotiationCacheBudget,
 ): CompiledRoute {
   return { id, method, template, canonical, paramNames, targets, negotiation: new TargetNegotiation(targets, budget) };
+}
+
+/** A template as a message shows it: one refused for its size can be many kilobytes (the problem's `template` keeps it whole). */
+function shown(template: string): string {
+  return template.length <= 200 ? `"${template}"` : `"${template.slice(0, 200)}…" (${template.length} characters)`;
 }
 
 function toTarget(entry: RouteEntry): RouteTarget {

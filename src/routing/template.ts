@@ -32,6 +32,13 @@ export interface ParsedTemplate {
   readonly paramNames: readonly string[];
 }
 
+/**
+ * The most path segments, and the most variable segments, one template may have
+ * (docs/reference/routing.md#path-templates). A lookup walks a template's segments recursively, so this
+ * bounds the stack a request's routing needs.
+ */
+export const MAX_TEMPLATE_SEGMENTS = 256;
+
 export class TemplateSyntaxError extends Error {
   constructor(readonly template: string, readonly reason: string) {
     super(`template "${template}": ${reason}`);
@@ -96,6 +103,7 @@ export function parseTemplate(raw: string): ParsedTemplate {
       i = end;
     }
   }
+  checkSize(raw, segments);
   checkRegexesCombine(raw, segments);
   return {
     raw,
@@ -121,6 +129,30 @@ export function canonicalSegment(s: Segment): string {
     case Rank.Plus:
       return '{+}';
   }
+}
+
+function checkSize(raw: string, segments: readonly Segment[]): void {
+  let slashes = 0;
+  let variables = 0;
+  for (const s of segments) {
+    if (s.rank === Rank.Slash) slashes++;
+    else if (s.rank >= Rank.Dot) variables++;
+  }
+  if (slashes + 1 > MAX_TEMPLATE_SEGMENTS) throw new TemplateSyntaxError(raw, `${slashes + 1} path segments; at most ${MAX_TEMPLATE_SEGMENTS} are routed`);
+  if (variables > MAX_TEMPLATE_SEGMENTS) throw new TemplateSyntaxError(raw, `${variables} variable segments; at most ${MAX_TEMPLATE_SEGMENTS} are routed`);
+}
+
+/**
+ * The length of the shortest normalized path the template matches: its literal text and slashes, and
+ * one character per `{name}` (the other forms may match nothing).
+ */
+export function shortestMatchLength(template: ParsedTemplate): number {
+  let length = 1;
+  for (const s of template.segments) {
+    if (s.rank === Rank.Slash || s.rank === Rank.Literal) length += s.text.length;
+    else if (s.rank === Rank.Param) length++;
+  }
+  return length;
 }
 
 /** Two regex segments may clash once joined (e.g. the same named group twice): refuse that here. */

@@ -74,3 +74,20 @@ t.test('a file that is no doc, or none at all: exit 1 saying why', async (t) => 
   const r4 = await gateway('routes', '--doc', formsYaml, '--doc', formsYaml);
   t.equal(r4.code, 2, 'the same file twice is a usage error');
 });
+
+t.test('a doc with a template too deep to route: routes and explain leave it out, say so, and route the rest', async (t) => {
+  const ok = { '200': { description: 'ok' } };
+  const deep = '/many' + '/{p}'.repeat(3000);
+  const deepJson = file('deep.json', JSON.stringify({ swagger: '2.0', info: { title: 'deep', version: '1' }, paths: { [deep]: { get: { responses: ok } }, '/shallow': { get: { responses: ok } } } }));
+  const warning = `warning: upstream ${deepJson}: template "/many/{p}/{p}/`;
+  const routes = await gateway('routes', '--doc', deepJson);
+  t.equal(routes.code, 0);
+  t.same(routes.stdout.trim().split(/\s+/), ['GET', '/shallow', deepJson]);
+  t.match(routes.stderr, warning);
+  t.match(routes.stderr, '(12005 characters) (GET): 3001 path segments; at most 256 are routed');
+  const explain = await gateway('explain', '--doc', deepJson, 'GET', '/shallow', 'GET', '/many/1');
+  t.equal(explain.code, 0);
+  t.same(explain.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { status: number }).status), [200, 404]);
+  t.match(explain.stderr, warning);
+  t.notMatch(explain.stderr, 'RangeError');
+});
