@@ -99,7 +99,7 @@ export class Builtins {
    * an admin listener, /metrics and /spec are 404 here (the health check stays, for load balancers).
    */
   readonly handle = (method: string, path: string, query: string, headers: BuiltinHeaders): BuiltinResponse | null => {
-    const builtin = this.builtinAt(stripTrailingSlash(path));
+    const builtin = this.builtinFor(path);
     if (builtin === null) return null;
     if (this.adminListener && builtin !== 'healthcheck') {
       const rendered = problem(404, 'served on the admin listener only');
@@ -125,6 +125,11 @@ export class Builtins {
     if (rendered.status === 405 || method === 'OPTIONS') responseHeaders.allow = 'GET, HEAD, OPTIONS';
     return { status: rendered.status, headers: responseHeaders, body: rendered.body };
   };
+
+  /** The built-in a normalized path reaches, whatever the method (the public hook answers it, if only 404), or null. */
+  builtinFor(path: string): 'healthcheck' | 'metrics' | 'spec' | null {
+    return this.builtinAt(stripTrailingSlash(path));
+  }
 
   private builtinAt(path: string): 'healthcheck' | 'metrics' | 'spec' | null {
     if (path === this.paths.healthcheck) return 'healthcheck';

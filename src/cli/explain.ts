@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
-import { normalizePath } from '../http/normalize-path.js';
+import { Builtins } from '../builtins/index.js';
+import { AcceptPhase } from '../lifecycle/accept.js';
 import { OfflineTableError, offlineTable, reportOnStderr } from './offline-table.js';
 import { UsageError } from './usage-error.js';
 
@@ -7,7 +8,11 @@ export const EXPLAIN_USAGE = `Usage: gateway explain [--config FILE] [--fetch] [
 
 For each request, prints one JSON line saying what the gateway would do with it:
   {"method","path","status","endpoint":{"method","template"}|null,"allow":[...],"upstreams":[...],"params":{...}}
-PATH may carry a query string; it is not used for routing. --content-type marks the requests as having
+The gateway's own answers come first, as it gives them: a request target it refuses (too long, a
+character that must be percent-encoded, an encoded slash under encodedSlashes "reject", a path that climbs
+above the root) is its 4xx with "detail", and a built-in path (paths.healthcheck, .metrics, .spec) is
+its answer with "builtin" naming it, whatever the upstreams declare. PATH may carry a query string; it is
+not used for routing. --content-type marks the requests as having
 a body of that type. Works on the config's static upstreams, on every upstream's doc with --fetch
 (fetched as \`gateway start\` would), and on docs given with --doc (a file or an http(s) URL, JSON or
 YAML, may be repeated; the name as given is the upstream). --host routes as a request with that Host header
@@ -37,18 +42,31 @@ export async function runExplain(argv: string[]): Promise<number> {
     return 1;
   }
   reportOnStderr(offline);
+  // What the gateway answers before routing, from the same code: the accept phase's checks of the
+  // request target, then the built-in paths (a ready gateway's: /healthcheck is 503 until then).
+  const accept = new AcceptPhase(offline.settings, '');
+  const builtins = new Builtins(offline.settings);
+  builtins.setHealth(200, '{}');
   const contentType = values['content-type'];
+  const headers = { accept: values.accept, 'content-type': contentType };
   for (let i = 0; i < positionals.length; i += 2) {
     const method = positionals[i]!.toUpperCase();
     const path = positionals[i + 1]!;
     const query = path.indexOf('?');
-    const normalized = normalizePath(query === -1 ? path : path.slice(0, query));
     const base = { method, path };
-    if (normalized === null) {
-      console.log(JSON.stringify({ ...base, status: 400, endpoint: null, allow: [], upstreams: [], params: {} }));
+    const target = accept.checkTarget(query === -1 ? path : path.slice(0, query), query === -1 ? '' : path.slice(query + 1));
+    if (typeof target !== 'string') {
+      console.log(JSON.stringify({ ...base, status: target.answer.status, endpoint: null, allow: [], upstreams: [], params: {}, detail: target.answer.detail }));
       continue;
     }
-    const selection = offline.table.select(method, normalized, contentType, values.accept, contentType !== undefined);
+    const builtin = builtins.builtinFor(target);
+    if (builtin !== null) {
+      const answer = builtins.handle(method, target, query === -1 ? '' : path.slice(query + 1), headers)!;
+      const allow = answer.headers.allow;
+      console.log(JSON.stringify({ ...base, status: answer.status, endpoint: null, allow: allow === undefined ? [] : allow.split(', '), upstreams: [], params: {}, builtin }));
+      continue;
+    }
+    const selection = offline.table.select(method, target, contentType, values.accept, contentType !== undefined);
     const route = selection.route;
     console.log(
       JSON.stringify({

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { ConfigError, loadConfig } from '../config/load.js';
+import { ConfigError, loadConfig, parseConfig } from '../config/load.js';
 import type { GatewayConfig } from '../config/types.js';
 import { discoverFromDoc, discoverUpstream, parseDocText, type EndpointProblem } from '../discovery/index.js';
 import { fetchDoc } from '../discovery/fetch-doc.js';
@@ -14,6 +14,8 @@ import type { RouteEntry, TemplateProblem } from '../routing/types.js';
  */
 export interface OfflineTable {
   config: GatewayConfig | null;
+  /** The config, or without one the defaults: what the gateway answers before routing depends on them. */
+  settings: GatewayConfig;
   table: RoutingTable;
   problems: TemplateProblem[];
   /** What a validator objects to in each doc file (the file's endpoints are in the table all the same). */
@@ -71,10 +73,11 @@ export async function offlineTable({ configFile, docFiles = [], fetch = false, h
     if (discovered.problems && discovered.problems.length > 0) docProblems.push({ file, problems: discovered.problems });
   }
   const { table, problems } = RoutingTable.compile(entries, { maxUrlBytes: config?.limits.maxUrlBytes });
-  if (host === undefined) return { config, table, problems, docProblems, skipped, failed };
+  const settings = config ?? parseConfig('{}', '(defaults)');
+  if (host === undefined) return { config, settings, table, problems, docProblems, skipped, failed };
   const hostRoutes = HostRoutes.build(table, config?.upstreams ?? []);
   const hostTable = hostRoutes === null ? table : (hostRoutes.tableFor(host) ?? RoutingTable.compile([]).table);
-  return { config, table: hostTable, problems, docProblems, skipped, failed };
+  return { config, settings, table: hostTable, problems, docProblems, skipped, failed };
 }
 
 const isUrl = (name: string): boolean => /^https?:\/\//i.test(name);

@@ -1,5 +1,7 @@
 import { parseArgs } from 'node:util';
-import { OfflineTableError, offlineTable, reportOnStderr } from './offline-table.js';
+import { Builtins } from '../builtins/index.js';
+import type { Route } from '../routing/table.js';
+import { OfflineTableError, offlineTable, reportOnStderr, type OfflineTable } from './offline-table.js';
 import { UsageError } from './usage-error.js';
 
 export const ROUTES_USAGE = `Usage: gateway routes [--config FILE] [--fetch] [--doc FILE|URL ...] [--host HOST] [--json]
@@ -15,6 +17,10 @@ Equivalent endpoints (load balanced) are adjacent.
   --host HOST     only what a request with that Host header can reach (upstreams' "hosts";
                   docs given with --doc serve every host)
   --json          one JSON object per line
+
+An endpoint that would get a built-in path (paths.healthcheck, .metrics, .spec) is marked: the gateway
+answers that path itself ("shadowed by built-in /spec", or "except /spec (built-in)" for a template
+matching other paths too; --json: "shadowedBy" and "shadowed", true when nothing is left to it).
 
 What a validator objects to in a doc goes to stderr.`;
 
@@ -38,16 +44,40 @@ export async function runRoutes(argv: string[]): Promise<number> {
   }
   reportOnStderr(offline);
   const routes = offline.table.routes();
+  const shadowed = shadowedRoutes(offline);
   const width = Math.max(0, ...routes.map((r) => r.method.length));
   const templateWidth = Math.max(0, ...routes.flatMap((r) => r.targets.map((t) => t.template.length)));
   for (const route of routes) {
+    const builtinPaths = shadowed.get(route) ?? [];
+    // A template without variable segments matches one path: a built-in there leaves it nothing.
+    const whole = builtinPaths.length > 0 && route.paramNames.length === 0;
     for (const target of route.targets) {
       if (values.json) {
-        console.log(JSON.stringify({ method: route.method, template: target.template, canonical: route.canonical, upstream: target.upstream, routeId: route.id }));
+        const shadow = builtinPaths.length === 0 ? {} : { shadowedBy: builtinPaths, shadowed: whole };
+        console.log(JSON.stringify({ method: route.method, template: target.template, canonical: route.canonical, upstream: target.upstream, routeId: route.id, ...shadow }));
       } else {
-        console.log(`${route.method.padEnd(width)}  ${target.template.padEnd(templateWidth)}  ${target.upstream}`);
+        const note = builtinPaths.length === 0 ? '' : whole ? `  shadowed by built-in ${builtinPaths[0]}` : `  except ${builtinPaths.join(', ')} (built-in)`;
+        console.log(`${route.method.padEnd(width)}  ${target.template.padEnd(templateWidth)}  ${target.upstream}${note}`);
       }
     }
   }
   return 0;
+}
+
+/** The routes that would get a built-in path (paths.*), were it not answered by the gateway first, with those paths. */
+function shadowedRoutes({ settings, table }: OfflineTable): Map<Route, string[]> {
+  const builtins = new Builtins(settings);
+  const paths = Object.values(settings.paths).filter((path) => builtins.builtinFor(path) !== null);
+  const methods = new Set(table.routes().map((r) => r.method));
+  const shadowed = new Map<Route, string[]>();
+  for (const path of paths) {
+    for (const method of methods) {
+      const route = table.select(method, path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path, undefined, undefined, false).route;
+      if (route === null) continue;
+      const list = shadowed.get(route) ?? [];
+      if (!list.includes(path)) list.push(path);
+      shadowed.set(route, list);
+    }
+  }
+  return shadowed;
 }

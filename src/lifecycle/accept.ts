@@ -46,9 +46,8 @@ export class AcceptPhase {
       // Only ours goes out: a browser reads the first of two (RFC 6797 8.1), which would be the upstream's.
       ctx.hideResponseHeaders(HSTS);
     }
-    if (targetTooLong(head.url, ctx.query, this.maxUrlBytes)) {
-      return refuse(414, `the request target is longer than ${this.maxUrlBytes} bytes`);
-    }
+    const tooLong = this.lengthRefusal(head.url, ctx.query);
+    if (tooLong !== null) return tooLong;
     if (head.headerBytes > this.maxHeaderBytes) {
       return refuse(431, `the request headers are larger than ${this.maxHeaderBytes} bytes`);
     }
@@ -64,16 +63,33 @@ export class AcceptPhase {
     if (head.contentLength > this.maxBodyBytes) {
       return refuse(413, `the request body is larger than ${this.maxBodyBytes} bytes`);
     }
-    if (!isTargetText(head.url) || !isTargetText(ctx.query)) {
-      return refuse(400, 'the request target holds characters that must be percent-encoded');
-    }
-    if (this.rejectEncodedSlashes && hasSlashLookalike(head.url)) {
-      return refuse(400, 'the path holds a "\\" or an encoded "/" or "\\" (%2F, %5C), which an upstream could read as a segment boundary');
-    }
-    const path = normalizePath(head.url);
-    if (path === null) return refuse(400, 'the request path is malformed or climbs above the root');
+    const path = this.routedPath(head.url, ctx.query);
+    if (typeof path !== 'string') return path;
     ctx.path = path;
     return null;
+  }
+
+  /**
+   * What the checks above make of a request target alone: the normalized path a request with it is
+   * routed by, or its refusal. `url` is the path as received, `query` the raw query without "?".
+   * For `gateway explain`, which has no head.
+   */
+  checkTarget(url: string, query: string): Refusal | string {
+    return this.lengthRefusal(url, query) ?? this.routedPath(url, query);
+  }
+
+  private lengthRefusal(url: string, query: string): Refusal | null {
+    return targetTooLong(url, query, this.maxUrlBytes) ? refuse(414, `the request target is longer than ${this.maxUrlBytes} bytes`) : null;
+  }
+
+  private routedPath(url: string, query: string): Refusal | string {
+    if (!isTargetText(url) || !isTargetText(query)) {
+      return refuse(400, 'the request target holds characters that must be percent-encoded');
+    }
+    if (this.rejectEncodedSlashes && hasSlashLookalike(url)) {
+      return refuse(400, 'the path holds a "\\" or an encoded "/" or "\\" (%2F, %5C), which an upstream could read as a segment boundary');
+    }
+    return normalizePath(url) ?? refuse(400, 'the request path is malformed or climbs above the root');
   }
 
   /** The client's address per trustedProxies (rate limits key on it, logs show it). */

@@ -89,3 +89,50 @@ t.test('a config that is not JSON, or breaks the schema, is refused with file, f
   t.equal(r4.code, 2);
   t.match(r4.stderr, 'METHOD PATH pairs');
 });
+
+t.test('explain answers as the gateway does before routing: refused targets, then built-in paths', async (t) => {
+  const endpoints = ['/healthcheck', '/spec', '/metrics', '/files/{name}'].map((path) => ({ method: 'GET', path }));
+  const declaring = configFile('builtins.json', { upstreams: [{ serviceType: 'static', serviceLocation: 'http://127.0.0.1:9001', endpoints }] });
+  const { code, stdout } = await gateway('explain', '--config', declaring, 'GET', '/healthcheck', 'GET', '/spec?format=openapi3', 'POST', '/healthcheck/', 'GET', '/files/a%2Fb', 'GET', '/files/a b', 'GET', '/files/a.txt');
+  t.equal(code, 0);
+  const lines = stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  t.same(lines[0], { method: 'GET', path: '/healthcheck', status: 200, endpoint: null, allow: [], upstreams: [], params: {}, builtin: 'healthcheck' }, 'the built-in wins over the upstream');
+  t.match(lines[1], { status: 200, endpoint: null, upstreams: [], builtin: 'spec' });
+  t.match(lines[2], { status: 405, allow: ['GET', 'HEAD', 'OPTIONS'], builtin: 'healthcheck' }, 'a trailing slash is the built-in too, which takes GET only');
+  t.match(lines[3], { status: 400, endpoint: null, upstreams: [], detail: /encoded "\/"/ }, 'encodedSlashes defaults to "reject"');
+  t.match(lines[4], { status: 400, detail: 'must be percent-encoded' });
+  t.match(lines[5], { status: 200, endpoint: { template: '/files/{name}' } });
+
+  // The config decides: its built-in paths, metrics off, encoded slashes kept.
+  const moved = configFile('builtins-moved.json', {
+    paths: { healthcheck: '/_health', metrics: '/_metrics', spec: '/_spec' },
+    metrics: { enabled: false },
+    encodedSlashes: 'keep',
+    upstreams: [{ serviceType: 'static', serviceLocation: 'http://127.0.0.1:9001', endpoints }],
+  });
+  const other = await gateway('explain', '--config', moved, 'GET', '/healthcheck', 'GET', '/_health', 'GET', '/_metrics', 'GET', '/files/a%2Fb');
+  const answers = other.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  t.match(answers[0], { status: 200, endpoint: { template: '/healthcheck' } }, 'off the built-in paths, the upstream gets it');
+  t.match(answers[1], { status: 200, builtin: 'healthcheck' });
+  t.match(answers[2], { status: 404, builtin: undefined }, 'metrics disabled: no built-in there');
+  t.match(answers[3], { status: 200, params: { name: 'a%2Fb' } });
+});
+
+t.test('routes marks the endpoints a built-in path shadows', async (t) => {
+  const file = configFile('shadowed.json', {
+    upstreams: [{ serviceType: 'static', serviceLocation: 'http://127.0.0.1:9001', endpoints: ['/healthcheck', '/spec', '/{page}', '/users'].map((path) => ({ method: 'GET', path })) }],
+  });
+  const text = await gateway('routes', '--config', file);
+  t.equal(text.code, 0);
+  t.same(text.stdout.trim().split('\n'), [
+    'GET  /healthcheck  http://127.0.0.1:9001  shadowed by built-in /healthcheck',
+    'GET  /spec         http://127.0.0.1:9001  shadowed by built-in /spec',
+    'GET  /users        http://127.0.0.1:9001',
+    'GET  /{page}       http://127.0.0.1:9001  except /metrics (built-in)',
+  ]);
+  const json = await gateway('routes', '--json', '--config', file);
+  const lines = json.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  t.match(lines[0], { template: '/healthcheck', shadowedBy: ['/healthcheck'], shadowed: true });
+  t.match(lines[3], { template: '/{page}', shadowedBy: ['/metrics'], shadowed: false });
+  t.notOk('shadowedBy' in lines[2]!, 'an endpoint no built-in path reaches is not marked');
+});
