@@ -267,7 +267,15 @@ export class Trie {
       this.plusStamp.fill(0);
       this.generation = 1;
     }
-    this.visit(this.root, 1, 0);
+    try {
+      this.visit(this.root, 1, 0);
+    } catch (err) {
+      // The search recurses once per branching node on the path. Templates are bounded in segments,
+      // not in how their literal prefixes nest: /a{x}, /aa{x}, /aaa{x}, ... branch at every character,
+      // and a long enough path then runs out of stack. Refused like a spent budget, not a thrown request.
+      if (!(err instanceof RangeError)) throw err;
+      this.exhausted = true;
+    }
     if (this.memo !== null) {
       this.memo.clear();
       this.memo = null;

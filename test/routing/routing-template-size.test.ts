@@ -67,3 +67,13 @@ t.test('the trie builds a template far deeper than the parser lets through', asy
   t.equal(trie.nodes[trie.nodes.length - 1]!.terminal, 0, 'the deepest node is numbered last and ends the template');
   t.equal(trie.root.minIndex, 0, 'the smallest index reached the root');
 });
+
+t.test('a path that would nest the lookup past the stack is 400, not a thrown request', async (t) => {
+  // Every template is one segment and small; together they branch at every character of the path.
+  const { table, problems } = RoutingTable.compile(Array.from({ length: 8000 }, (_, i) => entry('GET', `/${'a'.repeat(i + 1)}{x}`)));
+  t.same(problems, []);
+  const worker = asWorker(table);
+  t.equal(worker.select('GET', `/${'a'.repeat(8100)}`, undefined, undefined, false).status, 400);
+  t.equal(winner(worker, '/aaab'), '/aaa{x}', 'short paths route as usual');
+  t.same(worker.params(), { x: 'b' });
+});
