@@ -146,7 +146,11 @@ export class Builtins {
 
   /** `?format=openapi3`; `?host=` narrows the document to the upstreams a request with that Host routes among. */
   private renderSpec(params: URLSearchParams): Rendered {
-    const openapi3 = params.get('format') === 'openapi3';
+    const formats = params.getAll('format');
+    if (formats.length > 1 || (formats.length === 1 && formats[0] !== 'openapi3' && formats[0] !== 'swagger2')) {
+      return problem(400, 'format must be given once, as swagger2 (the default) or openapi3');
+    }
+    const openapi3 = formats[0] === 'openapi3';
     const hosts = params.getAll('host');
     if (hosts.length === 0) return { status: 200, contentType: JSON_TYPE, body: openapi3 ? this.specOpenApi3 : this.spec };
     if (hosts.length > 1) return problem(400, 'give one host');

@@ -25,3 +25,16 @@ t.test('?format= other than json or prometheus is a 400 problem naming both', as
   t.match(get('format=json').headers['content-type'], /^application\/json/);
   t.match(get('other=1').headers['content-type'], /^application\/json/, 'other parameters are ignored');
 });
+
+t.test('/spec: ?format= other than swagger2 or openapi3 is a 400 problem naming both', async (t) => {
+  builtins.setSpec('{"swagger":"2.0"}', '{"openapi":"3.0.3"}');
+  const spec = (query: string) => builtins.handle('GET', '/spec', query, {})!;
+  for (const query of ['format=yaml', 'format=', 'format=OPENAPI3', 'format=openapi3&format=swagger2']) {
+    const res = spec(query);
+    t.equal(res.status, 400, query);
+    t.match(JSON.parse(res.body.toString()), { status: 400, detail: /swagger2 .*openapi3/ });
+  }
+  t.equal(spec('format=openapi3').body.toString(), '{"openapi":"3.0.3"}');
+  t.equal(spec('format=swagger2').body.toString(), '{"swagger":"2.0"}');
+  t.equal(spec('').body.toString(), '{"swagger":"2.0"}');
+});
