@@ -178,6 +178,7 @@ export class RequestObserve {
         upstreamEndedAt: TIME_ORIGIN + upstreamEnded,
         upstreamStatus: ctx.upstreamStatus,
         upstreamError: ctx.upstreamError,
+        secure: ctx.secure,
         clientAddress: ctx.clientAddress,
         userAgent: ctx.userAgent,
         requestId: ctx.requestId,

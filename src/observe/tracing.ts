@@ -90,6 +90,8 @@ export interface TracedRequest {
   upstreamStatus: number;
   /** Why the upstream call failed (e.g. `connect_refused`); null when it did not. */
   upstreamError: string | null;
+  /** The request came over TLS. */
+  secure: boolean;
   clientAddress: string;
   userAgent: string | undefined;
   requestId: string;
@@ -282,7 +284,7 @@ export class SpanExport {
     const attributes: Attributes = {
       [ATTR_HTTP_REQUEST_METHOD]: request.method,
       [ATTR_URL_PATH]: request.path,
-      [ATTR_URL_SCHEME]: 'http',
+      [ATTR_URL_SCHEME]: request.secure ? 'https' : 'http',
       [ATTR_HTTP_RESPONSE_STATUS_CODE]: request.status,
       [ATTR_NETWORK_PROTOCOL_VERSION]: '1.1',
       [ATTR_CLIENT_ADDRESS]: request.clientAddress,
@@ -293,6 +295,8 @@ export class SpanExport {
     if (request.routeTemplate !== null) attributes[ATTR_HTTP_ROUTE] = request.routeTemplate;
     if (request.userAgent !== undefined) attributes[ATTR_USER_AGENT_ORIGINAL] = request.userAgent;
     if (request.host !== undefined) attributes[ATTR_SERVER_ADDRESS] = request.host;
+    // A server span's error.type is its 5xx status, as text (OpenTelemetry HTTP conventions).
+    if (failed) attributes[ATTR_ERROR_TYPE] = String(request.status);
 
     // Children first, as a Tracer's spans end: the server span ends last.
     if (request.middlewareStartedAt > 0) {

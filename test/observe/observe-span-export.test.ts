@@ -35,6 +35,7 @@ function request(trace: RequestTrace, status: number, overrides: Partial<TracedR
     upstreamEndedAt: T0 + 9,
     upstreamStatus: status,
     upstreamError: null,
+    secure: false,
     clientAddress: '127.0.0.1',
     userAgent: 'test/1',
     requestId: 'rid-1',
@@ -44,6 +45,11 @@ function request(trace: RequestTrace, status: number, overrides: Partial<TracedR
     ...overrides,
   };
 }
+
+const attribute = (span: OtlpSpan, key: string) => {
+  const value = span.attributes.find((a) => a.key === key)?.value;
+  return value === undefined ? undefined : Object.values(value)[0];
+};
 
 const nanos = (ms: number): bigint => BigInt(Math.trunc(ms / 1000)) * 1_000_000_000n + BigInt(Math.round((ms - Math.trunc(ms / 1000) * 1000) * 1e6));
 
@@ -61,6 +67,8 @@ t.test('a failed request: server and client spans say ERROR, the middleware span
   t.equal(server.spanId, 'b7ad6b7169203331');
   t.equal(server.parentSpanId ?? '', '', 'a trace started here: no parent');
   t.equal(server.status?.code, 2, 'a 5xx is an error of the server span');
+  t.equal(attribute(server, 'error.type'), '503', "its error.type is the status, as text");
+  t.equal(attribute(server, 'url.scheme'), 'http');
   t.equal(client.status?.code, 2, 'and of the upstream call');
   t.equal(middleware.status?.code ?? 0, 0, 'the middleware span is left unset');
   t.equal(client.spanId, '00f067aa0ba902b7', 'the upstream span id is the one propagated');
@@ -79,7 +87,7 @@ t.test('a 4xx leaves the server span unset; a remote parent is the server span p
   spans.length = 0;
   const exporter = new SpanExport({ otlpEndpoint: url, sampleRatio: 1, serviceName: 'unit' }, counters, () => {}, { scheduledDelayMillis: 20 });
   const trace = new RequestTrace('4bf92f3577b34da6a3ce929d0e0e4736', '1111111111111111', '2222222222222222', '00f067aa0ba902b7', true);
-  exporter.record(request(trace, 404, { middlewareStartedAt: 0, middlewareEndedAt: 0 }));
+  exporter.record(request(trace, 404, { middlewareStartedAt: 0, middlewareEndedAt: 0, secure: true }));
   await exporter.flush();
   t.same(
     spans.map((s) => s.kind).sort(),
@@ -87,7 +95,9 @@ t.test('a 4xx leaves the server span unset; a remote parent is the server span p
   );
   const server = spans.find((s) => s.kind === 2)!;
   t.equal(server.parentSpanId, '00f067aa0ba902b7', "the caller's span");
+  t.equal(attribute(server, 'url.scheme'), 'https', 'a request over TLS');
   t.equal(server.status?.code ?? 0, 0);
+  t.equal(attribute(server, 'error.type'), undefined, 'a 4xx is no error of the server');
   await exporter.close();
 });
 
@@ -102,11 +112,6 @@ t.test('the client span tells what the upstream answered: its own status, error.
   await exporter.flush();
   const client = (trace: RequestTrace) => spans.find((s) => s.kind === 3 && s.traceId === trace.traceId)!;
   const server = (trace: RequestTrace) => spans.find((s) => s.kind === 2 && s.traceId === trace.traceId)!;
-  const attribute = (span: OtlpSpan, key: string) => {
-    const value = span.attributes.find((a) => a.key === key)?.value;
-    return value === undefined ? undefined : Object.values(value)[0];
-  };
-
   const unreachable = client(traces[0]!);
   t.equal(attribute(unreachable, 'http.response.status_code'), undefined, 'no answer came: no status code (the 502 was the gateway\'s)');
   t.equal(attribute(unreachable, 'error.type'), 'connect_refused', 'error.type says why');
