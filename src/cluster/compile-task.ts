@@ -55,9 +55,6 @@ export interface CompileOutput {
 export default async function compile({ upstreams, builtinPaths, maxUrlBytes, name, version, hosted = [] }: CompileInput): Promise<CompileOutput> {
   const { table, problems } = RoutingTable.compile(upstreams.flatMap((u) => u.entries), { maxUrlBytes });
   const transferable = table.toTransferable();
-  // What every worker will do with it: a table they cannot rebuild fails here, on the primary's log,
-  // and is not published (workers would keep their previous table, the first one an empty one).
-  RoutingTable.fromTransferable(transferable);
   // A spec that cannot be built must not keep a good table from being served.
   try {
     const info = { title: name, version };

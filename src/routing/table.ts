@@ -4,7 +4,7 @@ import { compareSpecificity } from './specificity.js';
 import { compileSegmentRegex, type SegmentRegex } from './segment-regex.js';
 import { parseTemplate, shortestMatchLength, TemplateSyntaxError, type ParsedTemplate } from './template.js';
 import { DEFAULT_MAX_URL_BYTES } from '../edge/request-line.js';
-import { NodeKind, TOO_COMPLEX, Trie, TrieBuilder, TrieNode } from './trie.js';
+import { finishNode, NodeKind, TOO_COMPLEX, Trie, TrieBuilder, TrieNode } from './trie.js';
 import type { RouteEntry, RouteTarget, TemplateProblem } from './types.js';
 
 export type { RouteTarget } from './types.js';
@@ -185,14 +185,7 @@ export class RoutingTable {
         node.varNodes = varIds.map((c) => built[c]!);
       });
       // Children come after their parent in id order, so a backward pass sees every subtree finished.
-      for (let id = built.length - 1; id >= 0; id--) {
-        const node = built[id]!;
-        let min = node.terminal;
-        for (const c of node.staticNodes) min = Math.min(min, c.minIndex);
-        for (const c of node.varNodes) min = Math.min(min, c.minIndex);
-        node.minIndex = min;
-        node.seal();
-      }
+      for (let id = built.length - 1; id >= 0; id--) finishNode(built[id]!);
       tries.set(method, new Trie(built[0]!, built));
     }
     return new RoutingTable(routes, tries, data.entryCount);

@@ -87,7 +87,11 @@ export class TrieNode {
   }
 }
 
-/** Once every child is finished: the subtree's smallest index, children best-first, the lookup hints. */
+/**
+ * Once every child is finished: the subtree's smallest index, children best-first, the lookup hints.
+ * Both builders end with it: TrieBuilder, and RoutingTable.fromTransferable in a worker (where the
+ * children already come best-first, and the sort keeps them so).
+ */
 export function finishNode(node: TrieNode): void {
   let min = node.terminal;
   for (const c of node.staticNodes) min = Math.min(min, c.minIndex);
