@@ -78,11 +78,11 @@ export class AcceptPhase {
     return this.lengthRefusal(url, query) ?? this.routedPath(url, query);
   }
 
-  private lengthRefusal(url: string, query: string): Refusal | null {
-    return targetTooLong(url, query, this.maxUrlBytes) ? refuse(414, `the request target is longer than ${this.maxUrlBytes} bytes`) : null;
-  }
-
-  private routedPath(url: string, query: string): Refusal | string {
+  /**
+   * The normalized path a request target routes by, or its refusal: its characters, encoded slashes
+   * and normalization, the length aside (WebSocket upgrades check their target with this).
+   */
+  routedPath(url: string, query: string): Refusal | string {
     if (!isTargetText(url) || !isTargetText(query)) {
       return refuse(400, 'the request target holds characters that must be percent-encoded');
     }
@@ -91,6 +91,11 @@ export class AcceptPhase {
     }
     return normalizePath(url) ?? refuse(400, 'the request path is malformed or climbs above the root');
   }
+
+  private lengthRefusal(url: string, query: string): Refusal | null {
+    return targetTooLong(url, query, this.maxUrlBytes) ? refuse(414, `the request target is longer than ${this.maxUrlBytes} bytes`) : null;
+  }
+
 
   /** The client's address per trustedProxies (rate limits key on it, logs show it). */
   clientAddress(ctx: RequestContext): string {

@@ -14,12 +14,10 @@
 import { performance } from 'node:perf_hooks';
 import type { GatewayConfig } from '../config/types.js';
 import { fieldValue } from '../http/header-list.js';
-import { normalizePath } from '../http/normalize-path.js';
 import { writeHeaders } from '../http/cork-budget.js';
 import { writeContent, writeProblem } from '../http/problem-json.js';
 import { remoteAddress } from '../http/remote-address.js';
 import { RequestHead } from '../http/client-request-head.js';
-import { hasSlashLookalike, isTargetText } from '../http/request-target.js';
 import type { Counters } from '../metrics/counters.js';
 import type { Pipeline } from '../middleware/pipeline.js';
 import type { Answer } from '../middleware/types.js';
@@ -45,6 +43,8 @@ export interface WebSocketHost {
   closing(): boolean;
   table(): RoutingTable | null;
   pipeline(): Pipeline;
+  /** The normalized path a request target routes by, or null when the accept phase refuses it (src/lifecycle/accept.ts). */
+  targetPath(url: string, query: string): string | null;
   /** Answers the request as the data plane answers any request (synchronously, inside the handler). */
   serveAsHttp(res: UwsResponse, req: UwsRequest): void;
   /** X-Forwarded-*, Via and the trusted proxies' headers, into ctx.headers. */
@@ -203,14 +203,11 @@ export class WebSocketProxy implements RelayHost {
       head.headerBytes > limits.maxHeaderBytes ||
       head.badFraming ||
       head.conflict !== '' ||
-      head.hasBody ||
-      !isTargetText(head.url) ||
-      !isTargetText(head.query) ||
-      (this.config.encodedSlashes === 'reject' && hasSlashLookalike(head.url))
+      head.hasBody
     ) {
       return host.serveAsHttp(res, req);
     }
-    const path = normalizePath(head.url);
+    const path = host.targetPath(head.url, head.query);
     if (path === null) return host.serveAsHttp(res, req);
     if (this.config.admin === undefined && (path === paths.healthcheck || path === paths.metrics || path === paths.spec)) return host.serveAsHttp(res, req);
     const view = head.view;

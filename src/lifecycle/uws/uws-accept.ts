@@ -66,6 +66,10 @@ export class UwsAcceptor {
       table: () => state.table,
       pipeline: () => state.pipeline,
       serveAsHttp: (res, req) => this.onRequest(res, req),
+      targetPath: (url, query) => {
+        const path = lifecycle.accept.routedPath(url, query);
+        return typeof path === 'string' ? path : null;
+      },
       addForwardingHeaders: (head, ctx) => lifecycle.accept.addForwardingHeaders(head, ctx),
       clientAddress: (ctx) => lifecycle.accept.clientAddress(ctx),
       pick: (ctx, excluding) => lifecycle.forwarder.pickHost(ctx, excluding),
