@@ -120,6 +120,11 @@ t.test('refused upgrades arrive as HTTP answers: 401 from apiKeyAuth, 404 no rou
   t.equal(noRoute.status, 404, 'no route: 404');
   t.match(noRoute.headers['content-type'], /problem\+json/);
 
+  // A target the accept phase refuses is refused for an upgrade too, as for any GET.
+  const encodedSlash = refusal(await openClient(`${base}/open%2Fx`, [], { 'x-api-key': key }).then(() => t.fail('upgraded'), (err) => err));
+  t.equal(encodedSlash.status, 400, 'an encoded slash (encodedSlashes "reject"): 400');
+  t.equal(upstream.handshakes.length, 0, 'and nothing reached the upstream');
+
   const forbidden = refusal(await openClient(`${base}/private`, [], { 'x-api-key': key }).then(() => t.fail('upgraded'), (err) => err));
   t.equal(forbidden.status, 403, "the upstream's 403 is passed on");
   t.equal(forbidden.body, 'forbidden here');
