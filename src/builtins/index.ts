@@ -2,6 +2,7 @@ import type { HostSpec } from '../cluster/compile-task.js';
 import type { GatewayConfig } from '../config/types.js';
 import { HostSets, type HostedUpstream } from '../edge/host-sets.js';
 import { hostValueProblem } from '../edge/host-value.js';
+import { dropTrailingSlash } from '../http/normalize-path.js';
 import { PROBLEM_CONTENT_TYPE, problemBody } from '../http/problem-json.js';
 import { PROMETHEUS_CONTENT_TYPE } from '../metrics/prometheus.js';
 import { metricsFormat } from './metrics.js';
@@ -30,10 +31,6 @@ interface SpecDocs {
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
-
-function stripTrailingSlash(path: string): string {
-  return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
-}
 
 function problem(status: number, detail: string): Rendered {
   return { status, contentType: PROBLEM_CONTENT_TYPE, body: Buffer.from(problemBody(status, detail)) };
@@ -110,7 +107,7 @@ export class Builtins {
 
   /** The admin listener's hook: every built-in; null (404) for anything else. */
   readonly handleAdmin = (method: string, path: string, query: string, headers: BuiltinHeaders): BuiltinResponse | null => {
-    const builtin = this.builtinAt(stripTrailingSlash(path));
+    const builtin = this.builtinAt(dropTrailingSlash(path));
     return builtin === null ? null : this.answer(builtin, method, path, query, headers);
   };
 
@@ -128,7 +125,7 @@ export class Builtins {
 
   /** The built-in a normalized path reaches, whatever the method (the public hook answers it, if only 404), or null. */
   builtinFor(path: string): 'healthcheck' | 'metrics' | 'spec' | null {
-    return this.builtinAt(stripTrailingSlash(path));
+    return this.builtinAt(dropTrailingSlash(path));
   }
 
   private builtinAt(path: string): 'healthcheck' | 'metrics' | 'spec' | null {
@@ -184,9 +181,9 @@ export class Builtins {
 
   private normalizePaths(paths: Paths): Paths {
     return {
-      healthcheck: stripTrailingSlash(paths.healthcheck),
-      metrics: stripTrailingSlash(paths.metrics),
-      spec: stripTrailingSlash(paths.spec),
+      healthcheck: dropTrailingSlash(paths.healthcheck),
+      metrics: dropTrailingSlash(paths.metrics),
+      spec: dropTrailingSlash(paths.spec),
     };
   }
 }

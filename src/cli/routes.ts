@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { Builtins } from '../builtins/index.js';
+import { dropTrailingSlash } from '../http/normalize-path.js';
 import type { Route } from '../routing/table.js';
 import { OfflineTableError, offlineTable, reportOnStderr, type OfflineTable } from './offline-table.js';
 import { UsageError } from './usage-error.js';
@@ -72,7 +73,7 @@ function shadowedRoutes({ settings, table }: OfflineTable): Map<Route, string[]>
   const shadowed = new Map<Route, string[]>();
   for (const path of paths) {
     for (const method of methods) {
-      const route = table.select(method, path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path, undefined, undefined, false).route;
+      const route = table.select(method, dropTrailingSlash(path), undefined, undefined, false).route;
       if (route === null) continue;
       const list = shadowed.get(route) ?? [];
       if (!list.includes(path)) list.push(path);

@@ -68,7 +68,8 @@ function removeDotSegments(path: string): string | null {
   return '/' + output.join('/');
 }
 
-function dropTrailingSlash(path: string): string {
+/** `/a/b/` → `/a/b`; the root stays `/`. */
+export function dropTrailingSlash(path: string): string {
   return path.length > 1 && path.charCodeAt(path.length - 1) === 0x2f ? path.slice(0, -1) : path;
 }
 

@@ -69,13 +69,13 @@ export const rateLimitSchema = {
   },
 } as const;
 
-/** The kind of store a rateLimit names: `local` or a kvStores name. */
 /**
  * Retry-After of the 503 when the store fails (onStoreError deny): a Redis store probes again after
  * breakerResetMs, 1 s by default, so a retry sooner would fail fast again.
  */
 const STORE_ERROR_RETRY_AFTER = '1';
 
+/** The kind of store a rateLimit names: `local` or a kvStores name. */
 export const RATE_LIMIT_STORE: StoreKind<RateLimitStore> = Object.freeze({ kind: 'rateLimit' });
 
 class RateLimit implements Middleware {
