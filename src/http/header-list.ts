@@ -9,3 +9,13 @@ export function fieldValue(headers: readonly string[], name: string): string | u
   }
   return value;
 }
+
+/** `headers` ([name, value, ...], lower-case names) without the `names`; the same array when none is there. */
+export function withoutNames(headers: readonly string[], names: readonly string[]): readonly string[] {
+  let kept: string[] | null = null;
+  for (let i = 0; i < headers.length; i += 2) {
+    if (names.includes(headers[i]!)) kept ??= headers.slice(0, i);
+    else kept?.push(headers[i]!, headers[i + 1]!);
+  }
+  return kept ?? headers;
+}

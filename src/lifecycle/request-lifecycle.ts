@@ -61,7 +61,7 @@ export class RequestLifecycle implements DecisionTaker {
   handle(head: RequestHead, ctx: RequestContext, client: ClientSide): void {
     ctx.client = client;
     // Before anything can answer: every answer carries the request ID.
-    this.observe?.begin(ctx, this.accept.trust);
+    this.begin(ctx);
     // An answer inside the handler with a body still unread closes the connection (else the body would be read and thrown away).
     const unread = ctx.hasBody;
 
@@ -80,6 +80,11 @@ export class RequestLifecycle implements DecisionTaker {
 
     const instead = this.forwarder.forward(ctx, client, null);
     if (instead !== null) this.chain.reply(ctx, client, instead, unread);
+  }
+
+  /** Request ID and trace context (src/observe/); a WebSocket upgrade's handler calls it too. */
+  begin(ctx: RequestContext): void {
+    this.observe?.begin(ctx, this.accept.trust);
   }
 
   /** A bug of ours reached the handler: a 500 if nothing was written yet. */

@@ -13,7 +13,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { GatewayConfig } from '../config/types.js';
-import { fieldValue } from '../http/header-list.js';
+import { fieldValue, withoutNames } from '../http/header-list.js';
 import { writeHeaders } from '../http/cork-budget.js';
 import { writeContent, writeProblem } from '../http/problem-json.js';
 import { remoteAddress } from '../http/remote-address.js';
@@ -47,6 +47,8 @@ export interface WebSocketHost {
   targetPath(url: string, query: string): string | null;
   /** Answers the request as the data plane answers any request (synchronously, inside the handler). */
   serveAsHttp(res: UwsResponse, req: UwsRequest): void;
+  /** Request ID and trace context, as for any request: into ctx.headers and the answer's own headers. */
+  begin(ctx: RequestContext): void;
   /** X-Forwarded-*, Via and the trusted proxies' headers, into ctx.headers. */
   addForwardingHeaders(head: RequestHead, ctx: RequestContext): void;
   /** The client address per trustedProxies. */
@@ -219,6 +221,7 @@ export class WebSocketProxy implements RelayHost {
     head.startedAt = performance.now();
     // uWS calls upgrade only for a GET; the checks above refused a head that announces a body.
     const ctx = new RequestContext(head);
+    host.begin(ctx);
     ctx.path = path;
     ctx.route = route;
     ctx.targets = selection.targets;
@@ -360,7 +363,10 @@ class PendingUpgrade implements HandshakeHandler {
     const relay = new Relay(this.proxy, socket, ctx, this.proxy.settings.compression);
     this.proxy.adopt(relay);
     const slot: ClientSlot = { relay };
-    const headers = acceptedHeaders(upstreamHeaders);
+    const accepted = acceptedHeaders(upstreamHeaders);
+    // As on any answer: the gateway's own headers (X-Request-Id), and not the upstream's of those names.
+    const headers = ctx.hiddenResponseHeaders === null ? accepted : withoutNames(accepted, ctx.hiddenResponseHeaders);
+    const own = ctx.responseHeaders;
     const res = this.res;
     const via = this.host.via;
     res.cork(() => {
@@ -368,6 +374,7 @@ class PendingUpgrade implements HandshakeHandler {
       // own status line go out ahead of the ones upgrade() adds (native-notes.md, WebSockets).
       res.writeStatus('101 Switching Protocols');
       writeHeaders(res, headers);
+      if (own !== null) writeHeaders(res, own);
       res.writeHeader('via', via);
       res.upgrade(slot, this.key, socket.protocol, this.extensions, this.context);
     });
@@ -380,10 +387,11 @@ class PendingUpgrade implements HandshakeHandler {
     else this.host.breakers.onSuccess(this.upstream, routeId);
     if (this.done) return;
     if (body === null) return this.answer({ kind: 'problem', status: 502, detail: 'the upstream refused the upgrade with an answer that could not be read or was too large' }, 'failed');
+    const hidden = this.ctx.hiddenResponseHeaders;
     const headers: string[] = [];
     for (let i = 0; i < upstreamHeaders.length; i += 2) {
       const name = upstreamHeaders[i]!;
-      if (!NOT_PASSED_BACK.has(name) && !name.startsWith('proxy-')) headers.push(name, upstreamHeaders[i + 1]!);
+      if (!NOT_PASSED_BACK.has(name) && !name.startsWith('proxy-') && !(hidden?.includes(name) ?? false)) headers.push(name, upstreamHeaders[i + 1]!);
     }
     this.answer({ kind: 'content', status, headers, body }, 'refused');
   }

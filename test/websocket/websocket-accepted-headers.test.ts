@@ -87,6 +87,46 @@ t.test('an upstream 101 with a large head (14 KiB of cookies) still upgrades the
   t.equal(echo.data.length, 100_000);
 });
 
+t.test("one X-Request-Id, the gateway's (the one the upstream got), on the client's 101 and on an upstream's refusal", async (t) => {
+  const refusedIds: Array<string | undefined> = [];
+  const upstream = await startWsUpstream(t, {
+    refuse: (req) => {
+      if (!req.url?.startsWith('/private')) return null;
+      refusedIds.push(req.headers['x-request-id'] as string | undefined);
+      return [403, { 'content-type': 'text/plain', 'x-request-id': 'upstream-made' }, 'no'];
+    },
+  });
+  upstream.wss.on('headers', (headers) => headers.push('X-Request-Id: upstream-made'));
+  const gateway = await startGateway(t, {
+    config: testConfig([wsUpstreamConfig(upstream.location, ['/room', '/private'])]),
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+    workers: 1,
+  });
+  const { socket, head } = await openWithHead(`ws://127.0.0.1:${gateway.port}/room`);
+  t.teardown(() => socket.terminate());
+  const sent = upstream.handshakes.at(-1)?.headers['x-request-id'];
+  t.type(sent, 'string', 'the upstream got a request ID');
+  t.match(upstream.handshakes.at(-1)?.headers.traceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/, 'and a traceparent');
+  t.same(valuesOf(head, 'x-request-id'), [sent], "the 101 carries the gateway's ID once, not the upstream's");
+
+  const refused = await new Promise<Array<[string, string]>>((resolve, reject) => {
+    const client = new WebSocket(`ws://127.0.0.1:${gateway.port}/private`);
+    client.once('unexpected-response', (_req, res: IncomingMessage) => {
+      const pairs: Array<[string, string]> = [];
+      for (let i = 0; i < res.rawHeaders.length; i += 2) pairs.push([res.rawHeaders[i]!.toLowerCase(), res.rawHeaders[i + 1]!]);
+      t.equal(res.statusCode, 403, "the upstream's refusal is passed on");
+      res.resume();
+      client.terminate();
+      resolve(pairs);
+    });
+    client.once('open', () => reject(new Error('upgraded')));
+    client.on('error', () => {});
+  });
+  t.equal(refusedIds.length, 1);
+  t.same(valuesOf(refused, 'x-request-id'), [refusedIds[0]], "the refusal carries the gateway's ID once, not the upstream's");
+});
+
 t.test('this uWS build: headers before upgrade() reach the 101; a WebSocket has no pause()/resume()', async (t) => {
   const { uws } = loadUws();
   const app = uws.App();

@@ -70,6 +70,7 @@ export class UwsAcceptor {
         const path = lifecycle.accept.routedPath(url, query);
         return typeof path === 'string' ? path : null;
       },
+      begin: (ctx) => lifecycle.begin(ctx),
       addForwardingHeaders: (head, ctx) => lifecycle.accept.addForwardingHeaders(head, ctx),
       clientAddress: (ctx) => lifecycle.accept.clientAddress(ctx),
       pick: (ctx, excluding) => lifecycle.forwarder.pickHost(ctx, excluding),

@@ -9,6 +9,7 @@
  * chunk uWS could not take whole is held only while the upstream is paused.
  */
 import { CHUNK_PIECE_BYTES, CORK_BUFFER_BYTES, CORK_SLACK_BYTES, fitsInCork, headerBytes, writeHeaders } from '../../http/cork-budget.js';
+import { withoutNames } from '../../http/header-list.js';
 import { writeContent, writeProblem } from '../../http/problem-json.js';
 import { statusLine, statusLineBytes } from '../../http/status-line.js';
 import { writeBuiltinAnswer } from '../../builtins/write-answer.js';
@@ -484,16 +485,6 @@ export class UwsClient implements ClientSide {
     this.writeHead();
     if (this.mode === BodyMode.Sized) this.res.tryEnd(EMPTY, this.totalSize);
   }
-}
-
-/** `headers` ([name, value, ...], lower-case names) without the `names`; the same array when none is there. */
-function withoutNames(headers: readonly string[], names: readonly string[]): readonly string[] {
-  let kept: string[] | null = null;
-  for (let i = 0; i < headers.length; i += 2) {
-    if (names.includes(headers[i]!)) kept ??= headers.slice(0, i);
-    else kept?.push(headers[i]!, headers[i + 1]!);
-  }
-  return kept ?? headers;
 }
 
 /**
