@@ -31,6 +31,8 @@ export interface ParsedRequestHead {
   readonly secure: boolean;
   /** End-to-end headers to forward, flat [name, value, ...]; a fresh array per request. */
   readonly forward: string[];
+  /** The client's Host header (it is not among `forward`: the upstream gets its own). */
+  readonly view?: { readonly host: string | undefined };
   /** The client's Connection header lists "close", or the body comes chunked: the connection ends after the answer. */
   readonly closeRequested?: boolean;
   /** ... in the one form the server library closes for by itself (see RequestContext.libraryCloses). */
@@ -49,6 +51,8 @@ export class RequestContext {
   query: string;
   /** The connection's peer address. */
   readonly peer: string;
+  /** The client's Host header; undefined when it sent none. */
+  readonly host: string | undefined;
   /** The client's X-Forwarded-For (combined), read only when the peer is a trusted proxy. */
   readonly forwardedFor: string | undefined;
   /** performance.now() when the request arrived. */
@@ -135,6 +139,7 @@ export class RequestContext {
     this.query = head.query;
     this.peer = head.peer;
     this.forwardedFor = head.xForwardedFor;
+    this.host = head.view?.host;
     this.startedAt = head.startedAt;
     this.hasBody = head.hasBody;
     this.secure = head.secure;

@@ -182,7 +182,7 @@ export class RequestObserve {
         clientAddress: ctx.clientAddress,
         userAgent: ctx.userAgent,
         requestId: ctx.requestId,
-        host: undefined,
+        host: ctx.host,
         bytesIn: ctx.bytesIn,
         bytesOut: ctx.bytesOut,
       });

@@ -294,7 +294,7 @@ export class SpanExport {
     };
     if (request.routeTemplate !== null) attributes[ATTR_HTTP_ROUTE] = request.routeTemplate;
     if (request.userAgent !== undefined) attributes[ATTR_USER_AGENT_ORIGINAL] = request.userAgent;
-    if (request.host !== undefined) attributes[ATTR_SERVER_ADDRESS] = request.host;
+    if (request.host !== undefined) addServerOf(attributes, request.host, request.secure);
     // A server span's error.type is its 5xx status, as text (OpenTelemetry HTTP conventions).
     if (failed) attributes[ATTR_ERROR_TYPE] = String(request.status);
 
@@ -334,6 +334,19 @@ export class SpanExport {
 
 function randomSpanId(): string {
   return randomHex(8);
+}
+
+/**
+ * server.address and server.port of the Host a client sent ("name", "name:port", "[v6]:port"); the
+ * scheme's port when it names none. A Host the accept phase refused (400) may be anything: no port then.
+ */
+function addServerOf(attributes: Attributes, host: string, secure: boolean): void {
+  const colon = host.lastIndexOf(':');
+  const hasPort = colon > host.lastIndexOf(']');
+  const name = hasPort ? host.slice(0, colon) : host;
+  attributes[ATTR_SERVER_ADDRESS] = name.startsWith('[') && name.endsWith(']') ? name.slice(1, -1) : name;
+  const port = hasPort ? host.slice(colon + 1) : secure ? '443' : '80';
+  if (/^\d{1,5}$/.test(port)) attributes[ATTR_SERVER_PORT] = Number(port);
 }
 
 const serverCache = new Map<string, Attributes>();

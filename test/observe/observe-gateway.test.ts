@@ -151,6 +151,8 @@ t.test('from a trusted peer: IDs kept, traces continued, spans exported, every a
   t.equal(server.parentSpanId, callerSpan, "the caller's span is its parent");
   t.equal(attribute(server, 'http.request.method'), 'GET');
   t.equal(attribute(server, 'http.route'), '/items/{id}');
+  t.equal(attribute(server, 'server.address'), '127.0.0.1', "the client's Host");
+  t.equal(attribute(server, 'server.port'), gateway.port);
   t.equal(attribute(server, 'url.path'), '/items/4');
   t.equal(attribute(server, 'http.response.status_code'), 200);
   t.equal(attribute(server, 'gateway.request_id'), traced.headers['x-request-id']);

@@ -96,8 +96,31 @@ t.test('a 4xx leaves the server span unset; a remote parent is the server span p
   const server = spans.find((s) => s.kind === 2)!;
   t.equal(server.parentSpanId, '00f067aa0ba902b7', "the caller's span");
   t.equal(attribute(server, 'url.scheme'), 'https', 'a request over TLS');
+  t.equal(attribute(server, 'server.address'), undefined, 'no Host: no server.address');
   t.equal(server.status?.code ?? 0, 0);
   t.equal(attribute(server, 'error.type'), undefined, 'a 4xx is no error of the server');
+  await exporter.close();
+});
+
+t.test("the server span's server.address and server.port come from the client's Host", async (t) => {
+  spans.length = 0;
+  const exporter = new SpanExport({ otlpEndpoint: url, sampleRatio: 1, serviceName: 'unit' }, counters, () => {}, { scheduledDelayMillis: 20 });
+  const cases: Array<[string, boolean, string, number | undefined]> = [
+    ['api.example.com:8443', false, 'api.example.com', 8443],
+    ['api.example.com', false, 'api.example.com', 80],
+    ['api.example.com', true, 'api.example.com', 443],
+    ['[::1]:9000', false, '::1', 9000],
+    ['[2001:db8::1]', true, '2001:db8::1', 443],
+    ['bad:host:', false, 'bad:host', undefined],
+  ];
+  const traces = cases.map((_, i) => new RequestTrace(String(i + 1).repeat(32), '1111111111111111', '2222222222222222', '', true));
+  cases.forEach(([host, secure], i) => exporter.record(request(traces[i]!, 200, { host, secure })));
+  await exporter.flush();
+  cases.forEach(([host, secure, address, port], i) => {
+    const server = spans.find((s) => s.kind === 2 && s.traceId === traces[i]!.traceId)!;
+    t.equal(attribute(server, 'server.address'), address, `${host} (${secure ? 'https' : 'http'}): address`);
+    t.equal(attribute(server, 'server.port'), port, `${host} (${secure ? 'https' : 'http'}): port`);
+  });
   await exporter.close();
 });
 
