@@ -4,7 +4,8 @@ import { isObject } from '../discovery/objection.js';
 import { swaggerPath, type SwaggerPath } from '../discovery/swagger-path.js';
 import type { DiscoveredUpstream } from '../discovery/types.js';
 import { compareSpecificity } from '../routing/specificity.js';
-import { parseTemplate, type ParsedTemplate } from '../routing/template.js';
+import { parseTemplate, shortestMatchLength, type ParsedTemplate } from '../routing/template.js';
+import { DEFAULT_MAX_URL_BYTES } from '../edge/request-line.js';
 import { BUILTIN_NAMESPACE, builtinPart } from './spec-builtin-endpoints.js';
 import { partFromOpenapi3 } from './spec-from-openapi3.js';
 import { partFromStatic } from './spec-from-static.js';
@@ -21,6 +22,8 @@ export interface CombinedSpecInput {
   upstreams: readonly DiscoveredUpstream[];
   builtinPaths: { healthcheck: string; metrics: string; spec: string };
   info?: { title?: string; version?: string };
+  /** limits.maxUrlBytes: the router refuses templates whose every match is longer, and so does the doc. */
+  maxUrlBytes?: number;
 }
 
 /**
@@ -55,7 +58,7 @@ export interface CombinedSpecOutput {
 }
 
 export function buildCombinedSpecWithNamespaces(input: CombinedSpecInput): CombinedSpecOutput {
-  const combined = new CombinedSpec();
+  const combined = new CombinedSpec(input.maxUrlBytes ?? DEFAULT_MAX_URL_BYTES);
   combined.add(builtinPart(input.builtinPaths), null);
   const allocator = new NamespaceAllocator([BUILTIN_NAMESPACE]);
   const namespaces = new Map<string, string>();
@@ -111,7 +114,6 @@ class CombinedSpec {
   private readonly securityDefinitions: Json = {};
   private readonly tags = new Map<string, Json>();
   private readonly builtinTemplates = new Set<string>();
-  /** The first spelling of each canonical template: equivalent templates are described under it. */
   /**
    * The first spelling of each path key with its parameter names erased (`/u/{}`): templates that
    * differ only in their names (`/u/{id}`, `/u/{name}`) or in what their variables match
@@ -120,6 +122,8 @@ class CombinedSpec {
   private readonly spellingByShape = new Map<string, SwaggerPath & { template: string; canonical: string }>();
   private readonly operationByKey = new Map<string, Described>();
   private readonly operationIds = new Set<string>();
+
+  constructor(private readonly maxUrlBytes: number) {}
 
   add(part: SpecPart, upstream: { location: string; namespace: string } | null): void {
     Object.assign(this.definitions, part.definitions);
@@ -139,6 +143,7 @@ class CombinedSpec {
     } catch {
       return; // the router refuses this template (and reports it), so no client can reach it
     }
+    if (shortestMatchLength(template) > this.maxUrlBytes) return; // refused by the router too (src/routing/table.ts)
     const canonical = template.canonical;
     if (upstream === null) this.builtinTemplates.add(canonical);
     else if (this.builtinTemplates.has(canonical)) return;

@@ -58,14 +58,14 @@ export default async function compile({ upstreams, builtinPaths, maxUrlBytes, na
   // A spec that cannot be built must not keep a good table from being served.
   try {
     const info = { title: name, version };
-    const { swagger2, openapi3, specRepairs } = await render(upstreams, builtinPaths, info);
+    const { swagger2, openapi3, specRepairs } = await render(upstreams, builtinPaths, info, maxUrlBytes);
     const spec: RenderedSpec = { swagger2, openapi3 };
     const sets = HostSets.sets(hosted);
     if (sets.length > 0) {
       const hostSpecs: HostSpec[] = [];
       for (const set of sets) {
         const members = new Set(set.upstreams);
-        const rendered = await render(upstreams.filter((u) => members.has(u.upstream.serviceLocation)), builtinPaths, info);
+        const rendered = await render(upstreams.filter((u) => members.has(u.upstream.serviceLocation)), builtinPaths, info, maxUrlBytes);
         hostSpecs.push({ key: set.key, swagger2: rendered.swagger2, openapi3: rendered.openapi3 });
       }
       spec.hosts = { upstreams: hosted.map((u) => ({ serviceLocation: u.serviceLocation, ...(u.hosts ? { hosts: [...u.hosts] } : {}) })), sets: hostSpecs };
@@ -80,8 +80,9 @@ async function render(
   upstreams: readonly DiscoveredUpstream[],
   builtinPaths: GatewayConfig['paths'],
   info: { title: string; version: string },
+  maxUrlBytes: number | undefined,
 ): Promise<{ swagger2: string; openapi3: string; specRepairs?: CompileOutput['specRepairs'] }> {
-  const { doc: swagger2, namespaces, fromEntries } = buildCombinedSpecWithNamespaces({ upstreams, builtinPaths, info });
+  const { doc: swagger2, namespaces, fromEntries } = buildCombinedSpecWithNamespaces({ upstreams, builtinPaths, info, maxUrlBytes });
   // Docs without objections combine into a valid doc as they are; only what docs with problems
   // contribute needs the check (the slow path: it dereferences and validates that part).
   let specRepairs: CompileOutput['specRepairs'];

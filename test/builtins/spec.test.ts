@@ -214,3 +214,13 @@ t.test('security schemes are namespaced; ones 2.0 cannot say are left out with t
   t.same(doc.paths['/p/profiles/{id}'].put.security, [{ 'svc2_8082.oauth': ['read'] }, { 'svc2_8082.basic': [] }]);
   t.notOk('security' in doc.paths['/p/profiles/{id}'].get, 'bearer only: nothing said, rather than "no auth"');
 });
+
+t.test('a template the router refuses for limits.maxUrlBytes is left out of the doc too', async (t) => {
+  const long = `/${'a'.repeat(9000)}/{id}`;
+  const upstream = ready('static', 'http://10.0.0.8:8080', null, { endpoints: [{ method: 'GET', path: long }, { method: 'GET', path: '/short' }] });
+  const doc = buildCombinedSpec({ upstreams: [upstream], builtinPaths }) as Json;
+  t.notOk(doc.paths[long], 'its shortest match (9003 bytes) is over the default 8192');
+  t.ok(doc.paths['/short']);
+  const larger = buildCombinedSpec({ upstreams: [upstream], builtinPaths, maxUrlBytes: 16_384 }) as Json;
+  t.ok(larger.paths[long], 'a larger limits.maxUrlBytes lets it in, as the router does');
+});
