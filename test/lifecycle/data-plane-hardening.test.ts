@@ -148,7 +148,8 @@ t.test('Connection: close from the client: every answer says close, and the conn
 });
 
 t.test('"close" among other Connection options: uWS does not close for it, a proxied answer in one piece closes all the same', async (t) => {
-  // /users/1 a sized body, /users/2 an empty one, /users/3 a chunked body (streamed: the answer can only ask).
+  // /users/1 a sized body, /users/2 an empty one, /users/3 a chunked body (streamed: ended by hand and
+  // closed once idle, test/lifecycle/closing-streamed-answers.test.ts).
   const upstream = await startRawServer((socket, head) => {
     const target = head.split(' ')[1];
     if (target === '/users/3') socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n');

@@ -15,10 +15,15 @@
  * the recorded answer goes out in one writeStatus call, never ended, and the connection is closed
  * with res.close() once the read being handled is done with (see afterThisRead). uWS appends CRLF to what writeStatus is given, so the bytes
  * end one CRLF short: the blank line after the head, or the end of the last chunk of a body sent
- * chunked. An answer too large for one cork (close() would cut what the socket has not taken) is
- * written as before, with end(body, true), once the read is done with.
+ * chunked.
+ *
+ * A body too large for one cork (an upstream's streamed answer, a large local reply) goes out through
+ * write(), chunked by uWS, and is never ended either: its last chunk is written by hand (writeLastChunk).
+ * close() would cut what uWS still holds, and nothing in uWS 20.30 tells when that is sent, so such a
+ * connection is closed once it has been idle for a while (CloseWhenIdle); the client, told
+ * `Connection: close`, closes it first.
  */
-import { endWithBody, fitsInCork } from '../../http/cork-budget.js';
+import { CHUNK_PIECE_BYTES, fitsInCork } from '../../http/cork-budget.js';
 import type { UwsBytes, UwsResponse } from '../../native/uws-types.js';
 
 const NOT_RECORDED = 'a local reply used a response method that RecordedReply does not record';
@@ -61,9 +66,11 @@ export class RecordedReply implements UwsResponse {
     return this;
   }
 
-  /** The head as written, without its end. */
-  headBytes(): Buffer {
-    return Buffer.concat(this.head.map(bytesOf));
+  /** The head as written, with `connection: close` when the writer did not write it. */
+  closingHeadBytes(): Buffer {
+    const parts = [...this.head];
+    if (!this.connectionHeader) parts.push('\r\nconnection: close');
+    return Buffer.concat(parts.map(bytesOf));
   }
 
   /** The whole answer, one CRLF short (writeStatus adds it), closing the connection. */
@@ -122,16 +129,98 @@ export function sendClosing(res: UwsResponse, reply: RecordedReply): void {
     closeAfterThisRead(res);
     return;
   }
-  const head = reply.headBytes();
+  // Larger than a cork: the head, then the body in chunked pieces, once the read is done with.
+  const head = reply.closingHeadBytes();
   const body = reply.body === null ? null : bytesOf(reply.body);
   afterThisRead(res, () => {
+    const idle = new CloseWhenIdle(res);
     res.cork(() => {
       res.writeStatus(head);
-      if (body === null) res.endWithoutBody();
-      else endWithBody(res, body, true, head.byteLength + 2);
+      if (body !== null && body.byteLength > 0) return;
+      // No write() to complete the head (uWS writes Date with the first chunk): ended by hand, its
+      // last value's CRLF and the one writeHeader adds making the blank line.
+      if (body === null) {
+        res.writeHeader('date', `${new Date().toUTCString()}\r\n`);
+      } else {
+        res.writeHeader('date', new Date().toUTCString());
+        res.writeHeader('content-length', '0\r\n');
+      }
+    });
+    if (body === null || body.byteLength === 0) return;
+    let at = 0;
+    const writeSome = (): boolean => {
+      let ok = true;
+      while (ok && at < body.byteLength) {
+        const piece = body.subarray(at, Math.min(at + CHUNK_PIECE_BYTES, body.byteLength));
+        at += piece.byteLength;
+        res.cork(() => {
+          ok = res.write(piece);
+          if (at === body.byteLength) writeLastChunk(res);
+        });
+      }
+      return ok;
+    };
+    if (writeSome()) return;
+    res.onWritable(() => {
+      idle.touch();
+      // With an onWritable handler, uWS drains what it holds only when written to: an empty cork does.
+      if (at === body.byteLength) res.cork(noop);
+      else writeSome();
+      return true;
     });
   });
 }
+
+function noop(): void {}
+
+/**
+ * Writes the last chunk of a body uWS is sending chunked (`write()`), without ending the response:
+ * uWS 20.30 writes each chunk as CRLF, size, CRLF, data, so this ends the last data chunk, then
+ * writes the last chunk and an empty trailer section. writeHeader writes `name: value` and CRLF, so
+ * the ": " goes into a chunk extension's quoted value (RFC 9112 7.1.1), which recipients ignore.
+ */
+export function writeLastChunk(res: UwsResponse): void {
+  res.writeHeader(LAST_CHUNK_NAME, LAST_CHUNK_VALUE);
+}
+const LAST_CHUNK_NAME = '\r\n0;end="';
+const LAST_CHUNK_VALUE = '"\r\n';
+
+/**
+ * Closes a connection whose answer was written but not ended once nothing has happened on it for
+ * IDLE_CLOSE_MS (uWS's own idle timeout does not run for an unfinished answer). touch() on progress
+ * (onWritable): a slow reader still reading its answer is not cut sooner than an idle one would be.
+ */
+export class CloseWhenIdle {
+  private last = Date.now();
+  private aborted = false;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly res: UwsResponse) {
+    res.onAborted(() => {
+      this.aborted = true;
+      clearTimeout(this.timer);
+    });
+    this.timer = setTimeout(this.check, IDLE_CLOSE_MS);
+    this.timer.unref();
+  }
+
+  touch(): void {
+    this.last = Date.now();
+  }
+
+  private readonly check = (): void => {
+    if (this.aborted) return;
+    const idle = Date.now() - this.last;
+    if (idle < IDLE_CLOSE_MS) {
+      this.timer.refresh();
+      return;
+    }
+    this.res.close();
+  };
+}
+
+/** As uWS's idle timeout for HTTP connections (10 s). */
+export const IDLE_CLOSE_MS = 10_000;
 
 /** Closes the connection of `res`, whose answer is written but not ended, once what it wrote is sent. */
 export function closeAfterThisRead(res: UwsResponse): void {

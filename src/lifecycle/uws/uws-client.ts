@@ -13,7 +13,7 @@ import { withoutNames } from '../../http/header-list.js';
 import { writeContent, writeProblem } from '../../http/problem-json.js';
 import { statusLine, statusLineBytes } from '../../http/status-line.js';
 import { writeBuiltinAnswer } from '../../builtins/write-answer.js';
-import { closeAfterThisRead, RecordedReply, sendClosing } from './closing-reply.js';
+import { closeAfterThisRead, CloseWhenIdle, RecordedReply, sendClosing, writeLastChunk } from './closing-reply.js';
 import type { UwsResponse } from '../../native/uws-types.js';
 import type { LocalReply } from '../../exchange/answer.js';
 import type { ClientEvents, ClientSide, ResponseStream } from '../../exchange/client.js';
@@ -66,6 +66,15 @@ export class UwsClient implements ClientSide {
   private writableRegistered = false;
   /** A headers-only answer that must close: closed after its cork. */
   private closeAfterHead = false;
+  /**
+   * An answer after which the connection must close, that one end(body, true) cannot carry: its body
+   * goes out chunked and the response is never ended, its last chunk written by hand (closing-reply.ts).
+   */
+  private endsByHand = false;
+  /** The upstream's Content-Length of an answer ended by hand; -1 when it came chunked. */
+  private declaredSize = -1;
+  /** An answer ended by hand: its connection is closed once idle. */
+  private idleClose: CloseWhenIdle | null = null;
 
   constructor(
     readonly res: UwsResponse,
@@ -271,14 +280,48 @@ export class UwsClient implements ClientSide {
       }
     }
     // A client's Connection: close is answered in kind. uWS closes by itself for the plain form; for
-    // "close" among other options, or a draining gateway, an answer ended by one end(body, true) closes
-    // (writeBodyChunk) and any other asks the client to, as when its body is still unread (native-notes.md).
+    // "close" among other options, a chunked request body, one still unread or a draining gateway, an
+    // answer ended by one end(body, true) closes (writeBodyChunk) and any other is ended by hand.
     if (connectionHeader && this.wantsClose()) res.writeHeader('connection', 'close');
     return bytes;
   }
 
   private wantsClose(): boolean {
     return this.settings.closing || this.receiving || this.ctx.closeRequested;
+  }
+
+  /** The connection must close after this answer and uWS would not close it by itself. */
+  private mustClose(): boolean {
+    return !this.ctx.libraryCloses && this.wantsClose();
+  }
+
+  /** Before any body byte is written: the body goes out chunked, and the answer is ended by hand. */
+  private switchToEndByHand(): void {
+    this.endsByHand = true;
+    if (this.mode === BodyMode.Sized) {
+      this.declaredSize = this.totalSize;
+      this.mode = BodyMode.Chunked;
+    }
+  }
+
+  /**
+   * Corked: the last chunk, by hand (or the end of the head, for an empty body: uWS completes a
+   * chunked head with the first chunk only, and writes Date with it). uWS reads on from this
+   * connection, but a request it parses while the answer is unfinished makes it close the connection
+   * without handing the request on; the client, told Connection: close, closes it, or CloseWhenIdle.
+   */
+  private endByHand(): void {
+    const res = this.res;
+    this.ended = true;
+    this.completed = true;
+    if (this.ctx.bytesOut === 0) {
+      res.writeHeader('date', new Date().toUTCString());
+      res.writeHeader('content-length', '0\r\n');
+    } else {
+      writeLastChunk(res);
+    }
+    this.idleClose = new CloseWhenIdle(res);
+    this.streamEnded(true);
   }
 
   /**
@@ -347,31 +390,31 @@ export class UwsClient implements ClientSide {
   writeBodyChunk(chunk: Uint8Array): boolean {
     const res = this.res;
     if (this.mode !== BodyMode.Sized) {
-      const head = this.pendingHead !== null ? this.writeHead() : 0;
-      if (!fitsInCork(head, chunk.length)) {
-        corkOversized = true;
-        return true;
-      }
-      if (res.write(chunk)) return true;
-      this.awaitWritable();
-      return false;
+      if (this.pendingHead !== null && !this.endsByHand && this.mustClose()) this.switchToEndByHand();
+      return this.writeChunk(chunk, this.pendingHead !== null ? this.writeHead() : 0);
     }
     // uWS's write offset before this chunk: every earlier chunk was taken whole (a partly taken one
     // pauses the upstream until onWritable has written the rest), so it is the body sent before it.
     const offset = this.ctx.bytesOut - chunk.length;
     const whole = offset === 0 && chunk.length === this.totalSize;
-    // Only one end() that carries head and body can close a connection uWS keeps open (end(body, true)
+    // Decided with the head: after it, the answer goes on as it began.
+    const mustClose = this.pendingHead !== null && this.mustClose();
+    // One end() that carries head and body can close a connection uWS keeps open (end(body, true)
     // writes Connection: close itself); uWS closes by itself for the client's plain "close".
-    const endCloses = whole && this.pendingHead !== null && !this.receiving && !this.ctx.libraryCloses && this.wantsClose();
+    const endCloses = whole && mustClose && !this.receiving;
     const head = this.pendingHead !== null ? this.writeHead(!endCloses) : 0;
-    if (whole && fitsInCork(head, chunk.length)) {
+    if (whole && fitsInCork(head, chunk.length) && (endCloses || !mustClose)) {
       // The whole body in one chunk (most answers): end() takes it all at once (buffering what the
       // socket cannot take now), without tryEnd's result array.
       res.end(chunk, endCloses);
       this.responseComplete();
       return true;
     }
-    if (endCloses) res.writeHeader('connection', 'close');
+    if (mustClose) {
+      if (endCloses) res.writeHeader('connection', 'close');
+      this.switchToEndByHand();
+      return this.writeChunk(chunk, head);
+    }
     const [ok, done] = res.tryEnd(chunk, this.totalSize);
     if (done) {
       this.responseComplete();
@@ -385,14 +428,35 @@ export class UwsClient implements ClientSide {
     return false;
   }
 
+  /** Corked: a chunk of a body uWS sends chunked (`head`: the bytes of the head written with it). */
+  private writeChunk(chunk: Uint8Array, head: number): boolean {
+    if (!fitsInCork(head, chunk.length)) {
+      corkOversized = true;
+      return true;
+    }
+    if (chunk.length === 0) return true;
+    if (this.res.write(chunk)) return true;
+    this.awaitWritable();
+    return false;
+  }
+
   /** Corked: the upstream answer is complete. */
   finishResponse(): void {
     if (this.ended) return;
     const res = this.res;
+    if (this.endsByHand) {
+      if (this.pendingHead !== null) this.writeHead();
+      this.resume();
+      // Fewer bytes than the upstream's Content-Length: the last chunk would make it look whole.
+      if (this.declaredSize >= 0 && this.ctx.bytesOut !== this.declaredSize) this.cut();
+      else this.endByHand();
+      return;
+    }
     if (this.mode === BodyMode.Sized && this.pendingHead !== null && this.totalSize === 0) {
       // An empty sized body: one end() with the head, as writeBodyChunk ends a whole body.
       this.resume();
       this.writeBodyChunk(EMPTY);
+      if (this.endsByHand) this.endByHand();
       return;
     }
     if (this.pendingHead !== null) this.writeHead();
@@ -414,7 +478,15 @@ export class UwsClient implements ClientSide {
   }
 
   private onWritable(offset: number): boolean {
-    if (this.ended) return true;
+    if (this.ended) {
+      // Ended by hand: with this handler registered, uWS sends what it still holds only when written
+      // to, and an empty cork does that.
+      if (this.idleClose !== null) {
+        this.idleClose.touch();
+        this.res.cork(noop);
+      }
+      return true;
+    }
     const pending = this.pending;
     if (pending !== null) {
       const [ok, done] = this.res.tryEnd(pending.subarray(offset - this.pendingOffset), this.totalSize);
@@ -482,6 +554,7 @@ export class UwsClient implements ClientSide {
    * uWS with the first chunk only.
    */
   writeHeadAhead(): void {
+    if (this.mustClose()) this.switchToEndByHand();
     this.writeHead();
     if (this.mode === BodyMode.Sized) this.res.tryEnd(EMPTY, this.totalSize);
   }
@@ -595,6 +668,7 @@ let corkWriteOk = true;
 /** Set by writeBodyChunk: the chunk goes out in pieces, after the cork. */
 let corkOversized = false;
 
+function noop(): void {}
 function corkedBodyChunk(): void {
   corkWriteOk = corkTarget.writeBodyChunk(corkChunk as Buffer);
 }
