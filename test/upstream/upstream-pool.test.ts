@@ -8,6 +8,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { Worker } from 'node:worker_threads';
 import t from 'tap';
+import { DRAIN_MS } from '../../src/upstream/connection.js';
 import { UpstreamPool, type UpstreamPoolOptions } from '../../src/upstream/pool.js';
 import type { UpstreamError } from '../../src/upstream/call-errors.js';
 import type { ResponseHead } from '../../src/upstream/response-parser.js';
@@ -547,6 +548,46 @@ t.test('abort after the head (HEAD served by GET): a small rest is drained to ke
   });
   await sleep(60);
   t.equal(p.stats().connections, 0, 'a large rest is not worth reading: socket closed');
+});
+
+t.test('abort after the head of an answer that never ends (an event stream): the drain gives up after DRAIN_MS and the slot serves the next call', async (t) => {
+  const closedAt = new Map<net.Socket, number>();
+  const server = await startRawServer((socket, head) => {
+    if (!head.startsWith('GET /events')) {
+      socket.write(OK);
+      return;
+    }
+    // Small chunks well inside DRAIN_LIMIT, one every 20 ms: the silence timeout never fires either.
+    socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n');
+    const tick = setInterval(() => socket.write('7\r\ndata:1\n\r\n'), 20);
+    socket.on('close', () => {
+      clearInterval(tick);
+      closedAt.set(socket, performance.now());
+    });
+  });
+  t.teardown(() => server.close());
+  const p = pool(server.url, { connections: 1, bodyTimeoutMs: 30_000 });
+  let abortedAt = 0;
+  let heard = 0;
+  const events = p.request('GET', '/events', [], null, {
+    onHead: () => ((abortedAt = performance.now()), events.abort(), true),
+    onData: () => (heard++, true),
+    onEnd: () => heard++,
+    onError: () => heard++,
+    onBodyDrain: () => {},
+  });
+  await until(() => abortedAt > 0);
+  // Waits for the one connection, held by the drain.
+  const next = send(p, 'GET', '/next');
+  const r = await next.done;
+  const answeredAfter = performance.now() - abortedAt;
+  t.equal(r.status, 200, 'the next call is answered');
+  t.ok(answeredAfter < DRAIN_MS + 500, `within the drain's deadline (${Math.round(answeredAfter)} ms after the abort; ${DRAIN_MS} ms + room for a busy machine)`);
+  await until(() => closedAt.size > 0);
+  const closedAfter = [...closedAt.values()][0]! - abortedAt;
+  t.ok(closedAfter >= DRAIN_MS - 20 && closedAfter < DRAIN_MS + 500, `the upstream saw its stream's socket closed ${Math.round(closedAfter)} ms after the abort`);
+  t.equal(heard, 0, 'nothing more was called after abort()');
+  t.equal(server.connections, 2, 'the next call went on a new connection');
 });
 
 t.test('pausing the answer: nothing more until resume(), then the rest, and the socket is reused', async (t) => {
