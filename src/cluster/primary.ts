@@ -30,6 +30,7 @@ import { Rediscovery } from './rediscovery.js';
 import { Reloader, type ReloadResult, type WorkerReplacement } from './reloader.js';
 import { Supervisor, type SupervisorEvents } from './supervisor.js';
 import { nodeAcceptsScavengeFlag, SCAVENGE_FLAG, workerExecArgv } from './worker-flags.js';
+import { noInspectorSignalFlags } from './worker-signals.js';
 
 export interface PrimaryOptions {
   configFile: string;
@@ -168,7 +169,7 @@ class Primary {
       this.log.warn({ flag: SCAVENGE_FLAG }, 'this Node refuses the flag: workers scavenge with V8\'s helper threads');
     }
     createInstanceCacheDir();
-    cluster.setupPrimary({ exec: fileURLToPath(WORKER_ENTRY), args: [], execArgv: flags.execArgv });
+    cluster.setupPrimary({ exec: fileURLToPath(WORKER_ENTRY), args: [], execArgv: [...flags.execArgv, ...noInspectorSignalFlags()] });
 
     this.supervisor.on('hello', (slot, worker) => this.onHello(worker));
     this.supervisor.on('message', (slot, worker, message) => this.onWorkerMessage(worker, message));

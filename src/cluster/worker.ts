@@ -15,6 +15,7 @@ import { createLogger, levelFromEnv } from '../log.js';
 import { exitAfterLogs } from '../log-exit.js';
 import { startAdminListener, type AdminListener } from '../builtins/admin-listener.js';
 import { WorkerComponents } from './worker-components.js';
+import { handleWorkerSignals } from './worker-signals.js';
 import { isLeaseBankMessage, type LeaseBankMessage, type LeaseBatchMessage, type LeaseWorkerMessage } from '../stores/lease-messages.js';
 import { LeaseOutbox, receiveLeases } from './lease-outbox.js';
 import {
@@ -68,6 +69,8 @@ const prepareDelayed = testDelay('GATEWAY_TEST_WORKER_PREPARE_DELAY_MS');
 
 const workerId = cluster.worker?.id ?? 0;
 const log = createLogger({ role: 'worker', workerId, level: levelFromEnv() });
+// First thing: until a SIGUSR1 listener exists, that signal opens Node's inspector (see worker-signals.ts).
+handleWorkerSignals(log, (reason) => void shutdown(reason));
 const builtins = new Builtins(
   { paths: { healthcheck: '/healthcheck', metrics: '/metrics', spec: '/spec' }, metrics: { enabled: true } },
   { workerHeader: workerHeaderEnabled ? String(process.pid) : undefined },
@@ -339,7 +342,5 @@ process.on('message', (message: unknown) => {
   if (!receiveLeases(message, isLeaseBankMessage, receiveLease) && isPrimaryMessage(message)) onMessage(message);
 });
 send({ type: 'hello' });
-process.on('SIGTERM', () => void shutdown('SIGTERM'));
-process.on('SIGINT', () => void shutdown('SIGINT'));
 // The primary is gone: nobody would replace us or aggregate our metrics.
 process.on('disconnect', () => void shutdown('primary disconnected'));

@@ -1,0 +1,31 @@
+/**
+ * What a worker does when a signal reaches it rather than the primary.
+ * `systemctl kill -s SIG` signals every process of the unit, `pkill -SIG -f gateway` matches the
+ * workers' command lines too, and a terminal's hangup or Ctrl-C signals the whole process group: the
+ * primary usually gets the same signal and does its job (reload, reopen the logs, stop the gateway).
+ * docs/reference/processes.md#signals lists the choices.
+ */
+import type { Logger } from '../log.js';
+
+/**
+ * The Node flag that keeps SIGUSR1 from opening the inspector from the start of the process, when this
+ * Node has it (22.14 and later; Node 20 has none). With it a JS SIGUSR1 listener is never called
+ * either (seen with Node 22.23 and 24.21), which is why a worker does nothing on SIGUSR1 on any Node.
+ */
+export const NO_INSPECTOR_SIGNAL = '--disable-sigusr1';
+
+/** [NO_INSPECTOR_SIGNAL] when this Node takes it, else none. */
+export function noInspectorSignalFlags(allowed: ReadonlySet<string> = process.allowedNodeEnvironmentFlags): string[] {
+  return allowed.has(NO_INSPECTOR_SIGNAL) ? [NO_INSPECTOR_SIGNAL] : [];
+}
+
+/** `stop` drains the worker and exits (it runs once, whatever asks first). */
+export function handleWorkerSignals(log: Logger, stop: (reason: string) => void): void {
+  // With no listener, Node opens its inspector on 127.0.0.1:9229 at SIGUSR1: anyone on the host could
+  // then run code in the worker. The primary's SIGUSR1 reopens every worker's log files.
+  process.on('SIGUSR1', () => {});
+  // Its default would kill the worker and cut its requests; reloading is the primary's job.
+  process.on('SIGHUP', () => log.info('SIGHUP ignored: a worker does not reload, the primary does'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
