@@ -1,10 +1,11 @@
 /**
- * What a worker does when a signal reaches it rather than the primary.
+ * What a worker does when a signal reaches it rather than the primary, and when its primary goes away.
  * `systemctl kill -s SIG` signals every process of the unit, `pkill -SIG -f gateway` matches the
  * workers' command lines too, and a terminal's hangup or Ctrl-C signals the whole process group: the
  * primary usually gets the same signal and does its job (reload, reopen the logs, stop the gateway).
  * docs/reference/processes.md#signals lists the choices.
  */
+import cluster from 'node:cluster';
 import type { Logger } from '../log.js';
 
 /**
@@ -28,4 +29,14 @@ export function handleWorkerSignals(log: Logger, stop: (reason: string) => void)
   process.on('SIGHUP', () => log.info('SIGHUP ignored: a worker does not reload, the primary does'));
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // Node's cluster code listens for 'disconnect' before this module runs and calls process.exit() at
+  // once, in-flight requests cut, unless cluster.worker.exitedAfterDisconnect (a public, writable
+  // property) is true; Node sets it only when the worker or the primary called disconnect(), which
+  // this gateway never does. Marked here, the exit is this worker's own, after a drain. Read in
+  // lib/internal/cluster/child.js, the same in Node 20, 22 and 24, and tried on 20.20, 22.23 and 24.21
+  // (a node:cluster HTTP server whose primary is killed; test/cluster/cluster-primary-killed.test.ts
+  // runs the gateway on the Node at hand). A Node that stopped honouring the property would exit at
+  // once again, as before: that test would fail, nothing else would change.
+  if (cluster.worker) cluster.worker.exitedAfterDisconnect = true;
+  process.on('disconnect', () => stop('primary disconnected'));
 }

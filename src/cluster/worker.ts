@@ -70,6 +70,7 @@ const prepareDelayed = testDelay('GATEWAY_TEST_WORKER_PREPARE_DELAY_MS');
 const workerId = cluster.worker?.id ?? 0;
 const log = createLogger({ role: 'worker', workerId, level: levelFromEnv() });
 // First thing: until a SIGUSR1 listener exists, that signal opens Node's inspector (see worker-signals.ts).
+// A primary that is gone leaves nobody to replace this worker or aggregate its metrics: it drains and exits.
 handleWorkerSignals(log, (reason) => void shutdown(reason));
 const builtins = new Builtins(
   { paths: { healthcheck: '/healthcheck', metrics: '/metrics', spec: '/spec' }, metrics: { enabled: true } },
@@ -342,5 +343,3 @@ process.on('message', (message: unknown) => {
   if (!receiveLeases(message, isLeaseBankMessage, receiveLease) && isPrimaryMessage(message)) onMessage(message);
 });
 send({ type: 'hello' });
-// The primary is gone: nobody would replace us or aggregate our metrics.
-process.on('disconnect', () => void shutdown('primary disconnected'));
