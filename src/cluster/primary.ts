@@ -191,6 +191,8 @@ class Primary {
     process.on('SIGHUP', () => {
       if (!this.shuttingDown) this.reloader.sighup();
     });
+    // Node's default for SIGUSR2 is to exit; nginx's binary upgrade signal, sent here by habit, must not stop the gateway.
+    process.on('SIGUSR2', () => this.log.info('SIGUSR2 ignored: it has no meaning here'));
     // logrotate without copytruncate: the file was renamed; every worker opens its path anew.
     process.on('SIGUSR1', () => {
       this.log.info('SIGUSR1: workers reopen their log files');

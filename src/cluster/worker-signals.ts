@@ -27,6 +27,8 @@ export function handleWorkerSignals(log: Logger, stop: (reason: string) => void)
   process.on('SIGUSR1', () => {});
   // Its default would kill the worker and cut its requests; reloading is the primary's job.
   process.on('SIGHUP', () => log.info('SIGHUP ignored: a worker does not reload, the primary does'));
+  // Node's default would end the worker (nginx's binary upgrade signal, sent by habit).
+  process.on('SIGUSR2', () => log.info('SIGUSR2 ignored: it has no meaning here'));
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   // Node's cluster code listens for 'disconnect' before this module runs and calls process.exit() at

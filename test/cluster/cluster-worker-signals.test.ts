@@ -104,6 +104,20 @@ t.test('SIGHUP to a worker: its in-flight request completes with 200, the worker
   connection.close();
 });
 
+t.test('SIGUSR2 (nginx\'s binary upgrade signal) to the primary and to a worker: ignored, nothing stops', async (t) => {
+  const connection = await openWorkerConnection(t, gateway.port);
+  const pid = Number(connection.workerPid);
+  process.kill(pid, 'SIGUSR2');
+  gateway.signal('SIGUSR2');
+  await sleep(300);
+  t.notOk(processGone(pid), 'the worker is still running');
+  t.equal(gateway.child.exitCode, null, 'the primary too');
+  const res = await connection.get('/items/2');
+  t.equal(res.status, 200, 'and it serves on the same connection');
+  t.equal(gateway.lines.filter((l) => l.msg === 'SIGUSR2 ignored: it has no meaning here').length, 2, 'each says so');
+  connection.close();
+});
+
 t.test('SIGTERM to a worker: it drains (its in-flight request completes with 200), exits, and is replaced', async (t) => {
   const connection = await openWorkerConnection(t, gateway.port);
   const pid = Number(connection.workerPid);
