@@ -55,6 +55,8 @@ function loadWithOverrides(options: PrimaryOptions): GatewayConfig {
 
 /** Runs the primary until SIGTERM/SIGINT; resolves with the exit code. */
 export async function runPrimary(options: PrimaryOptions): Promise<number> {
+  // Until Primary.run() listens for it, a SIGUSR1 would open Node's inspector (src/cluster/worker-signals.ts).
+  process.on('SIGUSR1', ignoreSignal);
   const log = createLogger({ role: 'primary', workerId: 0, level: levelFromEnv() });
   let config: GatewayConfig;
   try {
@@ -401,3 +403,5 @@ class Primary {
     this.exitWith(exitCode);
   }
 }
+
+function ignoreSignal(): void {}
