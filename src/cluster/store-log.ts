@@ -1,12 +1,17 @@
 import type { Logger } from '../log.js';
 import type { StoreChange } from './store-states.js';
 
-/** One log line per store state change: down (a warning, with the reason), back, ready, connecting. */
+/**
+ * One log line per store state change: down or failing (a warning, with the reason; again, once, when
+ * the reason changes while it lasts), back, ready, connecting.
+ */
 export function logStoreChanges(log: Logger, changes: readonly StoreChange[]): void {
   for (const { name, from, to, url, reason } of changes) {
     const fields = { store: name, ...(url === undefined ? {} : { url }), state: to, previous: from, ...(reason === undefined ? {} : { reason }) };
-    if (to === 'down') log.warn(fields, `store "${name}" is down: ${reason ?? 'no reason given'}`);
-    else if (to === 'ready' && from === 'down') log.info(fields, `store "${name}" is back`);
+    const why = reason ?? 'no reason given';
+    if (to === 'down') log.warn(fields, from === 'down' ? `store "${name}" is still down: ${why}` : `store "${name}" is down: ${why}`);
+    else if (to === 'failing') log.warn(fields, from === 'failing' ? `store "${name}" still answers with errors: ${why}` : `store "${name}" answers with errors: ${why}`);
+    else if (to === 'ready' && (from === 'down' || from === 'failing')) log.info(fields, `store "${name}" is back`);
     else if (to === 'ready') log.info(fields, `store "${name}" is ready`);
     else log.info(fields, `store "${name}" is ${to}${reason ? ` (${reason})` : ''}`);
   }

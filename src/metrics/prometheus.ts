@@ -286,7 +286,9 @@ function listenerEvents(out: Exposition, listeners: unknown): void {
 
 const STORE_COUNTERS: ReadonlyArray<[string, string]> = [
   ['commands', 'Commands sent to a key-value store, summed over workers.'],
+  ['probes', 'Of those, the store\'s own probes while it was down or failing.'],
   ['errors', 'Store commands that failed.'],
+  ['errorReplies', 'Store commands Redis answered with an error reply (READONLY, OOM, ...); counted in errors too.'],
   ['timeouts', 'Store commands that timed out.'],
   ['failedFast', 'Store commands refused at once because the store\'s breaker was open.'],
   ['breakerOpens', 'Times the store\'s breaker opened.'],
@@ -297,7 +299,7 @@ function storeStates(out: Exposition, stores: unknown): void {
   if (!isTree(stores)) return;
   const entries = Object.entries(stores).filter((e): e is [string, Tree] => isTree(e[1]));
   if (entries.length === 0) return;
-  out.family('gateway_store_up', 'gauge', '1 when the store is ready on every worker that reports it.');
+  out.family('gateway_store_up', 'gauge', '1 when the store is ready on every worker that reports it (0 when down, failing or connecting).');
   for (const [name, store] of entries) out.sample('gateway_store_up', [['store', name]], store.state === 'ready' ? 1 : 0);
   for (const [counter, help] of STORE_COUNTERS) {
     const rows = entries.filter(([, store]) => typeof store[counter] === 'number');

@@ -12,6 +12,7 @@
 import type { RequestContext } from '../exchange/context.js';
 import { gcraPolicy, type GcraPolicy, type RateDecision } from '../stores/gcra.js';
 import type { RateLimitStore } from '../stores/types.js';
+import { StoreError } from '../stores/store-errors.js';
 import type { StoreKind } from '../stores/lookup.js';
 import { problem, type Decision, type Middleware, type MiddlewareContext } from './types.js';
 import { counterPart } from '../metrics/counters.js';
@@ -74,6 +75,8 @@ export const rateLimitSchema = {
  * breakerResetMs, 1 s by default, so a retry sooner would fail fast again.
  */
 const STORE_ERROR_RETRY_AFTER = '1';
+/** Characters of a store's error reply a 503 quotes. */
+const MAX_REPLY_SHOWN = 200;
 
 /** The kind of store a rateLimit names: `local` or a kvStores name. */
 export const RATE_LIMIT_STORE: StoreKind<RateLimitStore> = Object.freeze({ kind: 'rateLimit' });
@@ -104,6 +107,9 @@ class RateLimit implements Middleware {
   private lastPrefix = '';
   private lastTag = '';
   private lastSubject = '';
+  /** The last error reply a 503 quoted, and its detail (a failing store refuses every request alike). */
+  private lastReply = '';
+  private lastReplyDetail = '';
 
   constructor(
     config: RateLimitConfig,
@@ -130,10 +136,10 @@ class RateLimit implements Middleware {
     let result: RateDecision | Promise<RateDecision>;
     try {
       result = this.store.take(this.bucketKey(ctx), this.policy, this.storeWaitMs);
-    } catch {
-      return this.storeFailed();
+    } catch (error) {
+      return this.storeFailed(error);
     }
-    if (result instanceof Promise) return result.then((decision) => this.apply(ctx, decision), () => this.storeFailed());
+    if (result instanceof Promise) return result.then((decision) => this.apply(ctx, decision), (error: unknown) => this.storeFailed(error));
     return this.apply(ctx, result);
   }
 
@@ -185,9 +191,21 @@ class RateLimit implements Middleware {
     return problem(429, `over the rate limit of ${this.id}; retry in ${retryAfter} s`, ['retry-after', String(retryAfter)]);
   }
 
-  private storeFailed(): Decision {
+  private storeFailed(error: unknown): Decision {
     this.context.metrics.add(this.storeErrors);
-    return this.deny ? problem(503, `the rate limit store of ${this.id} is not answering`, ['retry-after', STORE_ERROR_RETRY_AFTER]) : undefined;
+    if (!this.deny) return undefined;
+    return problem(503, this.storeFailure(error), ['retry-after', STORE_ERROR_RETRY_AFTER]);
+  }
+
+  /** The 503's detail: what the store answered when it refused (an error reply), else that it did not answer. */
+  private storeFailure(error: unknown): string {
+    if (!(error instanceof StoreError && error.code === 'server-error')) return `the rate limit store of ${this.id} is not answering`;
+    const reply = error.detail.length > MAX_REPLY_SHOWN ? `${error.detail.slice(0, MAX_REPLY_SHOWN)}...` : error.detail;
+    if (reply !== this.lastReply) {
+      this.lastReply = reply;
+      this.lastReplyDetail = `the rate limit store of ${this.id} answers with errors: ${reply}`;
+    }
+    return this.lastReplyDetail;
   }
 }
 

@@ -146,6 +146,8 @@ export interface StoreSnapshot {
   state: RedisStoreState['state'];
   breaker?: RedisStoreState['breaker'];
   lastError: string | null;
+  /** Why it is not ready (null when it is). */
+  reason?: string | null;
   stats?: RedisStoreStats;
 }
 

@@ -8,7 +8,9 @@
  * is exactly when a hung server matters. The offline queue is off, so a command while disconnected
  * fails at once. A breaker (./breaker.ts) stops calling Redis after repeated failures. A reply that
  * arrives after its timeout is dropped; the commands a hung server holds are bounded by the breaker
- * (at most `breakerFailures` plus one probe per breakerResetMs). Details: ./README.md.
+ * (at most `breakerFailures` plus one probe per breakerResetMs). A Redis that answers every write
+ * with an error reply (READONLY, OOM, MISCONF) is `failing`. While down or failing the store probes
+ * Redis by itself, so it shows ready again without traffic. Details: ./README.md.
  */
 // First: node-redis must find the stand-in when it loads (see the module).
 import { createRequire } from 'node:module';
@@ -66,25 +68,51 @@ interface TakeQueue {
   waiting: QueuedTake[];
 }
 
-export type RedisStoreStateName = 'connecting' | 'ready' | 'down';
+export type RedisStoreStateName = 'connecting' | 'ready' | 'failing' | 'down';
 
 export interface RedisStoreState {
   state: RedisStoreStateName;
   breaker: StoreBreakerState;
   /** The last failure, or null. */
   lastError: string | null;
+  /** Why the state is not `ready` (what made it down, the error reply it fails with); null when ready. */
+  reason: string | null;
 }
 
 export interface RedisStoreStats {
   /** Commands sent to Redis. */
   commands: number;
+  /** Of those, the store's own probes while down or failing (see probe()). */
+  probes: number;
   /** Commands that failed: connection lost, server error reply. */
   errors: number;
+  /** Of those, error replies (READONLY, OOM, ...): Redis answered, and refused. */
+  errorReplies: number;
   /** Commands without an answer within their timeout. */
   timeouts: number;
   /** Calls refused without touching the network: breaker open, or not connected. */
   failedFast: number;
   breakerOpens: number;
+}
+
+/** The key the store's own probes use (never a key of a middleware: theirs all contain `|`). */
+const PROBE_KEY = '~probe';
+
+/** What an error reply to a command says about the store: writes (scripts included) or reads refused. */
+type ReplyKind = 'write' | 'read';
+
+function replyKind(command: string | Buffer | undefined): ReplyKind | null {
+  switch (command) {
+    case 'EVALSHA':
+    case 'EVAL':
+    case 'SET':
+    case 'DEL':
+      return 'write';
+    case 'GET':
+      return 'read';
+    default:
+      return null;
+  }
 }
 
 /** Reconnect delay: 50 ms doubling to at most 1 s, forever (the breaker keeps callers from waiting on it). */
@@ -110,6 +138,15 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
   private readonly breaker: StoreBreaker;
   private readonly clock: (() => number) | undefined;
   private lastError: string | null = null;
+  /** The connection's last error; null while connected. */
+  private connectionError: string | null = null;
+  /** The failure that last opened the breaker. */
+  private breakerReason: string | null = null;
+  /** Error replies in a row to each kind of command, and the last one's text: `failing` from failingAfter on. */
+  private readonly replyErrors: Record<ReplyKind, { inARow: number; text: string }> = { write: { inARow: 0, text: '' }, read: { inARow: 0, text: '' } };
+  private readonly failingAfter: number;
+  private readonly probeTimer: NodeJS.Timeout;
+  private probing = false;
   private readonly connectAttempts: number;
   /** Until the first answer: connection attempts that failed, and first commands that got no answer. */
   private failedAttempts = 0;
@@ -120,7 +157,7 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
   private readonly settledPromise = new Promise<void>((resolve) => {
     this.settle = resolve;
   });
-  private readonly counters = { commands: 0, errors: 0, timeouts: 0, failedFast: 0 };
+  private readonly counters = { commands: 0, probes: 0, errors: 0, errorReplies: 0, timeouts: 0, failedFast: 0 };
   private readonly takeQueues = new Map<string, TakeQueue>();
   /** The last key given to take and its bucket's Redis key (see bucketOf). */
   private lastKey: string | null = null;
@@ -133,6 +170,7 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
     this.clock = options.clock;
     this.connectAttempts = options.connectAttempts;
     this.breaker = new StoreBreaker(options.breakerFailures, options.breakerResetMs);
+    this.failingAfter = options.breakerFailures;
     this.client = createClient({
       url: options.url,
       disableOfflineQueue: true,
@@ -141,20 +179,19 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
       socket: {
         connectTimeout: options.connectTimeoutMs,
         reconnectStrategy: (retries: number, cause: Error) => {
-          this.lastError = `connection: ${cause.message}`;
+          this.connectionFailed(cause);
           this.attemptFailed();
           return reconnectDelay(retries);
         },
       },
     });
     // node-redis emits every connection failure as 'error'; it is recorded, not thrown.
-    this.client.on('error', (error: Error) => {
-      this.lastError = `connection: ${error.message}`;
+    this.client.on('error', (error: Error) => this.connectionFailed(error));
+    this.client.on('ready', () => {
+      this.connectionError = null;
+      this.loadScript();
     });
-    this.client.on('ready', () => this.loadScript());
-    this.client.connect().catch((error: Error) => {
-      this.lastError = `connection: ${error.message}`;
-    });
+    this.client.connect().catch((error: Error) => this.connectionFailed(error));
     // A server that accepts connections but never answers stalls node-redis's handshake, which neither
     // fails nor times out: readiness must not wait on it for ever.
     const settleWithinMs = this.connectAttempts * (options.connectTimeoutMs + options.commandTimeoutMs) + 1000;
@@ -164,6 +201,10 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
       this.lastError ??= `no answer within ${settleWithinMs} ms`;
       this.settle();
     }, settleWithinMs).unref();
+    // Nothing else would call Redis on a quiet gateway: without probes a store stays down (or failing)
+    // after Redis is fine again, until traffic comes.
+    this.probeTimer = setInterval(() => this.probe(), Math.max(50, Math.min(options.breakerResetMs, 1000)));
+    this.probeTimer.unref();
   }
 
   /**
@@ -175,14 +216,24 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
     return this.settledPromise;
   }
 
-  /** `connecting` until the first answer (or its attempts are spent: `down`); then `ready` while connected with the breaker closed, else `down`. */
+  /**
+   * `connecting` until the first answer (or its attempts are spent: `down`); then `down` while not
+   * connected or the breaker is not closed, `failing` while Redis refuses every write (or every read)
+   * with an error reply, else `ready`.
+   */
   state(): RedisStoreState {
     const breaker = this.breaker.state;
-    let state: RedisStoreStateName;
-    if (this.closed) state = 'down';
-    else if (!this.answered) state = this.attemptsSpent ? 'down' : 'connecting';
-    else state = this.client.isReady && breaker === 'closed' ? 'ready' : 'down';
-    return { state, breaker, lastError: this.lastError };
+    let state: RedisStoreStateName = 'down';
+    let reason: string | null;
+    if (this.closed) reason = 'closed';
+    else if (!this.answered) {
+      if (!this.attemptsSpent) state = 'connecting';
+      reason = this.connectionError ?? this.lastError;
+    } else if (!this.client.isReady) reason = this.connectionError ?? 'not connected';
+    else if (breaker !== 'closed') reason = this.breakerReason ?? this.lastError;
+    else if ((reason = this.failingReply()) !== null) state = 'failing';
+    else state = 'ready';
+    return { state, breaker, lastError: this.lastError, reason };
   }
 
   stats(): RedisStoreStats {
@@ -328,6 +379,7 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.probeTimer);
     this.settle();
     try {
       this.client.destroy();
@@ -361,6 +413,42 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
     );
   }
 
+  private connectionFailed(error: Error): void {
+    this.lastError = this.connectionError = `connection: ${error.message}`;
+  }
+
+  /** The error reply of the kind of command Redis keeps refusing, or null. */
+  private failingReply(): string | null {
+    const { write, read } = this.replyErrors;
+    if (write.inARow >= this.failingAfter) return write.text;
+    if (read.inARow >= this.failingAfter) return read.text;
+    return null;
+  }
+
+  /**
+   * One command when the store is not ready though connected: a PING once the open breaker is due
+   * for its probe, or the kind of command Redis refuses (a take of the probe key's bucket, or a GET)
+   * while failing. Its outcome updates the state like any command's.
+   */
+  private probe(): void {
+    if (this.closed || this.probing || !this.answered || !this.client.isReady) return;
+    const deadline = Date.now() + this.commandTimeoutMs;
+    let sent: Promise<unknown>;
+    if (this.breaker.probeDue()) sent = this.run(['PING'], deadline);
+    else if (this.breaker.state !== 'closed') return;
+    else if (this.replyErrors.write.inARow >= this.failingAfter) {
+      const args = ['1', '1000', '1', this.clock === undefined ? '' : String(this.clock())];
+      sent = this.runScript(GCRA_TAKE_SHA1, GCRA_TAKE_LUA, `${this.keyPrefix}rl:${PROBE_KEY}`, args, deadline);
+    } else if (this.replyErrors.read.inARow >= this.failingAfter) sent = this.run(['GET', this.valueKey(PROBE_KEY)], deadline);
+    else return;
+    this.counters.probes++;
+    this.probing = true;
+    sent.then(
+      () => (this.probing = false),
+      () => (this.probing = false),
+    );
+  }
+
   private attemptFailed(): void {
     if (this.answered || this.attemptsSpent) return;
     if (++this.failedAttempts >= this.connectAttempts) {
@@ -372,7 +460,7 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
   /**
    * Sends one command unless the breaker is open or there is no connection, and settles by `deadline`
    * (epoch ms) at the latest. Outcomes feed the breaker: a reply (even an error reply) shows Redis is
-   * there; a timeout or a lost connection does not.
+   * there; a timeout or a lost connection does not. Error replies feed `failing` instead.
    */
   private run(args: Array<string | Buffer>, deadline: number, typeMapping?: typeof BUFFER_REPLIES): Promise<unknown> {
     if (this.closed) return Promise.reject(new StoreError(this.name, 'closed', 'closed'));
@@ -382,8 +470,9 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
     }
     if (!this.client.isReady) {
       this.counters.failedFast++;
-      this.breaker.failed();
-      return Promise.reject(new StoreError(this.name, 'offline', `not connected${this.lastError === null ? '' : ` (${this.lastError})`}`));
+      const why = this.connectionError ?? this.lastError;
+      if (this.breaker.failed()) this.breakerReason = why ?? 'not connected';
+      return Promise.reject(new StoreError(this.name, 'offline', `not connected${why === null ? '' : ` (${why})`}`));
     }
     const budget = deadline - Date.now();
     if (budget <= 0) {
@@ -397,7 +486,7 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
         done = true;
         this.counters.timeouts++;
         this.lastError = `${args[0]} timed out after ${budget} ms`;
-        this.breaker.failed();
+        if (this.breaker.failed()) this.breakerReason = this.lastError;
         reject(new StoreError(this.name, 'timeout', `no answer within ${budget} ms`));
       }, budget);
       this.client.sendCommand(args, typeMapping === undefined ? undefined : { typeMapping }).then(
@@ -405,19 +494,30 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
           if (done) return;
           clearTimeout(timer);
           this.breaker.succeeded();
+          const kind = replyKind(args[0]);
+          if (kind !== null) this.replyErrors[kind].inARow = 0;
           resolve(reply);
         },
         (error: Error) => {
           if (done) return;
           clearTimeout(timer);
-          const noScript = error instanceof ErrorReply && error.message.startsWith('NOSCRIPT');
+          const reply = error instanceof ErrorReply;
+          const noScript = reply && error.message.startsWith('NOSCRIPT');
           if (!noScript) {
             this.counters.errors++;
             this.lastError = `${args[0]}: ${error.message}`;
           }
-          if (error instanceof ErrorReply) this.breaker.succeeded();
-          else this.breaker.failed();
-          const code = error instanceof ErrorReply ? 'server-error' : 'offline';
+          if (reply) {
+            this.breaker.succeeded();
+            const kind = replyKind(args[0]);
+            if (!noScript && kind !== null) {
+              this.counters.errorReplies++;
+              const errors = this.replyErrors[kind];
+              errors.inARow++;
+              errors.text = this.lastError!;
+            }
+          } else if (this.breaker.failed()) this.breakerReason = this.lastError;
+          const code = reply ? 'server-error' : 'offline';
           reject(new StoreError(this.name, code, error.message, { cause: error }));
         },
       );

@@ -34,6 +34,11 @@ export class StoreBreaker {
     return true;
   }
 
+  /** Open for resetMs already: the next command would be its probe. */
+  probeDue(): boolean {
+    return this.current === 'open' && this.now() - this.openedAt >= this.resetMs;
+  }
+
   succeeded(): void {
     this.consecutive = 0;
     this.current = 'closed';

@@ -17,9 +17,10 @@ export class StoreError extends Error {
     /** The store's name (`local`, or its key in `kvStores`). */
     readonly store: string,
     readonly code: StoreErrorCode,
-    message: string,
+    /** What happened, without the store's name (for `server-error`: the server's error reply). */
+    readonly detail: string,
     options?: { cause?: unknown },
   ) {
-    super(`store "${store}": ${message}`, options);
+    super(`store "${store}": ${detail}`, options);
   }
 }

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { eventually, httpRequest, startGateway, startUpstream, swaggerDoc, testConfig } from '../helpers/gateway-process.js';
 import { startRedisServer } from '../helpers/redis-server.js';
+import { createClient } from 'redis';
 
 const app = await startUpstream(t, { name: 'app' });
 
@@ -48,7 +49,45 @@ t.test('a Redis store that goes down and comes back: one log line each, with the
     "a 'store is back' line",
   );
   t.match(back, { level: 30, store: 'shared', state: 'ready', previous: 'down' });
+  t.notOk('reason' in back, 'the back line carries no reason (the failure is over)');
   t.equal(gateway.lines.filter((l) => /^store "shared" is down/.test(String(l.msg))).length, 1, 'one line per change, not per request');
+});
+
+t.test('a store that stays down for a new reason (a password Redis now refuses) logs it once; back without traffic', async (t) => {
+  const redis = await startRedisServer();
+  t.teardown(() => redis.stop());
+  // Connected before the password is set: this connection stays authenticated.
+  const control = createClient({ url: redis.url });
+  control.on('error', () => {});
+  await control.connect();
+  t.teardown(() => control.quit().catch(() => {}));
+  await control.sendCommand(['CONFIG', 'SET', 'requirepass', 'first']);
+  const gateway = await startGateway(t, {
+    config: testConfig([{ serviceType: 'static', serviceLocation: app.location, endpoints: [{ method: 'GET', path: '/limited/{id}' }] }], {
+      accessLog: { enabled: false },
+      kvStores: { shared: { type: 'redis', url: redis.url.replace('//', '//:first@'), keyPrefix: 'logtest:', commandTimeoutMs: 50, breakerResetMs: 300 } },
+      middleware: [{ id: 'limit', type: 'rateLimit', limit: 1000, windowMs: 60_000, store: 'shared', onStoreError: 'allow', slaMs: 200 }],
+    }),
+    workers: 1,
+    waitFor: (l) => l.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+  });
+  await gateway.waitForLog((l) => l.msg === 'store "shared" is ready', 20_000, 'the store ready');
+
+  // Down (a connection lost), then, while down, Redis refuses the password: a new reason.
+  await control.sendCommand(['CONFIG', 'SET', 'requirepass', 'second']);
+  await control.sendCommand(['CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes']);
+  const down = await gateway.waitForLog((l) => /^store "shared" is (still )?down: /.test(String(l.msg)), 10_000, "a 'store is down' line");
+  t.match(down, { level: 40, state: 'down' });
+  const isWrongPass = (l: Record<string, unknown>) => /WRONGPASS/.test(String(l.reason));
+  const wrongPass = isWrongPass(down) ? down : await gateway.waitForLog((l) => l.msg === `store "shared" is still down: ${String(l.reason)}` && isWrongPass(l), 10_000, 'the new reason logged');
+  t.match(wrongPass, { level: 40, state: 'down', reason: /^connection: WRONGPASS/ });
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  t.equal(gateway.lines.filter((l) => l.store === 'shared' && isWrongPass(l)).length, 1, 'once, however often the store retries');
+
+  await control.sendCommand(['CONFIG', 'SET', 'requirepass', 'first']);
+  const back = await gateway.waitForLog((l) => l.msg === 'store "shared" is back', 10_000, "a 'store is back' line, no request sent");
+  t.notOk('reason' in back, 'without the old reason');
 });
 
 t.test('an upstream down at start: 404s say it is not discovered; discovered later, logged with what failed before', async (t) => {

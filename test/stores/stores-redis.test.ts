@@ -9,6 +9,7 @@ import { StoreError } from '../../src/stores/store-errors.js';
 import { type GcraState, type RateDecision, gcraDecide, gcraPolicy } from '../../src/stores/gcra.js';
 import { RedisStore, type RedisStoreOptions } from '../../src/stores/redis-store.js';
 import { type RedisServer, findRedisServer, startRedisServer } from '../helpers/redis-server.js';
+import { findFreePort } from '../../src/cluster/free-port.js';
 
 const servers: RedisServer[] = [];
 t.teardown(async () => {
@@ -240,7 +241,7 @@ t.test('settled(): after the first answer, or once the connection attempts are s
   const up = store(redis.url);
   t.equal(up.state().state, 'connecting');
   await up.settled();
-  t.same(up.state(), { state: 'ready', breaker: 'closed', lastError: null });
+  t.same(up.state(), { state: 'ready', breaker: 'closed', lastError: null, reason: null });
   await up.close();
 
   const stopped = await server();
@@ -354,6 +355,61 @@ t.test('a hung Redis (CLIENT PAUSE) costs each take at most the command timeout,
   });
   t.equal(shared.state().state, 'ready');
   const remaining = (await shared.take('k', policy)).remaining;
-  const takesSent = shared.stats().commands - 2; // all but the two SCRIPT LOADs at connect
+  const takesSent = shared.stats().commands - 2 - shared.stats().probes; // all but the two SCRIPT LOADs at connect and the store's probes
   t.equal(remaining, 100 - takesSent, `every take sent ran once, those that timed out included (${takesSent} sent)`);
+});
+
+t.test('a Redis that refuses every write (a READONLY replica) is failing, with its reply; the breaker stays closed; ready again by itself', async (t) => {
+  const redis = await server();
+  const shared = store(redis.url, { breakerFailures: 3, breakerResetMs: 200 });
+  const control = await admin(redis.url);
+  t.teardown(async () => {
+    await shared.close();
+    await control.close();
+  });
+  await shared.settled();
+  const policy = gcraPolicy(100, 600_000);
+  t.ok((await shared.take('k', policy)).admitted);
+
+  // A replica of a primary that is not there: it answers, and refuses every write.
+  const nowhere = await findFreePort('127.0.0.1');
+  await control.sendCommand(['REPLICAOF', '127.0.0.1', String(nowhere)]);
+  for (let i = 0; i < 3; i++) {
+    const { error } = await failure(() => shared.take('k', policy));
+    t.equal(error.code, 'server-error');
+    t.match(error.detail, /^READONLY You can't write against a read only replica/, `take ${i}: the reply itself`);
+    if (i < 2) t.equal(shared.state().state, 'ready', `ready after ${i + 1} error replies (breakerFailures 3)`);
+  }
+  t.equal(await shared.get('a'), null, 'reads still work on the replica');
+  const failing = shared.state();
+  t.match(failing, { state: 'failing', breaker: 'closed', reason: /^EVALSHA: READONLY You can't write against a read only replica/ });
+  t.match(shared.stats(), { errorReplies: 3, breakerOpens: 0 });
+
+  await control.sendCommand(['REPLICAOF', 'NO', 'ONE']);
+  const started = Date.now();
+  await until('the store to be ready without a take', async () => shared.state().state === 'ready', 5000);
+  t.pass(`ready ${Date.now() - started} ms after REPLICAOF NO ONE, without a take`);
+  t.ok(shared.stats().probes >= 1, `the store probed by itself (${shared.stats().probes})`);
+  t.equal(shared.state().reason, null);
+  t.ok((await shared.take('k', policy)).admitted);
+});
+
+t.test('a store down after an outage shows ready once Redis is back, with no take to probe it', async (t) => {
+  const redis = await server();
+  // The breaker opens just before Redis comes back, and reconnecting takes less than its reset: only a
+  // probe of the store's own can close it on a quiet gateway.
+  const shared = store(redis.url, { commandTimeoutMs: 50, breakerFailures: 3, breakerResetMs: 3000 });
+  t.teardown(() => shared.close());
+  await shared.settled();
+  const policy = gcraPolicy(5, 600_000);
+  t.ok((await shared.take('k', policy)).admitted);
+  await redis.kill();
+  for (let i = 0; i < 3; i++) await failure(() => shared.take('k', policy));
+  t.match(shared.state(), { state: 'down', breaker: 'open' });
+  t.ok(shared.state().reason, `with what opened the breaker: ${shared.state().reason}`);
+  await redis.restart();
+  const started = Date.now();
+  await until('the store to be ready without a take', async () => shared.state().state === 'ready', 8000);
+  t.pass(`ready ${Date.now() - started} ms after Redis answered again, without a take`);
+  t.ok((await shared.take('k', policy)).admitted);
 });
