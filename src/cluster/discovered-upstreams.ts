@@ -33,7 +33,7 @@ function problemsKey(discovered: DiscoveredUpstream | null): string {
   return JSON.stringify(discovered?.problems ?? []);
 }
 
-/** Once per discovery that found them (not at every re-discovery sweep that finds the same). */
+/** Once per discovery that found them (not at every re-discovery that finds the same). */
 function logDocProblems(log: Logger, upstream: string, problems: readonly EndpointProblem[]): void {
   if (problems.length === 0) return;
   const noun = problems.length === 1 ? 'problem' : 'problems';

@@ -230,7 +230,7 @@ class Primary {
       discovery: this.config.discovery,
       discover: discoverUpstream,
       log: this.log,
-      onSwept: (changed) => {
+      onRefreshed: (changed) => {
         if (registry !== this.reloader.upstreams || this.shuttingDown) return;
         this.refreshHealth();
         if (changed) void this.reloader.publish();

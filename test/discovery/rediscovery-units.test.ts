@@ -107,7 +107,7 @@ t.test('adoptUnchanged keeps ready upstreams whose doc source did not change', a
   t.equal(after.records[0]!.discovered!.upstream.weight, 5, 'the adopted upstream carries its new config');
 });
 
-t.test('Rediscovery sweeps settled, non-static upstreams; never overlaps; stop() ends it', async (t) => {
+t.test('Rediscovery re-fetches settled, non-static upstreams; never overlaps; stop() ends it', async (t) => {
   const doc = swagger('http://a:1');
   const registry = new UpstreamRegistry([doc, { ...swagger('http://s:1'), serviceType: 'static' }, swagger('http://p:1')]);
   registry.records[0]!.state = 'ready';
@@ -125,19 +125,19 @@ t.test('Rediscovery sweeps settled, non-static upstreams; never overlaps; stop()
     return discovered(config, fetched.length >= 2 ? ['/x', '/y'] : ['/x']);
   };
   const sweeps: boolean[] = [];
-  const rediscovery = new Rediscovery({ registry, discovery: DISCOVERY, discover, log: fakeLog(), onSwept: (changed) => sweeps.push(changed) }).start();
+  const rediscovery = new Rediscovery({ registry, discovery: DISCOVERY, discover, log: fakeLog(), onRefreshed: (changed) => sweeps.push(changed) }).start();
   await new Promise((resolve) => setTimeout(resolve, 250));
   rediscovery.stop();
   const count = sweeps.length;
-  t.ok(count >= 2, `swept repeatedly (${count})`);
-  t.same(sweeps.slice(0, 2), [false, true], 'only a sweep that changed something asks for a publish');
+  t.ok(count >= 2, `re-fetched repeatedly (${count})`);
+  t.same(sweeps.slice(0, 2), [false, true], 'only a re-fetch that changed something asks for a publish');
   t.same([...new Set(fetched)], ['http://a:1'], 'pending and static upstreams are not fetched');
-  t.notOk(overlapped, 'a sweep starts only after the previous one ended');
+  t.notOk(overlapped, "an upstream's fetch starts only after its previous one ended");
   await new Promise((resolve) => setTimeout(resolve, 100));
   t.equal(sweeps.length, count, 'nothing after stop()');
 });
 
-t.test('refreshIntervalMs 0 never sweeps', async (t) => {
+t.test('refreshIntervalMs 0 never re-fetches', async (t) => {
   const registry = new UpstreamRegistry([swagger('http://a:1')]);
   registry.records[0]!.state = 'failed';
   let calls = 0;
@@ -149,9 +149,62 @@ t.test('refreshIntervalMs 0 never sweeps', async (t) => {
       throw new Error('no');
     },
     log: fakeLog(),
-    onSwept: () => {},
+    onRefreshed: () => {},
   }).start();
   await new Promise((resolve) => setTimeout(resolve, 60));
   rediscovery.stop();
   t.equal(calls, 0);
+});
+
+t.test("an upstream whose fetch hangs holds back no other upstream's change", async (t) => {
+  const slow = swagger('http://slow:1');
+  const quick = swagger('http://quick:1');
+  const registry = new UpstreamRegistry([slow, quick]);
+  for (const [i, config] of [slow, quick].entries()) {
+    registry.records[i]!.state = 'ready';
+    registry.records[i]!.discovered = discovered(config, ['/x']);
+  }
+  let quickFetches = 0;
+  const discover: DiscoverFn = (config, options) => {
+    // The slow doc answers only when re-discovery stops (the abort), like a fetch timing out much later.
+    if (config === slow) return new Promise((_, reject) => options.signal?.addEventListener('abort', () => reject(new Error('aborted'))));
+    quickFetches++;
+    return Promise.resolve(discovered(config, quickFetches >= 2 ? ['/x', '/y'] : ['/x']));
+  };
+  const changes: number[] = [];
+  const started = Date.now();
+  const rediscovery = new Rediscovery({
+    registry,
+    discovery: DISCOVERY,
+    discover,
+    log: fakeLog(),
+    onRefreshed: (changed) => {
+      if (changed) changes.push(Date.now() - started);
+    },
+  }).start();
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  rediscovery.stop();
+  t.ok(changes.length >= 1, `the quick upstream's change was published while the slow fetch hung (after ${changes[0]} ms)`);
+  t.ok(quickFetches >= 5, `and it kept being fetched every interval (${quickFetches} fetches in 300 ms, interval 20 ms)`);
+  t.same(registry.records[1]!.discovered!.entries.map((e) => e.template), ['/x', '/y']);
+});
+
+t.test('upstreams that answer together make one publish', async (t) => {
+  const configs = [swagger('http://a:1'), swagger('http://b:1'), swagger('http://c:1')];
+  const registry = new UpstreamRegistry(configs);
+  for (const [i, config] of configs.entries()) {
+    registry.records[i]!.state = 'ready';
+    registry.records[i]!.discovered = discovered(config, ['/x']);
+  }
+  const calls: boolean[] = [];
+  const rediscovery = new Rediscovery({
+    registry,
+    discovery: { ...DISCOVERY, refreshIntervalMs: 50 },
+    discover: async (config) => discovered(config, ['/x', '/changed']),
+    log: fakeLog(),
+    onRefreshed: (changed) => calls.push(changed),
+  }).start();
+  await new Promise((resolve) => setTimeout(resolve, 80));
+  rediscovery.stop();
+  t.same(calls, [true], 'three changed docs, one publish');
 });
