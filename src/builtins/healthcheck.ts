@@ -59,6 +59,8 @@ export interface WorkersHealth {
 export interface ComponentStates {
   pending: string[];
   ready: string[];
+  /** Listeners only, present when some are: initialized, and not working now (the access log cannot write). */
+  failing?: string[];
 }
 
 /** docs/reference/builtins.md#healthcheck: every field, with its type; fields are added, never removed or retyped. */
@@ -90,7 +92,7 @@ export interface HealthInput {
 
 export function healthReport(input: HealthInput): HealthReport {
   const report: HealthReport = {
-    listeners: { pending: [...input.listeners.pending], ready: [...input.listeners.ready] },
+    listeners: { pending: [...input.listeners.pending], ready: [...input.listeners.ready], ...(input.listeners.failing ? { failing: [...input.listeners.failing] } : {}) },
     middleware: { pending: [...input.middleware.pending], ready: [...input.middleware.ready] },
     upstreams: input.upstreams.map((u) => {
       const entry: UpstreamHealth = {

@@ -8,7 +8,7 @@ const stringList = { type: 'array', items: { type: 'string' } };
 const componentStates = {
   type: 'object',
   required: ['pending', 'ready'],
-  properties: { pending: stringList, ready: stringList },
+  properties: { pending: stringList, ready: stringList, failing: stringList },
 };
 
 /** /healthcheck, /metrics and /spec, as the gateway serves them (docs/reference/builtins.md). */

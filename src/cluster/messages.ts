@@ -88,6 +88,8 @@ export interface ReadyMessage {
   tableVersion: number;
   /** Listeners it has initialized (the access log, and the configured ones that are ready). */
   listeners: string[];
+  /** Of those, the ones failing now (the access log while it cannot write). */
+  failingListeners?: string[];
   /** Middleware ids that are ready (built, their store answered or gave up). */
   middleware: string[];
 }

@@ -1,15 +1,22 @@
 import type { ComponentStates, WorkersHealth } from '../builtins/healthcheck.js';
 import type { WorkerSlot } from './supervisor.js';
 
-/** A listener (middleware) is ready once every worker slot's current process reported it ready. */
+/**
+ * A listener (middleware) is ready once every worker slot's current process reported it ready; a
+ * ready listener that a worker reports failing (the access log while it cannot write) is `failing`
+ * instead, a field present only then.
+ */
 export function componentStates(expected: readonly string[], slots: readonly WorkerSlot[], kind: 'listeners' | 'middleware'): ComponentStates {
   const pending: string[] = [];
   const ready: string[] = [];
+  const failing: string[] = [];
   for (const name of expected) {
     const everywhere = slots.every((slot) => slot.worker !== null && slot[kind].includes(name));
-    (everywhere ? ready : pending).push(name);
+    if (!everywhere) pending.push(name);
+    else if (kind === 'listeners' && slots.some((slot) => slot.failingListeners.includes(name))) failing.push(name);
+    else ready.push(name);
   }
-  return { pending, ready };
+  return failing.length > 0 ? { pending, ready, failing } : { pending, ready };
 }
 
 export interface ReadinessInput {

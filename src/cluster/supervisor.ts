@@ -27,6 +27,8 @@ export interface WorkerSlot {
   tableVersion: number | null;
   /** Listeners the slot's worker has initialized. */
   listeners: string[];
+  /** Of those, the ones its worker reports failing. */
+  failingListeners: string[];
   /** Middleware ids ready in the slot's worker. */
   middleware: string[];
 }
@@ -118,6 +120,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       respawnTimer: null,
       tableVersion: null,
       listeners: [],
+      failingListeners: [],
       middleware: [],
     }));
   }
@@ -263,6 +266,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       if (message.type === 'ready') {
         slot.tableVersion = message.tableVersion;
         slot.listeners = message.listeners;
+        slot.failingListeners = message.failingListeners ?? [];
         slot.middleware = message.middleware;
       }
       this.emit('message', slot, worker, message);
@@ -291,6 +295,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     slot.startedAt = succession.startedAt;
     slot.tableVersion = ready.tableVersion;
     slot.listeners = ready.listeners;
+    slot.failingListeners = ready.failingListeners ?? [];
     slot.middleware = ready.middleware;
     this.emit('message', slot, succession.worker, ready);
     succession.settle({ ok: true });
@@ -323,6 +328,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     slot.greeted = false;
     slot.tableVersion = null;
     slot.listeners = [];
+    slot.failingListeners = [];
     slot.middleware = [];
   }
 

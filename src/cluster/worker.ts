@@ -29,6 +29,8 @@ import {
 import { RequestObserve } from '../observe/request-observe.js';
 
 const METRICS_SHIP_INTERVAL_MS = 200;
+/** The access log's dropped lines in /metrics (accessLog.droppedLines; gateway_access_log_dropped_lines_total). */
+const DROPPED_LINES = 'accessLog.droppedLines';
 /** Opt-in debug header naming the worker pid on built-in responses (tests use it to see both workers answer). */
 const workerHeaderEnabled = process.env.GATEWAY_WORKER_HEADER === '1';
 
@@ -97,6 +99,8 @@ let adminListener: AdminListener | null = null;
 let servingVersion: number | null = null;
 let applying = false;
 const components = new WorkerComponents({ counters, log, onReadiness: () => sendReady(), sendToBank: (message) => toBank.push(message), builtinListeners: () => builtins_() });
+/** The access log's dropped lines counted into /metrics so far. */
+let droppedShipped = 0;
 /** The store snapshot last sent, as JSON (sent again only when it changed). */
 let storesSent = '';
 let graceMs = 10_000;
@@ -140,6 +144,11 @@ function onBreakersChanged(): void {
 /** Deltas go to the primary only when something changed; the in-flight gauge comes from the data plane. */
 function shipMetrics(): void {
   shipStores();
+  const dropped = accessLog?.droppedLines() ?? 0;
+  if (dropped !== droppedShipped) {
+    counters.add(DROPPED_LINES, dropped - droppedShipped);
+    droppedShipped = dropped;
+  }
   const inFlight = dataPlane?.inFlight() ?? 0;
   const processSnapshot = processMetrics.take();
   if (!unshipped && inFlight === lastShippedInFlight && counters.isEmpty && processSnapshot === null) return;
@@ -187,8 +196,17 @@ async function createServing(message: PublishMessage): Promise<UnboundDataPlane>
       path: logConfig.destination === 'stdout' ? undefined : logConfig.destination,
       omit: logConfig.omit,
       // A JSON line like the gateway's other errors: a collector reading stdout would miss a warning on stderr.
-      onBroken: (text) => log.error({ destination: logConfig.destination }, text),
+      onBroken: (text) => {
+        log.error({ destination: logConfig.destination }, text);
+        sendReady();
+      },
+      onResumed: (text) => {
+        log.info({ destination: logConfig.destination }, text);
+        sendReady();
+      },
     });
+    // Present in /metrics from the start (0), so that a rate over it is defined before the first drop.
+    counters.add(DROPPED_LINES, 0);
     await accessLog.ready;
   }
   observe = await RequestObserve.create(message.config, counters, (text) => log.warn(text));
@@ -255,6 +273,7 @@ function sendReady(): void {
     type: 'ready',
     tableVersion: servingVersion,
     listeners: [...(accessLog ? [ACCESS_LOG_LISTENER] : []), ...components.readyListeners()],
+    ...(accessLog?.failing() ? { failingListeners: [ACCESS_LOG_LISTENER] } : {}),
     middleware: components.readyMiddleware(),
   });
 }

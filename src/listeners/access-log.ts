@@ -65,6 +65,10 @@ export interface AccessLog {
   flush(): Promise<void>;
   /** Opens a file destination again (after rotation); a no-op for stdout. */
   reopen(): Promise<void>;
+  /** Lines dropped so far: refused while writing failed or too much waited, or lost with a failed write. */
+  droppedLines(): number;
+  /** Writing failed and has not worked since. */
+  failing(): boolean;
 }
 
 export interface AccessLogOptions {
@@ -77,8 +81,13 @@ export interface AccessLogOptions {
   omit?: readonly string[];
   /** Longest a line may sit in the buffer. */
   flushIntervalMs?: number;
-  /** Told once when writing fails for good and logging stops (default: a process warning on stderr). */
+  /**
+   * Told once when writing fails and lines start to be dropped (default: a process warning on
+   * stderr). A file is retried by itself; stdout is given up.
+   */
   onBroken?: (message: string) => void;
+  /** Told once when writing works again after onBroken (default: a process warning on stderr). */
+  onResumed?: (message: string) => void;
 }
 
 function warnBroken(message: string): void {
@@ -168,15 +177,24 @@ class Layout {
  * to a pipe shared by the cluster's processes, 256 KiB to a file); a chunk goes when full, or after at
  * most `flushIntervalMs`. Whatever is still buffered when the process exits is written synchronously.
  */
-export function createAccessLog({ workerId, fd = 1, path, omit = [], flushIntervalMs = 250, onBroken = warnBroken }: AccessLogOptions): AccessLog {
+export function createAccessLog({ workerId, fd = 1, path, omit = [], flushIntervalMs = 250, onBroken = warnBroken, onResumed = warnBroken }: AccessLogOptions): AccessLog {
   const destination: Destination = path === undefined ? { fd } : { path };
   const encoder = new LineEncoder();
   /** Ranges of each buffer handed to the writer and not yet written. */
   const outstanding = new Map<Buffer, number>();
+  /** Requests not even encoded: too much was waiting for the writer. */
+  let refused = 0;
+  /** Dropped lines when writing last failed. */
+  let droppedBefore = 0;
   const writer = new AppendWriter(destination, {
     maxQueuedBytes: MAX_QUEUED_BYTES,
     onBroken(err) {
-      onBroken(`access log: writing to ${path ?? `fd ${fd}`} failed (${err.code ?? err.message}); access logging stops`);
+      droppedBefore = writer.droppedLines + refused;
+      const then = path === undefined ? 'access logging stops' : 'lines are dropped until it works again (retried every few seconds)';
+      onBroken(`access log: writing to ${path ?? `fd ${fd}`} failed (${err.code ?? err.message}); ${then}`);
+    },
+    onResumed() {
+      onResumed(`access log: writing to ${path ?? `fd ${fd}`} works again; ${writer.droppedLines + refused - droppedBefore} lines dropped meanwhile`);
     },
     onReleased(buffer) {
       const left = (outstanding.get(buffer) ?? 1) - 1;
@@ -308,7 +326,10 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
     record(request) {
       const disabled = request.disabledListeners;
       if (disabled.length > 0 && disabled.includes(ACCESS_LOG_LISTENER)) return;
-      if (writer.queuedBytes > MAX_QUEUED_BYTES) return;
+      if (writer.queuedBytes > MAX_QUEUED_BYTES) {
+        refused++;
+        return;
+      }
       // Only the fields are kept here; lines are encoded a batch at a time (encodeBatch).
       const i = batch.size++;
       batch.time[i] = Date.now();
@@ -331,7 +352,10 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
       if (i === BATCH - 1) encodeBatch();
     },
     recordConnection(request, connection) {
-      if (writer.queuedBytes > MAX_QUEUED_BYTES) return;
+      if (writer.queuedBytes > MAX_QUEUED_BYTES) {
+        refused++;
+        return;
+      }
       // The requests recorded before it go first: lines stay in the order they ended.
       encodeBatch();
       const e = encoder;
@@ -372,6 +396,8 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
       seal(encoder.pos);
       return writer.reopen();
     },
+    droppedLines: () => writer.droppedLines + refused,
+    failing: () => writer.failing,
   };
 }
 

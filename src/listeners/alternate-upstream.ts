@@ -225,11 +225,14 @@ class AlternateUpstream implements Listener {
       this.readiness = pooled;
     } else {
       const path = resolvePath(context.cwd ?? process.cwd(), config.mismatchLog);
-      this.log = openAppendLog(path, (err) =>
-        this.warn(`listener "${this.id}": writing the mismatch log failed (${err.code ?? err.message}); mismatches are only counted from now on`, {
-          listener: this.id,
-          path,
-        }),
+      this.log = openAppendLog(
+        path,
+        (err) =>
+          this.warn(`listener "${this.id}": writing the mismatch log failed (${err.code ?? err.message}); mismatches are only counted until it works again`, {
+            listener: this.id,
+            path,
+          }),
+        () => this.warn(`listener "${this.id}": writing the mismatch log works again`, { listener: this.id, path }),
       );
       this.readiness = Promise.all([
         pooled,

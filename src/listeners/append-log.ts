@@ -20,9 +20,12 @@ export interface AppendLog {
   close(): Promise<void>;
 }
 
-/** `onBroken` is told once when writing fails for good (the log then drops every line). */
-export function openAppendLog(path: string, onBroken: (err: NodeJS.ErrnoException) => void): AppendLog {
-  const writer = new AppendWriter({ path }, { maxQueuedBytes: MAX_QUEUED_BYTES, onBroken });
+/**
+ * `onBroken` is told once when writing fails (the log then drops every line until a write works
+ * again: the file is opened again by itself every few seconds), `onResumed` once when it works again.
+ */
+export function openAppendLog(path: string, onBroken: (err: NodeJS.ErrnoException) => void, onResumed?: () => void): AppendLog {
+  const writer = new AppendWriter({ path }, { maxQueuedBytes: MAX_QUEUED_BYTES, onBroken, ...(onResumed === undefined ? {} : { onResumed }) });
   let closing = false;
   return {
     ready: writer.ready,

@@ -15,22 +15,40 @@
  * caller told so), so a stuck disk or reader costs bounded memory. reopen() opens the path again and
  * moves to it once the write in flight is done: lines queued before and after all land, in the old
  * file or the new one (logrotate without copytruncate: rename, then reopen).
+ *
+ * A write that fails (ENOSPC, EIO, EPIPE, ...) drops what is queued and every line until writing
+ * works again, counting them (`droppedLines`). A path is opened again by itself after 1 s, then
+ * backing off to every 5 s, until a write goes through; a line left half-written by the failure (the
+ * file does not end with a newline) gets its newline first, so the next line is not glued to it. A
+ * descriptor (stdout) that fails is given up: it cannot be opened again.
  */
 import { close as closeFd, fstat, fstatSync, open, write, writeSync } from 'node:fs';
+import { open as openFile } from 'node:fs/promises';
 
 /** Writes to a pipe or socket of at most PIPE_BUF bytes are atomic (Linux: 4096). */
 export const PIPE_CHUNK = 4096;
 /** Regular files (and /dev/null, ttys): a write is never interleaved with other writers' writes. */
 export const FILE_CHUNK = 256 * 1024;
 const EAGAIN_RETRY_MS = 10;
+/** A failed path is opened again after this long, doubling up to RETRY_MAX_MS. */
+const RETRY_FIRST_MS = 1000;
+const RETRY_MAX_MS = 5000;
+/** Writing that worked again for less than this before failing again keeps backing off (a disk that fills again at once). */
+const RESUMED_STABLE_MS = 30_000;
+const NEWLINE = Buffer.from('\n');
 
 export type Destination = { fd: number } | { path: string };
 
 export interface AppendWriterOptions {
   /** Bytes that may wait behind the write in flight; past it push() refuses. */
   maxQueuedBytes: number;
-  /** Told once when writing fails for good (the writer then refuses every line until a reopen works). */
+  /**
+   * Told once when writing fails: lines are dropped from then on, until a write works again (a path
+   * is retried by itself; a descriptor never is).
+   */
   onBroken(err: NodeJS.ErrnoException): void;
+  /** Told once when a write went through again after onBroken. */
+  onResumed?(): void;
   /** A range of `buffer` was written (or dropped): the caller may reuse the buffer once none of its ranges is queued. */
   onReleased?(buffer: Buffer): void;
 }
@@ -47,6 +65,13 @@ export class AppendWriter {
   /** Largest write (and so the largest chunk a caller should hand over in one push). */
   chunkLimit = FILE_CHUNK;
   queuedBytes = 0;
+  /** Lines refused, or dropped from the queue when writing failed (a half-written one included). */
+  droppedLines = 0;
+  /** Writing failed and has not worked since. */
+  failing = false;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private retryMs = RETRY_FIRST_MS;
+  private resumedAt = Number.NEGATIVE_INFINITY;
   private fd = -1;
   /** Opened by reopen(), taken into use when no write is in flight. */
   private nextFd = -1;
@@ -90,8 +115,11 @@ export class AppendWriter {
 
   /** Queues buffer[start, end): whole lines, at most chunkLimit bytes. False when it was refused. */
   push(buffer: Buffer, start: number, end: number): boolean {
-    if (this.broken || this.closed || end <= start) return false;
-    if (this.queuedBytes + (end - start) > this.options.maxQueuedBytes) return false;
+    if (end <= start) return false;
+    if (this.broken || this.closed || this.queuedBytes + (end - start) > this.options.maxQueuedBytes) {
+      this.droppedLines += countLines(buffer, start, end);
+      return false;
+    }
     this.queue.push({ buffer, start, end });
     this.queuedBytes += end - start;
     this.kick();
@@ -102,13 +130,20 @@ export class AppendWriter {
   async reopen(): Promise<void> {
     if (!('path' in this.destination) || this.closed) return;
     const fd = await this.openPath();
+    const halfLine = this.failing && (await endsInHalfLine(this.destination.path));
     if (this.closed) {
       closeFd(fd, () => {});
       return;
     }
     if (this.nextFd >= 0) closeFd(this.nextFd, () => {});
     this.nextFd = fd;
-    if (this.broken && this.fd < 0) this.broken = false;
+    if (this.broken && this.fd < 0) {
+      this.broken = false;
+      if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+      this.retryTimer = null;
+    }
+    // Queued lines all go to the new descriptor: the newline goes before them.
+    if (halfLine) this.queueNewline();
     this.kick();
   }
 
@@ -134,6 +169,8 @@ export class AppendWriter {
     }
     this.closed = true;
     this.broken = true;
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
     if (this.ownsFd) {
       for (const fd of [this.fd, this.nextFd]) if (fd >= 0) await new Promise<void>((resolve) => closeFd(fd, () => resolve()));
       this.fd = this.nextFd = -1;
@@ -224,8 +261,15 @@ export class AppendWriter {
     }
     this.writing = null;
     this.release(chunk);
+    if (this.failing) this.resumed();
     this.kick();
   };
+
+  private resumed(): void {
+    this.failing = false;
+    this.resumedAt = Date.now();
+    if (!this.closed) this.options.onResumed?.();
+  }
 
   private release(chunk: Chunk): void {
     const onReleased = this.options.onReleased;
@@ -237,24 +281,73 @@ export class AppendWriter {
   }
 
   private fail(err: NodeJS.ErrnoException): void {
-    // The destination is gone (EPIPE, EBADF, ENOSPC, ...): stop writing rather than pile lines up.
+    // The destination is gone or full (EPIPE, EBADF, ENOSPC, ...): drop lines rather than pile them up.
+    const first = !this.failing;
+    this.failing = true;
+    this.broken = true;
+    // Told before the lines this failure loses are counted: they are lost to it too.
+    if (first && !this.closed) this.options.onBroken(err);
     const chunk = this.writing;
     this.writing = null;
-    if (chunk !== null) this.release(chunk);
-    this.broken = true;
+    if (chunk !== null) {
+      // What a short write left unwritten, the rest of a half-written line included.
+      this.droppedLines += countLines(chunk.buffer, chunk.start, chunk.end);
+      this.release(chunk);
+    }
     this.dropQueue();
-    if (!this.closed) this.options.onBroken(err);
-    // A path can be reopened (reopen() after the disk was freed); its descriptor is of no more use.
+    // A path is opened again (retry(), or reopen()); its descriptor is of no more use.
     if (this.ownsFd && this.fd >= 0) {
       closeFd(this.fd, () => {});
       this.fd = -1;
     }
+    if (this.ownsFd && !this.closed) this.scheduleRetry(first);
     this.settle();
+  }
+
+  private scheduleRetry(afresh: boolean): void {
+    if (this.retryTimer !== null) return;
+    if (afresh && Date.now() - this.resumedAt >= RESUMED_STABLE_MS) this.retryMs = RETRY_FIRST_MS;
+    const delay = this.retryMs;
+    this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      void this.retry();
+    }, delay);
+    this.retryTimer.unref();
+  }
+
+  /** Opens the path again after a failure; the next write tells whether writing works again. */
+  private async retry(): Promise<void> {
+    if (this.closed || !this.broken || this.fd >= 0) return;
+    const path = (this.destination as { path: string }).path;
+    let fd: number;
+    try {
+      fd = await this.openPath();
+    } catch {
+      if (!this.closed) this.scheduleRetry(false);
+      return;
+    }
+    const halfLine = await endsInHalfLine(path);
+    // Closed, or reopen() took over meanwhile.
+    if (this.closed || !this.broken || this.fd >= 0 || this.nextFd >= 0) {
+      closeFd(fd, () => {});
+      return;
+    }
+    this.fd = fd;
+    this.broken = false;
+    if (halfLine) this.queueNewline();
+    this.kick();
+  }
+
+  private queueNewline(): void {
+    this.queue.unshift({ buffer: NEWLINE, start: 0, end: 1 });
+    this.queuedBytes += 1;
   }
 
   private dropQueue(): void {
     const queue = this.queue.splice(0);
     this.queuedBytes = 0;
+    for (const chunk of queue) this.droppedLines += countLines(chunk.buffer, chunk.start, chunk.end);
     if (this.options.onReleased !== undefined) for (const chunk of queue) this.options.onReleased(chunk.buffer);
   }
 
@@ -268,4 +361,31 @@ export class AppendWriter {
 
 function limitFor(stat: { isFIFO(): boolean; isSocket(): boolean }): number {
   return stat.isFIFO() || stat.isSocket() ? PIPE_CHUNK : FILE_CHUNK;
+}
+
+/** Newlines in buffer[start, end): the lines of a range of whole lines. */
+function countLines(buffer: Buffer, start: number, end: number): number {
+  let lines = 0;
+  for (let at = buffer.indexOf(0x0a, start); at >= 0 && at < end; at = buffer.indexOf(0x0a, at + 1)) lines++;
+  return lines;
+}
+
+/** Whether the regular file at `path` ends in a line without its newline (what a failed write can leave). */
+async function endsInHalfLine(path: string): Promise<boolean> {
+  try {
+    const file = await openFile(path, 'r');
+    try {
+      const stat = await file.stat();
+      const size = stat.size;
+      if (!stat.isFile() || size === 0) return false;
+      const last = Buffer.alloc(1);
+      await file.read(last, 0, 1, size - 1);
+      return last[0] !== 0x0a;
+    } finally {
+      await file.close();
+    }
+  } catch {
+    // Not readable: no way to tell, and no newline of our own in the way.
+    return false;
+  }
 }

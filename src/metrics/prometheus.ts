@@ -108,6 +108,7 @@ export function toPrometheus(report: MetricsReport, histograms: HistogramFamilie
   retries(out, report.retries);
   middlewareEvents(out, report.middleware);
   listenerEvents(out, report.listeners);
+  accessLogDrops(out, report.accessLog);
   storeStates(out, report.kvStores);
   upstreamFailures(out, report.upstreamFailures);
   reloadStatus(out, report.lastReload);
@@ -282,6 +283,13 @@ function listenerEvents(out: Exposition, listeners: unknown): void {
     out.family(family, 'counter', `Listener events (${family.slice('gateway_listener_'.length, -'_total'.length)}), e.g. shadow traffic sent, matched, mismatched.`);
     for (const [labels, value] of rows) out.sample(family, labels, value);
   }
+}
+
+/** The `accessLog.droppedLines` counter: access-log lines that were not written. */
+function accessLogDrops(out: Exposition, accessLog: unknown): void {
+  if (!isTree(accessLog) || typeof accessLog.droppedLines !== 'number') return;
+  out.family('gateway_access_log_dropped_lines_total', 'counter', 'Access-log lines not written: dropped while writing failed (a full disk) or too much was waiting, or lost with a failed write.');
+  out.sample('gateway_access_log_dropped_lines_total', [], accessLog.droppedLines);
 }
 
 const STORE_COUNTERS: ReadonlyArray<[string, string]> = [

@@ -9,7 +9,7 @@ t.test('respawn back-off: none after one exit, then doubling up to the cap', asy
   t.equal(respawnDelay(0, 250, 30_000), 0);
 });
 
-function slot(index: number, tableVersion: number | null, listeners: string[] = ['accessLog'], alive = true, middleware: string[] = []): WorkerSlot {
+function slot(index: number, tableVersion: number | null, listeners: string[] = ['accessLog'], alive = true, middleware: string[] = [], failingListeners: string[] = []): WorkerSlot {
   return {
     index,
     worker: alive ? ({} as WorkerSlot['worker']) : null,
@@ -19,6 +19,7 @@ function slot(index: number, tableVersion: number | null, listeners: string[] = 
     respawnTimer: null,
     tableVersion,
     listeners,
+    failingListeners,
     middleware,
   };
 }
@@ -30,6 +31,12 @@ t.test('listeners are ready only when every worker slot has initialized them', a
   t.same(componentStates(['accessLog'], [slot(0, 1), slot(1, 1, [])], 'listeners'), { pending: ['accessLog'], ready: [] });
   t.same(componentStates(['accessLog'], [slot(0, 1), slot(1, null, ['accessLog'], false)], 'listeners'), { pending: ['accessLog'], ready: [] });
   t.same(componentStates([], [slot(0, 1)], 'listeners'), none);
+});
+
+t.test('a ready listener one worker reports failing is failing, not ready (and not pending)', async (t) => {
+  const failingOnOne = [slot(0, 1), slot(1, 1, ['accessLog', 'shadow'], true, [], ['accessLog'])];
+  t.same(componentStates(['accessLog', 'shadow'], failingOnOne, 'listeners'), { pending: ['shadow'], ready: [], failing: ['accessLog'] });
+  t.same(componentStates(['accessLog'], failingOnOne, 'listeners'), { pending: [], ready: [], failing: ['accessLog'] });
 });
 
 t.test('middleware likewise, by the ids each worker reported ready', async (t) => {
