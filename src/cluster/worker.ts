@@ -338,7 +338,11 @@ function onMessage(message: PrimaryToWorker): void {
       dataPlane?.tripBreaker(message.upstream, message.endpoint);
       break;
     case 'reopen-logs':
-      accessLog?.reopen().catch((err: unknown) => log.error({ err }, 'could not reopen the access log'));
+      // The reason only: a stack says nothing of a file that cannot be opened.
+      accessLog?.reopen().catch((err: unknown) => {
+        const reason = err instanceof Error ? err.message : String(err);
+        log.error({ reason }, `could not reopen the access log: ${reason}`);
+      });
       break;
     case 'shutdown':
       graceMs = message.graceMs;

@@ -2,7 +2,8 @@
 // writing stops, the health report's listeners say "failing", the dropped lines are counted in
 // /metrics; once there is room again writing resumes by itself (no SIGUSR1), said once, and a line
 // the full disk cut short does not swallow the next one. A small tmpfs is the full disk when the
-// test may mount one (root); /dev/full, behind a symbolic link the test repoints, otherwise too.
+// test may mount one (root); /dev/full, behind a symbolic link the test repoints, otherwise too. A
+// SIGUSR1 reopen that fails logs its reason, not a stack.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -180,4 +181,17 @@ t.test('/dev/full behind a link: stops once and keeps retrying quietly; the link
   t.notOk(gateway.lines.some((l) => l.msg === 'SIGUSR1: workers reopen their log files'), 'no SIGUSR1 was needed');
   await eventually(async () => (readFileSync(real, 'utf8').split('\n').filter((line) => line.includes('/items/after-')).length === 5 ? true : undefined), 5000, 100, 'the new lines in the file');
   t.equal(await droppedLines(gateway), droppedBefore, 'nothing dropped once it writes');
+});
+
+t.test('a reopen that fails logs its reason, not a stack', async (t) => {
+  const dir = tempDir(t);
+  const logDir = join(dir, 'logs');
+  mkdirSync(logDir);
+  const gateway = await start(t, join(logDir, 'access.log'));
+  rmSync(logDir, { recursive: true, force: true });
+  gateway.signal('SIGUSR1');
+  const line = await gateway.waitForLog((l) => typeof l.msg === 'string' && l.msg.startsWith('could not reopen the access log'), 5000, 'the reopen error');
+  t.match(line, { level: 50, msg: /^could not reopen the access log: cannot open .*access\.log for appending: ENOENT$/, reason: /ENOENT/ });
+  t.notOk('err' in line, 'no error object');
+  t.notMatch(JSON.stringify(line), /\n\s+at /, 'no stack trace');
 });
