@@ -70,6 +70,12 @@ export class WorkerComponents {
     return this.ready.middleware;
   }
 
+  /** The configured listeners open the files they write again; resolves with the reasons of those that could not. */
+  async reopenFiles(): Promise<string[]> {
+    const results = await Promise.allSettled(this.listeners.map((listener) => listener.reopen?.()));
+    return results.flatMap((r, i) => (r.status === 'rejected' ? [`listener "${this.listeners[i]!.id}": ${r.reason instanceof Error ? r.reason.message : String(r.reason)}`] : []));
+  }
+
   /** Ids of the current configured listeners (the access log aside) that are ready. */
   readyListeners(): string[] {
     return this.ready.listeners;

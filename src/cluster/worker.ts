@@ -343,6 +343,9 @@ function onMessage(message: PrimaryToWorker): void {
         const reason = err instanceof Error ? err.message : String(err);
         log.error({ reason }, `could not reopen the access log: ${reason}`);
       });
+      void components.reopenFiles().then((failures) => {
+        for (const reason of failures) log.error({ reason }, `could not reopen a log file: ${reason}`);
+      });
       break;
     case 'shutdown':
       graceMs = message.graceMs;

@@ -283,6 +283,10 @@ class AlternateUpstream implements Listener {
     return this.closing;
   }
 
+  reopen(): Promise<void> {
+    return this.log?.reopen() ?? Promise.resolve();
+  }
+
   private async shutDown(): Promise<void> {
     this.closed = true;
     if (this.inFlight > 0) {

@@ -11,6 +11,8 @@ export interface Listener extends RequestListener {
   ready(): Promise<void>;
   /** Stops taking requests, lets its work in flight finish (bounded) and frees what it holds. */
   close(): Promise<void>;
+  /** Opens the files it writes again (SIGUSR1 to the primary, after logrotate renamed them). */
+  reopen?(): Promise<void>;
 }
 
 /** Where listeners count what /metrics shows per listener id (dotted counter names). */

@@ -1,7 +1,7 @@
 // Shadow traffic through the running gateway (2 workers): a listener configured in `listeners` sends
 // every sampled request to the alternate, counts matches and mismatches in /metrics, logs mismatches,
 // and is listed ready in the health report.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -56,4 +56,20 @@ t.test('the listener is ready; sampled GETs are compared, POST is not sent', asy
   }, 3000);
   t.equal(lines.length, 1);
   t.match(lines[0], { listener: 'shadow', request: { method: 'GET', path: '/items/changed' } });
+});
+
+t.test('SIGUSR1 to the primary: the mismatch log is opened again (logrotate without copytruncate)', async (t) => {
+  const rotated = `${log}.1`;
+  renameSync(log, rotated);
+  gateway.signal('SIGUSR1');
+  await gateway.waitForLog((l) => l.msg === 'SIGUSR1: workers reopen their log files', 3000);
+  // Each worker reopens when the primary's message reaches it: ask until a mismatch lands in the new file.
+  const lines = await eventually(async () => {
+    t.equal((await httpRequest(gateway.port, '/items/changed')).status, 200);
+    if (!existsSync(log)) return undefined;
+    const text = readFileSync(log, 'utf8').trim();
+    return text === '' ? undefined : text.split('\n').map((line) => JSON.parse(line));
+  }, 5000);
+  t.match(lines[0], { listener: 'shadow', request: { path: '/items/changed' } }, 'a new mismatch goes to the new file');
+  t.equal(readFileSync(rotated, 'utf8').trim().split('\n').length >= 1, true, 'the rotated one keeps what it had');
 });
