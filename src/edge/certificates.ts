@@ -2,11 +2,16 @@
  * The TLS listener's certificates, read and checked where the config is loaded (the primary, at start
  * and at every SIGHUP), so a worker never hands uWS a file that does not load (uWS 20.30 crashes the
  * process on one). A certificate that does not load refuses the config, naming the file and why.
+ *
+ * What the workers get is written anew from what node:crypto read: the certificate blocks alone, and
+ * the key as PKCS#8 (encrypted with AES-256-CBC under the same passphrase when it was encrypted), a
+ * form BoringSSL reads whatever form the file had (some encryptions, like scrypt or Camellia, it does not).
  */
 import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { ConfigProblem } from '../config/config-problem.js';
+import { unservableKey } from './key-types.js';
 import type { ListenerCertificateConfig, ListenerTlsConfig } from './types.js';
 
 const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g;
@@ -87,10 +92,18 @@ function loadCertificate(certificate: ListenerCertificateConfig, baseDir: string
     return { key: 'keyFile', why: `${keyPath}: ${why}` };
   }
   if (!leaf!.checkPrivateKey(privateKey)) return { key: 'keyFile', why: `${keyPath}: the key does not match the certificate in ${certPath}` };
+  const unservable = unservableKey(leaf!.publicKey);
+  if (unservable !== null) {
+    return unservable.about === 'key' ? { key: 'keyFile', why: `${keyPath}: ${unservable.why}` } : { key: 'certFile', why: `${certPath}: ${unservable.why}` };
+  }
   certificate.certFile = certPath;
   certificate.keyFile = keyPath;
-  certificate.cert = cert;
-  certificate.key = key;
+  certificate.cert = `${blocks.join('\n')}\n`;
+  certificate.key = (
+    passphrase === undefined
+      ? privateKey.export({ type: 'pkcs8', format: 'pem' })
+      : privateKey.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase })
+  ) as string;
   certificate.notAfter = new Date(notAfter).toISOString();
   certificate.fingerprint256 = leaf!.fingerprint256;
   return null;

@@ -8,14 +8,12 @@
  * which joins the port (SO_REUSEPORT) before the old one stops listening. Open connections keep the
  * context they were handshaken with.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { GatewayConfig } from '../config/types.js';
 import type { LoadedUws } from '../native/uws.js';
 import type { UwsApp, UwsHandler, UwsListenSocket, UwsRequest, UwsResponse, UwsTlsOptions, UwsWebSocketBehavior } from '../native/uws-types.js';
 import { writeProblem } from '../http/problem-json.js';
 import type { ListenerCertificateConfig, ListenerTlsConfig } from './types.js';
+import { withTextFiles } from './uws-files.js';
 
 export interface EdgeHandlers {
   /** A request that arrived on the plain port. */
@@ -135,15 +133,16 @@ function listenOn(app: UwsApp, host: string, port: number): Promise<UwsListenSoc
   });
 }
 
-/** One certificate as uWS gets it: the checked PEM contents, written to private files only while uWS reads them. */
+/** One certificate as uWS gets it: the checked PEM contents, in files that exist only while uWS reads them. */
 class LoadableCertificate {
   readonly config: ListenerCertificateConfig;
   constructor(config: ListenerCertificateConfig) {
     this.config = config;
   }
 
+  /** The certificate chain as checked: its key is the one that matches it, whatever form the key file has. */
   get identity(): string {
-    return `${this.config.fingerprint256 ?? ''}|${this.config.key ?? ''}`;
+    return this.config.cert ?? `${this.config.certFile}|${this.config.keyFile}`;
   }
 
   /** Runs `use` with options naming files that hold exactly what the primary checked. */
@@ -153,16 +152,7 @@ class LoadableCertificate {
       // A config built in code, not through the loader: uWS reads the named files.
       return use(this.options(certFile, keyFile, passphraseEnv));
     }
-    const dir = mkdtempSync(join(tmpdir(), 'specgate-tls-'));
-    try {
-      const certPath = join(dir, 'cert.pem');
-      const keyPath = join(dir, 'key.pem');
-      writeFileSync(certPath, cert, { mode: 0o600 });
-      writeFileSync(keyPath, key, { mode: 0o600 });
-      return use(this.options(certPath, keyPath, passphraseEnv));
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    return withTextFiles([cert, key], ([certPath, keyPath]) => use(this.options(certPath!, keyPath!, passphraseEnv)));
   }
 
   private options(cert: string, key: string, passphraseEnv: string | undefined): UwsTlsOptions {

@@ -12,7 +12,7 @@ export interface ListenerCertificateConfig {
   keyFile: string;
   passphraseEnv?: string;
   serverNames: string[];
-  /** Filled by the loader: the files' contents as read and checked (PEM). */
+  /** Filled by the loader: the certificate blocks and the key as read and checked, written anew as PEM (certificates.ts). */
   cert?: string;
   key?: string;
   /** Filled by the loader: the leaf certificate's facts. */

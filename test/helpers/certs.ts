@@ -1,6 +1,6 @@
 // Test certificates, generated with openssl into a temporary directory (never committed).
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Teardown } from './gateway-process.js';
@@ -68,6 +68,22 @@ export class CertificateDir {
       ['req', '-x509', '-newkey', 'rsa:2048', ...keyArgs, '-keyout', keyFile, '-out', certFile, '-days', String(options.days ?? 30), '-subj', `/CN=${cn}`, '-addext', `subjectAltName=${san}`],
       { stdio: 'ignore' },
     );
+    return { certFile, keyFile, cn };
+  }
+
+  /**
+   * A self-signed certificate for a key made by `openssl genpkey <genpkey>` (e.g. `-algorithm ED448`,
+   * or `-paramfile dsa.pem`); `pkey` re-writes the key with `openssl pkey <pkey>` (an encryption, say).
+   */
+  makeWithKey(file: string, cn: string, genpkey: string[], pkey: string[] = []): TestCertificate {
+    const certFile = join(this.dir, `${file}.pem`);
+    const keyFile = join(this.dir, `${file}.key`);
+    execFileSync('openssl', ['genpkey', ...genpkey, '-out', keyFile], { stdio: 'ignore' });
+    execFileSync('openssl', ['req', '-x509', '-key', keyFile, '-out', certFile, '-days', '30', '-subj', `/CN=${cn}`, '-addext', `subjectAltName=DNS:${cn}`], { stdio: 'ignore' });
+    if (pkey.length > 0) {
+      execFileSync('openssl', ['pkey', '-in', keyFile, '-out', `${keyFile}.new`, ...pkey], { stdio: 'ignore' });
+      renameSync(`${keyFile}.new`, keyFile);
+    }
     return { certFile, keyFile, cn };
   }
 }
