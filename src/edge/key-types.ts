@@ -6,7 +6,7 @@
  */
 import type { KeyObject } from 'node:crypto';
 
-export const SUPPORTED_KEYS = 'use RSA (1024 bits or more), ECDSA P-256/P-384/P-521 or Ed25519';
+export const SUPPORTED_KEYS = 'use RSA (1024 to 16384 bits), ECDSA P-256/P-384/P-521 or Ed25519';
 
 const CURVES: Readonly<Record<string, string>> = { prime256v1: 'P-256', secp384r1: 'P-384', secp521r1: 'P-521' };
 const TYPE_NAMES: Readonly<Record<string, string>> = { 'rsa-pss': 'RSA-PSS', dsa: 'DSA', ed448: 'Ed448', x25519: 'X25519', x448: 'X448', dh: 'DH' };
@@ -15,6 +15,8 @@ const EC_PUBLIC_KEY = Buffer.from('06072a8648ce3d0201', 'hex');
 const DER_OID = 0x06;
 /** RSA keys shorter than this do not sign TLS 1.3's RSA-PSS handshakes (512 bits measured failing). */
 const MIN_RSA_BITS = 1024;
+/** BoringSSL refuses a longer modulus (16400 bits measured crashing). */
+const MAX_RSA_BITS = 16384;
 
 export interface KeyRefusal {
   /** The key's type itself (reported on keyFile) or how the certificate writes it (certFile). */
@@ -28,8 +30,9 @@ export function unservableKey(key: KeyObject): KeyRefusal | null {
   if (type === 'ed25519') return null;
   if (type === 'rsa') {
     const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
-    if (bits >= MIN_RSA_BITS) return null;
-    return { about: 'key', why: `an RSA key of ${bits} bits is too short for TLS 1.3 clients; ${SUPPORTED_KEYS}` };
+    if (bits < MIN_RSA_BITS) return { about: 'key', why: `an RSA key of ${bits} bits is too short for TLS 1.3 clients; ${SUPPORTED_KEYS}` };
+    if (bits > MAX_RSA_BITS) return { about: 'key', why: `an RSA key of ${bits} bits is longer than the TLS library reads; ${SUPPORTED_KEYS}` };
+    return null;
   }
   if (type === 'ec') {
     const curve = key.asymmetricKeyDetails?.namedCurve ?? 'unknown';
