@@ -2,7 +2,8 @@ import cluster, { type Worker } from 'node:cluster';
 import { createInstanceCacheDir } from '../cache/instance-dir.js';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '../config/load.js';
+import { ConfigError, loadConfig } from '../config/load.js';
+import { checkPorts } from '../config/semantic-checks.js';
 import { discoverUpstream } from '../discovery/index.js';
 import type { GatewayConfig } from '../config/types.js';
 import { healthReport, type ReloadStatus } from '../builtins/healthcheck.js';
@@ -48,7 +49,11 @@ function describe(err: unknown): string {
 /** The config file with the command line's overrides applied; throws ConfigError. */
 function loadWithOverrides(options: PrimaryOptions): GatewayConfig {
   let config = loadConfig(options.configFile);
-  if (options.port !== undefined) config = { ...config, port: options.port };
+  if (options.port !== undefined) {
+    config = { ...config, port: options.port };
+    const clashes = checkPorts(config);
+    if (clashes.length > 0) throw new ConfigError(options.configFile, clashes);
+  }
   if (options.workers !== undefined) config = { ...config, workers: options.workers };
   return config;
 }
@@ -90,10 +95,14 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
   return new Primary(log, options, config, examples).run();
 }
 
-/** The first of the configured ports (public, admin) another process listens on, as one line; null when none. */
+/** The first of the ports the config opens (public, TLS, admin) another process listens on, as one line; null when none. */
 async function heldPorts(config: GatewayConfig): Promise<string | null> {
-  if (config.port !== 0) {
+  if (config.port !== 0 && config.tls?.plainPort !== 'off') {
     const held = await probePort(config.host, config.port, 'port');
+    if (held !== null) return held;
+  }
+  if (config.tls !== undefined && config.tls.port !== 0) {
+    const held = await probePort(config.host, config.tls.port, 'TLS port');
     if (held !== null) return held;
   }
   const admin = config.admin;
@@ -381,10 +390,16 @@ class Primary {
    */
   private giveWayToOlderSharer(port: number): void {
     const own = new Set([process.pid, ...this.supervisor.liveWorkers().map((w) => w.process.pid ?? 0)]);
-    const older = olderSharer(port, own);
-    if (older === null) return;
-    reportStartupFailure(this.log, `port ${port} on ${this.config.host} is already in use by ${older}: stop it or choose another port`, { port });
-    void this.shutdown('SIGTERM', 1);
+    const tlsPort = this.config.tls?.port;
+    const shared: Array<[number, string]> = [[port, 'port']];
+    if (tlsPort !== undefined && tlsPort !== port) shared.push([tlsPort, 'TLS port']);
+    for (const [number, what] of shared) {
+      const older = olderSharer(number, own);
+      if (older === null) continue;
+      reportStartupFailure(this.log, `${what} ${number} on ${this.config.host} is already in use by ${older}: stop it or choose another port`, { port: number });
+      void this.shutdown('SIGTERM', 1);
+      return;
+    }
   }
 
   private async shutdown(signal: NodeJS.Signals, exitCode = 0): Promise<void> {

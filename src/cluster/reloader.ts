@@ -260,6 +260,12 @@ export class Reloader {
       const held = await probe(next.host, next.port, 'port');
       if (held !== null) return held;
     }
+    const tlsPort = next.tls?.port;
+    const ours = [current.port, current.tls?.port, current.admin?.port];
+    if (tlsPort !== undefined && tlsPort !== 0 && !ours.includes(tlsPort)) {
+      const held = await probe(next.host, tlsPort, 'TLS port');
+      if (held !== null) return held;
+    }
     const admin = next.admin;
     if (admin !== undefined && admin.port !== 0 && admin.port !== current.admin?.port && admin.port !== current.port) {
       return probe(admin.host, admin.port, 'admin port');

@@ -13,7 +13,7 @@ const RULES: readonly Rule[] = [
   checkUpstreams,
   checkBuiltinPaths,
   checkTrustedProxies,
-  checkAdmin,
+  checkPorts,
   checkMiddlewareIds,
   (config) => checkListeners(config.listeners),
   (config) => kvStoreProblems(config.kvStores),
@@ -86,10 +86,23 @@ function checkTrustedProxies(config: GatewayConfig): ConfigProblem[] {
   return problems;
 }
 
-function checkAdmin(config: GatewayConfig): ConfigProblem[] {
+/** Each listener needs a port of its own (0 picks a free one); the start checks again after --port. */
+export function checkPorts(config: GatewayConfig): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
   const admin = config.admin;
-  if (admin === undefined || admin.port === 0 || admin.port !== config.port) return [];
-  return [{ pointer: '/admin/port', reason: `${admin.port} is also the public port; the admin listener needs a port of its own` }];
+  if (admin !== undefined && admin.port !== 0 && admin.port === config.port) {
+    problems.push({ pointer: '/admin/port', reason: `${admin.port} is also the public port; the admin listener needs a port of its own` });
+  }
+  const tls = config.tls;
+  if (tls !== undefined && tls.port !== 0) {
+    // With plainPort "off" the public port is not opened.
+    if (tls.plainPort !== 'off' && tls.port === config.port) {
+      problems.push({ pointer: '/tls/port', reason: `${tls.port} is also the public port; the TLS listener needs a port of its own` });
+    } else if (admin !== undefined && tls.port === admin.port) {
+      problems.push({ pointer: '/tls/port', reason: `${tls.port} is also the admin port; the TLS listener needs a port of its own` });
+    }
+  }
+  return problems;
 }
 
 function checkUpstreams(config: GatewayConfig): ConfigProblem[] {

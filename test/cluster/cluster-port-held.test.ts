@@ -1,13 +1,20 @@
 // One gateway per port. The workers listen with SO_REUSEPORT, so without a check a second gateway on
 // a port would share it silently and take half its connections. A start on a port anything holds
 // exits 1 with one line naming the port and the holder; a reload that moves to such a port is refused.
+// The same for tls.port, which must also differ from the public and the admin port.
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
 import type { ReloadStatus } from '../../src/builtins/healthcheck.js';
 import { findFreePort } from '../../src/cluster/free-port.js';
 import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 import { reapOnExit } from '../helpers/reaper.js';
 import { untapped } from '../helpers/untapped.js';
+import { CertificateDir } from '../helpers/certs.js';
+import { gateway as cli } from '../helpers/cli.js';
+import { files, presented } from '../helpers/tls-client.js';
 
 const upstream = await startUpstream(t, { name: 'backend' });
 const config = (overrides: Record<string, unknown> = {}) =>
@@ -69,4 +76,77 @@ t.test('a reload that moves to a held port is refused the same way; the gateway 
   t.match(status, { ok: false, applied: false, error: `port ${holder.port} on 127.0.0.1 is already in use by pid ${holder.pid} (` });
   t.ok(gateway.lines.some((l) => /^config reload refused, the current config keeps serving: port \d+ on 127\.0\.0\.1 is already in use/.test(String(l.msg))));
   t.equal((await httpRequest(gateway.port, '/ok')).status, 200);
+});
+
+t.test('tls.port: held by another program, a start exits 1 naming it (no worker crash loop)', async (t) => {
+  const certs = new CertificateDir(t);
+  const cert = certs.make('gw', 'gw');
+  const holder = await foreignHolder();
+  const gateway = await startGateway(t, { config: config({ tls: { port: holder.port, certificates: [files(cert)] } }), waitForListening: false });
+  const exit = await Promise.race([gateway.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 60_000))]);
+  t.same(exit, { code: 1, signal: null }, 'exits 1');
+  const lines = stderrLines(gateway.text());
+  t.equal(lines.length, 1, `one line on stderr: ${gateway.text()}`);
+  t.match(lines[0], `gateway start: TLS port ${holder.port} on 127.0.0.1 is already in use by pid ${holder.pid} (`);
+  t.notOk(gateway.lines.some((l) => l.msg === 'worker started'), 'no worker was started');
+});
+
+t.test("tls.port: a second gateway on a running gateway's TLS port exits 1 naming the first; the first keeps every handshake", async (t) => {
+  const certs = new CertificateDir(t);
+  const one = certs.make('one', 'one');
+  const two = certs.make('two', 'two');
+  const tlsPort = await findFreePort('127.0.0.1');
+  const first = await startGateway(t, { config: config({ tls: { port: tlsPort, certificates: [files(one)] } }), startTimeoutMs: 60_000 });
+  const second = await startGateway(t, { config: config({ tls: { port: tlsPort, certificates: [files(two)] } }), waitForListening: false });
+  const exit = await Promise.race([second.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 60_000))]);
+  t.same(exit, { code: 1, signal: null });
+  const lines = stderrLines(second.text());
+  t.equal(lines.length, 1, `one line on stderr: ${second.text()}`);
+  t.match(lines[0], `TLS port ${tlsPort} on 127.0.0.1 is already in use by another gateway (pid ${first.child.pid}: `);
+  t.notOk(second.lines.some((l) => l.msg === 'worker started'), 'the second started no worker');
+  for (let i = 0; i < 8; i++) t.equal((await presented(tlsPort, undefined)).cn, 'one', `handshake ${i + 1} with the first gateway's certificate`);
+});
+
+t.test('tls.port equal to the public or the admin port: check and start refuse it naming /tls/port', async (t) => {
+  const certs = new CertificateDir(t);
+  const cert = certs.make('gw', 'gw');
+  const port = await findFreePort('127.0.0.1');
+  const dir = mkdtempSync(join(tmpdir(), 'specgate-tls-port-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const write = (name: string, overrides: Record<string, unknown>) => {
+    const file = join(dir, name);
+    writeFileSync(file, JSON.stringify(config(overrides)));
+    return file;
+  };
+  const samePublic = write('public.json', { port, tls: { port, certificates: [files(cert)] } });
+  const sameAdmin = write('admin.json', { admin: { port }, tls: { port, certificates: [files(cert)] } });
+  const checked = await cli('check', '--config', samePublic);
+  t.equal(checked.code, 1);
+  t.match(checked.stderr, `${samePublic}: /tls/port: ${port} is also the public port; the TLS listener needs a port of its own`);
+  const checkedAdmin = await cli('check', '--config', sameAdmin);
+  t.equal(checkedAdmin.code, 1);
+  t.match(checkedAdmin.stderr, `${sameAdmin}: /tls/port: ${port} is also the admin port; the TLS listener needs a port of its own`);
+  const off = write('off.json', { port, tls: { port, plainPort: 'off', certificates: [files(cert)] } });
+  t.equal((await cli('check', '--config', off)).code, 0, 'with plainPort "off" the public port is not opened: no clash');
+
+  // --port on the command line meets the file's tls.port.
+  const gateway = await startGateway(t, { config: config({ tls: { port, certificates: [files(cert)] } }), port, waitForListening: false });
+  const exit = await Promise.race([gateway.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 60_000))]);
+  t.same(exit, { code: 1, signal: null }, 'start exits 1');
+  t.match(gateway.text(), `/tls/port: ${port} is also the public port; the TLS listener needs a port of its own`);
+  t.notOk(gateway.lines.some((l) => l.msg === 'worker started'), 'no worker was started');
+});
+
+t.test('a reload that moves tls.port to a held port is refused; TLS keeps serving on its port', async (t) => {
+  const certs = new CertificateDir(t);
+  const cert = certs.make('gw', 'gw');
+  const holder = await foreignHolder();
+  const tlsPort = await findFreePort('127.0.0.1');
+  const gateway = await startGateway(t, { config: config({ tls: { port: tlsPort, certificates: [files(cert)] } }), startTimeoutMs: 60_000 });
+  const lastReload = async () => (JSON.parse((await httpRequest(gateway.port, '/metrics')).body) as { lastReload?: ReloadStatus }).lastReload;
+  gateway.writeConfig(config({ tls: { port: holder.port, certificates: [files(cert)] } }));
+  gateway.signal('SIGHUP');
+  const status = await eventually(lastReload, 10_000, 50, 'a reload outcome');
+  t.match(status, { ok: false, applied: false, error: `TLS port ${holder.port} on 127.0.0.1 is already in use by pid ${holder.pid} (` });
+  t.equal((await presented(tlsPort, undefined)).cn, 'gw');
 });
