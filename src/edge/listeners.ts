@@ -20,8 +20,10 @@ export interface EdgeHandlers {
   plain: UwsHandler;
   /** A request that arrived over TLS. */
   tls: UwsHandler;
-  /** WebSocket upgrades (plain and TLS alike): registered before the request handler on every router. */
+  /** WebSocket upgrades on the plain port: registered before the request handler. */
   ws?: UwsWebSocketBehavior<never>;
+  /** WebSocket upgrades over TLS: registered before the request handler on every router of the TLS app. */
+  wss?: UwsWebSocketBehavior<never>;
 }
 
 /** Called with a certificate problem a worker met (the primary has checked the files, so it is rare). */
@@ -61,7 +63,7 @@ export class EdgeListeners {
     }
     const tls = this.config.tls;
     if (tls !== undefined) {
-      this.tls = new TlsListener(this.uws, host, tls, this.handlers.tls, this.handlers.ws, this.warn);
+      this.tls = new TlsListener(this.uws, host, tls, this.handlers.tls, this.handlers.wss, this.warn);
       this.tlsPort = await this.tls.listen(tls.port);
       if (this.plainApp === null) this.port = this.tlsPort;
     }

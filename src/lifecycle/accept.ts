@@ -41,11 +41,7 @@ export class AcceptPhase {
 
   /** The refusal of a head that cannot go on (its `close`: the connection is closed after it), or null. */
   check(head: RequestHead, ctx: RequestContext): Refusal | null {
-    if (ctx.secure && this.hsts !== null) {
-      ctx.addResponseHeader('strict-transport-security', this.hsts);
-      // Only ours goes out: a browser reads the first of two (RFC 6797 8.1), which would be the upstream's.
-      ctx.hideResponseHeaders(HSTS);
-    }
+    this.addHsts(ctx);
     const tooLong = this.lengthRefusal(head.url, ctx.query);
     if (tooLong !== null) return tooLong;
     if (head.headerBytes > this.maxHeaderBytes) {
@@ -96,6 +92,15 @@ export class AcceptPhase {
     return targetTooLong(url, query, this.maxUrlBytes) ? refuse(414, `the request target is longer than ${this.maxUrlBytes} bytes`) : null;
   }
 
+
+  /** Strict-Transport-Security among ctx's own answer headers when it came over TLS (hstsMaxAgeS). */
+  addHsts(ctx: RequestContext): void {
+    if (ctx.secure && this.hsts !== null) {
+      ctx.addResponseHeader('strict-transport-security', this.hsts);
+      // Only ours goes out: a browser reads the first of two (RFC 6797 8.1), which would be the upstream's.
+      ctx.hideResponseHeaders(HSTS);
+    }
+  }
 
   /** The client's address per trustedProxies (rate limits key on it, logs show it). */
   clientAddress(ctx: RequestContext): string {

@@ -45,12 +45,14 @@ export interface WebSocketHost {
   pipeline(): Pipeline;
   /** The normalized path a request target routes by, or null when the accept phase refuses it (src/lifecycle/accept.ts). */
   targetPath(url: string, query: string): string | null;
-  /** Answers the request as the data plane answers any request (synchronously, inside the handler). */
-  serveAsHttp(res: UwsResponse, req: UwsRequest): void;
+  /** Answers the request as the data plane answers any request (synchronously, inside the handler); `secure`: it came over TLS. */
+  serveAsHttp(res: UwsResponse, req: UwsRequest, secure: boolean): void;
   /** Request ID and trace context, as for any request: into ctx.headers and the answer's own headers. */
   begin(ctx: RequestContext): void;
   /** X-Forwarded-*, Via and the trusted proxies' headers, into ctx.headers. */
   addForwardingHeaders(head: RequestHead, ctx: RequestContext): void;
+  /** Strict-Transport-Security among the answer's own headers, when ctx came over TLS and hstsMaxAgeS is set. */
+  addHsts(ctx: RequestContext): void;
   /** The client address per trustedProxies. */
   clientAddress(ctx: RequestContext): string;
   /** A host for ctx's route (balancer, breakers), not `excluding`; sets ctx.upstream. Null: none may take it. */
@@ -79,7 +81,9 @@ export class WebSocketProxy implements RelayHost {
   readonly maxUnsent: number;
   readonly metrics: WebSocketMetrics;
   readonly relays = new Set<Relay>();
+  /** For the plain listener and for the TLS one: they differ in whether the upgrade came over TLS. */
   readonly behavior: UwsWebSocketBehavior<ClientSlot>;
+  readonly tlsBehavior: UwsWebSocketBehavior<ClientSlot>;
   private readonly head = new RequestHead();
   private readonly selection = emptySelection();
   private readonly sweepTimer: NodeJS.Timeout;
@@ -94,7 +98,15 @@ export class WebSocketProxy implements RelayHost {
     this.maxPayloadBytes = settings.maxPayloadBytes;
     this.maxUnsent = settings.maxPayloadBytes + 4 * HIGH_WATER;
     this.metrics = new WebSocketMetrics(host.counters);
-    this.behavior = {
+    this.behavior = this.behaviorWith(settings, uws, this.onUpgrade);
+    this.tlsBehavior = this.behaviorWith(settings, uws, this.onTlsUpgrade);
+    const every = Math.max(50, Math.min(1000, settings.idleTimeoutMs / 4));
+    this.sweepTimer = setInterval(() => this.sweep(), every);
+    this.sweepTimer.unref();
+  }
+
+  private behaviorWith(settings: WebSocketConfig, uws: UwsModule, upgrade: UwsWebSocketBehavior<ClientSlot>['upgrade']): UwsWebSocketBehavior<ClientSlot> {
+    return {
       compression: settings.compression ? uws.SHARED_COMPRESSOR : uws.DISABLED,
       // uWS 20.30 drops a client whose message passes this limit without a close frame (1006). Twice
       // the configured limit lets a message just over it arrive whole, so the relay can close with
@@ -105,15 +117,12 @@ export class WebSocketProxy implements RelayHost {
       sendPingsAutomatically: true,
       maxBackpressure: Math.min(HIGH_WATER + 2 * settings.maxPayloadBytes + HIGH_WATER, 0xffffffff),
       closeOnBackpressureLimit: false,
-      upgrade: this.onUpgrade,
+      upgrade,
       open: (ws) => ws.getUserData().relay?.clientOpened(ws),
       message: (ws, message, isBinary) => ws.getUserData().relay?.fromClient(message, isBinary),
       drain: (ws) => ws.getUserData().relay?.clientDrained(),
       close: (ws, code, message) => ws.getUserData().relay?.clientClosed(code, message),
     };
-    const every = Math.max(50, Math.min(1000, settings.idleTimeoutMs / 4));
-    this.sweepTimer = setInterval(() => this.sweep(), every);
-    this.sweepTimer.unref();
   }
 
   /**
@@ -159,8 +168,16 @@ export class WebSocketProxy implements RelayHost {
   // ---- upgrade ----------------------------------------------------------------------------------
 
   private readonly onUpgrade = (res: UwsResponse, req: UwsRequest, context: UwsSocketContext): void => {
+    this.guardedUpgrade(res, req, context, false);
+  };
+
+  private readonly onTlsUpgrade = (res: UwsResponse, req: UwsRequest, context: UwsSocketContext): void => {
+    this.guardedUpgrade(res, req, context, true);
+  };
+
+  private guardedUpgrade(res: UwsResponse, req: UwsRequest, context: UwsSocketContext, secure: boolean): void {
     try {
-      this.upgrade(res, req, context);
+      this.upgrade(res, req, context, secure);
     } catch (err) {
       process.emitWarning(err instanceof Error ? err : new Error(String(err)), 'DataPlaneError');
       try {
@@ -169,13 +186,13 @@ export class WebSocketProxy implements RelayHost {
         // Already answered or gone.
       }
     }
-  };
+  }
 
-  /** Synchronous, inside the uWS handler (`req` is valid only now). */
-  private upgrade(res: UwsResponse, req: UwsRequest, context: UwsSocketContext): void {
+  /** Synchronous, inside the uWS handler (`req` is valid only now). `secure`: it came over TLS. */
+  private upgrade(res: UwsResponse, req: UwsRequest, context: UwsSocketContext, secure: boolean): void {
     const host = this.host;
     const table = host.table();
-    if (!this.settings.enabled || table === null || req.getHeader('upgrade').toLowerCase() !== 'websocket') return host.serveAsHttp(res, req);
+    if (!this.settings.enabled || table === null || req.getHeader('upgrade').toLowerCase() !== 'websocket') return host.serveAsHttp(res, req, secure);
     if (host.closing()) {
       writeProblem(res, 503, 'the gateway is shutting down', { via: host.via, closeConnection: true });
       this.metrics.upgrade('rejected');
@@ -207,21 +224,23 @@ export class WebSocketProxy implements RelayHost {
       head.conflict !== '' ||
       head.hasBody
     ) {
-      return host.serveAsHttp(res, req);
+      return host.serveAsHttp(res, req, secure);
     }
     const path = host.targetPath(head.url, head.query);
-    if (path === null) return host.serveAsHttp(res, req);
-    if (this.config.admin === undefined && (path === paths.healthcheck || path === paths.metrics || path === paths.spec)) return host.serveAsHttp(res, req);
+    if (path === null) return host.serveAsHttp(res, req, secure);
+    if (this.config.admin === undefined && (path === paths.healthcheck || path === paths.metrics || path === paths.spec)) return host.serveAsHttp(res, req, secure);
     const view = head.view;
     const selection = table.select('GET', path, view['content-type'], view.accept, false, this.selection);
-    if (selection.status !== 200 || selection.autoOptions) return host.serveAsHttp(res, req);
+    if (selection.status !== 200 || selection.autoOptions) return host.serveAsHttp(res, req, secure);
 
     const route = selection.route!;
     head.peer = remoteAddress(res.getRemoteAddress());
     head.startedAt = performance.now();
+    head.secure = secure;
     // uWS calls upgrade only for a GET; the checks above refused a head that announces a body.
     const ctx = new RequestContext(head);
     host.begin(ctx);
+    host.addHsts(ctx);
     ctx.path = path;
     ctx.route = route;
     ctx.targets = selection.targets;

@@ -39,6 +39,7 @@ export class UwsAcceptor {
       plain: this.onRequest,
       tls: this.onTlsRequest,
       ws: this.webSockets.behavior as UwsWebSocketBehavior<never>,
+      wss: this.webSockets.tlsBehavior as UwsWebSocketBehavior<never>,
     });
   }
 
@@ -65,13 +66,14 @@ export class UwsAcceptor {
       closing: () => state.closing,
       table: () => state.table,
       pipeline: () => state.pipeline,
-      serveAsHttp: (res, req) => this.onRequest(res, req),
+      serveAsHttp: (res, req, secure) => this.handle(res, req, secure),
       targetPath: (url, query) => {
         const path = lifecycle.accept.routedPath(url, query);
         return typeof path === 'string' ? path : null;
       },
       begin: (ctx) => lifecycle.begin(ctx),
       addForwardingHeaders: (head, ctx) => lifecycle.accept.addForwardingHeaders(head, ctx),
+      addHsts: (ctx) => lifecycle.accept.addHsts(ctx),
       clientAddress: (ctx) => lifecycle.accept.clientAddress(ctx),
       pick: (ctx, excluding) => lifecycle.forwarder.pickHost(ctx, excluding),
       requestDone: (ctx) => lifecycle.finisher.done(ctx),
