@@ -11,6 +11,7 @@
 import type { GatewayConfig } from '../config/types.js';
 import type { LoadedUws } from '../native/uws.js';
 import type { UwsApp, UwsHandler, UwsListenSocket, UwsRequest, UwsResponse, UwsTlsOptions, UwsWebSocketBehavior } from '../native/uws-types.js';
+import { isValidHost } from '../http/host-header.js';
 import { writeProblem } from '../http/problem-json.js';
 import type { ListenerCertificateConfig, ListenerTlsConfig } from './types.js';
 import { withTextFiles } from './uws-files.js';
@@ -95,6 +96,11 @@ export class EdgeListeners {
       const url = req.getUrl();
       if (builtins.has(url)) return plain(res, req);
       const host = req.getHeader('host');
+      // It becomes the Location's authority: "evil.com/x" or "a@b" would point the client elsewhere.
+      if (host !== '' && !isValidHost(host)) {
+        writeProblem(res, 400, 'the Host header is not a host and optional port', { via: `1.1 ${this.config.name}` });
+        return;
+      }
       const name = hostWithoutPort(host);
       if (name === '') {
         writeProblem(res, 400, 'a request to the plain port is redirected to https and needs a Host header', { via: `1.1 ${this.config.name}` });

@@ -102,6 +102,16 @@ t.test('plainPort redirect answers 308 to https, built-ins are still served; HST
   t.equal(redirected.status, 308);
   t.equal(redirected.headers.location, `https://first.test:${tlsPort}/items/7?x=1`);
   t.equal((await httpRequest(gateway.port, '/healthcheck')).status, 200, 'the health check is served on the plain port');
+  const ipv6 = await httpRequest(gateway.port, '/items/7', { headers: { host: '[::1]:8080' } });
+  t.same([ipv6.status, ipv6.headers.location], [308, `https://[::1]:${tlsPort}/items/7`], 'an IPv6 literal keeps its brackets');
+  // The Host becomes the Location's authority: one that is not a host and optional port is refused, as nginx does.
+  for (const host of ['evil.com/x', 'a@evil.com', 'evil.com:x', 'evil.com?x', 'evil.com#x', '[::1']) {
+    const refused = await httpRequest(gateway.port, '/p', { headers: { host } });
+    t.equal(refused.status, 400, `Host ${host}: 400`);
+    t.equal(refused.headers.location, undefined, 'no Location');
+    t.equal(refused.headers['content-type'], 'application/problem+json');
+    t.match(refused.body, 'the Host header is not a host and optional port');
+  }
   const r = await httpsGet(tlsPort, '/items/1', 'first.test');
   t.equal(r.status, 200);
   t.equal(r.headers['strict-transport-security'], 'max-age=600');
