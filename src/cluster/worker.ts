@@ -210,7 +210,7 @@ async function createServing(message: PublishMessage): Promise<UnboundDataPlane>
     await accessLog.ready;
   }
   observe = await RequestObserve.create(message.config, counters, (text) => log.warn(text));
-  return createDataPlane({ config: message.config, builtins: builtins.handle, listeners: builtins_(), counters, onBreakersChanged, observe });
+  return createDataPlane({ config: message.config, builtins: builtins.handle, listeners: builtins_(), counters, onBreakersChanged, observe, warn: (fields, text) => log.warn(fields, text) });
 }
 
 /**

@@ -11,11 +11,13 @@ import type { ClientSide } from '../exchange/client.js';
 import type { RequestContext } from '../exchange/context.js';
 import type { Counters } from '../metrics/counters.js';
 import type { RoutingTable } from '../routing/table.js';
+import type { UpstreamError } from '../upstream/call-errors.js';
 import type { UpstreamPool } from '../upstream/pool.js';
 import { HostWeights, RouteBalancer } from '../proxy/balancer.js';
 import { Breakers } from '../proxy/upstream-breakers.js';
 import type { ForwardFailure } from '../proxy/forward-errors.js';
 import { poolSettings, UpstreamPools } from '../proxy/host-pools.js';
+import { TlsFailureLog, type Warn } from '../proxy/upstream-tls-failures.js';
 import { BodyPump } from './body-pump.js';
 import { ProxiedResponse } from './proxied-response.js';
 import type { ResponseChain } from './respond.js';
@@ -50,14 +52,17 @@ export class ForwardPhase implements RetryHost {
   /** Pumps still receiving a request body, checked against timeouts.clientRequestMs. */
   private readonly receiving = new Set<BodyPump>();
   private readonly sweepTimer: NodeJS.Timeout;
+  private readonly tlsFailures: TlsFailureLog | null;
 
   constructor(
     private readonly state: DataPlaneState,
     private readonly chain: ResponseChain,
     private readonly counters: Counters | null,
     onBreakersChanged: (() => void) | null,
+    warn: Warn | null = null,
   ) {
     const config = state.config;
+    this.tlsFailures = warn === null ? null : new TlsFailureLog(warn);
     this.breakers = new Breakers(config.circuitBreaker, Date.now, onBreakersChanged);
     this.weights = new HostWeights(config.upstreamWeighting);
     this.pools = new UpstreamPools(poolSettings(config));
@@ -146,6 +151,10 @@ export class ForwardPhase implements RetryHost {
 
   upstreamFailed(failure: ForwardFailure): void {
     if (failure.counter !== null) this.counters?.add(failure.counter);
+  }
+
+  tlsHandshakeFailed(upstream: string, err: UpstreamError): void {
+    this.tlsFailures?.report(upstream, err.cause);
   }
 
   breakerSuccess(upstream: string, routeId: number): void {

@@ -15,6 +15,7 @@ import type { Counters } from '../metrics/counters.js';
 import { problem, type Answer, type LocalReply } from '../exchange/answer.js';
 import type { BuiltinsHook } from '../exchange/builtins.js';
 import type { RequestObserve } from '../observe/request-observe.js';
+import type { Warn } from '../proxy/upstream-tls-failures.js';
 import type { ClientSide } from '../exchange/client.js';
 import type { RequestContext } from '../exchange/context.js';
 import type { RequestHead } from '../http/client-request-head.js';
@@ -33,6 +34,8 @@ export interface LifecycleOptions {
   observe: RequestObserve | null;
   counters: Counters | null;
   onBreakersChanged: (() => void) | null;
+  /** Where what an operator should see is logged (upstream TLS handshake failures); null: nowhere. */
+  warn: Warn | null;
 }
 
 export class RequestLifecycle implements DecisionTaker {
@@ -53,7 +56,7 @@ export class RequestLifecycle implements DecisionTaker {
     this.observe = options.observe;
     this.decider = new DecidePhase(state, this, options.observe);
     this.chain = new ResponseChain(this.finished);
-    this.forwarder = new ForwardPhase(state, this.chain, options.counters, options.onBreakersChanged);
+    this.forwarder = new ForwardPhase(state, this.chain, options.counters, options.onBreakersChanged, options.warn);
     this.finisher = new DonePhase(state, this.accept, options.observe);
   }
 

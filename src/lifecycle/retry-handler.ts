@@ -23,6 +23,8 @@ export interface RetryHost {
   poolFor(upstream: string): UpstreamPool;
   /** An attempt failed (counted for /metrics). */
   upstreamFailed(failure: ForwardFailure): void;
+  /** The TLS handshake with `upstream` failed (logged). */
+  tlsHandshakeFailed(upstream: string, err: UpstreamError): void;
   breakerSuccess(upstream: string, routeId: number): void;
   breakerFailure(upstream: string, routeId: number): void;
 }
@@ -98,6 +100,10 @@ export class RetryHandler implements UpstreamLeg, BodySink {
 
   breakerSuccess(upstream: string): void {
     this.host.breakerSuccess(upstream, this.response.ctx.routeId);
+  }
+
+  tlsHandshakeFailed(upstream: string, err: UpstreamError): void {
+    this.host.tlsHandshakeFailed(upstream, err);
   }
 
   breakerFailure(upstream: string): void {
@@ -211,6 +217,7 @@ class Attempt implements UpstreamHandler {
     this.retry.response.ctx.upstreamEndedAt = performance.now();
     if (weStoppedIt) return;
     this.retry.response.ctx.upstreamError = err.code.toLowerCase();
+    if (err.code === 'TLS') this.retry.tlsHandshakeFailed(this.upstream, err);
     if (this.retry.response.clientGone) return;
     try {
       this.retry.failed(this, classifyUpstreamError(err));

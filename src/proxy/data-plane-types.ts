@@ -8,6 +8,7 @@ import type { BuiltinsHook } from '../exchange/builtins.js';
 import type { RequestObserve } from '../observe/request-observe.js';
 import type { RequestListener } from '../exchange/listener.js';
 import type { UpstreamWeight } from '../lifecycle/forward.js';
+import type { Warn } from './upstream-tls-failures.js';
 
 export type { UpstreamWeight } from '../lifecycle/forward.js';
 
@@ -23,6 +24,8 @@ export interface DataPlaneOptions {
   counters?: Counters | null;
   /** Request IDs, trace context and span export (src/observe/); null: none. */
   observe?: RequestObserve | null;
+  /** Where what an operator should see is logged at warn (an upstream's TLS handshake failure and why); null: nowhere. */
+  warn?: Warn | null;
   /** The native build to use; loadUws() by default. */
   uws?: LoadedUws;
 }

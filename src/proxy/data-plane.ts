@@ -29,6 +29,7 @@ export function createDataPlane(options: DataPlaneOptions): UnboundDataPlane {
     counters: options.counters ?? null,
     onBreakersChanged: options.onBreakersChanged ?? null,
     observe: options.observe ?? null,
+    warn: options.warn ?? null,
   });
   const acceptor = new UwsAcceptor(uws, state, lifecycle, options.counters ?? null);
   const control = new DataPlaneControl(uws, state, lifecycle, acceptor);

@@ -1,5 +1,6 @@
 /** How a failed upstream call (src/upstream/call-errors.ts) turns into the gateway's answer (docs/reference/respond.md#errors-the-gateway-answers, docs/reference/forward.md#retries). */
 import type { UpstreamError } from '../upstream/call-errors.js';
+import { tlsFailureKind, type TlsFailureKind } from './upstream-tls-failures.js';
 
 /**
  * Whether a failed request may go to another host of its endpoint (once):
@@ -28,7 +29,16 @@ function failure(status: number, upstreamFault: boolean, retry: RetryRule, count
 const REFUSED = failure(502, true, 'unsent', 'upstreamFailures.connectFailures', 'the upstream refused the connection');
 const UNREACHABLE = failure(502, true, 'unsent', 'upstreamFailures.connectFailures', 'the upstream could not be reached');
 const CONNECT_TIMEOUT = failure(504, true, 'unsent', 'upstreamFailures.connectFailures', 'connecting to the upstream timed out');
-const TLS_FAILED = failure(502, true, 'unsent', 'upstreamFailures.tlsFailures', 'the TLS handshake with the upstream failed (certificate not trusted or for another name)');
+const tlsFailed = (why: string) => failure(502, true, 'unsent', 'upstreamFailures.tlsFailures', `the TLS handshake with the upstream failed${why}`);
+/** By what Node's error says went wrong (./upstream-tls-failures.ts); the log line has the error itself. */
+const TLS_FAILED: Readonly<Record<TlsFailureKind, ForwardFailure>> = {
+  certificate: tlsFailed(': its certificate is not trusted'),
+  name: tlsFailed(': its certificate is for another name'),
+  notTls: tlsFailed(': the upstream does not speak TLS on that port'),
+  closed: tlsFailed(': the upstream closed the connection'),
+  alert: tlsFailed(': the upstream refused it'),
+  other: tlsFailed(''),
+};
 const TIMEOUT = failure(504, true, 'never', 'upstreamFailures.timeouts', 'the upstream did not answer in time');
 const QUEUE_TIMEOUT = failure(504, true, 'never', 'upstreamFailures.timeouts', 'no connection to the upstream became free in time');
 const RESET_UNSENT = failure(502, true, 'unsent', 'upstreamFailures.resets', 'the upstream closed the connection before the request was sent');
@@ -54,7 +64,7 @@ export function classifyUpstreamError(err: UpstreamError): ForwardFailure {
     case 'CONNECT_TIMEOUT':
       return CONNECT_TIMEOUT;
     case 'TLS':
-      return TLS_FAILED;
+      return TLS_FAILED[tlsFailureKind(err.cause)];
     case 'HEADERS_TIMEOUT':
     case 'BODY_TIMEOUT':
       return TIMEOUT;

@@ -135,6 +135,7 @@ const host: RetryHost = {
   retryTarget: () => null,
   poolFor: () => fakePool,
   upstreamFailed() {},
+  tlsHandshakeFailed() {},
   breakerSuccess() {},
   breakerFailure() {},
 };

@@ -3,7 +3,8 @@
  * (made at test time with the openssl CLI), used both to fetch a doc and to forward; serverName for
  * SNI and the name check; a client certificate; a certificate for another name or from another CA is
  * a 502, counted as upstreamFailures.tlsFailures. A reload re-reads the files: a data plane given the
- * reloaded config trusts the new CA.
+ * reloaded config trusts the new CA. A failed handshake is logged with its reason, once per upstream
+ * per 10 s, and the 502 says what kind of failure it was.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,8 +13,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TLSSocket } from 'node:tls';
+import { createServer as createHttpServer } from 'node:http';
 import t from 'tap';
 import { loadConfig } from '../../src/config/load.js';
+import { TlsFailureLog } from '../../src/proxy/upstream-tls-failures.js';
 import { Counters } from '../../src/metrics/counters.js';
 import { startDataPlane } from '../../src/proxy/data-plane.js';
 import { RoutingTable } from '../../src/routing/table.js';
@@ -94,6 +97,20 @@ const named = await httpsUpstream(byName);
 const wrongName = await httpsUpstream(misnamed);
 const otherCa = await httpsUpstream(foreign);
 const mutual = await httpsUpstream(byIp, { clientCa: ca1 });
+openssl('req', '-x509', ...EC, '-keyout', 'self.key', '-out', 'self.crt', '-days', '2', '-subj', '/CN=self', '-addext', 'subjectAltName=IP:127.0.0.1');
+const selfSigned = await httpsUpstream({ key: readFileSync(file('self.key'), 'utf8'), cert: readFileSync(file('self.crt'), 'utf8') });
+
+/** A plain HTTP server: what an https:// serviceLocation pointing at the wrong port meets. */
+async function plainHttpUpstream(): Promise<string> {
+  const server = createHttpServer((_req, res) => res.end('plain'));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+const plainHttp = await plainHttpUpstream();
 
 t.test('through the running gateway', async (t) => {
   const caFile = file('ca1.crt');
@@ -181,4 +198,59 @@ t.test('a reload reads the files again: the data plane given the new config trus
   t.equal(after.status, 200, 'a new pool, with the new CA');
   t.same(JSON.parse(after.body.toString()), { secure: true, path: '/other-ca' });
   t.equal((counters.take() ?? {})['upstreamFailures.tlsFailures'], 1);
+});
+
+t.test('a failed handshake: the 502 says what kind, the log says why, once per upstream per 10 s', async (t) => {
+  const gateway = await startGateway(t, {
+    workers: 1,
+    config: {
+      host: '127.0.0.1',
+      port: 0,
+      discovery: { fetchTimeoutMs: 3000, retries: 0, backoffMs: 100, refreshIntervalMs: 0 },
+      timeouts: { upstreamMs: 5000, connectMs: 2000, clientRequestMs: 10_000, shutdownGraceMs: 2000 },
+      upstreams: [
+        { serviceType: 'static', serviceLocation: selfSigned.location, endpoints: [{ method: 'GET', path: '/self-signed' }] },
+        { serviceType: 'static', serviceLocation: wrongName.location, endpoints: [{ method: 'GET', path: '/wrong-name' }], tls: { caFile: file('ca1.crt') } },
+        { serviceType: 'static', serviceLocation: plainHttp, endpoints: [{ method: 'GET', path: '/plain' }] },
+      ],
+    },
+    waitFor: (line) => line.msg === 'gateway operational',
+  });
+  const cases = [
+    ['/self-signed', selfSigned.location, 'its certificate is not trusted', 'self-signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)'],
+    ['/wrong-name', wrongName.location, 'its certificate is for another name', "Hostname/IP does not match certificate's altnames: IP: 127.0.0.1 is not in the cert's list: (ERR_TLS_CERT_ALTNAME_INVALID)"],
+    ['/plain', plainHttp, 'the upstream does not speak TLS on that port', 'wrong version number (ERR_SSL_WRONG_VERSION_NUMBER)'],
+  ] as const;
+  for (const [route, upstream, detail, reason] of cases) {
+    for (let i = 0; i < 5; i++) {
+      const answer = await httpRequest(gateway.port, route);
+      t.equal(answer.status, 502);
+      t.equal((JSON.parse(answer.body) as { detail: string }).detail, `the TLS handshake with the upstream failed: ${detail}`, `${route}: the 502 says ${detail}`);
+    }
+    const line = await gateway.waitForLog((l) => l.upstream === upstream && String(l.msg).startsWith('upstream TLS handshake failed'), 5000, `the log line for ${route}`);
+    t.equal(line.level, 40, 'at warn');
+    t.equal(line.msg, `upstream TLS handshake failed: ${reason}`, `${route}: the log says why`);
+  }
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const lines = gateway.lines.filter((l) => String(l.msg).startsWith('upstream TLS handshake failed'));
+  t.equal(lines.length, 3, 'five failures of each upstream within 10 s: one line each');
+});
+
+t.test('the log line of an upstream that keeps failing: one per 10 s, with the count left out since', async (t) => {
+  let now = 0;
+  const logged: Array<[Record<string, unknown>, string]> = [];
+  const log = new TlsFailureLog((fields, message) => logged.push([fields, message]), () => now);
+  const selfSignedError = Object.assign(new Error('self-signed certificate'), { code: 'DEPTH_ZERO_SELF_SIGNED_CERT' });
+  for (let i = 0; i < 4; i++) {
+    log.report('https://a:1', selfSignedError);
+    now += 2000;
+  }
+  log.report('https://b:1', selfSignedError);
+  t.same(logged.map(([fields]) => fields.upstream), ['https://a:1', 'https://b:1'], 'the first failure of each upstream is logged');
+  now = 10_000;
+  log.report('https://a:1', selfSignedError);
+  t.same(logged[2], [
+    { upstream: 'https://a:1', code: 'DEPTH_ZERO_SELF_SIGNED_CERT', suppressed: 3 },
+    'upstream TLS handshake failed: self-signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT) (3 more since the last line)',
+  ]);
 });
