@@ -1,24 +1,13 @@
 // docs/reference/processes.md#when-the-primary-dies: kill -9 of the primary with a slow request in flight.
 // Its workers stop listening at once (the port is free for a new gateway), finish the request with 200,
 // write its access line, and exit within timeouts.shutdownGraceMs.
-import { connect } from 'node:net';
 import t from 'tap';
+import { tryConnect } from '../helpers/raw-http.js';
 import { eventually, openWorkerConnection, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 import { processGone } from '../helpers/proc.js';
 
 const SLOW_MS = 1500;
 const GRACE_MS = 5000;
-
-function tryConnect(port: number): Promise<'connected' | string> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve('connected');
-    });
-    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
-  });
-}
 
 t.test('kill -9 of the primary: the workers drain their in-flight requests, free the port and exit', async (t) => {
   let arrived: () => void = () => {};

@@ -1,8 +1,8 @@
 // SIGTERM with slow requests in flight on both workers: they complete with 200, new connections are
 // refused, exit code 0. SIGINT with a request that outlives timeouts.shutdownGraceMs: the wait is
 // bounded, and the exit is still 0.
-import { connect } from 'node:net';
 import t from 'tap';
+import { tryConnect } from '../helpers/raw-http.js';
 import {
   openWorkerConnection,
   startGateway,
@@ -14,17 +14,6 @@ import {
 } from '../helpers/gateway-process.js';
 
 const SLOW_MS = 1500;
-
-function tryConnect(port: number): Promise<'connected' | string> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve('connected');
-    });
-    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
-  });
-}
 
 /** One keep-alive connection per worker, found by opening connections until both pids appear. */
 async function connectionPerWorker(t: Teardown, gateway: GatewayProcess): Promise<WorkerConnection[]> {

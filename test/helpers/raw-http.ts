@@ -152,3 +152,15 @@ export async function closedPort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
 }
+
+/** Opens a connection to 127.0.0.1:port and closes it: 'connected', or the error code (ECONNREFUSED). */
+export function tryConnect(port: number): Promise<'connected' | string> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve('connected');
+    });
+    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+  });
+}
