@@ -135,6 +135,13 @@ t.test('/metrics counts retries (JSON and Prometheus), through the running gatew
     5000,
   );
   t.ok(metrics.retries!.afterConnectFailure! >= 1, `retries.afterConnectFailure = ${metrics.retries!.afterConnectFailure}`);
-  const text = (await httpRequest(gateway.port, '/metrics', { headers: { accept: 'text/plain' } })).body;
+  // Each worker serves the primary's latest report, pushed every 250 ms: the other worker may not have this one yet.
+  const text = await eventually(
+    async () => {
+      const body = (await httpRequest(gateway.port, '/metrics', { headers: { accept: 'text/plain' } })).body;
+      return /gateway_upstream_retries_total\{reason="after_connect_failure"\} \d+/.test(body) ? body : undefined;
+    },
+    5000,
+  );
   t.match(text, /gateway_upstream_retries_total\{reason="after_connect_failure"\} \d+/);
 });
