@@ -357,6 +357,7 @@ class Primary {
     const middleware = componentStates(config.middleware.map((m) => m.id), slots, 'middleware');
     const published = this.publisher.current;
     const tableVersion = published?.message.tableVersion ?? null;
+    let becameOperational = false;
     if (
       !this.operational &&
       isOperational({
@@ -368,7 +369,7 @@ class Primary {
       })
     ) {
       this.operational = true;
-      this.log.info({ tableVersion }, 'gateway operational');
+      becameOperational = true;
     }
     const body = JSON.stringify(
       healthReport({
@@ -382,6 +383,9 @@ class Primary {
       }),
     );
     this.health.update(this.operational ? 200 : 503, body, immediately);
+    // After the workers were sent the 200: whoever waits for this line and asks /healthcheck at once
+    // (a deploy script, a test) should not find a worker still holding the 503.
+    if (becameOperational) this.log.info({ tableVersion }, 'gateway operational');
   }
 
   /**
