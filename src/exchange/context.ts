@@ -132,6 +132,8 @@ export class RequestContext {
   upstreamError: string | null = null;
   /** X-Cache of an answer the gateway served from its cache (HIT, STALE); null otherwise. */
   cache: string | null = null;
+  /** The answer's head went out and its body did not reach the client whole. */
+  cut = false;
 
   constructor(head: ParsedRequestHead) {
     this.method = head.method;

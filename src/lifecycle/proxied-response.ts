@@ -144,6 +144,8 @@ export class ProxiedResponse implements ResponseStream, ClientEvents, BodyOwner 
   private report(completed: boolean): void {
     if (this.reported) return;
     this.reported = true;
+    // The client has a head that promised more than it got (the access log's `cut`).
+    if (!completed && this.client.headSent) this.ctx.cut = true;
     this.pump?.stop();
     this.chain.over(this.ctx, completed);
   }

@@ -29,6 +29,8 @@ export interface FinishedRequest {
   /** -1 (or absent): not forwarded. */
   upstreamMs?: number;
   cache?: string | null;
+  /** The answer began and did not reach the client whole (the upstream or the client went away, a timeout, the shutdown grace). */
+  cut?: boolean;
 }
 
 /**
@@ -52,6 +54,8 @@ export const ACCESS_LOG_FIELDS = [
   'traceId',
   'upstreamMs',
   'cache',
+  // Written only when true: most lines are whole answers.
+  'cut',
 ] as const;
 export type AccessLogField = (typeof ACCESS_LOG_FIELDS)[number];
 
@@ -116,6 +120,7 @@ function fragment(text: string): Buffer {
   return Buffer.from(text, 'latin1');
 }
 const NULL = fragment('null');
+const TRUE = fragment('true');
 const key = (name: string): Buffer => fragment(`,"${name}":`);
 
 const DURATION_MS = key('durationMs');
@@ -142,6 +147,7 @@ class Layout {
   readonly traceId: Buffer | null;
   readonly upstreamMs: Buffer | null;
   readonly cache: Buffer | null;
+  readonly cut: Buffer | null;
 
   constructor(omit: readonly string[]) {
     const on = (name: AccessLogField): Buffer | null => (omit.includes(name) ? null : key(name));
@@ -161,6 +167,7 @@ class Layout {
     this.traceId = on('traceId');
     this.upstreamMs = on('upstreamMs');
     this.cache = on('cache');
+    this.cut = on('cut');
   }
 }
 
@@ -238,6 +245,8 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
   const clientSegment = new Segment([keyOf(l.client)], [l.client !== null], keyOf(l.query));
   const agentSegment = new Segment([keyOf(l.userAgent), keyOf(l.consumer)], [l.userAgent !== null, l.consumer !== null], keyOf(l.requestId));
   const cacheSegment = new Segment([keyOf(l.cache)], [l.cache !== null], LINE_END);
+  // The same with `"cut":true` before msg: a line of its own block, so a whole answer's line costs nothing more.
+  const cutSegment = new Segment([keyOf(l.cache)], [l.cache !== null], l.cut === null ? LINE_END : Buffer.concat([l.cut, TRUE, LINE_END]));
 
   // `{"level":30,"time":<now>`, made once per millisecond.
   let headTime = -1;
@@ -303,7 +312,7 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
         if (ms < 0) e.bytes(NULL);
         else e.milliseconds(ms);
       }
-      e.bytes(cacheSegment.of(batch.cache[i]!, null, null));
+      e.bytes((batch.cut[i] === 1 ? cutSegment : cacheSegment).of(batch.cache[i]!, null, null));
       endLine();
     }
     batch.clear(n);
@@ -349,6 +358,7 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
       batch.traceId[i] = request.traceId || null;
       batch.upstreamMs[i] = request.upstreamMs ?? -1;
       batch.cache[i] = request.cache ?? null;
+      batch.cut[i] = request.cut === true ? 1 : 0;
       if (i === BATCH - 1) encodeBatch();
     },
     recordConnection(request, connection) {
@@ -480,6 +490,7 @@ class Batch {
   readonly traceId: Array<string | null> = new Array<string | null>(BATCH).fill(null);
   readonly upstreamMs = new Float64Array(BATCH);
   readonly cache: Array<string | null> = new Array<string | null>(BATCH).fill(null);
+  readonly cut = new Uint8Array(BATCH);
 
   /** Lets the first `n` entries' strings go. */
   clear(n: number): void {
