@@ -3,10 +3,9 @@
  * `tls`, an SSLApp whose certificate is picked by SNI. Both run the data plane's request handler.
  *
  * Certificates: the first one is the SSLApp's own (clients without SNI or with an unknown name get it);
- * every server name is registered with addServerName. A reload swaps the registered names in one
- * synchronous step (no handshake runs in between); a changed first certificate needs a new SSLApp,
- * which joins the port (SO_REUSEPORT) before the old one stops listening. Open connections keep the
- * context they were handshaken with.
+ * every server name is registered with addServerName. A reload that changes any certificate or name
+ * makes a new SSLApp, which joins the port (SO_REUSEPORT) before the old one stops listening; the old
+ * one keeps its open connections, their certificates and routers (see setCertificates).
  */
 import type { GatewayConfig } from '../config/types.js';
 import type { LoadedUws } from '../native/uws.js';
@@ -211,9 +210,12 @@ class TlsListener {
     const next = configs.map((c) => new LoadableCertificate(c));
     const same = next.length === this.certificates.length && next.every((c, i) => c.identity === this.certificates[i]!.identity && sameNames(c, this.certificates[i]!));
     if (same) return;
-    const defaultChanged = next[0]!.identity !== this.certificates[0]!.identity;
     this.certificates = next;
-    if (defaultChanged && this.socket !== null) this.replaceApp();
+    // Any change makes a new app: uWS 20.30 keeps a pointer to the router of a connection's server
+    // name, and removeServerName frees it, so the next request on a connection still open under a
+    // name removed (or removed and added again with its new certificate) crashed the worker (SIGSEGV,
+    // test/edge/edge-tls-reload.test.ts). The old app keeps serving the connections it has.
+    if (this.socket !== null) this.replaceApp();
     else this.reregisterNames();
   }
 
@@ -268,7 +270,7 @@ class TlsListener {
     this.registerNames();
   }
 
-  /** The first certificate changed: a new app joins the port, then the old one stops listening. */
+  /** A certificate or name changed: a new app joins the port, then the old one stops listening. */
   private replaceApp(): void {
     const previous = this.app;
     const previousNames = this.registered;

@@ -4,7 +4,7 @@
 import { execFile } from 'node:child_process';
 import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { request } from 'node:https';
+import { Agent, request } from 'node:https';
 import t from 'tap';
 import { CertificateDir } from '../helpers/certs.js';
 import { httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
@@ -182,4 +182,57 @@ t.test('at start a certificate that does not load is a config error naming the f
   });
   const tlsPort = Number((await gateway.waitForLog((line) => line.msg === 'gateway listening')).tlsPort);
   t.equal((await presented(tlsPort, 'locked.test')).cn, 'locked', 'the encrypted key serves');
+});
+
+t.test('a name a reload drops: connections open under it keep being answered; new handshakes get what an unknown name gets', async (t) => {
+  const certs = new CertificateDir(t);
+  const first = certs.make('first', 'first');
+  const ec = certs.make('ec', 'ec', { names: ['ec.test'] });
+  const wild = certs.make('wild', 'wild', { names: ['*.wild.test'] });
+  const a = certs.make('a', 'a-exact', { names: ['a.wild.test'] });
+  const app = await startUpstream(t, { name: 'app' });
+  const withCerts = (certificates: unknown[]): Record<string, unknown> =>
+    testConfig([{ serviceType: 'static', serviceLocation: app.location, endpoints: [{ method: 'GET', path: '/items/{id}' }] }], { tls: { port: 0, certificates } });
+  const gateway = await startGateway(t, {
+    config: withCerts([
+      { ...files(first), serverNames: ['first.test'] },
+      { ...files(ec), serverNames: ['ec.test'] },
+      { ...files(wild), serverNames: ['*.wild.test'] },
+      { ...files(a), serverNames: ['a.wild.test'] },
+    ]),
+    waitFor: (line) => line.msg === 'gateway operational',
+    workers: 1,
+    startTimeoutMs: 60_000,
+  });
+  const tlsPort = Number((await gateway.waitForLog((line) => line.msg === 'gateway listening')).tlsPort);
+  // One kept-alive connection under each name that the reload drops.
+  const agents = ['ec.test', 'a.wild.test'].map((name) => ({ name, agent: new Agent({ keepAlive: true, maxSockets: 1 }) }));
+  t.teardown(() => agents.forEach(({ agent }) => agent.destroy()));
+  const get = (name: string, agent: Agent): Promise<{ status: number; reused: boolean }> =>
+    new Promise((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port: tlsPort, path: '/items/1', servername: name, headers: { host: name }, rejectUnauthorized: false, agent }, (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  for (const { name, agent } of agents) t.equal((await get(name, agent)).status, 200, `${name}: answered before`);
+
+  gateway.writeConfig(withCerts([{ ...files(first), serverNames: ['first.test'] }, { ...files(wild), serverNames: ['*.wild.test'] }]));
+  const reloads = gateway.lines.filter((l) => l.msg === 'config reloaded').length;
+  gateway.signal('SIGHUP');
+  await gateway.waitForLog(() => gateway.lines.filter((l) => l.msg === 'config reloaded').length > reloads, 20_000, 'config reloaded');
+
+  for (const { name, agent } of agents) {
+    for (let i = 0; i < 3; i++) {
+      const answer = await get(name, agent);
+      t.equal(answer.status, 200, `${name}: request ${i + 1} on the connection opened before the reload is answered`);
+      t.ok(answer.reused, `${name}: on the same connection`);
+    }
+  }
+  t.notOk(gateway.lines.some((l) => typeof l.msg === 'string' && l.msg.startsWith('worker killed')), 'no worker died (uWS crashed on a request under a removed name)');
+  t.equal((await presented(tlsPort, 'ec.test')).cn, 'first', 'a new handshake for the dropped ec.test gets the first certificate, as an unknown name does');
+  t.equal((await presented(tlsPort, 'a.wild.test')).cn, 'wild', 'one for the dropped a.wild.test gets the wildcard that covers it');
+  t.equal((await presented(tlsPort, 'b.wild.test')).cn, 'wild');
 });
