@@ -210,12 +210,13 @@ class TlsListener {
     const next = configs.map((c) => new LoadableCertificate(c));
     const same = next.length === this.certificates.length && next.every((c, i) => c.identity === this.certificates[i]!.identity && sameNames(c, this.certificates[i]!));
     if (same) return;
+    const previous = this.certificates;
     this.certificates = next;
     // Any change makes a new app: uWS 20.30 keeps a pointer to the router of a connection's server
     // name, and removeServerName frees it, so the next request on a connection still open under a
     // name removed (or removed and added again with its new certificate) crashed the worker (SIGSEGV,
     // test/edge/edge-tls-reload.test.ts). The old app keeps serving the connections it has.
-    if (this.socket !== null) this.replaceApp();
+    if (this.socket !== null) this.replaceApp(previous);
     else this.reregisterNames();
   }
 
@@ -264,14 +265,14 @@ class TlsListener {
     this.registered = [...names];
   }
 
-  /** In one synchronous step: no handshake can see a name missing in between. */
+  /** Before the app listens only (no connection can hold a router removeServerName frees: setCertificates). */
   private reregisterNames(): void {
     for (const name of this.registered) this.app.removeServerName?.(name);
     this.registerNames();
   }
 
   /** A certificate or name changed: a new app joins the port, then the old one stops listening. */
-  private replaceApp(): void {
+  private replaceApp(previousCertificates: LoadableCertificate[]): void {
     const previous = this.app;
     const previousNames = this.registered;
     const previousSocket = this.socket;
@@ -279,11 +280,12 @@ class TlsListener {
     this.registerNames();
     this.app.listen(this.host, this.port, (socket) => {
       if (socket === false) {
-        this.warn(`the new first certificate cannot serve: port ${this.port} could not be shared (SO_REUSEPORT needs a fixed port); the previous one keeps serving clients without SNI`);
+        // The previous app goes on as it was: swapping its names in place is what crashed (above).
+        this.warn(`the new certificates cannot serve: port ${this.port} could not be shared (SO_REUSEPORT needs a fixed port); the previous ones keep serving`);
         this.app.close?.();
         this.app = previous;
         this.registered = previousNames;
-        this.reregisterNames();
+        this.certificates = previousCertificates;
         return;
       }
       this.socket = socket;
