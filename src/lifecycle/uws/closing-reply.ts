@@ -68,21 +68,24 @@ export class RecordedReply implements UwsResponse {
 
   /** The head as written, with `connection: close` when the writer did not write it. */
   closingHeadBytes(): Buffer {
-    const parts = [...this.head];
-    if (!this.connectionHeader) parts.push('\r\nconnection: close');
-    return Buffer.concat(parts.map(bytesOf));
+    return Buffer.concat(this.closingHead().map(bytesOf));
   }
 
   /** The whole answer, one CRLF short (writeStatus adds it), closing the connection. */
   wire(): Buffer {
-    const parts = [...this.head];
-    if (!this.connectionHeader) parts.push('\r\nconnection: close');
+    const parts = this.closingHead();
     parts.push('\r\ndate: ', new Date().toUTCString());
     const body = this.body === null ? null : bytesOf(this.body);
     if (body === null) parts.push('\r\n');
     else if (body.byteLength === 0) parts.push('\r\ncontent-length: 0\r\n');
     else parts.push(`\r\ntransfer-encoding: chunked\r\n\r\n${body.byteLength.toString(16)}\r\n`, body, '\r\n0\r\n');
     return Buffer.concat(parts.map(bytesOf));
+  }
+
+  private closingHead(): UwsBytes[] {
+    const parts = [...this.head];
+    if (!this.connectionHeader) parts.push('\r\nconnection: close');
+    return parts;
   }
 
   write(): boolean {
@@ -137,14 +140,8 @@ export function sendClosing(res: UwsResponse, reply: RecordedReply): void {
     res.cork(() => {
       res.writeStatus(head);
       if (body !== null && body.byteLength > 0) return;
-      // No write() to complete the head (uWS writes Date with the first chunk): ended by hand, its
-      // last value's CRLF and the one writeHeader adds making the blank line.
-      if (body === null) {
-        res.writeHeader('date', `${new Date().toUTCString()}\r\n`);
-      } else {
-        res.writeHeader('date', new Date().toUTCString());
-        res.writeHeader('content-length', '0\r\n');
-      }
+      if (body === null) endHeadByHand(res);
+      else endEmptyBodyByHand(res);
     });
     if (body === null || body.byteLength === 0) return;
     let at = 0;
@@ -172,6 +169,20 @@ export function sendClosing(res: UwsResponse, reply: RecordedReply): void {
 }
 
 function noop(): void {}
+
+/**
+ * Ends a head uWS will not complete (no write() or end() follows; uWS writes Date with those only):
+ * Date, then the blank line, made of the last value's CRLF and the one writeHeader adds.
+ */
+export function endHeadByHand(res: UwsResponse): void {
+  res.writeHeader('date', `${new Date().toUTCString()}\r\n`);
+}
+
+/** The same for an answer whose body is empty: `content-length: 0` after Date. */
+export function endEmptyBodyByHand(res: UwsResponse): void {
+  res.writeHeader('date', new Date().toUTCString());
+  res.writeHeader('content-length', '0\r\n');
+}
 
 /**
  * Writes the last chunk of a body uWS is sending chunked (`write()`), without ending the response:

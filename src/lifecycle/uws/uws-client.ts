@@ -13,7 +13,7 @@ import { withoutNames } from '../../http/header-list.js';
 import { writeContent, writeProblem } from '../../http/problem-json.js';
 import { statusLine, statusLineBytes } from '../../http/status-line.js';
 import { writeBuiltinAnswer } from '../../builtins/write-answer.js';
-import { closeAfterThisRead, CloseWhenIdle, RecordedReply, sendClosing, writeLastChunk } from './closing-reply.js';
+import { closeAfterThisRead, CloseWhenIdle, endEmptyBodyByHand, endHeadByHand, RecordedReply, sendClosing, writeLastChunk } from './closing-reply.js';
 import type { UwsResponse } from '../../native/uws-types.js';
 import type { LocalReply } from '../../exchange/answer.js';
 import type { ClientEvents, ClientSide, ResponseStream } from '../../exchange/client.js';
@@ -314,12 +314,8 @@ export class UwsClient implements ClientSide {
     const res = this.res;
     this.ended = true;
     this.completed = true;
-    if (this.ctx.bytesOut === 0) {
-      res.writeHeader('date', new Date().toUTCString());
-      res.writeHeader('content-length', '0\r\n');
-    } else {
-      writeLastChunk(res);
-    }
+    if (this.ctx.bytesOut === 0) endEmptyBodyByHand(res);
+    else writeLastChunk(res);
     this.idleClose = new CloseWhenIdle(res);
     this.streamEnded(true);
   }
@@ -371,10 +367,9 @@ export class UwsClient implements ClientSide {
     this.completed = true;
     if (close) {
       // endWithoutBody never closes the connection (src/lifecycle/uws/closing-reply.ts): the head is
-      // ended by hand (the value's CRLF and the one uWS writes after it make the blank line), and
-      // the connection is closed once the cork is sent (closeAfterThisRead).
-      this.res.writeHeader('date', new Date().toUTCString());
-      this.res.writeHeader('connection', 'close\r\n');
+      // ended by hand, and the connection is closed once the cork is sent (closeAfterThisRead).
+      this.res.writeHeader('connection', 'close');
+      endHeadByHand(this.res);
       this.closeAfterHead = true;
     } else {
       // No argument: see native-notes.md on endWithoutBody in uWS 20.30.
