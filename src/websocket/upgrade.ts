@@ -47,12 +47,13 @@ export interface WebSocketHost {
   targetPath(url: string, query: string): string | null;
   /** Answers the request as the data plane answers any request (synchronously, inside the handler); `secure`: it came over TLS. */
   serveAsHttp(res: UwsResponse, req: UwsRequest, secure: boolean): void;
-  /** Request ID and trace context, as for any request: into ctx.headers and the answer's own headers. */
+  /**
+   * What every request gets before anything can answer it: request ID and trace context (into ctx.headers
+   * and the answer's own headers), Strict-Transport-Security when it came over TLS.
+   */
   begin(ctx: RequestContext): void;
   /** X-Forwarded-*, Via and the trusted proxies' headers, into ctx.headers. */
   addForwardingHeaders(head: RequestHead, ctx: RequestContext): void;
-  /** Strict-Transport-Security among the answer's own headers, when ctx came over TLS and hstsMaxAgeS is set. */
-  addHsts(ctx: RequestContext): void;
   /** The client address per trustedProxies. */
   clientAddress(ctx: RequestContext): string;
   /** A host for ctx's route (balancer, breakers), not `excluding`; sets ctx.upstream. Null: none may take it. */
@@ -240,7 +241,6 @@ export class WebSocketProxy implements RelayHost {
     // uWS calls upgrade only for a GET; the checks above refused a head that announces a body.
     const ctx = new RequestContext(head);
     host.begin(ctx);
-    host.addHsts(ctx);
     ctx.path = path;
     ctx.route = route;
     ctx.targets = selection.targets;

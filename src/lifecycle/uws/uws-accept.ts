@@ -71,9 +71,11 @@ export class UwsAcceptor {
         const path = lifecycle.accept.routedPath(url, query);
         return typeof path === 'string' ? path : null;
       },
-      begin: (ctx) => lifecycle.begin(ctx),
+      begin: (ctx) => {
+        lifecycle.begin(ctx);
+        lifecycle.accept.addHsts(ctx);
+      },
       addForwardingHeaders: (head, ctx) => lifecycle.accept.addForwardingHeaders(head, ctx),
-      addHsts: (ctx) => lifecycle.accept.addHsts(ctx),
       clientAddress: (ctx) => lifecycle.accept.clientAddress(ctx),
       pick: (ctx, excluding) => lifecycle.forwarder.pickHost(ctx, excluding),
       requestDone: (ctx) => lifecycle.finisher.done(ctx),
