@@ -20,7 +20,7 @@ import { TlsFailureLog } from '../../src/proxy/upstream-tls-failures.js';
 import { Counters } from '../../src/metrics/counters.js';
 import { startDataPlane } from '../../src/proxy/data-plane.js';
 import { RoutingTable } from '../../src/routing/table.js';
-import { eventually, httpRequest, startGateway, swaggerDoc } from '../helpers/gateway-process.js';
+import { eventually, httpRequest, startGateway, swaggerDoc, type Teardown } from '../helpers/gateway-process.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { entry } from '../helpers/upstream-server.js';
 
@@ -112,16 +112,24 @@ async function plainHttpUpstream(): Promise<string> {
 }
 const plainHttp = await plainHttpUpstream();
 
-t.test('through the running gateway', async (t) => {
-  const caFile = file('ca1.crt');
-  const gateway = await startGateway(t, {
+/** A gateway of one worker in front of `upstreams`, quick to give up on discovery and connections. */
+function gatewayWith(t: Teardown, upstreams: unknown[]): ReturnType<typeof startGateway> {
+  return startGateway(t, {
     workers: 1,
     config: {
       host: '127.0.0.1',
       port: 0,
       discovery: { fetchTimeoutMs: 3000, retries: 0, backoffMs: 100, refreshIntervalMs: 0 },
       timeouts: { upstreamMs: 5000, connectMs: 2000, clientRequestMs: 10_000, shutdownGraceMs: 2000 },
-      upstreams: [
+      upstreams,
+    },
+    waitFor: (line) => line.msg === 'gateway operational',
+  });
+}
+
+t.test('through the running gateway', async (t) => {
+  const caFile = file('ca1.crt');
+  const gateway = await gatewayWith(t, [
         { serviceType: 'swagger2', serviceLocation: documented.location, tls: { caFile } },
         { serviceType: 'static', serviceLocation: named.location, endpoints: [{ method: 'GET', path: '/named/{id}' }], tls: { caFile, serverName: 'api.internal' } },
         { serviceType: 'static', serviceLocation: wrongName.location, endpoints: [{ method: 'GET', path: '/wrong-name' }], tls: { caFile } },
@@ -132,10 +140,7 @@ t.test('through the running gateway', async (t) => {
           endpoints: [{ method: 'GET', path: '/mutual' }],
           tls: { caFile, certFile: file('gateway-client.crt'), keyFile: file('gateway-client.key') },
         },
-      ],
-    },
-    waitFor: (line) => line.msg === 'gateway operational',
-  });
+  ]);
 
   const secure = await httpRequest(gateway.port, '/secure/7');
   t.equal(secure.status, 200, 'the doc was fetched over TLS with caFile, and the request forwarded over TLS');
@@ -201,21 +206,11 @@ t.test('a reload reads the files again: the data plane given the new config trus
 });
 
 t.test('a failed handshake: the 502 says what kind, the log says why, once per upstream per 10 s', async (t) => {
-  const gateway = await startGateway(t, {
-    workers: 1,
-    config: {
-      host: '127.0.0.1',
-      port: 0,
-      discovery: { fetchTimeoutMs: 3000, retries: 0, backoffMs: 100, refreshIntervalMs: 0 },
-      timeouts: { upstreamMs: 5000, connectMs: 2000, clientRequestMs: 10_000, shutdownGraceMs: 2000 },
-      upstreams: [
+  const gateway = await gatewayWith(t, [
         { serviceType: 'static', serviceLocation: selfSigned.location, endpoints: [{ method: 'GET', path: '/self-signed' }] },
         { serviceType: 'static', serviceLocation: wrongName.location, endpoints: [{ method: 'GET', path: '/wrong-name' }], tls: { caFile: file('ca1.crt') } },
         { serviceType: 'static', serviceLocation: plainHttp, endpoints: [{ method: 'GET', path: '/plain' }] },
-      ],
-    },
-    waitFor: (line) => line.msg === 'gateway operational',
-  });
+  ]);
   const cases = [
     ['/self-signed', selfSigned.location, 'its certificate is not trusted', 'self-signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)'],
     ['/wrong-name', wrongName.location, 'its certificate is for another name', "Hostname/IP does not match certificate's altnames: IP: 127.0.0.1 is not in the cert's list: (ERR_TLS_CERT_ALTNAME_INVALID)"],
