@@ -16,6 +16,11 @@ function spy(id: string, maxCaptureBytes: number | undefined, seen: Capture[]): 
   return { id, maxCaptureBytes, sample: () => true, done: (_ctx, capture) => seen.push(capture!) };
 }
 
+/** Listeners hear of a request after its answer was sent: polls for up to 3 s. */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 300 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
 const post = (body: string) =>
   rawRequest(plane.port, `POST /items HTTP/1.1\r\nHost: gw\r\nContent-Length: ${body.length}\r\n\r\n${body}`, { responses: 1 });
 
@@ -24,7 +29,7 @@ t.test('the capture stops at the largest bound of the listeners that sampled the
   plane.setListeners([spy('small', 200, seen)]);
   await post('x'.repeat(150));
   await post('x'.repeat(300));
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await until(() => seen.length >= 2);
   t.equal(seen.length, 2);
   t.equal(seen[0]!.maxBytes, 200);
   t.equal(seen[0]!.requestBytes, 150, 'a body within the bound is kept whole');
@@ -37,7 +42,7 @@ t.test('the capture stops at the largest bound of the listeners that sampled the
   const both: Capture[] = [];
   plane.setListeners([spy('small', 200, both), spy('unbounded', undefined, [])]);
   await post('x'.repeat(300));
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await until(() => both.length >= 1);
   t.equal(both[0]!.maxBytes, 1024 * 1024, 'a listener without a bound gets what the gateway accepts');
   t.equal(both[0]!.requestBytes, 300);
   t.notOk(both[0]!.responseTruncated);

@@ -32,7 +32,8 @@ t.test('a sampled request: its body and the answer it got, after the answer', as
   await rawRequest(plane.port, 'POST /items HTTP/1.1\r\nHost: gw\r\nContent-Length: 5\r\n\r\nhello', { responses: 1 });
   await rawRequest(plane.port, 'GET /items/skip HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
   await rawRequest(plane.port, 'GET /quiet HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  // The sampled one arrives after its answer; the two others would have arrived by then (same worker, in order).
+  for (let i = 0; i < 300 && seen.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
   t.equal(seen.length, 1, 'unsampled and x-disabled-listeners requests are not captured');
   t.equal(seen[0]!.path, '/items');
   t.equal(seen[0]!.request, 'hello');

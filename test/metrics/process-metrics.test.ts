@@ -46,7 +46,8 @@ t.test('renders are at least the interval apart; a worker that joins or leaves i
   merger.set(1, snapshot(3));
   merger.refresh();
   await new Promise((resolve) => setTimeout(resolve, 100));
-  t.equal(renders.length, 1, 'three updates within the interval: no render yet');
+  // Counted by when they happened, not how many there are now: the 100 ms may last longer on a busy host.
+  t.equal(renders.filter((at) => at < 295).length, 1, 'three updates within the interval: no render yet');
   await until(2);
   // The first render started as set() was called, at about `started`: the next may start 300 ms after it.
   t.ok(renders[1]! >= 295, `the next render waited for the interval (done ${Math.round(renders[1]!)} ms after the first began)`);

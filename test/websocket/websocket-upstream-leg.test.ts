@@ -268,7 +268,7 @@ t.test('an upstream that breaks the protocol: the client gets 1011, the upstream
     const done = await closed(client);
     t.equal(done.code, 1011, `${what}: the client gets 1011`);
     const peer = peers.at(-1)!;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    for (let i = 0; i < 100 && closeCodeSent(peer.received()) === null; i++) await new Promise((resolve) => setTimeout(resolve, 20));
     t.equal(closeCodeSent(peer.received()), code, `${what}: the upstream gets ${code}`);
   }
 
