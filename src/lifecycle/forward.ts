@@ -154,7 +154,12 @@ export class ForwardPhase implements RetryHost {
   }
 
   tlsHandshakeFailed(upstream: string, err: UpstreamError): void {
-    this.tlsFailures?.report(upstream, err.cause);
+    this.reportTlsFailure(upstream, err.cause);
+  }
+
+  /** The warn line for a failed TLS handshake with `upstream` (at most one per upstream every 10 s), `cause` Node's error. */
+  reportTlsFailure(upstream: string, cause: unknown): void {
+    this.tlsFailures?.report(upstream, cause);
   }
 
   breakerSuccess(upstream: string, routeId: number): void {

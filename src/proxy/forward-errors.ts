@@ -49,6 +49,11 @@ const QUEUE_FULL = failure(503, false, 'never', 'upstreamFailures.queueFull', 'e
 const NOT_FORWARDABLE = failure(400, false, 'never', null, 'the request cannot be forwarded as sent');
 const SHUTTING_DOWN = failure(503, false, 'never', null, 'the gateway is shutting down');
 
+/** A failed TLS handshake with an upstream, by Node's error (`cause`): the HTTP path's and the WebSocket leg's. */
+export function tlsHandshakeFailure(cause: unknown): ForwardFailure {
+  return TLS_FAILED[tlsFailureKind(cause)];
+}
+
 /** RFC 9110 9.2.2, less the ones a gateway has no business replaying (TRACE). */
 export function isIdempotent(method: string): boolean {
   return method === 'GET' || method === 'HEAD' || method === 'OPTIONS' || method === 'PUT' || method === 'DELETE';
@@ -64,7 +69,7 @@ export function classifyUpstreamError(err: UpstreamError): ForwardFailure {
     case 'CONNECT_TIMEOUT':
       return CONNECT_TIMEOUT;
     case 'TLS':
-      return TLS_FAILED[tlsFailureKind(err.cause)];
+      return tlsHandshakeFailure(err.cause);
     case 'HEADERS_TIMEOUT':
     case 'BODY_TIMEOUT':
       return TIMEOUT;

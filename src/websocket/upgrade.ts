@@ -23,6 +23,7 @@ import type { Pipeline } from '../middleware/pipeline.js';
 import type { Answer } from '../middleware/types.js';
 import type { UwsModule, UwsRequest, UwsResponse, UwsSocketContext, UwsWebSocketBehavior } from '../native/uws-types.js';
 import type { Breakers } from '../proxy/upstream-breakers.js';
+import { tlsHandshakeFailure } from '../proxy/forward-errors.js';
 import { RequestContext } from '../exchange/context.js';
 import { emptySelection, type RoutingTable } from '../routing/table.js';
 import type { ConnectionSummary } from '../exchange/listener.js';
@@ -58,6 +59,8 @@ export interface WebSocketHost {
   clientAddress(ctx: RequestContext): string;
   /** A host for ctx's route (balancer, breakers), not `excluding`; sets ctx.upstream. Null: none may take it. */
   pick(ctx: RequestContext, excluding: string): string | null;
+  /** A wss:// upstream's TLS handshake failed: the operator's warn line (Node's error as `cause`). */
+  upstreamTlsFailed(upstream: string, cause: unknown): void;
   /** The request ended as an HTTP answer (no relayed connection): logged and counted like any request. */
   requestDone(ctx: RequestContext): void;
   /** A relayed connection ended: the listeners that log connections (the access log) are told. */
@@ -416,20 +419,23 @@ class PendingUpgrade implements HandshakeHandler {
   }
 
   /** HandshakeHandler: no answer in time, no connection, or an answer that is not valid. */
-  onFailed(kind: HandshakeFailure, detail: string): void {
+  onFailed(kind: HandshakeFailure, detail: string, cause?: unknown): void {
     if (this.done) return;
     const { ctx, host } = this;
     host.breakers.onFailure(this.upstream, ctx.routeId);
-    if (kind === 'unsent' && !this.retried && ctx.targets.length > 1 && !host.closing()) {
+    // As for any request (src/proxy/forward-errors.ts): the TLS failure's warn line, its counter and its 502.
+    const tls = kind === 'tls' ? tlsHandshakeFailure(cause) : null;
+    if (kind === 'tls') host.upstreamTlsFailed(this.upstream, cause);
+    if ((kind === 'unsent' || kind === 'tls') && !this.retried && ctx.targets.length > 1 && !host.closing()) {
       this.retried = true;
       host.counters?.add('retries.afterConnectFailure');
       return this.connect(this.upstream);
     }
-    host.counters?.add(kind === 'timeout' ? 'upstreamFailures.timeouts' : kind === 'unsent' ? 'upstreamFailures.connectFailures' : 'upstreamFailures.resets');
+    host.counters?.add(tls?.counter ?? (kind === 'timeout' ? 'upstreamFailures.timeouts' : kind === 'unsent' ? 'upstreamFailures.connectFailures' : 'upstreamFailures.resets'));
     const answer =
       kind === 'timeout'
         ? { kind: 'problem' as const, status: 504, detail: 'the upstream did not answer the upgrade in time' }
-        : { kind: 'problem' as const, status: 502, detail: kind === 'unsent' ? 'the upstream refused the connection' : `the upstream's answer to the upgrade was not valid (${detail})` };
+        : { kind: 'problem' as const, status: 502, detail: tls?.detail ?? (kind === 'unsent' ? 'the upstream refused the connection' : `the upstream's answer to the upgrade was not valid (${detail})`) };
     this.answer(answer, 'failed');
   }
 }

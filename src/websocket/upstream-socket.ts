@@ -28,7 +28,8 @@ const CRLFCRLF = Buffer.from('\r\n\r\n', 'latin1');
 /** After the gateway's close frame, the upstream's has this long to come back before the socket is cut (as ws waits). */
 const CLOSE_TIMEOUT_MS = 30_000;
 /** Connect errors after which nothing reached the upstream: another host may be tried. */
-const UNSENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET']);
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH']);
+const UNSENT = new Set([...NOT_CONNECTED, 'ECONNRESET']);
 
 /**
  * Every plain-TCP upstream leg of a worker reads into this one buffer (net's `onread`): no buffer is
@@ -66,8 +67,11 @@ export interface UpstreamSocketOptions {
   tls?: UpstreamTlsOptions | undefined;
 }
 
-/** Why a handshake failed: no answer in time, nothing reached the upstream (another host may take it), or an answer that was not valid. */
-export type HandshakeFailure = 'timeout' | 'unsent' | 'invalid';
+/**
+ * Why a handshake failed: no answer in time, nothing reached the upstream (another host may take it),
+ * the TLS handshake with a wss:// upstream failed (the error is passed on), or an answer that was not valid.
+ */
+export type HandshakeFailure = 'timeout' | 'unsent' | 'tls' | 'invalid';
 
 /** What happens to a handshake; exactly one of these is called. */
 export interface HandshakeHandler {
@@ -75,7 +79,8 @@ export interface HandshakeHandler {
   onOpen(socket: UpstreamSocket, headers: string[]): void;
   /** Another final answer: its end-to-end headers (names lower-cased) and body; null when it could not be read or was over `maxBody` bytes. */
   onRefused(status: number, headers: string[], body: Buffer | null): void;
-  onFailed(kind: HandshakeFailure, detail: string): void;
+  /** `cause`: Node's error, for 'tls'. */
+  onFailed(kind: HandshakeFailure, detail: string, cause?: unknown): void;
 }
 
 /** Where an open connection's traffic goes (set with attach()). */
@@ -125,6 +130,8 @@ export class UpstreamSocket implements FrameSink {
   private flushScheduled = false;
   private closeSent = false;
   private reported = false;
+  /** A wss:// upstream's TLS handshake has not completed. */
+  private tlsPending = false;
   private readonly maxHeadBytes: number;
   private readonly maxPayload: number;
 
@@ -156,7 +163,10 @@ export class UpstreamSocket implements FrameSink {
     this.maxPayload = options.maxPayload;
     this.reader = new FrameReader(this, options.maxPayload);
     if (secure) {
-      this.socket = tls.connect(tlsConnectOptions(host, port, options.tls ?? {}));
+      this.tlsPending = true;
+      this.socket = tls.connect(tlsConnectOptions(host, port, options.tls ?? {}), () => {
+        this.tlsPending = false;
+      });
       this.socket.on('data', this.onData);
     } else {
       this.socket = net.connect({ host, port, onread: { buffer: READ_BUFFER, callback: this.onRead } });
@@ -431,8 +441,8 @@ export class UpstreamSocket implements FrameSink {
     handshake.onRefused(sink.status, sink.headers, whole ? Buffer.concat(sink.chunks, sink.length) : null);
   }
 
-  private fail(kind: HandshakeFailure, detail: string): void {
-    this.endHandshake()?.onFailed(kind, detail);
+  private fail(kind: HandshakeFailure, detail: string, cause?: unknown): void {
+    this.endHandshake()?.onFailed(kind, detail, cause);
   }
 
   /** The handshake is over without a connection: the socket goes; returns whom to tell (null: told already). */
@@ -456,7 +466,12 @@ export class UpstreamSocket implements FrameSink {
   };
 
   private readonly onError = (err: Error & { code?: string }): void => {
-    if (this.state === State.Handshake) return this.fail(UNSENT.has(err.code ?? '') ? 'unsent' : 'invalid', err.message);
+    if (this.state !== State.Handshake) return;
+    const code = err.code ?? '';
+    // Connected, before 'secureConnect': nothing was read from the upstream, the error is the TLS handshake's.
+    if (this.tlsPending && !NOT_CONNECTED.has(code)) return this.fail('tls', err.message, err);
+    if (UNSENT.has(code)) return this.fail('unsent', err.message);
+    this.fail('invalid', err.message);
     // Open or closing: 'close' follows and reports it.
   };
 

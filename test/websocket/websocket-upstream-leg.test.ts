@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { WebSocketServer } from 'ws';
 import { CertificateDir } from '../helpers/certs.js';
-import { eventually, startGateway, testConfig } from '../helpers/gateway-process.js';
+import { eventually, httpRequest, startGateway, testConfig } from '../helpers/gateway-process.js';
 import { closed, nextMessage, openClient, rssBytes, wsUpstreamConfig } from '../helpers/ws-upstream.js';
 
 type Teardown = Parameters<typeof startGateway>[0];
@@ -403,6 +403,48 @@ t.test('a wss:// upstream with a private CA', async (t) => {
   const done = closed(client);
   client.close(1000);
   t.equal((await done).code, 1000);
+});
+
+t.test('a wss:// upstream whose certificate is not trusted: 502 naming why, one warn line, counted as a TLS failure', async (t) => {
+  const certs = new CertificateDir(t);
+  const cert = certs.make('untrusted', 'upstream.test');
+  const server = createHttpsServer({ cert: readFileSync(cert.certFile), key: readFileSync(cert.keyFile) });
+  const wss = new WebSocketServer({ server });
+  let opened = 0;
+  wss.on('connection', () => opened++);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const location = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // No caFile: the upstream's certificate is signed by a CA the gateway does not know.
+  const gateway = await startGateway(t, {
+    config: testConfig([{ ...wsUpstreamConfig(location, ['/w']), tls: { serverName: 'upstream.test' } }]),
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+  });
+  for (let i = 0; i < 3; i++) {
+    const refused = (await openClient(`ws://127.0.0.1:${gateway.port}/w`).then(
+      () => t.fail('upgraded'),
+      (err: unknown) => err,
+    )) as { status?: number; body?: string };
+    t.equal(refused.status, 502);
+    t.equal((JSON.parse(refused.body ?? '{}') as { detail?: string }).detail, 'the TLS handshake with the upstream failed: its certificate is not trusted', 'the 502 says why, as for a request');
+  }
+  t.equal(opened, 0, 'no connection was opened upstream');
+  const line = await gateway.waitForLog((l) => String(l.msg).startsWith('upstream TLS handshake failed'), 5000, 'the warn line');
+  t.equal(line.level, 40, 'at warn');
+  t.equal(line.upstream, location, 'naming the upstream');
+  t.match(String(line.msg), /unable to verify|self-signed|local issuer/, "with OpenSSL's reason");
+  const metrics = await eventually(
+    async () => {
+      const body = JSON.parse((await httpRequest(gateway.port, '/metrics')).body) as { upstreamFailures?: { tlsFailures?: number } };
+      return (body.upstreamFailures?.tlsFailures ?? 0) >= 3 ? body : undefined;
+    },
+    5000,
+    100,
+    'the failures counted',
+  );
+  t.equal(metrics.upstreamFailures!.tlsFailures, 3, 'counted as upstreamFailures.tlsFailures');
+  t.ok(gateway.lines.filter((l) => String(l.msg).startsWith('upstream TLS handshake failed')).length <= 2, 'not a line per failure (one per worker per 10 s)');
 });
 
 t.test("a connection's access line goes where the access log goes, with its omitted fields left out", async (t) => {

@@ -78,6 +78,7 @@ export class UwsAcceptor {
       addForwardingHeaders: (head, ctx) => lifecycle.accept.addForwardingHeaders(head, ctx),
       clientAddress: (ctx) => lifecycle.accept.clientAddress(ctx),
       pick: (ctx, excluding) => lifecycle.forwarder.pickHost(ctx, excluding),
+      upstreamTlsFailed: (upstream, cause) => lifecycle.forwarder.reportTlsFailure(upstream, cause),
       requestDone: (ctx) => lifecycle.finisher.done(ctx),
       connectionDone: (ctx, connection) => lifecycle.finisher.connectionDone(ctx, connection),
     };
