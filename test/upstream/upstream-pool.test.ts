@@ -192,10 +192,10 @@ t.test('abort while queued: leaves the queue at once, never sent, never called b
   t.equal(p.stats().queued, 2);
   queued.abort();
   t.equal(p.stats().queued, 1, 'gone from the queue synchronously');
-  await sleep(50);
+  await until(() => held.length > 0);
   held.shift()!.write(OK);
   await first.done;
-  await sleep(50);
+  await until(() => held.length > 0);
   held.shift()!.write(OK);
   t.equal((await last.done).status, 200);
   await sleep(50);
@@ -208,10 +208,10 @@ t.test('abort in flight: the socket is closed (its answer will never be read)', 
   t.teardown(() => server.close());
   const p = pool(server.url);
   const { call } = send(p, 'GET', '/x');
-  await sleep(50);
+  await until(() => server.requests.length > 0);
   t.equal(server.sockets.size, 1);
   call.abort();
-  await sleep(50);
+  await until(() => server.sockets.size === 0);
   t.equal(server.sockets.size, 0, 'the upstream saw the connection close');
   t.equal(p.stats().connections, 0);
 });
@@ -429,12 +429,12 @@ t.test('a 204 followed by stray bytes: answered without a body, and the socket i
   const p = pool(server.url);
   const clean = await send(p, 'GET', '/clean').done;
   t.equal(clean.status, 204);
-  await sleep(20);
+  await until(() => p.stats().idle === 1);
   t.equal(p.stats().idle, 1, 'a clean 204 keeps its socket');
   const stray = await send(p, 'GET', '/stray').done;
   t.equal(stray.status, 204);
   t.equal(stray.body.length, 0);
-  await sleep(20);
+  await until(() => p.stats().connections === 0);
   t.equal(p.stats().connections, 0, 'the socket with stray bytes was closed');
   const next = await send(p, 'GET', '/clean').done;
   t.equal(next.status, 204, 'the next request did not get the smuggled answer');
@@ -462,37 +462,45 @@ t.test('idle sockets are reaped, sooner when the upstream announces a shorter Ke
     socket.write(head.includes('/hint') ? 'HTTP/1.1 200 OK\r\nKeep-Alive: timeout=1\r\nContent-Length: 2\r\n\r\nok' : OK);
   });
   t.teardown(() => server.close());
+  // Each wait polls for the reaping and measures how long the socket lay idle: a sweep runs late on a
+  // busy host, so a fixed sleep could end before it.
   const p = pool(server.url, { idleTimeoutMs: 3000 });
   await send(p, 'GET', '/hint').done;
+  let idleSince = performance.now();
   t.equal(p.stats().idle, 1);
-  await sleep(800);
-  t.equal(p.stats().connections, 0, 'timeout=1 s: reaped after half of it');
+  await until(() => p.stats().connections === 0);
+  let idleFor = performance.now() - idleSince;
+  t.equal(p.stats().connections, 0, 'reaped');
+  // The hint's half is 500 ms; idleTimeoutMs alone would have kept it 3000 ms.
+  t.ok(idleFor < 2500, `timeout=1 s: reaped after half of it, not after idleTimeoutMs (idle ${Math.round(idleFor)} ms; 500 ms + room for a busy machine)`);
   const short = pool(server.url, { idleTimeoutMs: 200 });
   await send(short, 'GET', '/plain').done;
-  await sleep(80);
+  idleSince = performance.now();
   t.equal(short.stats().idle, 1);
-  await sleep(400);
+  await until(() => short.stats().connections === 0 && server.sockets.size === 0);
+  idleFor = performance.now() - idleSince;
   t.equal(short.stats().connections, 0, 'idleTimeoutMs reaps');
+  t.ok(idleFor >= 150, `not before idleTimeoutMs (idle ${Math.round(idleFor)} ms; 200 ms less the sweep's 10 ms clock)`);
   t.equal(server.sockets.size, 0, 'the upstream saw them close');
 });
 
 t.test('the deadline sweep runs only while the pool holds a socket or a call, and a new call after an idle spell gets its full headersTimeoutMs', async (t) => {
   const server = await startRawServer((socket) => setTimeout(() => socket.write(OK), 100));
   t.teardown(() => server.close());
-  const p = pool(server.url, { connections: 1, idleTimeoutMs: 60, headersTimeoutMs: 250 });
+  // The upstream answers in 100 ms; a headers timeout of 1 s leaves that room on a busy host.
+  const p = pool(server.url, { connections: 1, idleTimeoutMs: 60, headersTimeoutMs: 1000 });
   const sweeping = () => (p as unknown as { sweeper: { running: boolean } }).sweeper.running;
   t.equal(sweeping(), false, 'a new pool sets no timer');
   const first = send(p, 'GET', '/1');
   t.equal(sweeping(), true, 'a call: the sweep runs');
   t.equal((await first.done).status, 200);
   t.equal(sweeping(), true, 'an idle socket: the sweep runs to reap it');
-  const started = Date.now();
-  while (p.stats().connections > 0 && Date.now() - started < 2000) await sleep(10);
-  await sleep(30);
+  await until(() => p.stats().connections === 0 && !sweeping());
+  t.equal(p.stats().connections, 0, 'the idle socket was reaped');
   t.equal(sweeping(), false, 'nothing held: no timer wakes the process');
   // The pool's clock stood still while no sweep ran: a deadline read against it would have passed
-  // already (400 ms idle > 250 ms), and the answer due in 100 ms would fail as a headers timeout.
-  await sleep(400);
+  // already (1300 ms idle > 1000 ms), and the answer due in 100 ms would fail as a headers timeout.
+  await sleep(1300);
   const second = await send(p, 'GET', '/2').done;
   t.equal(second.error, null, 'no timeout');
   t.equal(second.status, 200);
@@ -534,7 +542,8 @@ t.test('abort after the head (HEAD served by GET): a small rest is drained to ke
     onError: () => data++,
     onBodyDrain: () => {},
   });
-  await sleep(60);
+  // The rest comes 10 ms after the head: polled, as the drain takes longer on a busy host.
+  await until(() => p.stats().idle === 1);
   t.equal(data, 0, 'nothing more was called after abort()');
   t.equal(p.stats().idle, 1, 'drained: the socket is back in the pool');
   t.equal((await send(p, 'GET', '/small').done).body.toString(), 'small body');
@@ -546,7 +555,7 @@ t.test('abort after the head (HEAD served by GET): a small rest is drained to ke
     onError: () => {},
     onBodyDrain: () => {},
   });
-  await sleep(60);
+  await until(() => p.stats().connections === 0);
   t.equal(p.stats().connections, 0, 'a large rest is not worth reading: socket closed');
 });
 
@@ -598,7 +607,8 @@ t.test('pausing the answer: nothing more until resume(), then the rest, and the 
     socket.write(body);
   });
   t.teardown(() => server.close());
-  const p = pool(server.url, { bodyTimeoutMs: 100 });
+  // 300 ms, not less: the sweep takes a stall of this process for the upstream's silence, and a busy host stalls it.
+  const p = pool(server.url, { bodyTimeoutMs: 300 });
   let received = 0;
   let paused = false;
   const { call, done } = send(p, 'GET', '/x', {
@@ -618,8 +628,8 @@ t.test('pausing the answer: nothing more until resume(), then the rest, and the 
   while (!paused) await sleep(5);
   const atPause = received;
   // Longer than bodyTimeoutMs: a paused answer is not the upstream's fault.
-  await sleep(300);
-  t.equal(received, atPause, 'paused for 300 ms');
+  await sleep(600);
+  t.equal(received, atPause, 'paused for 600 ms');
   resumed = true;
   paused = false;
   call.resume();
@@ -751,9 +761,13 @@ t.test('close(): waiting calls fail with CLOSED, running ones finish, then every
 t.test('a paused last chunk stays valid until resume(): onEnd waits, the socket reads nothing into it', async (t) => {
   // The client reads into one buffer per connection; bytes that follow the answer must not be read
   // over the view the handler still holds.
+  let strayWritten = false;
   const server = await startRawServer((socket) => {
     socket.write('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nAAAAAAAAAA');
-    setTimeout(() => socket.write('ZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZ'), 20);
+    setTimeout(() => {
+      socket.write('ZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZZ');
+      strayWritten = true;
+    }, 20);
   });
   t.teardown(() => server.close());
   const p = pool(server.url);
@@ -769,12 +783,15 @@ t.test('a paused last chunk stays valid until resume(): onEnd waits, the socket 
     onError: (err) => t.fail(err.message),
     onBodyDrain: () => {},
   });
-  await sleep(100);
+  // Until the body was handed over and the bytes after it were sent, then a moment in which they
+  // would be read over the view.
+  await until(() => held !== null && strayWritten);
+  await sleep(50);
   t.equal(held!.toString(), 'AAAAAAAAAA', 'the view still holds the body');
   t.notOk(ended, 'onEnd waits for resume()');
   call.resume();
   t.ok(ended, 'onEnd on resume()');
-  await sleep(50);
+  await until(() => p.stats().connections === 0);
   t.equal(p.stats().connections, 0, 'the bytes after the answer were seen: socket closed');
 });
 
