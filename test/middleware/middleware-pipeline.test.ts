@@ -7,6 +7,7 @@ import { Counters } from '../../src/metrics/counters.js';
 import { DECIDING, Pipeline } from '../../src/middleware/pipeline.js';
 import { problem, type Decision, type Middleware } from '../../src/middleware/types.js';
 import type { RequestContext } from '../../src/exchange/context.js';
+import { eventually } from '../helpers/gateway-process.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { echoHandler, entry, startUpstream } from '../helpers/upstream-server.js';
 import { planeInFrontOf } from '../helpers/data-plane.js';
@@ -98,7 +99,7 @@ t.test('Pipeline.decide: synchronous decisions come back at once; the request is
   t.equal(outcome, DECIDING);
   t.equal(holds, 1, 'held once, at the asynchronous decision');
   t.same(ran, ['e']);
-  await delay(50);
+  await eventually(async () => (ran.length >= 4 ? true : undefined), 3000, 10, 'the asynchronous decision');
   t.same(ran, ['e', 'slow', 'f', 'async outcome forward'], 'the rest ran after it; the outcome came once');
   t.equal(holds, 1);
 });
@@ -173,10 +174,11 @@ t.test('the client leaves while a decision is pending: nothing is forwarded, the
   const socket = net.connect(plane.port, '127.0.0.1');
   await new Promise<void>((resolve) => socket.once('connect', resolve));
   socket.write('GET /items/1 HTTP/1.1\r\nHost: gw\r\n\r\n');
-  await delay(50);
+  // The request, then the close, reach the data plane later on a busy host: polled.
+  await eventually(async () => (plane.inFlight() === 1 ? true : undefined), 3000, 10, 'the request in flight');
   t.equal(plane.inFlight(), 1, 'held: in flight');
   socket.destroy();
-  await delay(50);
+  await eventually(async () => (plane.inFlight() === 0 ? true : undefined), 3000, 10, 'the request counted out');
   t.equal(plane.inFlight(), 0, 'counted out when the client left');
   release();
   await delay(50);
@@ -214,7 +216,8 @@ t.test('a middleware may answer with content, and watch the answer: head, body, 
 
   const watched = await rawRequest(plane.port, 'GET /items/9 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
   t.equal(watched.responses[0]!.status, 200);
-  await delay(20);
+  // The observer hears the end after the client got the answer.
+  await eventually(async () => (events.at(-1) === 'end' ? true : undefined), 3000, 10, 'the end of the watched answer');
   t.same(events[0], 'head 200 true');
   t.match(events[1], /^data \d+$/);
   t.equal(events[events.length - 1], 'end', 'the answer completed');
@@ -229,7 +232,7 @@ t.test('a middleware may answer with content, and watch the answer: head, body, 
   const instead = await rawRequest(plane.port, 'GET /items/9 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
   t.equal(instead.responses[0]!.status, 200, 'a 503 from the upstream replaced by the offered content');
   t.same(instead.responses[0]!.headers['x-instead-of'], ['503']);
-  await delay(20);
+  await eventually(async () => (events.length > 0 ? true : undefined), 3000, 10, 'the observer told');
   t.same(events, ['abort'], 'the watched answer did not reach the client');
   offer = false;
   const passed = await rawRequest(plane.port, 'GET /items/9 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 });
