@@ -12,6 +12,7 @@ import type { CacheStore } from '../../src/cache/store.js';
 import { Counters } from '../../src/metrics/counters.js';
 import { buildPipeline, type MiddlewareConfig } from '../../src/middleware/registry.js';
 import type { DataPlane } from '../../src/proxy/data-plane.js';
+import { eventually } from '../helpers/gateway-process.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { entry, startUpstream, type UpstreamHandler } from '../helpers/upstream-server.js';
 import { planeInFrontOf } from '../helpers/data-plane.js';
@@ -176,8 +177,17 @@ t.test('a failing store: every request still answered (MISS), the failures count
     t.same([res.status, res.xCache, res.body], [200, 'MISS', 'direct']);
   }
   t.equal(seen('/items/no-store'), 3);
-  await delay(50);
-  const taken = counters.take() ?? {};
+  // The last write fails after the answer went out: counted as it comes, for up to 3 s.
+  const taken: Record<string, number> = {};
+  await eventually(
+    async () => {
+      for (const [name, n] of Object.entries(counters.take() ?? {})) taken[name] = (taken[name] ?? 0) + n;
+      return (taken['middleware.cache.storeErrors'] ?? 0) >= 6 ? true : undefined;
+    },
+    3000,
+    10,
+    'six store errors',
+  );
   t.equal(taken['middleware.cache.storeErrors'], 6, 'three reads and three writes failed');
   t.equal(taken['middleware.cache.misses'], 3);
 });
@@ -190,7 +200,8 @@ t.test('a store slower than slaMs: the pipeline moves on, the answer is still la
   upstream.setHandler(answering({ 'cache-control': 'max-age=60' }, 'slow store'));
   const res = await get(planeA, '/items/slow-store');
   t.same([res.status, res.xCache, res.body], [200, 'MISS', 'slow store']);
-  await delay(400);
+  // The write takes the store's 150 ms after the answer: polled.
+  await eventually(async () => (store.sets > 0 ? true : undefined), 3000, 10, 'the entry stored');
   t.equal(store.sets, 1, 'stored all the same');
   const taken = counters.take() ?? {};
   t.equal(taken['middleware.cache.slaMisses'], 1, 'the pipeline counted the SLA miss');
