@@ -84,6 +84,9 @@ t.test('with real timers and asynchronous delivery: 20 of 40 concurrent, then th
 t.test('the sweep timers run only while there are keys: an idle worker or primary is not woken', async (t) => {
   let now = 1_000_000;
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  const until = async (done: () => boolean): Promise<void> => {
+    for (let i = 0; i < 300 && !done(); i++) await sleep(10);
+  };
   const bank: LeaseBank = new LeaseBank({
     now: () => now,
     sweepIntervalMs: 5,
@@ -109,20 +112,26 @@ t.test('the sweep timers run only while there are keys: an idle worker or primar
   await sleep(40);
   t.equal(clientSweeps + bankSweeps, 0, 'no key yet: no sweep');
   t.ok((await client.take('ip:203.0.113.10', LIMIT_20)).admitted);
-  await sleep(40);
+  // Sweeps every 5 ms, polled for up to 3 s: timers fire late on a busy host.
+  await until(() => clientSweeps > 0 && bankSweeps > 0);
   t.ok(clientSweeps > 0 && bankSweeps > 0, `a key: both sweep (client ${clientSweeps}, bank ${bankSweeps})`);
   // Ten idle minutes later: the lease goes back, the key is forgotten, the full bucket dropped.
   now += 600_000;
   const started = Date.now();
   while ((bank.stats().keys > 0 || client.heldTokens('ip:203.0.113.10') > 0) && Date.now() - started < 2000) await sleep(10);
   t.equal(bank.stats().keys, 0, 'the bank dropped the bucket');
-  await sleep(30);
-  const after = [clientSweeps, bankSweeps];
-  await sleep(60);
+  // The client forgets the key at a sweep of its own: wait (up to 3 s) for 60 ms without a sweep;
+  // sweeps that went on every 5 ms would never give one.
+  let after = [clientSweeps, bankSweeps];
+  for (const deadline = Date.now() + 3000; Date.now() < deadline; ) {
+    after = [clientSweeps, bankSweeps];
+    await sleep(60);
+    if (clientSweeps === after[0] && bankSweeps === after[1]) break;
+  }
   t.same([clientSweeps, bankSweeps], after, 'no key left: the sweeps stopped');
   // And start again with the next key.
   t.ok((await client.take('ip:203.0.113.11', LIMIT_20)).admitted);
-  await sleep(40);
+  await until(() => clientSweeps > after[0]! && bankSweeps > after[1]!);
   t.ok(clientSweeps > after[0]! && bankSweeps > after[1]!, 'a new key: both sweep again');
 });
 
