@@ -32,6 +32,8 @@ const HEURISTIC_STATUSES = new Set([200, 203, 204, 300, 301, 308, 404, 405, 410,
 const LIBRARY_UNDERSTOOD = new Set([200, 203, 204, 300, 301, 302, 303, 307, 308, 404, 405, 410, 414, 501]);
 const EPOCH = formatHttpDate(0);
 const NO_TARGETS: readonly string[] = [];
+/** What a delta-seconds too large for a cache to represent counts as (RFC 9111 1.2.2). */
+const MAX_DELTA_SECONDS = 2147483648;
 
 /**
  * The value of the first targeted field (lower-case names) present and valid (its lines joined), or
@@ -173,18 +175,23 @@ export function policyRequest(url: string, headers: readonly string[], vary: rea
  * corrected first (each rule has its test in test/cache/cache-rules.test.ts; they could go to the library):
  * - Cache-Control directive names are case-insensitive (RFC 9111 5.2): the library compares them as
  *   written, so `MAX-AGE=60` would be no lifetime.
+ * - A lifetime (max-age, s-maxage) counts once, its first occurrence (RFC 9111 4.2.1; the library
+ *   takes the last), and its value is delta-seconds (1.2.2: digits only, quoted or not, at most
+ *   2^31). Any other value (`1e3`, `1.9`, `2abc`, spaces around `=`, none) makes it 0: invalid
+ *   freshness information is stale (4.2.1). The library's parseInt read `2abc` as 2.
  * - Date, Expires and Last-Modified are HTTP-dates (RFC 9110 5.6.7), read strictly (parseHttpDate),
  *   including RFC 850's two-digit years; the library uses Date.parse, which accepts other texts and
  *   reads "94" as 1994 whatever the century. An invalid Expires means already expired (RFC 9111
  *   5.3); an invalid Date or Last-Modified is as if absent.
  * - Age is a non-negative integer (RFC 9111 5.1): anything else ("7200.0", "-1", "1e3") is ignored;
- *   the library's parseInt takes "7200.0" as 7200.
+ *   the library's parseInt takes "7200.0" as 7200. One too large is 2^31 (1.2.2), not its digits
+ *   written as "1e+23", which the library would read as 1.
  * - The initial age is at least the apparent age, now - Date (RFC 9111 4.2.3); the library uses the
  *   Age header alone, so an answer whose Date is an hour old with max-age=60 would be fresh.
  */
 export function readAsTheRfcSays(response: CachePolicy.Headers, now: number): void {
   const cacheControl = response['cache-control'];
-  if (typeof cacheControl === 'string') response['cache-control'] = lowerDirectiveNames(cacheControl);
+  if (typeof cacheControl === 'string') response['cache-control'] = directivesAsTheRfcSays(cacheControl);
   let date: number | null = null;
   if (typeof response.date === 'string') {
     date = parseHttpDate(response.date, now);
@@ -205,22 +212,45 @@ export function readAsTheRfcSays(response: CachePolicy.Headers, now: number): vo
     // A list (one line "7200, 0", or several lines joined): the first member counts (RFC 9111 5.1).
     const comma = response.age.indexOf(',');
     const text = (comma === -1 ? response.age : response.age.slice(0, comma)).trim();
-    if (/^\d+$/.test(text)) age = Number(text);
+    if (/^\d+$/.test(text)) age = Math.min(Number(text), MAX_DELTA_SECONDS);
     delete response.age;
   }
   if (date !== null && now > date) age = Math.max(age, Math.floor((now - date) / 1000));
   if (age > 0) response.age = String(age);
 }
 
-function lowerDirectiveNames(list: string): string {
-  return list
-    .split(',')
-    .map((part) => {
-      const eq = part.indexOf('=');
-      return eq === -1 ? part.trim().toLowerCase() : `${part.slice(0, eq).trim().toLowerCase()}=${part.slice(eq + 1).trim()}`;
-    })
-    .filter((part) => part !== '')
-    .join(', ');
+/** Names lower-cased; each lifetime once (its first occurrence) and as whole seconds (see readAsTheRfcSays). */
+function directivesAsTheRfcSays(list: string): string {
+  const out: string[] = [];
+  let maxAge = false;
+  let sMaxage = false;
+  for (const part of list.split(',')) {
+    const eq = part.indexOf('=');
+    const name = (eq === -1 ? part : part.slice(0, eq)).trim().toLowerCase();
+    if (name === '') continue;
+    if (name === 'max-age' || name === 's-maxage') {
+      if (name === 'max-age' ? maxAge : sMaxage) continue;
+      if (name === 'max-age') maxAge = true;
+      else sMaxage = true;
+      out.push(`${name}=${deltaSeconds(part, eq)}`);
+    } else {
+      out.push(eq === -1 ? name : `${name}=${part.slice(eq + 1).trim()}`);
+    }
+  }
+  return out.join(', ');
+}
+
+/** A lifetime directive's value (`part` is the directive, `eq` where its "=" is): delta-seconds, or 0 when invalid. */
+function deltaSeconds(part: string, eq: number): number {
+  // The grammar has no whitespace around "=" (RFC 9111 5.2): `max-age = 60` is not a max-age of 60.
+  if (eq === -1 || isSpace(part.charCodeAt(eq - 1)) || isSpace(part.charCodeAt(eq + 1))) return 0;
+  let value = part.slice(eq + 1).trimEnd();
+  if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
+  return /^\d+$/.test(value) ? Math.min(Number(value), MAX_DELTA_SECONDS) : 0;
+}
+
+function isSpace(code: number): boolean {
+  return code === 0x20 || code === 0x09;
 }
 
 function lower(value: CachePolicy.Headers[string]): string {

@@ -1,6 +1,7 @@
 // The response cache's parts on their own: keys and Vary (RFC 9111 4.1), the storing rules (RFC 9111 3
 // and 4.2 through http-cache-semantics, plus docs/reference/response-cache.md#what-is-stored), the record and its Age, the one-Buffer
 // encoding shared stores keep, and the flights that coalesce misses.
+import fc from 'fast-check';
 import t from 'tap';
 import { CacheRecordError, decodeRecord, encodeRecord } from '../../src/cache/codec.js';
 import { Flights } from '../../src/cache/flights.js';
@@ -332,4 +333,68 @@ t.test('rules the public HTTP cache test suite showed we read wrong', async (t) 
   t.equal(verdict(['cache-control', 'max-age=60', 'cdn-cache-control', 'no-store'], cdn), 'forbidden', 'a valid no-store wins over Cache-Control');
   t.equal(verdict(['cache-control', 'no-store', 'gw-cache-control', 'max-age="1"', 'cdn-cache-control', 'max-age=60'], ['gw-cache-control', 'cdn-cache-control']), 'fresh', 'an invalid first field: the next one applies');
   t.equal(verdict(['cache-control', 'no-store', 'cdn-cache-control', 'max-age=60', 'cdn-cache-control', 'must-revalidate'], cdn), 'fresh', 'several lines are one Dictionary');
+});
+
+/** The lifetime the rules give an answer with these headers (seconds; 0: stale or none). */
+function lifetime(headers: string[]): { maxAge: number } {
+  const policy = judge('/k /k', [], 200, headers, 0).policy;
+  return { maxAge: policy === null ? 0 : policy.maxAge() };
+}
+
+t.test('max-age and s-maxage as RFC 9111 reads them: the first occurrence, delta-seconds only, at most 2^31', async (t) => {
+  const table: Array<[cacheControl: string | string[], seconds: number, why: string]> = [
+    ['max-age=60', 60, 'digits'],
+    ['max-age=003600', 3600, 'leading zeros are digits'],
+    ['max-age="60"', 60, 'the quoted form'],
+    ['max-age=0, max-age=60', 0, 'the first occurrence counts (4.2.1), not the last'],
+    ['max-age=60, max-age=0', 60, 'the first occurrence counts'],
+    [['max-age=0', 'max-age=60'], 0, 'also over two lines'],
+    ['s-maxage=0, s-maxage=60', 0, 's-maxage too'],
+    ['max-age=1e3', 0, 'an exponent is not delta-seconds: stale'],
+    ['max-age=1.9', 0, 'a decimal: stale'],
+    ['max-age=3600.0', 0, 'a decimal zero: stale'],
+    ['max-age=2abc', 0, 'trailing letters: stale, not the leading digits'],
+    ['max-age=a100', 0, 'leading letters: stale'],
+    ['max-age = 60', 0, 'spaces around "=": not a valid max-age, stale'],
+    ['max-age =60', 0, 'a space before "="'],
+    ['max-age= 60', 0, 'a space after "="'],
+    ['max-age=-1', 0, 'a negative number: stale'],
+    ['max-age=', 0, 'no value: stale'],
+    ['max-age', 0, 'no argument: stale'],
+    ["max-age='60'", 0, 'single quotes are not quoting'],
+    ['max-age=99999999999999999999999', 2147483648, 'too large: 2^31 (1.2.2)'],
+    ['max-age=2abc, max-age=60', 0, 'an invalid first occurrence is still the one that counts'],
+    ['Max-Age=60, public', 60, 'names in any case'],
+    ['extension="max-age=3600", max-age=1', 1, 'a max-age inside a quoted string is not one'],
+  ];
+  for (const [cacheControl, seconds, why] of table) {
+    const headers = Array.isArray(cacheControl) ? cacheControl.flatMap((line) => ['cache-control', line]) : ['cache-control', cacheControl];
+    t.equal(lifetime(headers).maxAge, seconds, `${JSON.stringify(cacheControl)}: ${why}`);
+  }
+  // Any value: fresh for exactly its digits (quoted or not, capped at 2^31), else stale.
+  const value = fc.oneof(
+    fc.nat().map(String),
+    fc.string({ unit: fc.constantFrom('0', '1', '9', '.', 'e', '+', '-', ' ', '"', 'x'), maxLength: 8 }),
+  );
+  fc.assert(
+    fc.property(value, (v) => {
+      // Whitespace after the value is the list's, before the next comma.
+      const w = v.replace(/ +$/, '');
+      const inner = w.length >= 2 && w.startsWith('"') && w.endsWith('"') ? w.slice(1, -1) : w;
+      const valid = /^\d+$/.test(inner);
+      const expected = valid ? Math.min(Number(inner), 2147483648) : 0;
+      return lifetime(['cache-control', `max-age=${v}`]).maxAge === expected;
+    }),
+    { numRuns: 2000 },
+  );
+});
+
+t.test('Age as RFC 9111 reads it: a non-negative integer, one too large is 2^31 (stale), not ignored', async (t) => {
+  // With an ETag a stale answer is kept for revalidation, so its policy (and the Age it read) can be looked at.
+  const age = (value: string) => Math.round(judge('/k /k', [], 200, ['cache-control', 'max-age=60', 'etag', '"a"', 'age', value], 0).policy!.age());
+  t.equal(age('99999999999999999999999'), 2147483648, 'too large: 2^31 (1.2.2), not ignored');
+  t.equal(age('2147483649'), 2147483648);
+  t.equal(age('30'), 30);
+  t.equal(lifetime(['cache-control', 'max-age=60', 'age', '99999999999999999999999']).maxAge, 0, 'so stale on arrival: not kept');
+  t.equal(lifetime(['cache-control', 'max-age=60', 'age', '30']).maxAge, 60);
 });
