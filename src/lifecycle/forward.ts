@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks';
 import type { GatewayConfig } from '../config/types.js';
 import { problem, type Answer } from '../exchange/answer.js';
 import type { ClientSide } from '../exchange/client.js';
+import { SEND_AGAIN } from '../exchange/observer.js';
 import type { RequestContext } from '../exchange/context.js';
 import type { Counters } from '../metrics/counters.js';
 import type { RoutingTable } from '../routing/table.js';
@@ -132,7 +133,8 @@ export class ForwardPhase implements RetryHost {
    * observers a middleware registered may answer for (stale-if-error), else a 503.
    */
   private noHostAnswer(ctx: RequestContext): Answer {
-    return this.chain.substitute(ctx, 503) ?? problem(503, NO_HOST);
+    const answer = this.chain.substitute(ctx, 503);
+    return answer === null || answer === SEND_AGAIN ? problem(503, NO_HOST) : answer;
   }
 
   // ---- RetryHost -------------------------------------------------------------------------------

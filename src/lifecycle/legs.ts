@@ -10,6 +10,12 @@ export interface UpstreamLeg {
   abort(): void;
   /** The client caught up: read the upstream again. */
   resume(): void;
+  /**
+   * Drops the answer under way (nothing of it reached the client) and sends the request again to the
+   * same host, with the request's headers as they are now. False when it was sent again already, or
+   * its body cannot be sent twice.
+   */
+  sendAgain(): boolean;
 }
 
 /** Where the body pump writes a streamed request body. */

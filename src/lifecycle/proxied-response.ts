@@ -9,6 +9,7 @@
  */
 import { problem, type LocalReply } from '../exchange/answer.js';
 import type { ClientEvents, ClientSide, ResponseStream } from '../exchange/client.js';
+import { SEND_AGAIN } from '../exchange/observer.js';
 import type { RequestContext } from '../exchange/context.js';
 import type { ResponseHead } from '../upstream/response-parser.js';
 import { withoutHeaders } from '../upstream/hide-headers.js';
@@ -124,10 +125,14 @@ export class ProxiedResponse implements ResponseStream, ClientEvents, BodyOwner 
 
   // ---- helpers -------------------------------------------------------------------------------
 
-  /** Content an observer offers in place of the failed answer, written when one does. */
+  /**
+   * Content an observer offers in place of the failed answer, written when one does; or the request
+   * sent again (SEND_AGAIN, for a 304 to the cache's own conditions), once.
+   */
   private substituted(status: number, headers?: readonly string[]): boolean {
     const answer = this.chain.substitute(this.ctx, status, headers);
     if (answer === null) return false;
+    if (answer === SEND_AGAIN) return this.leg.sendAgain();
     this.leg.abort();
     this.replyInstead(answer);
     return true;

@@ -6,6 +6,7 @@
  * chain tells the observers how it ended and hands the request to the done phase.
  */
 import type { ContentAnswer, LocalReply } from '../exchange/answer.js';
+import type { SEND_AGAIN } from '../exchange/observer.js';
 import type { ResponseWriter } from '../exchange/client.js';
 import type { RequestContext } from '../exchange/context.js';
 import type { ResponseHead } from '../upstream/response-parser.js';
@@ -42,9 +43,10 @@ export class ResponseChain {
 
   /**
    * The first content an observer offers in place of a failed answer or of a 304 to a conditional
-   * request the response cache added (latest registered first), or null.
+   * request the response cache added (latest registered first), or SEND_AGAIN for such a 304 it
+   * cannot use, or null.
    */
-  substitute(ctx: RequestContext, status: number, headers?: readonly string[]): ContentAnswer | null {
+  substitute(ctx: RequestContext, status: number, headers?: readonly string[]): ContentAnswer | typeof SEND_AGAIN | null {
     const observers = ctx.observers;
     if (observers === null) return null;
     for (let i = observers.length - 1; i >= 0; i--) {

@@ -36,6 +36,7 @@ export class RetryHandler implements UpstreamLeg, BodySink {
   /** The try under way; replaced by a retry. */
   private attempt: Attempt | null = null;
   private retried = false;
+  private sentAgain = false;
   /** The body goes to the upstream as it arrives: it cannot be sent twice. */
   private streamed = false;
   private body: Buffer | null = null;
@@ -76,6 +77,15 @@ export class RetryHandler implements UpstreamLeg, BodySink {
 
   resume(): void {
     this.attempt?.resume();
+  }
+
+  sendAgain(): boolean {
+    const upstream = this.response.ctx.upstream;
+    if (this.sentAgain || this.streamed || upstream === null) return false;
+    this.sentAgain = true;
+    this.attempt?.stop();
+    this.attempt = new Attempt(this, upstream, this.host.poolFor(upstream), this.body);
+    return true;
   }
 
   // ---- from an attempt -------------------------------------------------------------------------

@@ -31,12 +31,14 @@ import { invalidates, locationUrls } from '../cache/invalidation.js';
 import { instanceCacheDir } from '../cache/instance-dir.js';
 import { SharedCacheStore, type HeldLock } from '../cache/shared-store.js';
 import { PassMarks } from '../cache/pass-marks.js';
+import { freshenedHeaders, selects } from '../cache/not-modified.js';
 import { hasDirective, StoredResponse, VaryIndex, type CacheRecord } from '../cache/record.js';
 import { fieldValue } from '../http/header-list.js';
 import { parseHttpDate } from '../cache/http-date.js';
 import { judge, policyRequest, targetedValue, type Heuristic } from '../cache/rules.js';
 import { CACHE_STORE, type CacheStore } from '../cache/store.js';
 import type { RequestContext, ResponseObserver } from '../exchange/context.js';
+import { SEND_AGAIN } from '../exchange/observer.js';
 import { LongDecision, problem, type ContentAnswer, type Decision, type Middleware, type MiddlewareContext, type MiddlewareMetrics } from './types.js';
 import { counterPart } from '../metrics/counters.js';
 
@@ -358,8 +360,9 @@ export class ResponseCache implements Middleware {
   /**
    * stale-while-revalidate (RFC 5861): refreshes `entry` in the background, once per key for the
    * instance (the shared store's lock; per worker with another store). The request goes straight to
-   * the endpoint's first host, conditional when the entry has validators: a 304 freshens the entry, a
-   * storable 200 replaces it. Counted in backgroundRefreshes.
+   * the endpoint's first host, conditional when the entry has validators: a 304 that selects the entry
+   * (RFC 9111 4.3.4) freshens it; one naming another representation leaves it as it is, and the
+   * refresh asks again without conditions; a storable 200 replaces it. Counted in backgroundRefreshes.
    */
   refreshInBackground(key: string, primary: string, entry: StoredResponse, ctx: RequestContext, requestHeaders: readonly string[]): void {
     const target = ctx.targets[0];
@@ -374,8 +377,9 @@ export class ResponseCache implements Middleware {
       const value = requestHeaders[i + 1]!;
       if (!HOP_BY_HOP.has(name)) headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
     }
-    if (entry.etag !== undefined) headers['if-none-match'] = entry.etag;
-    if (entry.lastModified !== undefined) headers['if-modified-since'] = entry.lastModified;
+    const conditions: Record<string, string> = {};
+    if (entry.etag !== undefined) conditions['if-none-match'] = entry.etag;
+    if (entry.lastModified !== undefined) conditions['if-modified-since'] = entry.lastModified;
     const url = `${target.upstream.replace(/\/$/, '')}${ctx.path}${ctx.query === '' ? '' : `?${ctx.query}`}`;
     const finish = (): void => {
       this.refreshing.delete(key);
@@ -384,18 +388,31 @@ export class ResponseCache implements Middleware {
     void (async () => {
       // undici is loaded by the first background refresh, not by every worker at start.
       const { request } = await import('undici');
-      const answer = await request(url, { method: 'GET', headers, headersTimeout: this.lockTimeoutMs, bodyTimeout: this.lockTimeoutMs });
-      const flat: string[] = [];
-      for (const [name, value] of Object.entries(answer.headers)) {
-        if (value === undefined || HOP_BY_HOP.has(name)) continue;
-        for (const item of Array.isArray(value) ? value : [value]) flat.push(name, item);
-      }
-      if (answer.statusCode === 304) {
+      const ask = async (conditional: boolean) => {
+        const answer = await request(url, { method: 'GET', headers: conditional ? { ...headers, ...conditions } : headers, headersTimeout: this.lockTimeoutMs, bodyTimeout: this.lockTimeoutMs });
+        const flat: string[] = [];
+        for (const [name, value] of Object.entries(answer.headers)) {
+          if (value === undefined || HOP_BY_HOP.has(name)) continue;
+          for (const item of Array.isArray(value) ? value : [value]) flat.push(name, item);
+        }
+        return { answer, flat };
+      };
+      let { answer, flat } = await ask(true);
+      if (answer.statusCode === 304 && selects(entry, flat)) {
         await answer.body.dump();
-        const merged = mergeNotModified(storedHeaders(entry, flat, this.targeted), flat);
+        const merged = freshenedHeaders(entry, flat, this.targeted);
         const verdict = judge(primary, requestHeaders, entry.status, merged, this.defaultTtlMs, this.heuristic, Date.now(), this.targeted);
         if (verdict.policy !== null) await this.save(primary, requestHeaders, entry.status, merged, entry.body, verdict.policy, verdict.vary).done;
         return;
+      }
+      if (answer.statusCode === 304) {
+        // It names another representation than the stored one (RFC 9111 4.3.4): that one is fetched whole.
+        await answer.body.dump();
+        ({ answer, flat } = await ask(false));
+        if (answer.statusCode === 304) {
+          await answer.body.dump();
+          return;
+        }
       }
       const body = Buffer.from(await answer.body.arrayBuffer());
       const verdict = judge(primary, requestHeaders, answer.statusCode, flat, this.defaultTtlMs, this.heuristic, Date.now(), this.targeted);
@@ -623,29 +640,45 @@ class CacheRequest implements ResponseObserver {
   }
 
   /**
-   * The upstream answered 304 to the conditional request: the entry is fresh again with the 304's
-   * headers in place of its own (RFC 9111 4.3.4; framing headers kept), stored, and served.
+   * The upstream answered 304 to the entry's validators. One that selects the entry (RFC 9111 4.3.4)
+   * freshens it; one that names another representation must not, and the request goes again without
+   * conditions (SEND_AGAIN): its answer is served and stored like a miss's.
    */
-  private refreshed(headers: readonly string[]): ContentAnswer {
+  private notModified(headers: readonly string[]): ContentAnswer | typeof SEND_AGAIN {
     const entry = this.revalidating!;
-    const merged = mergeNotModified(storedHeaders(entry, headers, this.cache.targeted), headers);
+    this.revalidating = null;
+    if (selects(entry, headers)) return this.refreshed(entry, headers);
+    this.ctx.removeRequestHeader('if-none-match');
+    this.ctx.removeRequestHeader('if-modified-since');
+    return SEND_AGAIN;
+  }
+
+  /**
+   * The entry is fresh again with the 304's headers in place of its own (RFC 9111 4.3.4; framing
+   * headers kept), stored, and served.
+   */
+  private refreshed(entry: StoredResponse, headers: readonly string[]): ContentAnswer {
+    const merged = freshenedHeaders(entry, headers, this.cache.targeted);
     const verdict = judge(this.primary, this.requestHeaders, entry.status, merged, this.cache.defaultTtlMs, this.cache.heuristic, Date.now(), this.cache.targeted);
     const metrics = this.cache.metrics;
     metrics.add(this.cache.names.revalidated304);
     this.setLabel(Label.Revalidated);
+    let record: StoredResponse;
     if (verdict.policy === null) {
       this.land(false);
       const targeted = targetedValue(merged, this.cache.targeted);
-      return new StoredResponse(entry.status, served(merged, this.cache.targeted), entry.body, entry.policy, entry.url, Date.now(), targeted).answer('REVALIDATED', Date.now());
+      record = new StoredResponse(entry.status, served(merged, this.cache.targeted), entry.body, entry.policy, entry.url, Date.now(), targeted);
+    } else {
+      this.status = entry.status;
+      this.headers = merged;
+      this.policy = verdict.policy;
+      this.storedVary = verdict.vary;
+      const stored = this.store(entry.body);
+      if (stored instanceof Promise) void stored.then(() => this.land(true));
+      else this.land(true);
+      record = this.lastStored!;
     }
-    this.status = entry.status;
-    this.headers = merged;
-    this.policy = verdict.policy;
-    this.storedVary = verdict.vary;
-    const record = this.store(entry.body);
-    if (record instanceof Promise) void record.then(() => this.land(true));
-    else this.land(true);
-    return this.lastStored!.answer('REVALIDATED', Date.now());
+    return record.answer('REVALIDATED', Date.now());
   }
 
   private usable(record: StoredResponse): boolean {
@@ -813,8 +846,8 @@ class CacheRequest implements ResponseObserver {
     this.land(false);
   }
 
-  substitute(status: number, headers?: readonly string[]): ContentAnswer | null {
-    if (status === 304) return this.revalidating === null ? null : this.refreshed(headers ?? []);
+  substitute(status: number, headers?: readonly string[]): ContentAnswer | typeof SEND_AGAIN | null {
+    if (status === 304) return this.revalidating === null ? null : this.notModified(headers ?? []);
     const candidate = this.candidate;
     const now = Date.now();
     if (candidate !== null && now - candidate.freshUntil < this.cache.staleIfErrorMs) {
@@ -852,29 +885,6 @@ class CacheRequest implements ResponseObserver {
 }
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length']);
-
-/** A stored entry's headers with those of a 304 in their place (RFC 9111 4.3.4; framing headers kept). */
-function mergeNotModified(stored: readonly string[], update: readonly string[]): string[] {
-  const replaced = new Set<string>();
-  for (let i = 0; i < update.length; i += 2) {
-    const name = update[i]!;
-    if (name !== 'content-length' && name !== 'transfer-encoding' && name !== 'x-cache') replaced.add(name);
-  }
-  const merged: string[] = [];
-  for (let i = 0; i < stored.length; i += 2) if (!replaced.has(stored[i]!)) merged.push(stored[i]!, stored[i + 1]!);
-  for (let i = 0; i < update.length; i += 2) if (replaced.has(update[i]!)) merged.push(update[i]!, update[i + 1]!);
-  return merged;
-}
-
-/**
- * An entry's headers as the upstream sent them, for a 304 to update: its targeted field (kept aside,
- * not among the served headers) is put back unless the 304 brings one of its own, which replaces it.
- */
-function storedHeaders(entry: StoredResponse, update: readonly string[], targeted: readonly string[]): readonly string[] {
-  const value = entry.targetedCacheControl;
-  if (value === undefined || targeted.length === 0 || targetedValue(update, targeted) !== undefined) return entry.headers;
-  return [targeted[0]!, value, ...entry.headers];
-}
 
 /** How long a stale entry with validators is kept for a conditional request. */
 const REVALIDATE_KEEP_MS = 10 * 60_000;

@@ -9,6 +9,7 @@ import { comparedValue, primaryKey, requestOrigin, urlPrefix, variantKey, varyNa
 import { LocalCacheStore } from '../../src/cache/local-store.js';
 import { hasDirective, StoredResponse, VaryIndex } from '../../src/cache/record.js';
 import { judge } from '../../src/cache/rules.js';
+import { selects } from '../../src/cache/not-modified.js';
 import { parseHttpDate } from '../../src/cache/http-date.js';
 
 t.test('keys: the origin, the normalized path, the raw query, the endpoint', async (t) => {
@@ -397,4 +398,25 @@ t.test('Age as RFC 9111 reads it: a non-negative integer, one too large is 2^31 
   t.equal(age('30'), 30);
   t.equal(lifetime(['cache-control', 'max-age=60', 'age', '99999999999999999999999']).maxAge, 0, 'so stale on arrival: not kept');
   t.equal(lifetime(['cache-control', 'max-age=60', 'age', '30']).maxAge, 60);
+});
+
+const MODIFIED_1 = 'Wed, 21 Oct 2015 07:28:00 GMT';
+
+t.test('which stored response a 304 selects for update (RFC 9111 4.3.4)', async (t) => {
+  const entry = (headers: string[]) => stored(['cache-control', 'max-age=60', ...headers]);
+  const table: Array<[stored: string[], update: string[], selected: boolean, why: string]> = [
+    [['etag', '"v1"'], ['etag', '"v1"'], true, 'the same ETag'],
+    [['etag', '"v1"'], ['etag', '"v2"'], false, 'another ETag: must not update'],
+    [['etag', '"v1"', 'last-modified', MODIFIED_1], ['etag', '"v2"', 'last-modified', MODIFIED_1], false, 'another ETag, whatever the date'],
+    [['etag', 'W/"v1"'], ['etag', '"v1"'], true, 'the W/ prefix is not compared'],
+    [['etag', '"v1"'], ['etag', 'W/"v1"'], true, 'either way'],
+    [['last-modified', MODIFIED_1], ['etag', '"v1"'], false, 'an ETag where the entry has none'],
+    [['last-modified', MODIFIED_1], ['last-modified', MODIFIED_1], true, 'the same Last-Modified'],
+    [['last-modified', MODIFIED_1], ['last-modified', 'Wednesday, 21-Oct-15 07:28:00 GMT'], true, 'the same instant in another form'],
+    [['last-modified', MODIFIED_1], ['last-modified', 'Thu, 22 Oct 2015 07:28:00 GMT'], false, 'another Last-Modified: must not update'],
+    [['etag', '"v1"', 'last-modified', MODIFIED_1], ['last-modified', MODIFIED_1], true, 'no ETag in the 304: the date decides'],
+    [['etag', '"v1"'], ['last-modified', MODIFIED_1], false, 'a date where the entry has none'],
+    [['last-modified', MODIFIED_1], ['cache-control', 'max-age=60'], true, 'no validator at all: the one entry the request named'],
+  ];
+  for (const [headers, update, selected, why] of table) t.equal(selects(entry(headers), update), selected, why);
 });
