@@ -155,13 +155,13 @@ export class StoredResponse {
     return { kind: 'content', status: 206, headers, body: this.body.subarray(first, last + 1) };
   }
 
-  /** The 304 it answers a matching conditional request with. */
-  notModifiedAnswer(now: number): ContentAnswer {
+  /** The 304 it answers a matching conditional request with (HIT; REVALIDATED right after a revalidation). */
+  notModifiedAnswer(now: number, status: 'HIT' | 'REVALIDATED' = 'HIT'): ContentAnswer {
     const headers: string[] = [];
     for (let i = 0; i < this.headers.length; i += 2) {
       if (NOT_MODIFIED_HEADERS.has(this.headers[i]!)) headers.push(this.headers[i]!, this.headers[i + 1]!);
     }
-    headers.push('age', String(this.ageAt(now)), 'x-cache', 'HIT');
+    headers.push('age', String(this.ageAt(now)), 'x-cache', status);
     return { kind: 'content', status: 304, headers, body: EMPTY };
   }
 

@@ -628,15 +628,23 @@ class CacheRequest implements ResponseObserver {
     return this.missed();
   }
 
-  /** A GET of a stale entry with validators, the client's request not conditional: ask the upstream whether it changed. */
+  /**
+   * A GET of a stale entry with validators: ask the upstream whether it changed, with the entry's
+   * validators in place of any the client sent (its own are answered from the entry afterwards).
+   */
   private revalidate(record: StoredResponse): void {
-    if (!this.isGet || this.conditional || this.revalidating !== null) return;
+    if (!this.isGet || this.revalidating !== null) return;
     const etag = record.etag;
     const lastModified = record.lastModified;
     if (etag === undefined && lastModified === undefined) return;
     this.revalidating = record;
-    if (etag !== undefined) this.ctx.headers.push('if-none-match', etag);
-    if (lastModified !== undefined) this.ctx.headers.push('if-modified-since', lastModified);
+    const ctx = this.ctx;
+    if (this.conditional) {
+      ctx.removeRequestHeader('if-none-match');
+      ctx.removeRequestHeader('if-modified-since');
+    }
+    if (etag !== undefined) ctx.headers.push('if-none-match', etag);
+    if (lastModified !== undefined) ctx.headers.push('if-modified-since', lastModified);
   }
 
   /**
@@ -655,7 +663,7 @@ class CacheRequest implements ResponseObserver {
 
   /**
    * The entry is fresh again with the 304's headers in place of its own (RFC 9111 4.3.4; framing
-   * headers kept), stored, and served.
+   * headers kept), stored, and served: whole, or as a 304 when the client's own conditions match it.
    */
   private refreshed(entry: StoredResponse, headers: readonly string[]): ContentAnswer {
     const merged = freshenedHeaders(entry, headers, this.cache.targeted);
@@ -677,6 +685,10 @@ class CacheRequest implements ResponseObserver {
       if (stored instanceof Promise) void stored.then(() => this.land(true));
       else this.land(true);
       record = this.lastStored!;
+    }
+    if (this.conditional && record.notModified(this.requestHeaders, parseHttpDate)) {
+      metrics.add(this.cache.names.notModified);
+      return record.notModifiedAnswer(Date.now(), 'REVALIDATED');
     }
     return record.answer('REVALIDATED', Date.now());
   }

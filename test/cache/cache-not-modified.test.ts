@@ -1,7 +1,8 @@
 // What a 304 does to a stale entry (RFC 9111 4.3.4), through a real data plane, a real upstream and raw
 // client sockets: a 304 naming another representation (another ETag, another Last-Modified) never
 // freshens the stored one, neither on a request nor in a stale-while-revalidate refresh; the request
-// goes again without conditions and the client gets the current answer.
+// goes again without conditions and the client gets the current answer. A client's own conditional
+// request on a stale entry revalidates the entry and is answered from it.
 import type http from 'node:http';
 import t from 'tap';
 import { Counters } from '../../src/metrics/counters.js';
@@ -115,4 +116,20 @@ t.test('stale-while-revalidate: a background 304 with another ETag does not fres
   }
   t.same([after.xCache, after.body, after.etag], ['HIT', 'S2BODY', '"s2"'], 'the new answer, not S1BODY under "s2"');
   t.same(conditions, ['-', '"s1"', '-'], 'refreshed with "s1", then asked again without conditions');
+});
+
+t.test("a client's conditional request on a stale entry revalidates the entry and is answered from it", async (t) => {
+  use();
+  serve();
+  resource = { headers: { etag: '"c1"', 'cache-control': 'max-age=1' }, body: 'CBODY', notModified: null };
+  await get('/items/client-match');
+  await get('/items/client-other');
+  await delay(2100);
+  resource = { headers: { etag: '"c1"', 'cache-control': 'max-age=60' }, body: 'CBODY', notModified: { etag: '"c1"', 'cache-control': 'max-age=60' } };
+  const match = await get('/items/client-match', 'If-None-Match: "c1"\r\n');
+  t.same([match.status, match.xCache, match.etag, match.body], [304, 'REVALIDATED', '"c1"', ''], 'its If-None-Match matches the revalidated entry: 304');
+  t.same((await get('/items/client-match')).xCache, 'HIT', 'the entry was freshened');
+  const other = await get('/items/client-other', 'If-None-Match: "zz"\r\n');
+  t.same([other.status, other.xCache, other.body], [200, 'REVALIDATED', 'CBODY'], 'another tag: the whole revalidated entry');
+  t.same(conditions, ['-', '-', '"c1"', '"c1"'], "the upstream was asked with the entry's validator, not the client's");
 });
