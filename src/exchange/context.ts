@@ -98,6 +98,13 @@ export class RequestContext {
   hiddenResponseHeaders: readonly string[] | null = null;
   /** Middleware watching the upstream's answer; null when none (the usual case). */
   observers: ResponseObserver[] | null = null;
+  /**
+   * A HEAD forwarded as GET (headAsGet) whose GET body an observer keeps (the response cache storing
+   * it): the body is read to its end for the observers after the client got its head, and the request
+   * is over then. Set by the observer at the answer's head; cleared when it stops wanting the rest
+   * (the upstream call is then dropped).
+   */
+  observersWantBody = false;
   /** Kept for listeners that sampled this request (shadow traffic); null when none did. */
   capture: Capture | null = null;
 

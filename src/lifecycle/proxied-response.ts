@@ -28,6 +28,8 @@ export class ProxiedResponse implements ResponseStream, ClientEvents, BodyOwner 
   /** The client left (its connection closed) before its answer was complete. */
   clientGone = false;
   private reported = false;
+  /** A HEAD's whole answer went out while the GET body still comes for the observers (ctx.observersWantBody). */
+  private headDone = false;
 
   constructor(
     readonly ctx: RequestContext,
@@ -49,24 +51,30 @@ export class ProxiedResponse implements ResponseStream, ClientEvents, BodyOwner 
     }
     // Headers a middleware withholds from the client (after the observers, which may need them).
     if (ctx.hiddenResponseHeaders !== null) head = withoutHeaders(head, ctx.hiddenResponseHeaders);
-    // A HEAD served by GET: the GET's body is not wanted. The client drains a small one to keep its
-    // connection and drops the connection of a large one.
-    if (this.client.startStream(this, status, head) && head.contentLength !== 0) this.leg.abort();
+    // A HEAD served by GET: the GET's body is not wanted, unless an observer keeps it (the response
+    // cache storing it). The client drains a small one to keep its connection and drops the
+    // connection of a large one.
+    if (this.client.startStream(this, status, head) && head.contentLength !== 0 && !ctx.observersWantBody) this.leg.abort();
     return true;
   }
 
   data(chunk: Buffer): boolean {
-    if (this.client.ended) return true;
+    if (this.client.ended) {
+      if (this.headDone) this.observersOnly(chunk);
+      return true;
+    }
     this.chain.data(this.ctx, chunk);
     return this.client.body(chunk);
   }
 
   end(): void {
+    if (this.headDone) return this.bodyOver(true);
     this.client.finish();
   }
 
   /** The upstream failed and no retry took the request elsewhere. */
   failed(failure: ForwardFailure): void {
+    if (this.headDone) return this.bodyOver(false);
     if (this.client.ended) return;
     if (this.client.headSent) {
       // Part of the answer is on the wire: the client must see a broken response, not a complete one.
@@ -81,6 +89,7 @@ export class ProxiedResponse implements ResponseStream, ClientEvents, BodyOwner 
   internalError(err: unknown): void {
     reportBug(err);
     this.leg.abort();
+    if (this.headDone) return this.bodyOver(false);
     if (this.client.ended) return;
     try {
       if (this.client.headSent) this.client.cut();
@@ -120,6 +129,11 @@ export class ProxiedResponse implements ResponseStream, ClientEvents, BodyOwner 
   }
 
   onResponseEnded(completed: boolean): void {
+    // A HEAD's head is all its client gets; the request is over when the body the observers keep is.
+    if (completed && this.ctx.observersWantBody && !this.reported) {
+      this.headDone = true;
+      return;
+    }
     this.report(completed);
   }
 
@@ -136,6 +150,21 @@ export class ProxiedResponse implements ResponseStream, ClientEvents, BodyOwner 
     this.leg.abort();
     this.replyInstead(answer);
     return true;
+  }
+
+  /** A GET body chunk behind a HEAD's answer, for the observers only; dropped with the call once none wants the rest. */
+  private observersOnly(chunk: Buffer): void {
+    this.chain.data(this.ctx, chunk);
+    if (this.ctx.observersWantBody) return;
+    this.leg.abort();
+    this.bodyOver(false);
+  }
+
+  /** The end of the body behind a HEAD's complete answer: observers learn whether they saw it whole. */
+  private bodyOver(whole: boolean): void {
+    if (this.reported) return;
+    this.reported = true;
+    this.chain.over(this.ctx, whole);
   }
 
   private replyInstead(reply: LocalReply): void {

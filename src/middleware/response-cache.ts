@@ -1,6 +1,7 @@
 /**
  * responseCache (docs/reference/response-cache.md): an RFC 9111 shared cache of GET answers, with HEAD served from the GET
- * entry. The rules are http-cache-semantics' plus our stricter ones (src/cache/rules.ts); keys and Vary
+ * entry; a HEAD the data plane forwards as GET is a GET here (it leads, follows and stores; its client
+ * gets the head only). The rules are http-cache-semantics' plus our stricter ones (src/cache/rules.ts); keys and Vary
  * in src/cache/key.ts; stores in src/cache/store.ts.
  *
  * X-Cache on every answer of an endpoint it runs on: HIT (a fresh entry, with Age; also a 304 to a
@@ -525,6 +526,8 @@ class CacheRequest implements ResponseObserver {
   private readonly requestHeaders: string[];
   private readonly deadline: number;
   private readonly isGet: boolean;
+  /** A GET, or a HEAD the data plane forwards as GET (no HEAD endpoint): its upstream answer has the body to store. */
+  private readonly fetchesGet: boolean;
   private hasDirectives = false;
   private noCache = false;
   private onlyIfCached = false;
@@ -562,6 +565,7 @@ class CacheRequest implements ResponseObserver {
     this.conditional = fieldValue(this.requestHeaders, 'if-none-match') !== undefined || fieldValue(this.requestHeaders, 'if-modified-since') !== undefined;
     this.deadline = performance.now() + cache.slaMs;
     this.isGet = ctx.method === 'GET';
+    this.fetchesGet = this.isGet || ctx.headAsGet;
     this.lookupKey = primary;
   }
 
@@ -718,14 +722,14 @@ class CacheRequest implements ResponseObserver {
     }
     const shared = cache.shared;
     if (shared === null) {
-      // A HEAD's answer has no body to store: it never leads.
-      if (this.isGet) this.flight = cache.flights.start(key);
+      // A HEAD forwarded as HEAD has no body to store: it never leads.
+      if (this.fetchesGet) this.flight = cache.flights.start(key);
       return this.forward();
     }
     // The shared store: the lead is taken for the whole instance (a lock entry in the store, with an
     // owner and an expiry, so a leader that dies holds it at most lockTimeoutMs; no message to the
     // primary, nothing to clean up when a worker goes). Followers on other workers watch the store.
-    if (this.isGet) {
+    if (this.fetchesGet) {
       const token = SharedCacheStore.newToken();
       if (shared.tryLock(key, token, cache.lockTimeoutMs)) {
         // Another worker may have stored it and let go between the lookup and the lock.
@@ -818,13 +822,20 @@ class CacheRequest implements ResponseObserver {
     const verdict = judge(this.primary, this.requestHeaders, status, headers, this.cache.defaultTtlMs, this.cache.heuristic, Date.now(), this.cache.targeted);
     if (this.revalidating !== null && status === 200) this.cache.metrics.add(this.cache.names.revalidated200);
     this.setLabel(verdict.storable ? Label.Miss : Label.Bypass);
-    if (this.isGet) {
+    if (this.fetchesGet) {
       // A 5xx says nothing about the resource, a 304 or 206 answers this request's own conditions.
       if (verdict.policy !== null) this.cache.passMarks.unmark(this.lookupKey);
       else if (status >= 200 && status < 500 && status !== 304 && status !== 206) this.cache.passMarks.mark(this.lookupKey, Date.now());
     }
     // Nothing will be stored: followers are released now, not when the body has passed.
-    if (!this.isGet || verdict.policy === null) return this.land(false);
+    if (!this.fetchesGet || verdict.policy === null) return this.land(false);
+    if (!this.isGet) {
+      // A HEAD forwarded as GET: the body is read on for the entry after the client has its head,
+      // unless it says it is too large to keep.
+      const length = fieldValue(headers, 'content-length');
+      if (length !== undefined && Number(length) > this.cache.maxEntryBytes) return this.land(false);
+      this.ctx.observersWantBody = true;
+    }
     this.status = status;
     this.headers = headers;
     this.policy = verdict.policy;
@@ -838,6 +849,8 @@ class CacheRequest implements ResponseObserver {
     this.bytes += chunk.byteLength;
     if (this.bytes > this.cache.maxEntryBytes) {
       this.chunks = null;
+      // Behind a HEAD, the rest of a body that cannot be kept is not read.
+      this.ctx.observersWantBody = false;
       return;
     }
     chunks.push(Buffer.from(chunk));
