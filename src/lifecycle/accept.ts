@@ -76,7 +76,7 @@ export class AcceptPhase {
 
   /**
    * The normalized path a request target routes by, or its refusal: its characters, encoded slashes
-   * and normalization, the length aside (WebSocket upgrades check their target with this).
+   * and normalization, the length aside.
    */
   routedPath(url: string, query: string): Refusal | string {
     if (!isTargetText(url) || !isTargetText(query)) {

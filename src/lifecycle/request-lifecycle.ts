@@ -85,6 +85,14 @@ export class RequestLifecycle implements DecisionTaker {
     if (instead !== null) this.chain.reply(ctx, client, instead, unread);
   }
 
+  /**
+   * handle()'s accept and route steps alone: true when ctx is routed to an endpoint, false when handle()
+   * would answer it. A WebSocket upgrade is routed with this, so it reaches exactly what the same GET would.
+   */
+  routes(head: RequestHead, ctx: RequestContext): boolean {
+    return this.accept.check(head, ctx) === null && this.router.route(head, ctx) === null;
+  }
+
   /** Request ID and trace context (src/observe/); a WebSocket upgrade's handler calls it too. */
   begin(ctx: RequestContext): void {
     this.observe?.begin(ctx, this.accept.trust);

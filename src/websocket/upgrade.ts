@@ -25,7 +25,7 @@ import type { UwsModule, UwsRequest, UwsResponse, UwsSocketContext, UwsWebSocket
 import type { Breakers } from '../proxy/upstream-breakers.js';
 import { tlsHandshakeFailure } from '../proxy/forward-errors.js';
 import { RequestContext } from '../exchange/context.js';
-import { emptySelection, type RoutingTable } from '../routing/table.js';
+import type { RoutingTable } from '../routing/table.js';
 import type { ConnectionSummary } from '../exchange/listener.js';
 import { acceptedHeaders } from './accepted-headers.js';
 import { HIGH_WATER, Relay, type ClientSlot, type RelayEnd, type RelayHost } from './relay.js';
@@ -44,14 +44,15 @@ export interface WebSocketHost {
   closing(): boolean;
   table(): RoutingTable | null;
   pipeline(): Pipeline;
-  /** The normalized path a request target routes by, or null when the accept phase refuses it (src/lifecycle/accept.ts). */
-  targetPath(url: string, query: string): string | null;
+  /**
+   * The accept and route steps of any request (src/lifecycle/accept.ts, route.ts: limits, the target,
+   * the Host, built-ins, virtual hosts, the routing table): true when ctx is routed to an endpoint
+   * (ctx.path, route and targets set), false when the data plane answers the same GET itself.
+   */
+  route(head: RequestHead, ctx: RequestContext): boolean;
   /** Answers the request as the data plane answers any request (synchronously, inside the handler); `secure`: it came over TLS. */
   serveAsHttp(res: UwsResponse, req: UwsRequest, secure: boolean): void;
-  /**
-   * What every request gets before anything can answer it: request ID and trace context (into ctx.headers
-   * and the answer's own headers), Strict-Transport-Security when it came over TLS.
-   */
+  /** What every request gets before anything can answer it: request ID and trace context (into ctx.headers and the answer's own headers). */
   begin(ctx: RequestContext): void;
   /** X-Forwarded-*, Via and the trusted proxies' headers, into ctx.headers. */
   addForwardingHeaders(head: RequestHead, ctx: RequestContext): void;
@@ -89,7 +90,6 @@ export class WebSocketProxy implements RelayHost {
   readonly behavior: UwsWebSocketBehavior<ClientSlot>;
   readonly tlsBehavior: UwsWebSocketBehavior<ClientSlot>;
   private readonly head = new RequestHead();
-  private readonly selection = emptySelection();
   private readonly sweepTimer: NodeJS.Timeout;
   private onEmpty: (() => void) | null = null;
 
@@ -195,8 +195,7 @@ export class WebSocketProxy implements RelayHost {
   /** Synchronous, inside the uWS handler (`req` is valid only now). `secure`: it came over TLS. */
   private upgrade(res: UwsResponse, req: UwsRequest, context: UwsSocketContext, secure: boolean): void {
     const host = this.host;
-    const table = host.table();
-    if (!this.settings.enabled || table === null || req.getHeader('upgrade').toLowerCase() !== 'websocket') return host.serveAsHttp(res, req, secure);
+    if (!this.settings.enabled || req.getHeader('upgrade').toLowerCase() !== 'websocket') return host.serveAsHttp(res, req, secure);
     if (host.closing()) {
       writeProblem(res, 503, 'the gateway is shutting down', { via: host.via, closeConnection: true });
       this.metrics.upgrade('rejected');
@@ -221,38 +220,23 @@ export class WebSocketProxy implements RelayHost {
     // Either may come on several lines (RFC 6455 11.3.2, 11.3.4), and req.getHeader reads only the first.
     const offered = fieldValue(head.forward, 'sec-websocket-protocol') ?? '';
     const extensions = fieldValue(head.forward, 'sec-websocket-extensions') ?? '';
-    const { limits, paths } = this.config;
-    if (
-      head.headerBytes > limits.maxHeaderBytes ||
-      head.badFraming ||
-      head.conflict !== '' ||
-      head.hasBody
-    ) {
-      return host.serveAsHttp(res, req, secure);
-    }
-    const path = host.targetPath(head.url, head.query);
-    if (path === null) return host.serveAsHttp(res, req, secure);
-    if (this.config.admin === undefined && (path === paths.healthcheck || path === paths.metrics || path === paths.spec)) return host.serveAsHttp(res, req, secure);
-    const view = head.view;
-    const selection = table.select('GET', path, view['content-type'], view.accept, false, this.selection);
-    if (selection.status !== 200 || selection.autoOptions) return host.serveAsHttp(res, req, secure);
-
-    const route = selection.route!;
+    if (head.hasBody) return host.serveAsHttp(res, req, secure);
     head.peer = remoteAddress(res.getRemoteAddress());
     head.startedAt = performance.now();
     head.secure = secure;
-    // uWS calls upgrade only for a GET; the checks above refused a head that announces a body.
+    // uWS calls upgrade only for a GET; a head that announces a body went on as HTTP above.
     const ctx = new RequestContext(head);
     host.begin(ctx);
-    ctx.path = path;
-    ctx.route = route;
-    ctx.targets = selection.targets;
+    // The same steps as the same GET's: what does not reach an endpoint that way is answered as that GET.
+    if (!host.route(head, ctx)) return host.serveAsHttp(res, req, secure);
+    const route = ctx.route!;
     host.addForwardingHeaders(head, ctx);
     ctx.clientAddress = host.clientAddress(ctx);
     const pending = new PendingUpgrade(this, host, res, ctx, key, splitProtocols(offered), extensions, context);
     res.onAborted(() => pending.aborted());
     const pipeline = host.pipeline();
-    const list = pipeline.forRoute(route, table.routes());
+    // The full table: a virtual host's table keeps its routes' ids (src/edge/host-routes.ts).
+    const list = pipeline.forRoute(route, host.table()!.routes());
     if (list.length === 0) return pending.admitted();
     pipeline.run(ctx, list, 0, (answer) => (answer === null ? pending.admitted() : pending.answer(answer, 'rejected')));
   }

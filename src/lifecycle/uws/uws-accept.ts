@@ -67,14 +67,8 @@ export class UwsAcceptor {
       table: () => state.table,
       pipeline: () => state.pipeline,
       serveAsHttp: (res, req, secure) => this.handle(res, req, secure),
-      targetPath: (url, query) => {
-        const path = lifecycle.accept.routedPath(url, query);
-        return typeof path === 'string' ? path : null;
-      },
-      begin: (ctx) => {
-        lifecycle.begin(ctx);
-        lifecycle.accept.addHsts(ctx);
-      },
+      route: (head, ctx) => lifecycle.routes(head, ctx),
+      begin: (ctx) => lifecycle.begin(ctx),
       addForwardingHeaders: (head, ctx) => lifecycle.accept.addForwardingHeaders(head, ctx),
       clientAddress: (ctx) => lifecycle.accept.clientAddress(ctx),
       pick: (ctx, excluding) => lifecycle.forwarder.pickHost(ctx, excluding),
