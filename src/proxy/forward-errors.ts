@@ -28,7 +28,8 @@ function failure(status: number, upstreamFault: boolean, retry: RetryRule, count
 
 const REFUSED = failure(502, true, 'unsent', 'upstreamFailures.connectFailures', 'the upstream refused the connection');
 const UNREACHABLE = failure(502, true, 'unsent', 'upstreamFailures.connectFailures', 'the upstream could not be reached');
-const CONNECT_TIMEOUT = failure(504, true, 'unsent', 'upstreamFailures.connectFailures', 'connecting to the upstream timed out');
+/** Exported for the WebSocket leg, which answers a connect timeout as a request's. */
+export const CONNECT_TIMEOUT = failure(504, true, 'unsent', 'upstreamFailures.connectFailures', 'connecting to the upstream timed out');
 const tlsFailed = (why: string) => failure(502, true, 'unsent', 'upstreamFailures.tlsFailures', `the TLS handshake with the upstream failed${why}`);
 /** By what Node's error says went wrong (./upstream-tls-failures.ts); the log line has the error itself. */
 const TLS_FAILED: Readonly<Record<TlsFailureKind, ForwardFailure>> = {

@@ -23,7 +23,7 @@ import type { Pipeline } from '../middleware/pipeline.js';
 import type { Answer } from '../middleware/types.js';
 import type { UwsModule, UwsRequest, UwsResponse, UwsSocketContext, UwsWebSocketBehavior } from '../native/uws-types.js';
 import type { Breakers } from '../proxy/upstream-breakers.js';
-import { tlsHandshakeFailure } from '../proxy/forward-errors.js';
+import { CONNECT_TIMEOUT, tlsHandshakeFailure } from '../proxy/forward-errors.js';
 import { RequestContext } from '../exchange/context.js';
 import type { RoutingTable } from '../routing/table.js';
 import type { ConnectionSummary } from '../exchange/listener.js';
@@ -260,6 +260,7 @@ export class WebSocketProxy implements RelayHost {
       headers: upstreamHeaders(ctx.headers),
       protocols,
       maxPayload: this.maxPayloadBytes,
+      connectTimeoutMs: this.config.timeouts.connectMs,
       handshakeTimeoutMs: this.config.timeouts.upstreamMs,
       maxResponseHeaderBytes: poolSettings(this.config).maxResponseHeaderBytes,
       tls: this.upstreamTls(upstream),
@@ -407,19 +408,22 @@ class PendingUpgrade implements HandshakeHandler {
     if (this.done) return;
     const { ctx, host } = this;
     host.breakers.onFailure(this.upstream, ctx.routeId);
-    // As for any request (src/proxy/forward-errors.ts): the TLS failure's warn line, its counter and its 502.
-    const tls = kind === 'tls' ? tlsHandshakeFailure(cause) : null;
+    // As for any request (src/proxy/forward-errors.ts): the TLS failure's warn line, its counter and its
+    // 502; a connect timeout's 504 and counter.
+    const known = kind === 'tls' ? tlsHandshakeFailure(cause) : kind === 'connectTimeout' ? CONNECT_TIMEOUT : null;
     if (kind === 'tls') host.upstreamTlsFailed(this.upstream, cause);
-    if ((kind === 'unsent' || kind === 'tls') && !this.retried && ctx.targets.length > 1 && !host.closing()) {
+    if ((kind === 'unsent' || kind === 'connectTimeout' || kind === 'tls') && !this.retried && ctx.targets.length > 1 && !host.closing()) {
       this.retried = true;
       host.counters?.add('retries.afterConnectFailure');
       return this.connect(this.upstream);
     }
-    host.counters?.add(tls?.counter ?? (kind === 'timeout' ? 'upstreamFailures.timeouts' : kind === 'unsent' ? 'upstreamFailures.connectFailures' : 'upstreamFailures.resets'));
+    host.counters?.add(known?.counter ?? (kind === 'timeout' ? 'upstreamFailures.timeouts' : kind === 'unsent' ? 'upstreamFailures.connectFailures' : 'upstreamFailures.resets'));
     const answer =
       kind === 'timeout'
         ? { kind: 'problem' as const, status: 504, detail: 'the upstream did not answer the upgrade in time' }
-        : { kind: 'problem' as const, status: 502, detail: tls?.detail ?? (kind === 'unsent' ? 'the upstream refused the connection' : `the upstream's answer to the upgrade was not valid (${detail})`) };
+        : known !== null
+          ? { kind: 'problem' as const, status: known.status, detail: known.detail }
+          : { kind: 'problem' as const, status: 502, detail: kind === 'unsent' ? 'the upstream refused the connection' : `the upstream's answer to the upgrade was not valid (${detail})` };
     this.answer(answer, 'failed');
   }
 }

@@ -61,7 +61,9 @@ export interface UpstreamSocketOptions {
   /** Subprotocols offered, in order. */
   protocols: readonly string[];
   maxPayload: number;
-  /** From connect to the 101 (or the refusal's head). */
+  /** Connecting: TCP, and TLS for a wss:// upstream. */
+  connectTimeoutMs: number;
+  /** From connected (the request sent) to the 101 (or the refusal's head). */
   handshakeTimeoutMs: number;
   maxResponseHeaderBytes: number;
   tls?: UpstreamTlsOptions | undefined;
@@ -69,9 +71,10 @@ export interface UpstreamSocketOptions {
 
 /**
  * Why a handshake failed: no answer in time, nothing reached the upstream (another host may take it),
- * the TLS handshake with a wss:// upstream failed (the error is passed on), or an answer that was not valid.
+ * connecting took longer than connectTimeoutMs (nothing reached it either), the TLS handshake with a
+ * wss:// upstream failed (the error is passed on), or an answer that was not valid.
  */
-export type HandshakeFailure = 'timeout' | 'unsent' | 'tls' | 'invalid';
+export type HandshakeFailure = 'timeout' | 'unsent' | 'connectTimeout' | 'tls' | 'invalid';
 
 /** What happens to a handshake; exactly one of these is called. */
 export interface HandshakeHandler {
@@ -134,6 +137,7 @@ export class UpstreamSocket implements FrameSink {
   private tlsPending = false;
   private readonly maxHeadBytes: number;
   private readonly maxPayload: number;
+  private readonly handshakeTimeoutMs: number;
 
   /** Throws (before connecting) when the request cannot be written as asked: a header or subprotocol that is not valid. */
   constructor(options: UpstreamSocketOptions, handshake: HandshakeHandler) {
@@ -161,21 +165,24 @@ export class UpstreamSocket implements FrameSink {
     this.handshake = handshake;
     this.maxHeadBytes = options.maxResponseHeaderBytes;
     this.maxPayload = options.maxPayload;
+    this.handshakeTimeoutMs = options.handshakeTimeoutMs;
     this.reader = new FrameReader(this, options.maxPayload);
     if (secure) {
       this.tlsPending = true;
       this.socket = tls.connect(tlsConnectOptions(host, port, options.tls ?? {}), () => {
         this.tlsPending = false;
+        this.onConnected();
       });
       this.socket.on('data', this.onData);
     } else {
       this.socket = net.connect({ host, port, onread: { buffer: READ_BUFFER, callback: this.onRead } });
+      this.socket.once('connect', this.onConnected);
     }
     this.socket.setNoDelay(true);
     this.socket.on('error', this.onError);
     this.socket.on('close', this.onSocketClose);
     this.socket.write(head);
-    this.timer = setTimeout(this.onTimeout, options.handshakeTimeoutMs);
+    this.timer = setTimeout(this.onConnectTimeout, options.connectTimeoutMs);
   }
 
   /** Messages flow: the handshake's onOpen calls this before it returns. */
@@ -454,6 +461,18 @@ export class UpstreamSocket implements FrameSink {
     this.socket.destroy();
     return handshake;
   }
+
+  /** Connected (TCP, and TLS for wss://): the request goes out now, and the answer has handshakeTimeoutMs. */
+  private readonly onConnected = (): void => {
+    if (this.state !== State.Handshake) return;
+    this.clearTimer();
+    this.timer = setTimeout(this.onTimeout, this.handshakeTimeoutMs);
+  };
+
+  private readonly onConnectTimeout = (): void => {
+    this.timer = null;
+    if (this.state === State.Handshake) this.fail('connectTimeout', 'connecting to the upstream timed out');
+  };
 
   private readonly onTimeout = (): void => {
     this.timer = null;

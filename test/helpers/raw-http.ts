@@ -3,6 +3,7 @@
  * exactly what the server writes and when it closes.
  */
 import net from 'node:net';
+import { Worker } from 'node:worker_threads';
 
 export interface ParsedResponse {
   status: number;
@@ -163,4 +164,38 @@ export function tryConnect(port: number): Promise<'connected' | string> {
     });
     socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
   });
+}
+
+/**
+ * A port on 127.0.0.1 to which a TCP connect hangs: a listener that never accepts (it lives in a worker
+ * thread blocked right after listen()), with its accept queue filled, so the kernel drops further SYNs.
+ * (A TEST-NET address is refused at once on some hosts, and 10.x may be routed somewhere.)
+ */
+export async function hungPort(t: { teardown(fn: () => unknown): void }): Promise<number> {
+  const wake = new Int32Array(new SharedArrayBuffer(4));
+  const worker = new Worker(
+    `const net = require('node:net');
+     const { parentPort, workerData } = require('node:worker_threads');
+     const server = net.createServer().listen({ host: '127.0.0.1', port: 0, backlog: 1 }, () => {
+       parentPort.postMessage(server.address().port);
+       Atomics.wait(workerData, 0, 0, 120000);
+       server.close();
+     });`,
+    { eval: true, workerData: wake },
+  );
+  const port = await new Promise<number>((resolve) => worker.once('message', resolve));
+  const fillers: net.Socket[] = [];
+  for (let i = 0; i < 4; i++) {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.on('error', () => {});
+    fillers.push(socket);
+  }
+  t.teardown(async () => {
+    for (const socket of fillers) socket.destroy();
+    Atomics.store(wake, 0, 1);
+    Atomics.notify(wake, 0);
+    await worker.terminate();
+  });
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  return port;
 }

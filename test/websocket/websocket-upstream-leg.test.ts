@@ -15,7 +15,8 @@ import t from 'tap';
 import { WebSocketServer } from 'ws';
 import { CertificateDir } from '../helpers/certs.js';
 import { eventually, httpRequest, startGateway, testConfig } from '../helpers/gateway-process.js';
-import { closed, nextMessage, openClient, rssBytes, wsUpstreamConfig } from '../helpers/ws-upstream.js';
+import { closed, nextMessage, openClient, rssBytes, startWsUpstream, wsUpstreamConfig } from '../helpers/ws-upstream.js';
+import { hungPort } from '../helpers/raw-http.js';
 
 type Teardown = Parameters<typeof startGateway>[0];
 
@@ -445,6 +446,63 @@ t.test('a wss:// upstream whose certificate is not trusted: 502 naming why, one 
   );
   t.equal(metrics.upstreamFailures!.tlsFailures, 3, 'counted as upstreamFailures.tlsFailures');
   t.ok(gateway.lines.filter((l) => String(l.msg).startsWith('upstream TLS handshake failed')).length <= 2, 'not a line per failure (one per worker per 10 s)');
+});
+
+t.test('connecting is bounded by timeouts.connectMs: a hung host is given up after it and the upgrade tried once on another; alone, 504', async (t) => {
+  const hung = `http://127.0.0.1:${await hungPort(t)}`;
+  // Accepts, then says nothing: a wss:// upstream's TLS handshake never completes.
+  const silent = net.createServer((socket) => socket.on('error', () => {}));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    silent.close();
+  });
+  const silentTls = `https://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+  const upstream = await startWsUpstream(t);
+  const gateway = await startGateway(t, {
+    config: testConfig([wsUpstreamConfig(upstream.location, ['/both']), wsUpstreamConfig(hung, ['/both', '/hung']), wsUpstreamConfig(silentTls, ['/silent'])], {
+      timeouts: { upstreamMs: 8000, connectMs: 500, clientRequestMs: 10_000, shutdownGraceMs: 1000 },
+    }),
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+    workers: 1,
+  });
+  const started = Date.now();
+  const alone = await openClient(`ws://127.0.0.1:${gateway.port}/hung`).then(
+    () => null,
+    (err: { status?: number; body?: string }) => err,
+  );
+  const waited = Date.now() - started;
+  t.equal(alone?.status, 504, 'the only host does not accept the connection: 504');
+  t.equal((JSON.parse(alone?.body ?? '{}') as { detail?: string }).detail, 'connecting to the upstream timed out', 'saying so, as for a request');
+  t.ok(waited >= 450 && waited < 4000, `after connectMs (500), not upstreamMs (8000): ${waited} ms`);
+  const tlsStarted = Date.now();
+  const tlsHung = await openClient(`ws://127.0.0.1:${gateway.port}/silent`).then(
+    () => null,
+    (err: { status?: number; body?: string }) => err,
+  );
+  const tlsWaited = Date.now() - tlsStarted;
+  t.equal(tlsHung?.status, 504, 'a TLS handshake that never completes is part of connecting: 504');
+  t.ok(tlsWaited >= 450 && tlsWaited < 4000, `after connectMs: ${tlsWaited} ms`);
+
+  // Round-robin: half the first attempts go to the hung host.
+  for (let i = 0; i < 4; i++) {
+    const at = Date.now();
+    const client = await openClient(`ws://127.0.0.1:${gateway.port}/both`);
+    t.ok(Date.now() - at < 4000, `upgrade ${i + 1} completed in ${Date.now() - at} ms`);
+    client.close();
+  }
+  t.equal(upstream.handshakes.length, 4, 'every upgrade reached the host that accepts');
+  const metrics = await eventually(
+    async () => {
+      const body = JSON.parse((await httpRequest(gateway.port, '/metrics')).body) as { retries?: { afterConnectFailure?: number }; upstreamFailures?: { connectFailures?: number } };
+      return (body.retries?.afterConnectFailure ?? 0) >= 2 ? body : undefined;
+    },
+    5000,
+    100,
+    'the retries counted',
+  );
+  t.equal(metrics.retries!.afterConnectFailure, 2, 'retries.afterConnectFailure: the two first attempts on the hung host');
+  t.equal(metrics.upstreamFailures!.connectFailures, 2, 'upstreamFailures.connectFailures: the two upgrades that could not be retried');
 });
 
 t.test("a connection's access line goes where the access log goes, with its omitted fields left out", async (t) => {
