@@ -64,6 +64,10 @@ export interface WebSocketHost {
   upstreamTlsFailed(upstream: string, cause: unknown): void;
   /** The request ended as an HTTP answer (no relayed connection): logged and counted like any request. */
   requestDone(ctx: RequestContext): void;
+  /** An upgrade waits (middleware, the upstream's answer): counted in flight, as a request is, so a shutdown's drain waits for it. */
+  hold(ctx: RequestContext): void;
+  /** It waits no more (answered, upgraded or abandoned). */
+  release(ctx: RequestContext): void;
   /** A relayed connection ended: the listeners that log connections (the access log) are told. */
   connectionDone(ctx: RequestContext, connection: ConnectionSummary): void;
 }
@@ -86,6 +90,8 @@ export class WebSocketProxy implements RelayHost {
   readonly maxUnsent: number;
   readonly metrics: WebSocketMetrics;
   readonly relays = new Set<Relay>();
+  /** Upgrades waiting for their middleware or the upstream's answer. */
+  private pending = 0;
   /** For the plain listener and for the TLS one: they differ in whether the upgrade came over TLS. */
   readonly behavior: UwsWebSocketBehavior<ClientSlot>;
   readonly tlsBehavior: UwsWebSocketBehavior<ClientSlot>;
@@ -130,11 +136,12 @@ export class WebSocketProxy implements RelayHost {
   }
 
   /**
-   * Shutdown: new upgrades are refused (503) from now; connections still open after `graceMs` are
-   * closed with 1001 on both sides. Resolves when none is left.
+   * Shutdown: new upgrades are refused (503) from now; those waiting for the upstream's answer may
+   * complete within `graceMs`, and connections still open after it are closed with 1001 on both sides.
+   * Resolves when none is left.
    */
   async shutDown(graceMs: number): Promise<void> {
-    if (this.relays.size > 0) {
+    if (this.relays.size > 0 || this.pending > 0) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, graceMs);
         this.onEmpty = () => {
@@ -166,7 +173,7 @@ export class WebSocketProxy implements RelayHost {
       closeCode: code,
       closedBy,
     });
-    if (this.relays.size === 0) this.onEmpty?.();
+    if (this.relays.size === 0 && this.pending === 0) this.onEmpty?.();
   }
 
   // ---- upgrade ----------------------------------------------------------------------------------
@@ -234,6 +241,8 @@ export class WebSocketProxy implements RelayHost {
     ctx.clientAddress = host.clientAddress(ctx);
     const pending = new PendingUpgrade(this, host, res, ctx, key, splitProtocols(offered), extensions, context);
     res.onAborted(() => pending.aborted());
+    this.pending++;
+    host.hold(ctx);
     const pipeline = host.pipeline();
     // The full table: a virtual host's table keeps its routes' ids (src/edge/host-routes.ts).
     const list = pipeline.forRoute(route, host.table()!.routes());
@@ -245,11 +254,19 @@ export class WebSocketProxy implements RelayHost {
   adopt(relay: Relay): void {
     this.relays.add(relay);
     this.metrics.upgrade('accepted');
+    this.pendingEnded(relay.ctx);
   }
 
   upgradeEnded(ctx: RequestContext, outcome: UpgradeOutcome): void {
     this.metrics.upgrade(outcome);
     this.host.requestDone(ctx);
+    this.pendingEnded(ctx);
+  }
+
+  private pendingEnded(ctx: RequestContext): void {
+    this.pending--;
+    this.host.release(ctx);
+    if (this.relays.size === 0 && this.pending === 0) this.onEmpty?.();
   }
 
   /** How to open the upstream leg of `ctx` to `upstream` (an origin), offering `protocols`. */

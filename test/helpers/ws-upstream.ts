@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { Teardown } from './gateway-process.js';
 
@@ -17,6 +18,8 @@ export interface WsUpstreamOptions {
   /** Replaces the echo: called for each connection. */
   onConnection?: (socket: WebSocket, req: IncomingMessage) => void;
   maxPayload?: number;
+  /** The 101 (or the refusal) is written this long after the upgrade request arrived. */
+  answerDelayMs?: number;
 }
 
 export interface WsUpstream {
@@ -48,6 +51,13 @@ export async function startWsUpstream(t: Teardown, options: WsUpstreamOptions = 
     handleProtocols: options.handleProtocols ?? (() => false),
   });
   server.on('upgrade', (req, socket, head) => {
+    if (options.answerDelayMs === undefined) return answer(req, socket, head);
+    socket.on('error', () => {});
+    setTimeout(() => {
+      if (!socket.destroyed) answer(req, socket, head);
+    }, options.answerDelayMs);
+  });
+  const answer = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     const refusal = options.refuse?.(req) ?? null;
     if (refusal !== null) {
       const [status, headers, body] = refusal;
@@ -63,7 +73,7 @@ export async function startWsUpstream(t: Teardown, options: WsUpstreamOptions = 
       if (options.onConnection) return options.onConnection(ws, req);
       ws.on('message', (data, isBinary) => ws.send(data as Buffer, { binary: isBinary }));
     });
-  });
+  };
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   let closed = false;

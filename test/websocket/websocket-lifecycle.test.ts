@@ -49,6 +49,39 @@ t.test('SIGHUP keeps open connections; SIGTERM closes them with 1001 after the g
   );
 });
 
+t.test("an upgrade waiting for the upstream's 101 gets the grace, as a request in flight: on SIGTERM and on a reload that replaces the workers", async (t) => {
+  const upstream = await startWsUpstream(t, { answerDelayMs: 1500 });
+  const config = testConfig([wsUpstreamConfig(upstream.location, ['/slow'])], {
+    timeouts: { upstreamMs: 5000, connectMs: 1000, clientRequestMs: 10_000, shutdownGraceMs: 3000 },
+  });
+  const arrived = (): Promise<void> => new Promise((resolve) => upstream.server.once('upgrade', () => resolve()));
+
+  for (const how of ['SIGTERM', 'SIGHUP'] as const) {
+    const gateway = await startGateway(t, { config, waitFor: (line) => line.msg === 'gateway operational', startTimeoutMs: 60_000, workers: 1 });
+    const reaching = arrived();
+    const opening = openClient(`ws://127.0.0.1:${gateway.port}/slow`);
+    await reaching;
+    const signalled = Date.now();
+    if (how === 'SIGHUP') {
+      // A changed websocket section is a worker setting: the worker is replaced.
+      gateway.writeConfig({ ...config, websocket: { idleTimeoutMs: 60_000 } });
+    }
+    gateway.signal(how);
+    const client = await opening.catch((err: Error) => err);
+    if (client instanceof Error) {
+      t.fail(`${how}: the upgrade was cut (${client.message})`);
+      continue;
+    }
+    t.pass(`${how}: the upgrade completes after the signal (${Date.now() - signalled} ms)`);
+    const gone = closed(client);
+    client.send('made it');
+    t.equal((await nextMessage(client)).data.toString(), 'made it', `${how}: and relays`);
+    t.equal((await gone).code, 1001, `${how}: closed with 1001 after the grace`);
+    t.ok(Date.now() - signalled >= 2900, `${how}: not before the grace (${Date.now() - signalled} ms)`);
+    if (how === 'SIGTERM') t.same(await gateway.exited, { code: 0, signal: null }, 'the gateway exits 0');
+  }
+});
+
 t.test('permessage-deflate with the client when websocket.compression', async (t) => {
   const upstream = await startWsUpstream(t);
   const gateway = await startGateway(t, {

@@ -74,6 +74,15 @@ export class UwsAcceptor {
       pick: (ctx, excluding) => lifecycle.forwarder.pickHost(ctx, excluding),
       upstreamTlsFailed: (upstream, cause) => lifecycle.forwarder.reportTlsFailure(upstream, cause),
       requestDone: (ctx) => lifecycle.finisher.done(ctx),
+      hold: (ctx) => {
+        ctx.inFlight = true;
+        state.inFlight++;
+      },
+      release: (ctx) => {
+        if (!ctx.inFlight) return;
+        ctx.inFlight = false;
+        if (--state.inFlight === 0) state.onDrained?.();
+      },
       connectionDone: (ctx, connection) => lifecycle.finisher.connectionDone(ctx, connection),
     };
   }
