@@ -65,6 +65,8 @@ export interface UwsWebSocketBehavior<UserData> {
   upgrade?: (res: UwsResponse, req: UwsRequest, context: UwsSocketContext) => void;
   open?: (ws: UwsWebSocket<UserData>) => void;
   message?: (ws: UwsWebSocket<UserData>, message: ArrayBuffer, isBinary: boolean) => void;
+  /** A ping came (uWS answers it itself). */
+  ping?: (ws: UwsWebSocket<UserData>, message: ArrayBuffer) => void;
   drain?: (ws: UwsWebSocket<UserData>) => void;
   close?: (ws: UwsWebSocket<UserData>, code: number, message: ArrayBuffer) => void;
 }

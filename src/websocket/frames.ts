@@ -28,6 +28,7 @@ export const MESSAGE_TOO_BIG = 1009;
 export interface FrameSink {
   onMessage(data: Buffer, isBinary: boolean): void;
   onPing(payload: Buffer): void;
+  onPong(): void;
   /** A close frame: `code` 1005 when it carried none. Nothing after it is read. */
   onCloseFrame(code: number, reason: string): void;
   /** The peer broke the protocol: `code` is the close code that says how. Nothing after it is read. */
@@ -197,7 +198,7 @@ export class FrameReader {
       return this.message(whole, messageOpcode);
     }
     if (opcode === OPCODE_PING) return this.sink.onPing(payload);
-    if (opcode === OPCODE_PONG) return;
+    if (opcode === OPCODE_PONG) return this.sink.onPong();
     // Close.
     if (payload.length === 1) return void this.violation(PROTOCOL_ERROR, 'a close frame with a one-byte payload');
     let code = 1005;

@@ -56,7 +56,9 @@ export class Relay implements UpstreamMessageHandler {
   bytesToClient = 0;
   /** Counts not yet reported to the metrics (reported every sweep and at the end). */
   unreported = { messagesToUpstream: 0, bytesToUpstream: 0, messagesToClient: 0, bytesToClient: 0 };
-  /** The idle rule's state (idleFor): messages either way when the sweep last looked, and since when it saw none. */
+  /** Pings either way and the upstream's pongs: a heartbeat without messages keeps a connection (idleFor). */
+  private controlFrames = 0;
+  /** The idle rule's state (idleFor): messages and control frames when the sweep last looked, and since when it saw none. */
   private seenMessages = 0;
   private quietSince: number;
   private clientOpen = false;
@@ -112,13 +114,22 @@ export class Relay implements UpstreamMessageHandler {
   }
 
   /**
-   * The idle sweep's question: did no message go either way for `idleMs`? Counted from the sweep that
-   * last saw messages rather than stamped on each (the clock reads were 0.6% of a worker's samples
-   * under bench:ws), so a connection is closed between `idleMs` and `idleMs` plus one sweep interval
-   * after its last message.
+   * uWS ping handler, and the upstream leg's pings and pongs. Not the client's pongs: uWS pings an idle
+   * client itself (sendPingsAutomatically), and the answers would keep every live client's connection
+   * open whatever idleTimeoutMs says.
+   */
+  onControlFrame(): void {
+    this.controlFrames++;
+  }
+
+  /**
+   * The idle sweep's question: did no message and no ping go either way for `idleMs`? Counted from the
+   * sweep that last saw some rather than stamped on each (the clock reads were 0.6% of a worker's
+   * samples under bench:ws), so a connection is closed between `idleMs` and `idleMs` plus one sweep
+   * interval after its last message.
    */
   idleFor(now: number, idleMs: number): boolean {
-    const messages = this.messagesToUpstream + this.messagesToClient;
+    const messages = this.messagesToUpstream + this.messagesToClient + this.controlFrames;
     if (messages !== this.seenMessages) {
       this.seenMessages = messages;
       this.quietSince = now;

@@ -11,7 +11,7 @@ export interface WebSocketConfig {
   enabled: boolean;
   /** Largest message either side may send; a larger one closes both sides with 1009. */
   maxPayloadBytes: number;
-  /** A connection with no message either way for this long is closed with 1001 on both sides. */
+  /** A connection with no message or ping either way for this long is closed with 1001 on both sides. */
   idleTimeoutMs: number;
   /** permessage-deflate with the client (the upstream leg is never compressed). */
   compression: boolean;
@@ -49,7 +49,7 @@ export const webSocketSchema = {
       type: 'integer',
       minimum: 1000,
       default: WEBSOCKET_DEFAULTS.idleTimeoutMs,
-      description: 'A connection with no message either way for this long is closed with 1001 on both sides.',
+      description: 'A connection with no message or ping either way for this long is closed with 1001 on both sides.',
     },
     compression: {
       type: 'boolean',

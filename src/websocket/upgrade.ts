@@ -122,7 +122,7 @@ export class WebSocketProxy implements RelayHost {
       // the configured limit lets a message just over it arrive whole, so the relay can close with
       // 1009; only a message over twice the limit still ends as a 1006 for the client.
       maxPayloadLength: Math.min(2 * settings.maxPayloadBytes, 0x7fffffff),
-      // Pings from uWS keep a live client's socket open; the relay's own idle rule (messages) closes with 1001.
+      // Pings from uWS keep a live client's socket open; the relay's own idle rule (messages, pings) closes with 1001.
       idleTimeout: Math.min(960, Math.max(8, Math.ceil(settings.idleTimeoutMs / 1000))),
       sendPingsAutomatically: true,
       maxBackpressure: Math.min(HIGH_WATER + 2 * settings.maxPayloadBytes + HIGH_WATER, 0xffffffff),
@@ -130,6 +130,8 @@ export class WebSocketProxy implements RelayHost {
       upgrade,
       open: (ws) => ws.getUserData().relay?.clientOpened(ws),
       message: (ws, message, isBinary) => ws.getUserData().relay?.fromClient(message, isBinary),
+      // uWS answers the ping; the idle rule counts it (relay.ts says why the client's pongs do not count).
+      ping: (ws) => ws.getUserData().relay?.onControlFrame(),
       drain: (ws) => ws.getUserData().relay?.clientDrained(),
       close: (ws, code, message) => ws.getUserData().relay?.clientClosed(code, message),
     };

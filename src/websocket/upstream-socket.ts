@@ -92,6 +92,8 @@ export interface UpstreamMessageHandler {
   onMessage(data: Buffer, isBinary: boolean): void;
   /** Every message of the current read was delivered. */
   onReadEnd(): void;
+  /** A ping or a pong: the upstream is alive (the idle rule counts it). */
+  onControlFrame(): void;
   /**
    * The connection is over as far as messages go, reported once: the upstream's close frame (`code`
    * 1005 when it had none), or the connection lost (1006). `violation` is the close code the gateway
@@ -293,7 +295,14 @@ export class UpstreamSocket implements FrameSink {
    * only the latest of several pings.
    */
   onPing(payload: Buffer): void {
-    if (this.state === State.Open && this.bufferedAmount <= this.maxPayload) this.queue(OPCODE_PONG, payload);
+    if (this.state !== State.Open) return;
+    this.handler?.onControlFrame();
+    if (this.bufferedAmount <= this.maxPayload) this.queue(OPCODE_PONG, payload);
+  }
+
+  /** The gateway sends no ping: a pong is the upstream's own heartbeat (RFC 6455 5.5.3). */
+  onPong(): void {
+    if (this.state === State.Open) this.handler?.onControlFrame();
   }
 
   onCloseFrame(code: number, reason: string): void {

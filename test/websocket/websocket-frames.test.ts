@@ -29,6 +29,7 @@ function collector(): { sink: FrameSink; events: Event[] } {
     sink: {
       onMessage: (data, isBinary) => events.push(['message', data.toString('hex'), isBinary]),
       onPing: (payload) => events.push(['ping', payload.toString('hex')]),
+      onPong: () => {},
       onCloseFrame: (code, reason) => events.push(['close', code, reason]),
       onViolation: (code) => events.push(['violation', code]),
     },

@@ -287,3 +287,35 @@ t.test('idle connections are closed with 1001', async (t) => {
   await eventually(async () => (upstream.closes.length > 0 ? true : undefined), 5000, 50, 'upstream close');
   t.equal(upstream.closes[0]?.code, 1001);
 });
+
+t.test('pings are activity: a heartbeat of pings from either side, or of pongs from the upstream, keeps a connection open', async (t) => {
+  const upstream = await startWsUpstream(t, {
+    onConnection: (socket, req) => {
+      const beat = req.url === '/hb/upstream-pings' ? () => socket.ping() : req.url === '/hb/upstream-pongs' ? () => socket.pong() : null;
+      if (beat === null) return;
+      const timer = setInterval(beat, 200);
+      socket.on('close', () => clearInterval(timer));
+    },
+  });
+  const gateway = await startGateway(t, {
+    config: testConfig([wsUpstreamConfig(upstream.location, ['/hb/{who}'])], { websocket: { idleTimeoutMs: 1000 } }),
+    waitFor: (line) => line.msg === 'gateway operational',
+    startTimeoutMs: 60_000,
+    workers: 1,
+  });
+  const who = ['client-pings', 'upstream-pings', 'upstream-pongs'];
+  const clients = await Promise.all(who.map((name) => openClient(`ws://127.0.0.1:${gateway.port}/hb/${name}`)));
+  let lastPing = 0;
+  const timer = setInterval(() => {
+    clients[0]!.ping();
+    lastPing = Date.now();
+  }, 200);
+  t.teardown(() => clearInterval(timer));
+  const codes = clients.map((client) => closed(client).then((c) => c.code));
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  for (const [i, client] of clients.entries()) t.equal(client.readyState, WebSocket.OPEN, `${who[i]}: still open after 3 idleTimeoutMs without a message`);
+  clearInterval(timer);
+  t.equal(await codes[0], 1001, 'once the client stops pinging, its connection is idle: 1001');
+  t.ok(Date.now() - lastPing >= 900, `not before the idle timeout after the last ping (${Date.now() - lastPing} ms)`);
+  for (const client of clients) client.close();
+});
