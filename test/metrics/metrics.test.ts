@@ -186,6 +186,21 @@ t.test('in-flight gauge: latest per live worker; workerGone keeps counted reques
   t.equal(report.requests.total, 2, 'but its requests count');
 });
 
+t.test('WebSocket gauge: a dead worker\'s connections leave the gauge; the counters keep what was counted', async (t) => {
+  const w1 = new MetricsRecorder();
+  const w2 = new MetricsRecorder();
+  const aggregator = new MetricsAggregator();
+  aggregator.addDelta(1, { ...w1.takeDelta(), counters: { 'websocket.opened': 3, 'websocket.closed': 1 } });
+  aggregator.addDelta(2, { ...w2.takeDelta(), counters: { 'websocket.opened': 2 } });
+  t.equal((aggregator.report().websocket as { connections: number }).connections, 4);
+  aggregator.workerGone(1);
+  const report = aggregator.report().websocket as { connections: number; opened: number; closed: number };
+  t.equal(report.connections, 2, 'the dead worker\'s 2 open connections are gone from the gauge');
+  t.same([report.opened, report.closed], [5, 1], 'opened and closed only grow: opened - closed exceeds the gauge by the connections lost');
+  aggregator.addDelta(1, { ...w1.takeDelta(), counters: { 'websocket.closed': 1 } }); // already on its way
+  t.equal((aggregator.report().websocket as { connections: number }).connections, 2, 'a late delta does not change the gauge');
+});
+
 t.test('odd inputs are clamped, not thrown', async (t) => {
   const worker = new MetricsRecorder();
   worker.requestFinished(null, null, 0, -5);
