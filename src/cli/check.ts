@@ -5,6 +5,7 @@ import { discoverUpstream } from '../discovery/index.js';
 import { RoutingTable } from '../routing/table.js';
 import type { RouteEntry } from '../routing/types.js';
 import { UsageError } from './usage-error.js';
+import { printable } from '../text/printable.js';
 
 export const CHECK_USAGE = `Usage: gateway check [--config FILE] [--fetch]
 
@@ -64,16 +65,16 @@ export async function runCheck(argv: string[]): Promise<number> {
   const compiled = RoutingTable.compile(entries, { maxUrlBytes: config.limits.maxUrlBytes });
   for (const p of compiled.problems) problems.push(p.message);
 
-  for (const w of warnings) console.error(`warning: ${w}`);
-  for (const p of problems) console.error(`error: ${p}`);
+  for (const w of warnings) console.error(printable(`warning: ${w}`));
+  for (const p of problems) console.error(printable(`error: ${p}`));
   if (problems.length > 0) return failed(file, problems.length);
   const skipped = config.upstreams.length - checked.length;
   const docs = values.fetch ? `, ${fetched} doc(s) fetched` : skipped > 0 ? `; ${skipped} upstream doc(s) not fetched (--fetch checks them)` : '';
-  console.log(`gateway check: ${file} is ok: ${config.upstreams.length} upstream(s), ${compiled.table.routes().length} route(s)${docs}${warnings.length > 0 ? `, ${warnings.length} warning(s)` : ''}`);
+  console.log(`gateway check: ${printable(file)} is ok: ${config.upstreams.length} upstream(s), ${compiled.table.routes().length} route(s)${docs}${warnings.length > 0 ? `, ${warnings.length} warning(s)` : ''}`);
   return 0;
 }
 
 function failed(file: string, count: number): number {
-  console.error(`gateway check: ${file} has ${count} problem(s)`);
+  console.error(`gateway check: ${printable(file)} has ${count} problem(s)`);
   return 1;
 }

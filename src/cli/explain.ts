@@ -3,6 +3,7 @@ import { Builtins } from '../builtins/index.js';
 import { AcceptPhase } from '../lifecycle/accept.js';
 import { OfflineTableError, offlineTable, reportOnStderr } from './offline-table.js';
 import { UsageError } from './usage-error.js';
+import { printable } from '../text/printable.js';
 
 export const EXPLAIN_USAGE = `Usage: gateway explain [--config FILE] [--fetch] [--doc FILE|URL ...] [--host HOST] [--content-type TYPE] [--accept ACCEPT] METHOD PATH [METHOD PATH ...]
 
@@ -56,27 +57,27 @@ export async function runExplain(argv: string[]): Promise<number> {
     const base = { method, path };
     const target = accept.checkTarget(query === -1 ? path : path.slice(0, query), query === -1 ? '' : path.slice(query + 1));
     if (typeof target !== 'string') {
-      console.log(JSON.stringify({ ...base, status: target.answer.status, endpoint: null, allow: [], upstreams: [], params: {}, detail: target.answer.detail }));
+      console.log(printable(JSON.stringify({ ...base, status: target.answer.status, endpoint: null, allow: [], upstreams: [], params: {}, detail: target.answer.detail })));
       continue;
     }
     const builtin = builtins.builtinFor(target);
     if (builtin !== null) {
       const answer = builtins.handle(method, target, query === -1 ? '' : path.slice(query + 1), headers)!;
       const allow = answer.headers.allow;
-      console.log(JSON.stringify({ ...base, status: answer.status, endpoint: null, allow: allow === undefined ? [] : allow.split(', '), upstreams: [], params: {}, builtin }));
+      console.log(printable(JSON.stringify({ ...base, status: answer.status, endpoint: null, allow: allow === undefined ? [] : allow.split(', '), upstreams: [], params: {}, builtin })));
       continue;
     }
     const selection = offline.table.select(method, target, contentType, values.accept, contentType !== undefined);
     const route = selection.route;
     console.log(
-      JSON.stringify({
+      printable(JSON.stringify({
         ...base,
         status: selection.status,
         endpoint: route && selection.status === 200 ? { method: route.method, template: route.template } : null,
         allow: selection.allow === '' ? [] : selection.allow.split(', '),
         upstreams: selection.status === 200 ? selection.targets.map((t) => t.upstream) : [],
         params: route && selection.status === 200 ? offline.table.params() : {},
-      }),
+      })),
     );
   }
   return 0;

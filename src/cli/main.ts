@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { UsageError } from './usage-error.js';
 import { exitAfterLogs } from '../log-exit.js';
+import { printable } from '../text/printable.js';
 
 const USAGE = `Usage: gateway <command> [options]
 
@@ -45,7 +46,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const load = commands[name];
   if (!load) {
-    console.error(`gateway: unknown command "${name}"\n\n${USAGE}`);
+    console.error(`gateway: unknown command "${printable(name)}"\n\n${USAGE}`);
     return EXIT_USAGE;
   }
   let command: Command;
@@ -59,7 +60,7 @@ async function main(argv: string[]): Promise<number> {
     return await command(rest);
   } catch (err) {
     if (isUsageError(err)) {
-      console.error(`gateway ${name}: ${(err as Error).message}\nRun "gateway ${name} --help" for usage.`);
+      console.error(`gateway ${name}: ${printable((err as Error).message)}\nRun "gateway ${name} --help" for usage.`);
       return EXIT_USAGE;
     }
     throw err;

@@ -6,6 +6,7 @@ import { fetchDoc } from '../discovery/fetch-doc.js';
 import { RoutingTable } from '../routing/table.js';
 import { HostRoutes } from '../edge/host-routes.js';
 import type { RouteEntry, TemplateProblem } from '../routing/types.js';
+import { printable } from '../text/printable.js';
 
 /**
  * What `routes` and `explain` work on, with no network: the table compiled from the config's `static`
@@ -35,6 +36,7 @@ export interface OfflineSources {
   host?: string;
 }
 
+/** Why the table cannot be built, ready to print: one line per problem, what it quotes escaped (printable). */
 export class OfflineTableError extends Error {}
 
 /** Relative OpenAPI 3 server URLs of a doc file are taken relative to "/": where it is served is not known offline. */
@@ -46,6 +48,7 @@ export async function offlineTable({ configFile, docFiles = [], fetch = false, h
     try {
       config = loadConfig(configFile);
     } catch (err) {
+      // A ConfigError's lines are printable already; a newline between them is one between problems.
       if (err instanceof ConfigError) throw new OfflineTableError(err.message);
       throw err;
     }
@@ -88,43 +91,44 @@ async function readDocFile(file: string) {
     try {
       doc = await fetchDoc(file, { fetchTimeoutMs: 5000, retries: 0, backoffMs: 0 });
     } catch (err) {
-      throw new OfflineTableError(`${file}: ${(err as Error).message}`);
+      throw new OfflineTableError(printable(`${file}: ${(err as Error).message}`));
     }
     try {
       const upstream = { serviceType: 'swagger2' as const, serviceLocation: file, weight: 1, specPath: file };
       return await discoverFromDoc(upstream, doc, { docUrl: file, where: file, serviceType: null });
     } catch (err) {
-      throw new OfflineTableError((err as Error).message);
+      throw new OfflineTableError(printable((err as Error).message));
     }
   }
   let text: string;
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    throw new OfflineTableError(`${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new OfflineTableError(printable(`${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`));
   }
   const parsed = parseDocText(text);
-  if (!parsed.ok) throw new OfflineTableError(`${file}: the file is neither JSON nor YAML: ${parsed.reason}`);
+  if (!parsed.ok) throw new OfflineTableError(printable(`${file}: the file is neither JSON nor YAML: ${parsed.reason}`));
   try {
     // The serviceType is only what the doc says it is: nothing else does, offline.
     const upstream = { serviceType: 'swagger2' as const, serviceLocation: file, weight: 1, specPath: file };
     return await discoverFromDoc(upstream, parsed.value, { docUrl: DOC_FILE_URL, where: file, serviceType: null });
   } catch (err) {
-    throw new OfflineTableError((err as Error).message);
+    throw new OfflineTableError(printable((err as Error).message));
   }
 }
 
 /** Template problems, doc objections and skipped upstreams go to stderr: stdout stays machine-readable. */
 export function reportOnStderr({ problems, docProblems, skipped, failed }: OfflineTable): void {
-  for (const p of problems) console.error(`warning: ${p.message}`);
+  const say = (line: string): void => console.error(printable(line));
+  for (const p of problems) say(`warning: ${p.message}`);
   for (const { file, problems: list } of docProblems) {
     for (const p of list) {
       const where = p.path === null ? '' : `${p.method ?? '(path item)'} ${p.path}: `;
-      console.error(`warning: doc ${file}: ${where}${p.reason}`);
+      say(`warning: doc ${file}: ${where}${p.reason}`);
     }
   }
-  for (const { upstream, reason } of failed) console.error(`warning: upstream ${upstream} is not in the table: ${reason}`);
+  for (const { upstream, reason } of failed) say(`warning: upstream ${upstream} is not in the table: ${reason}`);
   if (skipped.length > 0) {
-    console.error(`note: ${skipped.length} upstream(s) publish a doc and are not in this offline table (--fetch fetches them): ${skipped.join(', ')}`);
+    say(`note: ${skipped.length} upstream(s) publish a doc and are not in this offline table (--fetch fetches them): ${skipped.join(', ')}`);
   }
 }

@@ -4,6 +4,7 @@ import { dropTrailingSlash } from '../http/normalize-path.js';
 import type { Route } from '../routing/table.js';
 import { OfflineTableError, offlineTable, reportOnStderr, type OfflineTable } from './offline-table.js';
 import { UsageError } from './usage-error.js';
+import { printable } from '../text/printable.js';
 
 export const ROUTES_USAGE = `Usage: gateway routes [--config FILE] [--fetch] [--doc FILE|URL ...] [--host HOST] [--json]
 
@@ -47,7 +48,7 @@ export async function runRoutes(argv: string[]): Promise<number> {
   const routes = offline.table.routes();
   const shadowed = shadowedRoutes(offline);
   const width = Math.max(0, ...routes.map((r) => r.method.length));
-  const templateWidth = Math.max(0, ...routes.flatMap((r) => r.targets.map((t) => t.template.length)));
+  const templateWidth = Math.max(0, ...routes.flatMap((r) => r.targets.map((t) => printable(t.template).length)));
   for (const route of routes) {
     const builtinPaths = shadowed.get(route) ?? [];
     // A template without variable segments matches one path: a built-in there leaves it nothing.
@@ -55,10 +56,10 @@ export async function runRoutes(argv: string[]): Promise<number> {
     for (const target of route.targets) {
       if (values.json) {
         const shadow = builtinPaths.length === 0 ? {} : { shadowedBy: builtinPaths, shadowed: whole };
-        console.log(JSON.stringify({ method: route.method, template: target.template, canonical: route.canonical, upstream: target.upstream, routeId: route.id, ...shadow }));
+        console.log(printable(JSON.stringify({ method: route.method, template: target.template, canonical: route.canonical, upstream: target.upstream, routeId: route.id, ...shadow })));
       } else {
         const note = builtinPaths.length === 0 ? '' : whole ? `  shadowed by built-in ${builtinPaths[0]}` : `  except ${builtinPaths.join(', ')} (built-in)`;
-        console.log(`${route.method.padEnd(width)}  ${target.template.padEnd(templateWidth)}  ${target.upstream}${note}`);
+        console.log(`${route.method.padEnd(width)}  ${printable(target.template).padEnd(templateWidth)}  ${printable(target.upstream)}${note}`);
       }
     }
   }

@@ -8,6 +8,7 @@ import type { CompileInput, CompileOutput } from './compile-task.js';
 import type { PublishMessage } from './messages.js';
 import type { TemplateProblem } from '../routing/types.js';
 import type { UpstreamRegistry } from './discovered-upstreams.js';
+import { printable } from '../text/printable.js';
 
 // Required when the primary loads this module, not before: the bundles leave piscina to Node, and a
 // statically imported external would be loaded by every CLI command (src/cli/bundle-write.ts).
@@ -105,7 +106,7 @@ export class Publisher {
     const tableVersion = ++this.version;
 
     for (const problem of output.problems) {
-      this.log.warn({ upstream: problem.upstream, method: problem.method, template: problem.template, reason: problem.reason }, problem.message);
+      this.log.warn({ upstream: problem.upstream, method: problem.method, template: printable(problem.template), reason: problem.reason }, problem.message);
     }
     if (output.spec === null) this.log.error({ reason: output.specError }, 'combined spec could not be built; /spec keeps the previous one');
     if (output.specRepairs) {

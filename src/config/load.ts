@@ -8,6 +8,7 @@ import { checkConfigRules, checkConfigRulesBeside } from './semantic-checks.js';
 import { loadUpstreamTls } from './tls-files.js';
 import { loadListenerCertificates } from '../edge/certificates.js';
 import { normalizeServiceLocation } from './service-location.js';
+import { printable } from '../text/printable.js';
 import type { ConfigProblem } from './config-problem.js';
 import type { GatewayConfig } from './types.js';
 
@@ -39,10 +40,14 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * One line per problem, whatever the file name, keys or values hold: everything from the file is shown
+ * through printable() here, so no reason needs to escape what it quotes.
+ */
 function formatProblem(file: string, problem: ConfigProblem): string {
-  if (problem.pointer !== '') return `${file}: ${problem.pointer}: ${problem.reason}`;
-  if (problem.line !== undefined) return `${file}:${problem.line}:${problem.column}: ${problem.reason}`;
-  return `${file}: ${problem.reason}`;
+  if (problem.pointer !== '') return printable(`${file}: ${problem.pointer}: ${problem.reason}`);
+  if (problem.line !== undefined) return printable(`${file}:${problem.line}:${problem.column}: ${problem.reason}`);
+  return printable(`${file}: ${problem.reason}`);
 }
 
 /**

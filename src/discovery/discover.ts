@@ -6,6 +6,7 @@ import { fetchDoc, shownUrl } from './fetch-doc.js';
 import { specUrl } from './spec-url.js';
 import { validateDoc } from './validate-doc.js';
 import type { DiscoveredUpstream, DiscoveryOptions } from './types.js';
+import { printable } from '../text/printable.js';
 
 /**
  * Learns an upstream's endpoints: inline for `static`, else from its doc at serviceLocation + specPath.
@@ -19,7 +20,13 @@ export async function discoverUpstream(upstream: UpstreamConfig, options: Discov
     return { upstream, entries: entriesFromStatic(upstream), doc: null, problems: [] };
   }
   const docUrl = specUrl(upstream);
-  const doc = await fetchDoc(docUrl, options, upstream.tls);
+  let doc: unknown;
+  try {
+    doc = await fetchDoc(docUrl, options, upstream.tls);
+  } catch (error) {
+    // What the upstream answered (a Content-Type, the start of its body) is quoted: escaped for the log.
+    throw escaped(error);
+  }
   return discoverFromDoc(upstream, doc, { docUrl, where: shownUrl(docUrl), serviceType: upstream.serviceType });
 }
 
@@ -39,10 +46,17 @@ export async function discoverFromDoc(upstream: UpstreamConfig, doc: unknown, so
   } catch (error) {
     // The validator, the $ref resolver and structuredClone recurse with the doc's nesting; JSON.parse does not.
     if (error instanceof RangeError && /call stack/i.test(error.message)) {
-      throw new Error(`${source.where}: the doc nests too deeply to be read (objects or arrays inside one another, hundreds of levels; ${error.message})`, { cause: error });
+      throw new Error(printable(`${source.where}: the doc nests too deeply to be read (objects or arrays inside one another, hundreds of levels; ${error.message})`), { cause: error });
     }
-    throw error;
+    throw escaped(error);
   }
+}
+
+/** The error, or one with its message printable when it quotes what a terminal must not be sent. */
+function escaped(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  const message = printable(error.message);
+  return message === error.message ? error : new Error(message, { cause: error });
 }
 
 async function readDoc(upstream: UpstreamConfig, doc: unknown, source: DocSource): Promise<DiscoveredUpstream> {

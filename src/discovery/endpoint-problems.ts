@@ -1,6 +1,7 @@
 import { joinTemplate } from './base-path.js';
 import { isObject, methodsOf, type DocKind, type Objection } from './objection.js';
 import type { EndpointProblem } from './types.js';
+import { printable } from '../text/printable.js';
 
 /**
  * Objections, said of the endpoints they concern: one inside an operation is that endpoint's; one on a
@@ -15,7 +16,9 @@ export function endpointProblems(objections: readonly Objection[], doc: Record<s
   const problems: Array<EndpointProblem & { order: [number, number] }> = [];
   const seen = new Set<string>();
   const add = (method: string | null, pathKey: string | null, where: readonly string[], message: string): void => {
-    const problem = { method: method?.toUpperCase() ?? null, path: pathKey === null ? null : joinTemplate(basePath, pathKey), reason: located(where, message) };
+    // A doc's keys and values reach the log, the health report and the CLI: escaped (printable) here.
+    const path = pathKey === null ? null : printable(joinTemplate(basePath, pathKey));
+    const problem = { method: method?.toUpperCase() ?? null, path, reason: printable(located(where, message)) };
     const key = JSON.stringify(problem);
     if (seen.has(key)) return;
     seen.add(key);

@@ -6,6 +6,7 @@ import { parseTemplate, shortestMatchLength, TemplateSyntaxError, type ParsedTem
 import { DEFAULT_MAX_URL_BYTES } from '../edge/request-line.js';
 import { finishNode, NodeKind, TOO_COMPLEX, Trie, TrieBuilder, TrieNode } from './trie.js';
 import type { RouteEntry, RouteTarget, TemplateProblem } from './types.js';
+import { printable } from '../text/printable.js';
 
 export type { RouteTarget } from './types.js';
 
@@ -94,8 +95,9 @@ export class RoutingTable {
     let accepted = 0;
     for (const entry of entries) {
       const method = entry.method.toUpperCase();
-      const problem = (reason: string): void => {
-        problems.push({ upstream: entry.upstream, method, template: entry.template, reason, message: `upstream ${entry.upstream}: template ${shown(entry.template)} (${method}): ${reason}` });
+      const problem = (why: string): void => {
+        const reason = printable(why);
+        problems.push({ upstream: entry.upstream, method, template: entry.template, reason, message: printable(`upstream ${entry.upstream}: template ${shown(entry.template)} (${method}): ${reason}`) });
       };
       if (!/^[!#$%&'*+.^_`|~0-9A-Z-]+$/.test(method)) {
         problem(`"${entry.method}" is not an HTTP method`);
@@ -318,9 +320,12 @@ function newRoute(
   return { id, method, template, canonical, paramNames, targets, negotiation: new TargetNegotiation(targets, budget) };
 }
 
-/** A template as a message shows it: one refused for its size can be many kilobytes (the problem's `template` keeps it whole). */
+/**
+ * A template as a message shows it: escaped (printable: a doc's template may hold control characters),
+ * and cut, since one refused for its size can be many kilobytes (the problem's `template` keeps it whole).
+ */
 function shown(template: string): string {
-  return template.length <= 200 ? `"${template}"` : `"${template.slice(0, 200)}…" (${template.length} characters)`;
+  return template.length <= 200 ? `"${printable(template)}"` : `"${printable(template.slice(0, 200))}…" (${template.length} characters)`;
 }
 
 function toTarget(entry: RouteEntry): RouteTarget {

@@ -25,8 +25,9 @@ export interface TemplateProblem {
   readonly upstream: string;
   readonly method: string;
   readonly template: string;
+  /** Why, with what it quotes of the template escaped (printable). */
   readonly reason: string;
-  /** Human-readable, names the upstream and the template. */
+  /** Human-readable, names the upstream and the template; printable (src/text/printable.ts). */
   readonly message: string;
 }
 
