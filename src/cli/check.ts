@@ -22,7 +22,7 @@ routes those endpoints all the same). Exits 0 when there is no problem, 1 otherw
 export async function runCheck(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: { config: { type: 'string', short: 'c' }, fetch: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false } },
+    options: { config: { type: 'string' }, fetch: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false } },
     strict: true,
     allowPositionals: false,
   });

@@ -3,6 +3,7 @@ import { Builtins } from '../builtins/index.js';
 import { AcceptPhase } from '../lifecycle/accept.js';
 import { OfflineTableError, offlineTable, reportOnStderr } from './offline-table.js';
 import { UsageError } from './usage-error.js';
+import { checkContentType, checkDocSources, checkHost, checkMethod } from './arguments.js';
 import { printable } from '../text/printable.js';
 
 export const EXPLAIN_USAGE = `Usage: gateway explain [--config FILE] [--fetch] [--doc FILE|URL ...] [--host HOST] [--content-type TYPE] [--accept ACCEPT] METHOD PATH [METHOD PATH ...]
@@ -31,9 +32,11 @@ export async function runExplain(argv: string[]): Promise<number> {
   }
   const docFiles = values.doc ?? [];
   if (!values.config && docFiles.length === 0) throw new UsageError('--config FILE is required unless --doc FILE is given');
-  const twice = docFiles.find((file, i) => docFiles.indexOf(file) !== i);
-  if (twice !== undefined) throw new UsageError(`--doc ${twice} is given twice`);
+  checkDocSources(docFiles);
+  checkHost(values.host);
+  checkContentType(values['content-type']);
   if (positionals.length === 0 || positionals.length % 2 !== 0) throw new UsageError('give requests as METHOD PATH pairs');
+  for (let i = 0; i < positionals.length; i += 2) checkMethod(positionals[i]!);
   let offline;
   try {
     offline = await offlineTable({ configFile: values.config, docFiles, fetch: values.fetch, host: values.host });

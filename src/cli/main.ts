@@ -12,7 +12,7 @@ Commands:
   hash-key  print the SHA-256 digest of an API key read on stdin (for apiKeyAuth)
   check     validate a config (and with --fetch every upstream doc), like nginx -t
 
-Run "gateway <command> --help" for a command's options.`;
+Run "gateway <command> --help" (or "gateway --help <command>") for a command's options.`;
 
 /** Exit codes: 0 ok, 1 the command failed, 2 the command line was wrong. */
 const EXIT_USAGE = 2;
@@ -41,8 +41,16 @@ async function main(argv: string[]): Promise<number> {
     return EXIT_USAGE;
   }
   if (name === '--help' || name === '-h' || name === 'help') {
-    console.log(USAGE);
-    return 0;
+    // `gateway --help start` is start's help, as `gateway start --help` is.
+    if (rest.length === 0) {
+      console.log(USAGE);
+      return 0;
+    }
+    if (rest.length > 1 || commands[rest[0]!] === undefined || rest[0] === '--version') {
+      console.error(`gateway: --help takes one command, one of ${Object.keys(commands).filter((c) => c !== '--version').join(', ')}; got "${printable(rest.join(' '))}"\n\n${USAGE}`);
+      return EXIT_USAGE;
+    }
+    return main([rest[0]!, '--help']);
   }
   const load = commands[name];
   if (!load) {
@@ -60,7 +68,8 @@ async function main(argv: string[]): Promise<number> {
     return await command(rest);
   } catch (err) {
     if (isUsageError(err)) {
-      console.error(`gateway ${name}: ${printable((err as Error).message)}\nRun "gateway ${name} --help" for usage.`);
+      const help = name === '--version' ? 'gateway --help' : `gateway ${name} --help`;
+      console.error(`gateway ${name}: ${printable((err as Error).message)}\nRun "${help}" for usage.`);
       return EXIT_USAGE;
     }
     throw err;

@@ -4,6 +4,7 @@ import { dropTrailingSlash } from '../http/normalize-path.js';
 import type { Route } from '../routing/table.js';
 import { OfflineTableError, offlineTable, reportOnStderr, type OfflineTable } from './offline-table.js';
 import { UsageError } from './usage-error.js';
+import { checkDocSources, checkHost } from './arguments.js';
 import { printable } from '../text/printable.js';
 
 export const ROUTES_USAGE = `Usage: gateway routes [--config FILE] [--fetch] [--doc FILE|URL ...] [--host HOST] [--json]
@@ -15,7 +16,7 @@ Equivalent endpoints (load balanced) are adjacent.
   --fetch         fetch the docs of the config's upstreams as \`gateway start\` would
                   (without it, upstreams that publish a doc are listed on stderr as skipped)
   --doc FILE|URL  a Swagger 2.0 or OpenAPI 3.x doc (JSON or YAML), read from a file or fetched
-                  from a URL as discovery would; its upstream is the name as given. Repeatable.
+                  from an http(s) URL as discovery would; its upstream is the name as given. Repeatable.
   --host HOST     only what a request with that Host header can reach (upstreams' "hosts";
                   docs given with --doc serve every host)
   --json          one JSON object per line
@@ -34,8 +35,8 @@ export async function runRoutes(argv: string[]): Promise<number> {
   }
   const docFiles = values.doc ?? [];
   if (!values.config && docFiles.length === 0) throw new UsageError('--config FILE is required unless --doc FILE is given');
-  const twice = docFiles.find((file, i) => docFiles.indexOf(file) !== i);
-  if (twice !== undefined) throw new UsageError(`--doc ${twice} is given twice`);
+  checkDocSources(docFiles);
+  checkHost(values.host);
   let offline;
   try {
     offline = await offlineTable({ configFile: values.config, docFiles, fetch: values.fetch, host: values.host });

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { runPrimary } from '../cluster/primary.js';
 import { UsageError } from './usage-error.js';
+import { joinDashValues } from './arguments.js';
 
 export const START_USAGE = `Usage: gateway start --config FILE [--workers N] [--port P] [--with-examples]
 
@@ -19,11 +20,11 @@ function integerOption(name: string, value: string | undefined, max: number): nu
 /** `gateway start`: runs the primary until SIGTERM/SIGINT; resolves with the exit code. */
 export async function runStart(argv: string[]): Promise<number> {
   const { values } = parseArgs({
-    args: argv,
+    args: joinDashValues(argv, ['--workers', '--port']),
     options: {
-      config: { type: 'string', short: 'c' },
-      workers: { type: 'string', short: 'w' },
-      port: { type: 'string', short: 'p' },
+      config: { type: 'string' },
+      workers: { type: 'string' },
+      port: { type: 'string' },
       'with-examples': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },

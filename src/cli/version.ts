@@ -1,7 +1,9 @@
 import { buildInfo } from '../builtins/build-info.js';
+import { UsageError } from './usage-error.js';
 
 /** `gateway --version`: the gateway's version, then the runtime and native server it would run on. */
-export async function runVersion(): Promise<number> {
+export async function runVersion(argv: string[]): Promise<number> {
+  if (argv.length > 0) throw new UsageError(`--version takes no argument; got "${argv[0]}"`);
   console.log(`gateway ${buildInfo().version}`);
   let uws: string;
   try {
