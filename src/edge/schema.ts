@@ -49,7 +49,8 @@ export const tlsSchema = {
       type: 'string',
       enum: ['TLSv1.2', 'TLSv1.3'],
       default: 'TLSv1.2',
-      description: 'Lowest TLS version accepted. The uWebSockets.js builds in use fix it at TLS 1.2, so "TLSv1.3" is refused.',
+      description:
+        'Lowest TLS version accepted. The uWebSockets.js builds in use accept TLS 1.2 and 1.3 and cannot be told to refuse 1.2, so "TLSv1.3" is refused.',
     },
     hstsMaxAgeS: {
       type: 'integer',

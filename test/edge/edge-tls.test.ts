@@ -1,11 +1,16 @@
 // The TLS listener against real TLS clients (node:tls/https, curl): the certificate per SNI name, the
 // default one, wildcards, TLS 1.1 refused, X-Forwarded-Proto, HSTS, the plain port's modes.
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import t from 'tap';
 
 // Two gateways start in one test on a shared, slow machine.
 t.setTimeout(180_000);
 import { CertificateDir } from '../helpers/certs.js';
+import { REPO_ROOT } from '../helpers/repo-files.js';
+import { tlsSchema } from '../../src/edge/schema.js';
+import { loadListenerCertificates } from '../../src/edge/certificates.js';
 import { files, httpsGet, presented } from '../helpers/tls-client.js';
 import { httpRequest, startGateway, startUpstream, testConfig, type Teardown } from '../helpers/gateway-process.js';
 
@@ -73,6 +78,11 @@ t.test('the certificate is picked by SNI: exact, then the wildcard of the most l
   const v12 = await presented(tlsPort, 'api.example.com', { maxVersion: 'TLSv1.2' });
   t.equal(v12.protocol, 'TLSv1.2', 'TLS 1.2 is served');
   await t.rejects(presented(tlsPort, 'api.example.com', { minVersion: 'TLSv1.1', maxVersion: 'TLSv1.1', ciphers: 'DEFAULT@SECLEVEL=0' }), /protocol version|unsupported protocol|wrong version/i, 'TLS 1.1 is refused');
+  // What the schema, config/README.md and the config error say of minVersion is what was just measured.
+  const said = /accepts? TLS 1\.2 and 1\.3 and cannot be told to refuse 1\.2/;
+  t.match(tlsSchema.properties.minVersion.description, said, 'the schema says both are served');
+  t.match(readFileSync(join(REPO_ROOT, 'config', 'README.md'), 'utf8').split('\n').find((l) => l.startsWith('| `tls.minVersion`')), said, 'so does config/README.md');
+  t.match(loadListenerCertificates({ port: 1, plainPort: 'serve', minVersion: 'TLSv1.3', hstsMaxAgeS: 0, certificates: [] }, 'gw.json', {})[0]?.reason, said, 'so does the config error');
 
   const r = await httpsGet(tlsPort, '/items/1', 'www.example.com');
   t.equal(r.status, 200);
