@@ -59,7 +59,9 @@ export async function runCheck(argv: string[]): Promise<number> {
     for (const entry of result.value.entries) entries.push(entry);
     for (const p of result.value.problems ?? []) {
       const where = p.path === null ? '' : `${p.method ?? '(path item)'} ${p.path}: `;
-      warnings.push(`upstream ${upstream.serviceLocation}: doc: ${where}${p.reason}`);
+      // A static upstream's endpoints are in this file: named as a config problem is, by its pointer.
+      if (p.pointer !== undefined) warnings.push(`${file}: /upstreams/${config.upstreams.indexOf(upstream)}/${p.pointer}: ${where}${p.reason}`);
+      else warnings.push(`upstream ${upstream.serviceLocation}: doc: ${where}${p.reason}`);
     }
   });
   const compiled = RoutingTable.compile(entries, { maxUrlBytes: config.limits.maxUrlBytes });

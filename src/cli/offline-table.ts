@@ -19,8 +19,11 @@ export interface OfflineTable {
   settings: GatewayConfig;
   table: RoutingTable;
   problems: TemplateProblem[];
-  /** What a validator objects to in each doc file (the file's endpoints are in the table all the same). */
-  docProblems: Array<{ file: string; problems: EndpointProblem[] }>;
+  /**
+   * What a validator objects to in each doc file, and what is wrong with a static upstream's templates
+   * (`where`: the config file and the upstream's pointer); the endpoints are in the table all the same.
+   */
+  docProblems: Array<{ file: string; problems: EndpointProblem[]; where?: string }>;
   skipped: string[];
   /** Upstreams whose doc could not be fetched (--fetch), with why. */
   failed: Array<{ upstream: string; reason: string }>;
@@ -57,7 +60,7 @@ export async function offlineTable({ configFile, docFiles = [], fetch = false, h
   const skipped: string[] = [];
   const failed: OfflineTable['failed'] = [];
   const docProblems: OfflineTable['docProblems'] = [];
-  for (const upstream of config?.upstreams ?? []) {
+  for (const [index, upstream] of (config?.upstreams ?? []).entries()) {
     if (upstream.serviceType !== 'static' && !fetch) {
       skipped.push(upstream.serviceLocation);
       continue;
@@ -65,7 +68,8 @@ export async function offlineTable({ configFile, docFiles = [], fetch = false, h
     try {
       const discovered = await discoverUpstream(upstream, config!.discovery);
       for (const entry of discovered.entries) entries.push(entry);
-      if (discovered.problems && discovered.problems.length > 0) docProblems.push({ file: upstream.serviceLocation, problems: discovered.problems });
+      const where = upstream.serviceType === 'static' ? `${configFile}: /upstreams/${index}` : undefined;
+      if (discovered.problems && discovered.problems.length > 0) docProblems.push({ file: upstream.serviceLocation, problems: discovered.problems, ...(where ? { where } : {}) });
     } catch (err) {
       failed.push({ upstream: upstream.serviceLocation, reason: (err as Error).message });
     }
@@ -121,10 +125,11 @@ async function readDocFile(file: string) {
 export function reportOnStderr({ problems, docProblems, skipped, failed }: OfflineTable): void {
   const say = (line: string): void => console.error(printable(line));
   for (const p of problems) say(`warning: ${p.message}`);
-  for (const { file, problems: list } of docProblems) {
+  for (const { file, problems: list, where: upstream } of docProblems) {
     for (const p of list) {
       const where = p.path === null ? '' : `${p.method ?? '(path item)'} ${p.path}: `;
-      say(`warning: doc ${file}: ${where}${p.reason}`);
+      if (upstream !== undefined && p.pointer !== undefined) say(`warning: ${upstream}/${p.pointer}: ${where}${p.reason}`);
+      else say(`warning: doc ${file}: ${where}${p.reason}`);
     }
   }
   for (const { upstream, reason } of failed) say(`warning: upstream ${upstream} is not in the table: ${reason}`);

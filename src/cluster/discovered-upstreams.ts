@@ -34,10 +34,12 @@ function problemsKey(discovered: DiscoveredUpstream | null): string {
 }
 
 /** Once per discovery that found them (not at every re-discovery that finds the same). */
-function logDocProblems(log: Logger, upstream: string, problems: readonly EndpointProblem[]): void {
+function logDocProblems(log: Logger, upstream: UpstreamConfig, problems: readonly EndpointProblem[]): void {
   if (problems.length === 0) return;
   const noun = problems.length === 1 ? 'problem' : 'problems';
-  log.warn({ upstream, ...shownProblems(problems) }, `upstream doc has ${problems.length} ${noun}; its endpoints are routed all the same`);
+  // A static upstream's are its config endpoints' (templates that route other than they say).
+  const what = upstream.serviceType === 'static' ? `upstream's endpoints have` : 'upstream doc has';
+  log.warn({ upstream: upstream.serviceLocation, ...shownProblems(problems) }, `${what} ${problems.length} ${noun}; its endpoints are routed all the same`);
 }
 
 export interface UpstreamRegistryEvents {
@@ -99,7 +101,7 @@ export class UpstreamRegistry extends EventEmitter<UpstreamRegistryEvents> {
           record.state = 'ready';
           delete record.lastError;
           log.info({ upstream: serviceLocation, serviceType, entries: record.discovered.entries.length }, 'upstream discovered');
-          logDocProblems(log, serviceLocation, record.discovered.problems ?? []);
+          logDocProblems(log, record.config, record.discovered.problems ?? []);
         } catch (err) {
           if (signal.aborted) return;
           record.state = 'failed';
@@ -140,7 +142,7 @@ export class UpstreamRegistry extends EventEmitter<UpstreamRegistryEvents> {
     delete record.lastError;
     if (wasReady && previousError !== undefined) log.info({ upstream: serviceLocation, previousError }, 'upstream doc answers again');
     if (problemsKey(previous) !== problemsKey(fresh)) {
-      if ((fresh.problems ?? []).length > 0) logDocProblems(log, serviceLocation, fresh.problems ?? []);
+      if ((fresh.problems ?? []).length > 0) logDocProblems(log, record.config, fresh.problems ?? []);
       else log.info({ upstream: serviceLocation }, 'upstream doc has no problems any more');
     }
     if (!wasReady || !previous) {

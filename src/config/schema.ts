@@ -67,7 +67,9 @@ const staticEndpointSchema = {
       type: 'string',
       description:
         'Path template, e.g. "/user/{id}" (forms: literal, {name}, {.name}, {name: regex}, {+name}). ' +
-        'Checked by the routing compiler, which names the upstream when a template is bad.',
+        'Checked by the routing compiler, which names the upstream when a template is bad; one it routes but that ' +
+        'never matches or routes another path than it says (a "?", a dot-segment, no leading "/" or a leading "//", ' +
+        'a placeholder name used twice) is a warning naming the file and the endpoint\'s pointer.',
     },
     consumes: stringList('Media types the endpoint accepts as request bodies; absent or empty means anything.'),
     produces: stringList('Media types the endpoint can answer with; absent or empty means anything.'),

@@ -4,6 +4,7 @@ import { endpointProblems } from './endpoint-problems.js';
 import { entriesFromDoc, entriesFromStatic } from './extract-entries.js';
 import { fetchDoc, shownUrl } from './fetch-doc.js';
 import { specUrl } from './spec-url.js';
+import { docTemplateObjections, staticEndpointProblems } from './template-objections.js';
 import { validateDoc } from './validate-doc.js';
 import type { DiscoveredUpstream, DiscoveryOptions } from './types.js';
 import { printable } from '../text/printable.js';
@@ -12,12 +13,13 @@ import { printable } from '../text/printable.js';
  * Learns an upstream's endpoints: inline for `static`, else from its doc at serviceLocation + specPath.
  * Rejects with an Error saying why only when the doc cannot be fetched (HTTP status, timeout...), is
  * neither JSON nor YAML, or is not a Swagger 2.0 / OpenAPI 3.x document at all. What a validator objects
- * to is in `problems`; the endpoints are routed all the same. Templates are not checked here: the
- * routing compiler reports bad ones, naming the upstream.
+ * to is in `problems`; the endpoints are routed all the same. So is a template the router takes but
+ * that routes other than it says or never matches (a static upstream's too); one the router refuses
+ * is the routing compiler's to report, naming the upstream.
  */
 export async function discoverUpstream(upstream: UpstreamConfig, options: DiscoveryOptions): Promise<DiscoveredUpstream> {
   if (upstream.serviceType === 'static') {
-    return { upstream, entries: entriesFromStatic(upstream), doc: null, problems: [] };
+    return { upstream, entries: entriesFromStatic(upstream), doc: null, problems: staticEndpointProblems(upstream) };
   }
   const docUrl = specUrl(upstream);
   let doc: unknown;
@@ -64,6 +66,7 @@ async function readDoc(upstream: UpstreamConfig, doc: unknown, source: DocSource
   const objections = [...validated.objections];
   const basePath = docBasePath(validated.dereferenced, source.docUrl, objections);
   const entries = entriesFromDoc(validated.dereferenced, upstream.serviceLocation, basePath, objections);
+  for (const objection of docTemplateObjections(validated.dereferenced, basePath)) objections.push(objection);
   const problems = endpointProblems(objections, validated.dereferenced, validated.kind, basePath);
   return { upstream, entries, doc: doc as object, problems };
 }

@@ -20,6 +20,8 @@ export interface EndpointProblem {
   method: string | null;
   path: string | null;
   reason: string;
+  /** A `static` upstream's: where in the upstream's config (`endpoints/3/path`). */
+  pointer?: string;
 }
 
 export interface DiscoveredUpstream {
