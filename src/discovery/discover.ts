@@ -66,6 +66,9 @@ async function readDoc(upstream: UpstreamConfig, doc: unknown, source: DocSource
   const objections = [...validated.objections];
   const basePath = docBasePath(validated.dereferenced, source.docUrl, objections);
   const entries = entriesFromDoc(validated.dereferenced, upstream.serviceLocation, basePath, objections);
+  if (entries.length === 0) {
+    objections.push({ pointer: [], message: 'the doc has no operation to route (no path item holds one), so no request reaches this upstream through the gateway' });
+  }
   for (const objection of docTemplateObjections(validated.dereferenced, basePath)) objections.push(objection);
   const problems = endpointProblems(objections, validated.dereferenced, validated.kind, basePath);
   return { upstream, entries, doc: doc as object, problems };

@@ -1,6 +1,7 @@
 import { isObject, type DocKind, type Objection } from './objection.js';
 import { schemaObjections } from './schema-objections.js';
 import { specObjections } from './spec-objections.js';
+import { refLoopObjections } from './ref-loops.js';
 
 type Json = Record<string, any>;
 
@@ -22,7 +23,8 @@ export interface CheckedDoc {
 
 /**
  * Everything swagger-parser would object to in a Swagger 2.0 or OpenAPI 3.x doc, without refusing it:
- * `$ref`s that do not resolve or point outside the doc (not followed), objections of the official
+ * `$ref`s that do not resolve, point outside the doc (not followed) or go round in a loop of `$ref`s
+ * (ref-loops.ts), objections of the official
  * schema (checked as written, so a bad shared definition is reported once, where it is), and of its
  * spec checks (per operation, on the dereferenced doc). The doc itself is not modified.
  */
@@ -42,6 +44,7 @@ export async function findObjections(doc: Json, kind: DocKind): Promise<CheckedD
     }
   };
   markUnusableRefs(written, [], resolves, objections);
+  for (const objection of refLoopObjections(written)) objections.push(objection);
 
   const dereferenced = structuredClone(written);
   try {
