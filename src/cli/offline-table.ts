@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { ConfigError, loadConfig, parseConfig } from '../config/load.js';
 import type { GatewayConfig } from '../config/types.js';
 import { discoverFromDoc, discoverUpstream, parseDocText, type EndpointProblem } from '../discovery/index.js';
-import { fetchDoc } from '../discovery/fetch-doc.js';
+import { fetchDoc, type FetchedDoc } from '../discovery/fetch-doc.js';
 import { RoutingTable } from '../routing/table.js';
 import { HostRoutes } from '../edge/host-routes.js';
 import type { RouteEntry, TemplateProblem } from '../routing/types.js';
@@ -91,7 +91,7 @@ const isUrl = (name: string): boolean => /^https?:\/\//i.test(name);
 
 async function readDocFile(file: string) {
   if (isUrl(file)) {
-    let doc: unknown;
+    let doc: FetchedDoc;
     try {
       doc = await fetchDoc(file, { fetchTimeoutMs: 5000, retries: 0, backoffMs: 0 });
     } catch (err) {
@@ -99,7 +99,7 @@ async function readDocFile(file: string) {
     }
     try {
       const upstream = { serviceType: 'swagger2' as const, serviceLocation: file, weight: 1, specPath: file };
-      return await discoverFromDoc(upstream, doc, { docUrl: file, where: file, serviceType: null });
+      return await discoverFromDoc(upstream, doc.value, { docUrl: file, where: file, serviceType: null, duplicates: doc.duplicates });
     } catch (err) {
       throw new OfflineTableError(printable((err as Error).message));
     }
@@ -115,7 +115,7 @@ async function readDocFile(file: string) {
   try {
     // The serviceType is only what the doc says it is: nothing else does, offline.
     const upstream = { serviceType: 'swagger2' as const, serviceLocation: file, weight: 1, specPath: file };
-    return await discoverFromDoc(upstream, parsed.value, { docUrl: DOC_FILE_URL, where: file, serviceType: null });
+    return await discoverFromDoc(upstream, parsed.value, { docUrl: DOC_FILE_URL, where: file, serviceType: null, duplicates: parsed.duplicates });
   } catch (err) {
     throw new OfflineTableError(printable((err as Error).message));
   }

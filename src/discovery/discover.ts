@@ -2,7 +2,8 @@ import type { ServiceType, UpstreamConfig } from '../config/types.js';
 import { docBasePath } from './base-path.js';
 import { endpointProblems } from './endpoint-problems.js';
 import { entriesFromDoc, entriesFromStatic } from './extract-entries.js';
-import { fetchDoc, shownUrl } from './fetch-doc.js';
+import { duplicateKeyObjections, type DuplicateKeys } from './duplicate-keys.js';
+import { fetchDoc, shownUrl, type FetchedDoc } from './fetch-doc.js';
 import { specUrl } from './spec-url.js';
 import { docTemplateObjections, staticEndpointProblems } from './template-objections.js';
 import { validateDoc } from './validate-doc.js';
@@ -22,14 +23,14 @@ export async function discoverUpstream(upstream: UpstreamConfig, options: Discov
     return { upstream, entries: entriesFromStatic(upstream), doc: null, problems: staticEndpointProblems(upstream) };
   }
   const docUrl = specUrl(upstream);
-  let doc: unknown;
+  let fetched: FetchedDoc;
   try {
-    doc = await fetchDoc(docUrl, options, upstream.tls);
+    fetched = await fetchDoc(docUrl, options, upstream.tls);
   } catch (error) {
     // What the upstream answered (a Content-Type, the start of its body) is quoted: escaped for the log.
     throw escaped(error);
   }
-  return discoverFromDoc(upstream, doc, { docUrl, where: shownUrl(docUrl), serviceType: upstream.serviceType });
+  return discoverFromDoc(upstream, fetched.value, { docUrl, where: shownUrl(docUrl), serviceType: upstream.serviceType, duplicates: fetched.duplicates });
 }
 
 export interface DocSource {
@@ -39,6 +40,8 @@ export interface DocSource {
   where: string;
   /** What the config says the doc is; null when nothing does (a doc file read offline). */
   serviceType: ServiceType | null;
+  /** The keys its JSON text holds twice (parseDocText), objected to where they are. */
+  duplicates?: DuplicateKeys;
 }
 
 /** The endpoints and problems of a parsed doc (fetched, or read from a file). */
@@ -63,7 +66,7 @@ function escaped(error: unknown): unknown {
 
 async function readDoc(upstream: UpstreamConfig, doc: unknown, source: DocSource): Promise<DiscoveredUpstream> {
   const validated = await validateDoc(doc, source.serviceType, source.where);
-  const objections = [...validated.objections];
+  const objections = [...(source.duplicates ? duplicateKeyObjections(source.duplicates) : []), ...validated.objections];
   const basePath = docBasePath(validated.dereferenced, source.docUrl, objections);
   const entries = entriesFromDoc(validated.dereferenced, upstream.serviceLocation, basePath, objections);
   if (entries.length === 0) {

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Agent, Dispatcher } from 'undici';
 import type { UpstreamTlsConfig } from '../config/types.js';
 import { parseDocText } from './parse-doc.js';
+import type { DuplicateKeys } from './duplicate-keys.js';
 import type { DiscoveryOptions } from './types.js';
 
 /** A doc larger than this is refused rather than buffered: no real API doc comes near it. */
@@ -16,6 +17,12 @@ const ACCEPT = 'application/json, application/yaml;q=0.9, application/x-yaml;q=0
 /** Docs run to megabytes of JSON (GitHub's: 11 MB) and compress about tenfold: asked for compressed, decoded here. */
 const ACCEPT_ENCODING = 'gzip, deflate, br';
 
+/** The doc as parsed, and the keys a JSON doc holds twice. */
+export interface FetchedDoc {
+  value: unknown;
+  duplicates?: DuplicateKeys;
+}
+
 /** A failure worth retrying: the upstream may still be starting. */
 class TransientFetchError extends Error {}
 
@@ -24,7 +31,7 @@ class TransientFetchError extends Error {}
  * timeouts and non-2xx answers are retried with exponential back-off; an answer that is neither JSON nor
  * YAML is not (it will not become a doc by asking again).
  */
-export async function fetchDoc(url: string, options: DiscoveryOptions, tls?: UpstreamTlsConfig): Promise<unknown> {
+export async function fetchDoc(url: string, options: DiscoveryOptions, tls?: UpstreamTlsConfig): Promise<FetchedDoc> {
   const shown = shownUrl(url);
   const attempts = 1 + options.retries;
   let lastReason = '';
@@ -79,7 +86,7 @@ function tlsAgent(client: Undici, tls: UpstreamTlsConfig): Agent {
 }
 
 /** One GET of the doc at `url`; `shown` is the URL as errors name it (shownUrl). */
-async function fetchOnce(client: Undici, url: string, shown: string, options: DiscoveryOptions, dispatcher: Dispatcher | undefined): Promise<unknown> {
+async function fetchOnce(client: Undici, url: string, shown: string, options: DiscoveryOptions, dispatcher: Dispatcher | undefined): Promise<FetchedDoc> {
   // One controller per attempt, fed by the timer and the caller's signal; listeners are removed after,
   // so a long-lived caller signal (reused by every refresh) collects nothing.
   const controller = new AbortController();
@@ -119,7 +126,7 @@ async function fetchOnce(client: Undici, url: string, shown: string, options: Di
   }
   const parsed = parseDocText(text);
   if (!parsed.ok) throw new Error(`GET ${shown}: the answer is neither JSON nor YAML (content-type ${contentType}): ${parsed.reason}`);
-  return parsed.value;
+  return { value: parsed.value, ...(parsed.duplicates ? { duplicates: parsed.duplicates } : {}) };
 }
 
 class DocTooLargeError extends Error {}

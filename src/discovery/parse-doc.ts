@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { duplicateKeys, type DuplicateKeys } from './duplicate-keys.js';
 
 // yaml is loaded at the first doc that is not JSON: JSON docs and static upstreams have no use for it.
 // With the lazy schema check (schema-objections.ts), importing the primary's modules went from
@@ -9,8 +10,11 @@ let yaml: Yaml | undefined;
 type YamlOptions = import('yaml').ParseOptions & import('yaml').DocumentOptions & import('yaml').SchemaOptions & import('yaml').ToJSOptions;
 const parseYaml = (text: string, options: YamlOptions): unknown => (yaml ??= require('yaml') as Yaml).parse(text, options);
 
-/** What a doc's text turned out to be: a JSON or YAML value, or why it is neither. */
-export type ParsedText = { ok: true; format: 'JSON' | 'YAML'; value: unknown } | { ok: false; reason: string };
+/**
+ * What a doc's text turned out to be: a JSON or YAML value, or why it is neither. A JSON one says which
+ * keys it held twice (JSON.parse keeps the last of each, silently).
+ */
+export type ParsedText = { ok: true; format: 'JSON' | 'YAML'; value: unknown; duplicates?: DuplicateKeys } | { ok: false; reason: string };
 
 /**
  * Reads a doc's text as JSON or YAML, by its content: services serve YAML as `text/plain`,
@@ -26,11 +30,13 @@ export function parseDocText(text: string): ParsedText {
   if (start.startsWith('<')) return { ok: false, reason: `it looks like HTML or XML (it starts with ${preview(start)})` };
   let jsonError: string | undefined;
   if (start.startsWith('{') || start.startsWith('[')) {
+    let value: unknown;
     try {
-      return { ok: true, format: 'JSON', value: JSON.parse(body) };
+      value = JSON.parse(body);
     } catch (error) {
       jsonError = (error as Error).message;
     }
+    if (jsonError === undefined) return { ok: true, format: 'JSON', value, duplicates: duplicateKeys(body, value) };
   }
   let value: unknown;
   try {

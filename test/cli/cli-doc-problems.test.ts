@@ -1,6 +1,6 @@
 // What a doc loses silently is a problem of the doc (docs/reference/upstreams.md#lenient-discovery): a
-// loop of $refs that never reaches a path item, a doc with nothing to route. Read from a file by
-// `routes --doc`, and fetched by `check --fetch`.
+// loop of $refs that never reaches a path item, a doc with nothing to route, a key written twice (JSON
+// keeps the last). Read from a file by `routes --doc`, and fetched by `check --fetch`.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -28,6 +28,7 @@ const docs: Record<string, string> = {
   recursive: `{${info}, "paths": {"/tree": {"get": {"responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Node"}}}}}}}},
     "components": {"schemas": {"Node": {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}}}}}}}`,
   empty: `{${info}, "paths": {}}`,
+  duplicates: `{${info},\n "paths": {\n  "/a": {"get": ${ok}},\n  "/a": {"post": ${ok}},\n  "/b": {"get": {"responses": {"200": {"description": "ok"}, "200": {"description": "ok"}}}}\n }\n}`,
 };
 
 const LOOP_A = '$ref "#/paths/~1b" never reaches a value: #/paths/~1b -> #/paths/~1a -> #/paths/~1b goes round in a loop';
@@ -58,6 +59,15 @@ t.test('routes --doc: a loop of $refs and a doc with nothing to route are warned
   t.match(empty.stderr, NOTHING);
 });
 
+t.test('routes --doc: a key written twice names where, with lines and columns', async (t) => {
+  const path = file('duplicates.json', docs.duplicates!);
+  const { code, stdout, stderr } = await gateway('routes', '--doc', path);
+  t.equal(code, 0);
+  t.same(stdout.trim().split('\n').map((l) => l.split(/\s+/).slice(0, 2).join(' ')).sort(), ['GET /b', 'POST /a'], 'the last one is kept');
+  t.match(stderr, `warning: doc ${path}: POST /a: duplicate key "/a" at line 4, column 3 (first at line 3, column 3); JSON keeps the last one only`);
+  t.match(stderr, `warning: doc ${path}: GET /b: responses/200: duplicate key "200" at line 5, column `);
+});
+
 t.test('check --fetch: the same problems are warnings of the fetched doc', async (t) => {
   const server = createServer((req, res) => {
     const doc = docs[(req.url ?? '').split('/')[1] ?? ''];
@@ -75,4 +85,8 @@ t.test('check --fetch: the same problems are warnings of the fetched doc', async
   t.match(loop.stdout, 'is ok: 1 upstream(s), 0 route(s), 1 doc(s) fetched, 3 warning(s)');
   t.match(loop.stderr, `warning: upstream ${location}: doc: (path item) /a: ${LOOP_A}`);
   t.match(loop.stderr, `warning: upstream ${location}: doc: ${NOTHING}`);
+
+  const duplicates = await gateway('check', '--fetch', '--config', config('dup-config.json', '/duplicates/spec'));
+  t.equal(duplicates.code, 0);
+  t.match(duplicates.stderr, `warning: upstream ${location}: doc: POST /a: duplicate key "/a" at line 4, column 3 (first at line 3, column 3)`);
 });

@@ -55,7 +55,7 @@ t.test('a compressed doc is decoded; a broken, unknown or oversized coding is re
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
   const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   const options = { fetchTimeoutMs: 5000, retries: 0, backoffMs: 0 };
-  for (const path of ['/gzip', '/deflate', '/br', '/twice']) t.same(await fetchDoc(base + path, options), doc, `${path}: decoded`);
+  for (const path of ['/gzip', '/deflate', '/br', '/twice']) t.same((await fetchDoc(base + path, options)).value, doc, `${path}: decoded`);
   t.match(acceptEncoding, /gzip/, 'the gateway asks for a compressed doc');
   const failure = (path: string) => fetchDoc(base + path, options).then(() => new Error('no error'), (err: Error) => err);
   t.match((await failure('/broken')).message, /Content-Encoding gzip/, 'a broken gzip body: the coding is named');
