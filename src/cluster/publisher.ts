@@ -8,7 +8,7 @@ import type { CompileInput, CompileOutput } from './compile-task.js';
 import type { PublishMessage } from './messages.js';
 import type { TemplateProblem } from '../routing/types.js';
 import type { UpstreamRegistry } from './discovered-upstreams.js';
-import { printable } from '../text/printable.js';
+import { TemplateProblemLog } from './template-problem-log.js';
 
 // Required when the primary loads this module, not before: the bundles leave piscina to Node, and a
 // statically imported external would be loaded by every CLI command (src/cli/bundle-write.ts).
@@ -44,11 +44,14 @@ export class Publisher {
   private waiting: Array<(outcome: PublishOutcome) => void> = [];
   private draining: Promise<void> | null = null;
   private readonly pool: PiscinaModule.Piscina<CompileInput, CompileOutput>;
+  /** Refused templates are logged when an upstream's set of them changes, not at every compile. */
+  private readonly problemLog: TemplateProblemLog;
 
   constructor(
     private readonly log: Logger,
     private readonly onPublished: (published: Published) => void,
   ) {
+    this.problemLog = new TemplateProblemLog(log);
     this.pool = new Piscina({
       filename: COMPILE_TASK_ENTRY.href,
       minThreads: 0,
@@ -105,9 +108,11 @@ export class Publisher {
     });
     const tableVersion = ++this.version;
 
-    for (const problem of output.problems) {
-      this.log.warn({ upstream: problem.upstream, method: problem.method, template: printable(problem.template), reason: problem.reason }, problem.message);
-    }
+    this.problemLog.report(
+      output.problems,
+      ready.map((u) => u.upstream.serviceLocation),
+      config.upstreams.map((u) => u.serviceLocation),
+    );
     if (output.spec === null) this.log.error({ reason: output.specError }, 'combined spec could not be built; /spec keeps the previous one');
     if (output.specRepairs) {
       this.log.info(output.specRepairs, '/spec: what upstreams describe in a way Swagger 2.0 cannot carry is replaced by a plain description');
