@@ -13,7 +13,11 @@ const after = testConfig(
 const gateway = await startGateway(t, { config: before, waitFor: (line) => line.msg === 'gateway operational' });
 
 /** Requests on fresh connections until `stop()`: every one must be answered 200. */
-function trafficLoop(): { stop: () => Promise<{ total: number; failures: string[]; upstreams: Set<string> }> } {
+function trafficLoop(): {
+  /** Resolves once `count` more requests were answered and, if given, one by `upstream`: up to 10 s. */
+  answered: (count: number, upstream?: string) => Promise<void>;
+  stop: () => Promise<{ total: number; failures: string[]; upstreams: Set<string> }>;
+} {
   let running = true;
   const failures: string[] = [];
   const upstreams = new Set<string>();
@@ -31,6 +35,15 @@ function trafficLoop(): { stop: () => Promise<{ total: number; failures: string[
     }
   })();
   return {
+    answered: async (count, upstream) => {
+      const target = total + count;
+      await eventually(
+        async () => (total >= target && (upstream === undefined || upstreams.has(upstream)) ? true : undefined),
+        10_000,
+        10,
+        `${count} more answers${upstream ? ` and one from ${upstream}` : ''}`,
+      );
+    },
     stop: async () => {
       running = false;
       await loop;
@@ -53,13 +66,14 @@ t.test('a config that does not load is refused; the old one keeps serving', asyn
 
 t.test('a good config is swapped in on every worker without dropping a request', async (t) => {
   const traffic = trafficLoop();
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  // Traffic before, during and after the swap; counted in answers, not time (a busy host answers slowly).
+  await traffic.answered(6, 'first');
   gateway.writeConfig(after);
   gateway.signal('SIGHUP');
   await gateway.waitForLog((l) => l.msg === 'config reloaded', 15_000, 'the reload');
   // Every worker now answers from the new config.
   await untilWorkersAnswer(gateway.port, '/health2', { healthPath: '/health2', description: 'both workers serving the new health path' });
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  await traffic.answered(6, 'second');
   const { total, failures, upstreams } = await traffic.stop();
   t.ok(total > 10, `${total} requests during the reload`);
   t.same(failures, [], 'no request failed');
@@ -80,7 +94,7 @@ t.test('settings read at worker start are applied by replacing the workers, one 
   const before = workerPids();
   const reloadsBefore = gateway.lines.filter((l) => l.msg === 'config reloaded').length;
   const traffic = trafficLoop();
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  await traffic.answered(6);
   gateway.writeConfig({ ...after, trustedProxies: ['127.0.0.1'] });
   gateway.signal('SIGHUP');
   await gateway.waitForLog(
@@ -110,7 +124,7 @@ t.test('settings read at worker start are applied by replacing the workers, one 
       const lines = gateway.accessLines().filter((l) => l.path === '/new' && l.client === '192.0.2.44');
       return lines.length >= 10 ? lines : undefined;
     },
-    3000,
+    10_000,
     50,
     'access lines with the forwarded client',
   );

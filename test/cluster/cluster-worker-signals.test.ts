@@ -74,7 +74,7 @@ t.test('SIGUSR1 to a worker: no inspector opens, the same process serves on, its
   t.equal(res.status, 200, 'the same worker answers on the same connection');
   const line = await eventually(
     async () => readLines(`${logFile}.1`).find((l) => l.path === '/items/after-usr1'),
-    3000,
+    10_000,
     50,
     'the access line',
   );
@@ -100,21 +100,26 @@ t.test('SIGHUP to a worker: its in-flight request completes with 200, the worker
   t.notOk(gateway.lines.some((l) => /killed by SIGHUP/.test(String(l.msg))), 'the primary saw no worker die');
   t.equal(gateway.lines.filter((l) => l.msg === 'worker started').length, 2, 'no worker was started since');
   t.notOk(gateway.lines.some((l) => typeof l.msg === 'string' && l.msg.startsWith('config reload')), 'the primary did not reload (it got no signal)');
-  t.ok(gateway.lines.some((l) => l.pid === pid && l.msg === 'SIGHUP ignored: a worker does not reload, the primary does'), 'the worker says why nothing happened');
+  // The worker's line reaches this process through the pipe, maybe after the answers above on a busy host.
+  const why = await gateway.waitForLog((l) => l.pid === pid && l.msg === 'SIGHUP ignored: a worker does not reload, the primary does', 5000, 'the worker saying why');
+  t.ok(why, 'the worker says why nothing happened');
   connection.close();
 });
 
 t.test('SIGUSR2 (nginx\'s binary upgrade signal) to the primary and to a worker: ignored, nothing stops', async (t) => {
   const connection = await openWorkerConnection(t, gateway.port);
   const pid = Number(connection.workerPid);
+  const ignored = (): LogLine[] => gateway.lines.filter((l) => l.msg === 'SIGUSR2 ignored: it has no meaning here');
   process.kill(pid, 'SIGUSR2');
   gateway.signal('SIGUSR2');
+  // Each logs the signal once it has handled it; a busy host may take a while to run the handlers.
+  await eventually(async () => (ignored().length >= 2 ? true : undefined), 5000, 20, 'both SIGUSR2 lines');
   await sleep(300);
   t.notOk(processGone(pid), 'the worker is still running');
   t.equal(gateway.child.exitCode, null, 'the primary too');
   const res = await connection.get('/items/2');
   t.equal(res.status, 200, 'and it serves on the same connection');
-  t.equal(gateway.lines.filter((l) => l.msg === 'SIGUSR2 ignored: it has no meaning here').length, 2, 'each says so');
+  t.same(ignored().map((l) => l.pid).sort(), [pid, gateway.child.pid].sort(), 'each says so, once');
   connection.close();
 });
 

@@ -15,6 +15,11 @@ const CLIENT_REQUEST_MS = 500;
  */
 const FIRED_WITHIN_MS = 10_000;
 
+/** Polls `done` every 10 ms for up to 3 s: on a busy host a fixed wait may end before what it waits for. */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 300 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
 const refusedUrl = `http://127.0.0.1:${await closedPort()}`;
 const hanging = await startUpstream(() => {
   // Never answers.
@@ -151,10 +156,10 @@ t.test('a client that goes away aborts the upstream request', async (t) => {
   await abortable.waitForRequests(1);
   const result = await client; // gives up after 200 ms and destroys its socket
   t.ok(result.timedOut, 'the client left before any answer');
-  const gone = await Promise.race([closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 2000))]);
+  const gone = await Promise.race([closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 5000))]);
   t.ok(gone, "the upstream saw its request's connection closed");
   t.ok(abortable.requests[0]!.aborted, 'recorded as aborted at the upstream');
-  await new Promise((r) => setTimeout(r, 50));
+  await until(() => plane.inFlight() === 0);
   t.equal(plane.inFlight(), 0, 'nothing left in flight');
 });
 
@@ -205,7 +210,7 @@ t.test('a client sending its body too slowly is cut off after timeouts.clientReq
   t.match(problemOf(result.responses[0]!.body.toString()), { status: 408, title: 'Request Timeout' });
   t.ok(result.elapsedMs >= CLIENT_REQUEST_MS - 20, `after ${result.elapsedMs} ms`);
   t.notOk(result.timedOut, `the gateway cut it off before the client gave up at ${FIRED_WITHIN_MS} ms`);
-  await new Promise((r) => setTimeout(r, 50));
+  await until(() => plane.inFlight() === 0);
   const seen = slowBody.requests[0];
   if (seen) t.notOk(seen.bodyComplete, 'the upstream never got a complete body');
   t.equal(plane.inFlight(), 0);
@@ -236,9 +241,9 @@ t.test('a client that goes away mid-download stops the upstream stream', async (
     received += (chunk as Buffer).length;
     if (received > 4 * 1024 * 1024) break; // leaving the loop destroys the body and its connection
   }
-  const stopped = await Promise.race([closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 3000))]);
+  const stopped = await Promise.race([closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 5000))]);
   t.ok(stopped, `the upstream's response was closed after the client left (${received} bytes read)`);
-  await new Promise((r) => setTimeout(r, 50));
+  await until(() => streamingPlane.inFlight() === 0);
   t.equal(streamingPlane.inFlight(), 0);
 });
 

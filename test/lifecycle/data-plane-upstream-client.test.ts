@@ -19,6 +19,11 @@ import { planeInFrontOf } from '../helpers/data-plane.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Polls `done` every 10 ms for up to 3 s: on a busy host a fixed wait may end before what it waits for. */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 300 && !done(); i++) await sleep(10);
+}
+
 interface Scripted {
   url: string;
   /** Requests received (their request lines). */
@@ -140,7 +145,7 @@ t.test('a head that arrives alone, its body in a later read: sent intact (sized:
         if (received.endsWith(kind === 'sized' ? 'body' : '0\r\n\r\n')) resolve(received);
       });
       client.on('error', reject);
-      setTimeout(() => reject(new Error(`${kind}: no complete answer within 2 s; got ${JSON.stringify(received)}`)), 2000);
+      setTimeout(() => reject(new Error(`${kind}: no complete answer within 5 s; got ${JSON.stringify(received)}`)), 5000);
     });
     client.write(`GET /head-alone-${kind} HTTP/1.1\r\nHost: gw\r\n\r\n`);
     const answer = await complete;
@@ -195,7 +200,7 @@ t.test('a handler callback that throws ends its own exchange only; the worker an
   t.ok(inBody.closed, '...and closes the connection');
 
   throwIn = null;
-  await sleep(20);
+  await until(() => plane.inFlight() === 0);
   t.equal(plane.inFlight(), 0, 'nothing left in flight');
   t.equal((await get(plane, '/next')).body.toString(), 'honest', 'the data plane still serves');
   t.ok(warnings.includes('observer bug in onHead') && warnings.includes('observer bug in onData'), 'each throw reported as a warning');
@@ -209,9 +214,10 @@ t.test('upstreamPool: a full wait queue is 503 at once, a wait past timeouts.ups
   const queueCounters = new Counters();
   const small = await planeInFrontOf(t, hanging.url, [entry('GET', '/{name}', hanging.url)], { config: { timeouts: { upstreamMs: 400, connectMs: 1000, clientRequestMs: 5000, shutdownGraceMs: 500 }, upstreamPool: { connections: 1, maxQueue: 1, idleTimeoutMs: 4000, maxResponseHeaderBytes: 16384 } }, counters: queueCounters });
   const running = get(small, '/a');
-  await sleep(50);
+  await until(() => hanging.requests.length === 1);
   const queued = get(small, '/b');
-  await sleep(50);
+  // In flight and not sent (the one connection is /a's): /b waits in the queue.
+  await until(() => small.inFlight() === 2);
   const started = Date.now();
   const refused = await get(small, '/c');
   t.equal(refused.status, 503, 'a third request finds the one connection busy and the queue full: 503');
