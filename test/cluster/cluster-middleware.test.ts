@@ -23,6 +23,10 @@ const endpoints = [
   { method: 'GET', path: '/open', 'x-disabled-middleware': ['auth', 'limit', 'global-limit'] },
 ];
 const limit = { id: 'limit', type: 'rateLimit', limit: 20, windowMs: 60_000 };
+/** The bucket refills one token per windowMs / limit. */
+const REFILL_MS = limit.windowMs / limit.limit;
+/** At most the limit, plus what refilled while the requests ran: a busy host makes them take longer. */
+const mostAdmitted = (elapsedMs: number): number => limit.limit + Math.ceil(elapsedMs / REFILL_MS);
 
 function config(keys: Array<{ consumer: string; key: string }>) {
   return testConfig([{ serviceType: 'static', serviceLocation: app.location, endpoints }], {
@@ -55,9 +59,11 @@ async function askAsAlice(path: string): Promise<{ worker: string; status: numbe
 
 t.test('a limit of 20 admits 20 of 40 requests spread over both workers, with the RateLimit fields', async (t) => {
   const answers = [];
+  const started = Date.now();
   for (let i = 0; i < 40; i++) answers.push(await askAsAlice(`/limited/${i}`));
+  const most = mostAdmitted(Date.now() - started);
   const admitted = answers.filter((a) => a.status === 200);
-  t.ok(admitted.length >= 20 && admitted.length <= 21, `${admitted.length} of 40 admitted (20, or 21 where the bucket refilled)`);
+  t.ok(admitted.length >= 20 && admitted.length <= most, `${admitted.length} of 40 admitted (20, up to ${most} with what refilled meanwhile)`);
   t.equal(answers.filter((a) => a.status === 429).length, 40 - admitted.length, 'the rest are 429');
   const workers = new Set(admitted.map((a) => a.worker));
   t.equal(workers.size, 2, 'both workers admitted some: the limit held for the instance, not per worker');
@@ -76,13 +82,15 @@ t.test('one keep-alive connection gets the whole limit, not limit / workers', as
   const agent = new Agent({ connections: 1, pipelining: 1 });
   t.teardown(() => agent.close());
   const statuses: number[] = [];
+  const started = Date.now();
   for (let i = 0; i < 25; i++) {
     const res = await request(`http://127.0.0.1:${gateway.port}/one-connection`, { headers: asAlice, dispatcher: agent });
     await res.body.dump();
     statuses.push(res.statusCode);
   }
+  const most = mostAdmitted(Date.now() - started);
   const admitted = statuses.filter((s) => s === 200).length;
-  t.ok(admitted >= 20 && admitted <= 21, `${admitted} of 25 admitted on one connection`);
+  t.ok(admitted >= 20 && admitted <= most, `${admitted} of 25 admitted on one connection (20, up to ${most} with what refilled meanwhile)`);
 });
 
 t.test('scope global: one bucket per consumer across endpoints', async (t) => {
