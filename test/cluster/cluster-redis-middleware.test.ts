@@ -63,7 +63,7 @@ t.test('health: the middleware are ready; the Redis store is listed with its sta
   const health = await eventually(async () => {
     const body = JSON.parse((await httpRequest(a.port, '/healthcheck')).body);
     return body.kvStores?.shared?.state === 'ready' ? body : undefined;
-  }, 3000);
+  }, 10_000);
   t.match(health.kvStores, { local: { type: 'local', state: 'ready' }, shared: { type: 'redis', state: 'ready', readyWorkers: 1, workers: 1 } });
   t.match(health.kvStores.shared.url, /^redis:\/\/127\.0\.0\.1:\d+/);
 });
@@ -101,7 +101,7 @@ t.test('two instances serve each other\'s cached answers', async (t) => {
   t.equal(first.headers['x-cache'], 'MISS');
   // The entry is written to Redis after A's answer is complete: ask B once it is there (asking B
   // earlier is a miss of B's own, which stores B's answer).
-  await eventually(async () => ((await cacheKeys()) > keysBefore ? true : undefined), 3000);
+  await eventually(async () => ((await cacheKeys()) > keysBefore ? true : undefined), 10_000);
   const second = await httpRequest(b.port, '/cached/7', site);
   t.equal(second.headers['x-cache'], 'HIT');
   t.equal(second.body, first.body, 'the same answer, stored by the other instance');

@@ -72,7 +72,7 @@ t.test('both workers serve proxied requests (pids in the access log)', async (t)
       const seen = new Set(gateway.accessLines().filter((l) => l.path === '/users/me').map((l) => l.pid));
       return seen.size >= 2 ? seen : undefined;
     },
-    3000,
+    10_000,
     100,
     'access log lines from two worker pids',
   );

@@ -53,7 +53,7 @@ t.test('the listener is ready; sampled GETs are compared, POST is not sent', asy
   const lines = await eventually(async () => {
     const text = readFileSync(log, 'utf8').trim();
     return text === '' ? undefined : text.split('\n').map((line) => JSON.parse(line));
-  }, 3000);
+  }, 10_000);
   t.equal(lines.length, 1);
   t.match(lines[0], { listener: 'shadow', request: { method: 'GET', path: '/items/changed' } });
 });
@@ -62,7 +62,7 @@ t.test('SIGUSR1 to the primary: the mismatch log is opened again (logrotate with
   const rotated = `${log}.1`;
   renameSync(log, rotated);
   gateway.signal('SIGUSR1');
-  await gateway.waitForLog((l) => l.msg === 'SIGUSR1: workers reopen their log files', 3000);
+  await gateway.waitForLog((l) => l.msg === 'SIGUSR1: workers reopen their log files', 10_000);
   // Each worker reopens when the primary's message reaches it: ask until a mismatch lands in the new file.
   const lines = await eventually(async () => {
     t.equal((await httpRequest(gateway.port, '/items/changed')).status, 200);

@@ -80,7 +80,7 @@ t.test('an endpoint added to the doc is routed after the next re-fetch', async (
 
 t.test('an endpoint removed from the doc stops being routed', async (t) => {
   usersOptions.spec = swaggerDoc('users', { '/orders': ['GET', 'POST'] });
-  await untilBothWorkers(t, '/users/7', 404, 3000);
+  await untilBothWorkers(t, '/users/7', 404, 10_000);
   t.equal((await httpRequest(gateway.port, '/orders')).status, 200);
 });
 
@@ -93,7 +93,7 @@ t.test('a doc that stops answering keeps its last known endpoints, and says why'
       t.equal(status, 200, '/healthcheck stays 200');
       return upstreams[0]!.lastError ? upstreams[0] : undefined;
     },
-    3000,
+    10_000,
     50,
     'lastError on the upstream',
   );
@@ -110,15 +110,15 @@ t.test('a doc that stops answering keeps its last known endpoints, and says why'
     1,
     'the same failure is logged once, not at every sweep',
   );
-  await untilBothWorkers(t, '/orders', 200, 2000);
+  await untilBothWorkers(t, '/orders', 200, 10_000);
 
   usersOptions.spec = swaggerDoc('users', { '/orders': ['GET', 'POST'] });
-  await eventually(async () => ((await health()).upstreams[0]!.lastError === undefined ? true : undefined), 3000, 50, 'lastError cleared');
+  await eventually(async () => ((await health()).upstreams[0]!.lastError === undefined ? true : undefined), 10_000, 50, 'lastError cleared');
 });
 
 t.test('an upstream that failed discovery becomes ready once its doc is valid', async (t) => {
   lateOptions.spec = swaggerDoc('late', { '/late/{id}': ['GET'] });
-  await untilBothWorkers(t, '/late/1', 200, 3000);
+  await untilBothWorkers(t, '/late/1', 200, 10_000);
   t.match((await health()).upstreams[1], { serviceLocation: late.location, state: 'ready', endpoints: 1 });
   t.notOk('lastError' in (await health()).upstreams[1]!);
   const res = await httpRequest(gateway.port, '/late/1');

@@ -197,7 +197,7 @@ t.test('from an untrusted peer an incoming ID is replaced; with the collector do
   const answer = await httpRequest(gateway.port, '/items/10', { headers: { 'x-request-id': 'spoofed' } });
   t.match(answer.headers['x-request-id'], GENERATED, "an untrusted peer's ID is replaced");
   t.equal(upstreamSaw.get('/items/10')!['x-request-id'], answer.headers['x-request-id'], 'upstream gets the replacement');
-  const line = await eventually(async () => gateway.accessLines().find((l) => l.path === '/items/10'), 3000, 50, 'its access line');
+  const line = await eventually(async () => gateway.accessLines().find((l) => l.path === '/items/10'), 10_000, 50, 'its access line');
   t.equal(line.requestId, answer.headers['x-request-id'], 'logged on stdout too');
 
   const N = 200;
@@ -247,7 +247,7 @@ t.test('SIGUSR1 reopens the access log file: a rotation under load loses no line
   };
   await Promise.all(Array.from({ length: 8 }, (_, w) => load(w)));
   t.ok(rotatedAt > 0, 'rotated while requests were running');
-  await gateway.waitForLog((l) => l.msg === 'SIGUSR1: workers reopen their log files', 3000);
+  await gateway.waitForLog((l) => l.msg === 'SIGUSR1: workers reopen their log files', 10_000);
   gateway.signal('SIGTERM');
   t.same(await gateway.exited, { code: 0, signal: null });
   const before = readLines(rotated).filter((l) => String(l.path).startsWith('/items/rot-'));

@@ -293,7 +293,7 @@ t.test('an upstream that breaks the protocol: the client gets 1011, the upstream
   send = frame(0x9, Buffer.from('are you there'));
   const client = await openClient(`ws://127.0.0.1:${port}/w`);
   const peer = peers.at(-1)!;
-  for (let i = 0; i < 50 && peer.received().length < 6 + 13; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  for (let i = 0; i < 150 && peer.received().length < 6 + 13; i++) await new Promise((resolve) => setTimeout(resolve, 20));
   const pong = peer.received();
   t.equal(pong[0], 0x8a, 'a pong frame, final');
   t.equal(pong[1], 0x80 | 13, 'masked, with the ping payload length');
