@@ -4,6 +4,7 @@ import { receiveLeases } from './lease-outbox.js';
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../log.js';
 import type { MetricsDelta } from '../metrics/delta.js';
+import { timerDelay } from '../config/durations.js';
 import {
   isWorkerMessage,
   type HelloMessage,
@@ -232,7 +233,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
           worker.process.kill('SIGKILL');
         }
       }
-    }, graceMs + 2000);
+    }, timerDelay(graceMs + 2000));
     await Promise.all(exited);
     clearTimeout(deadline);
   }

@@ -16,6 +16,7 @@ import { exitAfterLogs } from '../log-exit.js';
 import { startAdminListener, type AdminListener } from '../builtins/admin-listener.js';
 import { WorkerComponents } from './worker-components.js';
 import { handleWorkerSignals } from './worker-signals.js';
+import { timerDelay } from '../config/durations.js';
 import { isLeaseBankMessage, type LeaseBankMessage, type LeaseBatchMessage, type LeaseWorkerMessage } from '../stores/lease-messages.js';
 import { LeaseOutbox, receiveLeases } from './lease-outbox.js';
 import {
@@ -285,7 +286,7 @@ async function shutdown(reason: string): Promise<void> {
   const forceExit = setTimeout(() => {
     log.warn('in-flight requests outlived the grace; exiting anyway');
     process.exit(0);
-  }, graceMs + 1000);
+  }, timerDelay(graceMs + 1000));
   forceExit.unref();
   adminListener?.close();
   try {

@@ -1,6 +1,7 @@
 import type { ErrorObject } from 'ajv';
 import { BUILTIN_PATH_PATTERN, METHOD_PATTERN, NAME_PATTERN, SPEC_PATH_PATTERN, configSchema } from './schema.js';
 import { closestMatch } from './suggest.js';
+import { DURATION_LIMIT_REASONS } from './durations.js';
 import { escapePointerToken, shown, type ConfigProblem } from './config-problem.js';
 
 const PATTERN_REASONS: Record<string, string> = {
@@ -73,8 +74,12 @@ function describe(error: ErrorObject): ConfigProblem | undefined {
       return { pointer, reason: 'is not allowed here' };
     case 'type':
       return { pointer, reason: `must be ${TYPE_NAMES[String(params.type)] ?? String(params.type)} ${got}` };
+    case 'maximum': {
+      const limit = DURATION_LIMIT_REASONS.get(params.limit as number);
+      if (limit !== undefined) return { pointer, reason: `${limit} ${got}` };
+      return { pointer, reason: `must be ${String(params.comparison)} ${String(params.limit)} ${got}` };
+    }
     case 'minimum':
-    case 'maximum':
     case 'exclusiveMinimum':
     case 'exclusiveMaximum':
       return { pointer, reason: `must be ${String(params.comparison)} ${String(params.limit)} ${got}` };

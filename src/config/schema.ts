@@ -14,6 +14,7 @@ import { kvStoresSchema } from '../stores/config.js';
 import { webSocketSchema } from '../websocket/settings.js';
 import { SERVER_NAME_PATTERN, tlsSchema } from '../edge/schema.js';
 import { ACCESS_LOG_FIELDS } from '../listeners/access-log.js';
+import { timerDuration } from './durations.js';
 
 /** Media types and ids lists share this shape. */
 const stringList = (description: string) => ({
@@ -252,7 +253,7 @@ export const configSchema = {
       default: {},
       properties: {
         stepCount: positiveInteger('A weight moves from its current to its new value in this many steps.', 100),
-        stepDurationMs: nonNegativeInteger('Time between two weight steps, in ms.', 6000),
+        stepDurationMs: timerDuration('Time between two weight steps, in ms.', 6000, 0),
       },
     },
     timeouts: {
@@ -261,13 +262,10 @@ export const configSchema = {
       additionalProperties: false,
       default: {},
       properties: {
-        upstreamMs: positiveInteger('Upstream must start answering (headers) within this; else 504.', 30000),
-        connectMs: positiveInteger('TCP connect to an upstream.', 5000),
-        clientRequestMs: positiveInteger('Client must send the whole request head and body within this.', 30000),
-        shutdownGraceMs: nonNegativeInteger(
-          'SIGTERM/SIGINT: how long in-flight requests may take before the process exits anyway.',
-          10000,
-        ),
+        upstreamMs: timerDuration('Upstream must start answering (headers) within this; else 504.', 30000),
+        connectMs: timerDuration('TCP connect to an upstream.', 5000),
+        clientRequestMs: timerDuration('Client must send the whole request head and body within this.', 30000),
+        shutdownGraceMs: timerDuration('SIGTERM/SIGINT: how long in-flight requests may take before the process exits anyway.', 10000, 0),
       },
     },
     upstreamPool: {
@@ -284,7 +282,7 @@ export const configSchema = {
             'once. The wait counts toward timeouts.upstreamMs (504 when it runs out).',
           1024,
         ),
-        idleTimeoutMs: positiveInteger(
+        idleTimeoutMs: timerDuration(
           "An idle connection is closed after this long, sooner when the upstream announces a shorter Keep-Alive timeout. Keep it under the upstream's own idle timeout.",
           4000,
         ),
@@ -322,7 +320,7 @@ export const configSchema = {
       properties: {
         hostFailures: positiveInteger("Consecutive failures that open a host's breaker.", 50),
         endpointFailures: positiveInteger('Consecutive failures that open a host+endpoint breaker.', 25),
-        resetMs: positiveInteger('How long an open breaker stays open before one trial request is let through.', 10000),
+        resetMs: timerDuration('How long an open breaker stays open before one trial request is let through.', 10000),
       },
     },
     discovery: {
@@ -331,10 +329,10 @@ export const configSchema = {
       additionalProperties: false,
       default: {},
       properties: {
-        fetchTimeoutMs: positiveInteger('Timeout of one doc fetch (connect, headers and body).', 5000),
+        fetchTimeoutMs: timerDuration('Timeout of one doc fetch (connect, headers and body).', 5000),
         retries: nonNegativeInteger('Attempts after the first before an upstream is marked failed.', 5),
-        backoffMs: nonNegativeInteger('First back-off delay before a retry; doubles per retry.', 200),
-        refreshIntervalMs: nonNegativeInteger('Re-fetch every upstream doc this often; 0 disables re-discovery.', 30000),
+        backoffMs: timerDuration('First back-off delay before a retry; doubles per retry (up to 24.8 days).', 200, 0),
+        refreshIntervalMs: timerDuration('Re-fetch every upstream doc this often; 0 disables re-discovery.', 30000, 0),
       },
     },
     accessLog: {

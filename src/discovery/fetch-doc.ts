@@ -7,6 +7,7 @@ import type { UpstreamTlsConfig } from '../config/types.js';
 import { parseDocText } from './parse-doc.js';
 import type { DuplicateKeys } from './duplicate-keys.js';
 import type { DiscoveryOptions } from './types.js';
+import { timerDelay } from '../config/durations.js';
 
 /** A doc larger than this is refused rather than buffered: no real API doc comes near it. */
 export const MAX_DOC_BYTES = 32 * 1024 * 1024;
@@ -43,7 +44,7 @@ export async function fetchDoc(url: string, options: DiscoveryOptions, tls?: Ups
   try {
     for (let attempt = 1; attempt <= attempts; attempt++) {
       try {
-        if (attempt > 1) await sleep(options.backoffMs * 2 ** (attempt - 2), undefined, { signal: options.signal });
+        if (attempt > 1) await sleep(timerDelay(options.backoffMs * 2 ** (attempt - 2)), undefined, { signal: options.signal });
         return await fetchOnce(client, url, shown, options, dispatcher);
       } catch (error) {
         if (options.signal?.aborted) throw new Error(`GET ${shown}: discovery was cancelled`, { cause: error });

@@ -27,6 +27,7 @@ import { bodyDifference } from './shadow-body.js';
 import { headerDifferences, headerMapFromFlat, headerMapFromParsed, shadowRequestHeaders } from './shadow-headers.js';
 import type { Listener, ListenerContext, ListenerMetrics } from './types.js';
 import { counterPart } from '../metrics/counters.js';
+import { timerDelay, timerDuration } from '../config/durations.js';
 
 export interface AlternateUpstreamConfig {
   id: string;
@@ -101,12 +102,10 @@ export const alternateUpstreamSchema = {
         "answer body is larger is not sent (counted dropped); an alternate's body larger is a mismatch (tooLarge). " +
         'Bodies are held in memory while sampled, so this times maxInFlight bounds what shadowing holds.',
     },
-    timeoutMs: {
-      type: 'integer',
-      minimum: 1,
-      default: ALTERNATE_UPSTREAM_DEFAULTS.timeoutMs,
-      description: 'Longest a shadow request may take, connecting through the last byte of its answer; past it, it counts as an error.',
-    },
+    timeoutMs: timerDuration(
+      'Longest a shadow request may take, connecting through the last byte of its answer; past it, it counts as an error.',
+      ALTERNATE_UPSTREAM_DEFAULTS.timeoutMs,
+    ),
     maxInFlight: {
       type: 'integer',
       minimum: 1,
@@ -292,7 +291,7 @@ class AlternateUpstream implements Listener {
     if (this.inFlight > 0) {
       // Running comparisons end within timeoutMs; sampled requests still being answered are skipped.
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.timeoutMs + 1000);
+        const timer = setTimeout(resolve, timerDelay(this.timeoutMs + 1000));
         this.onIdle = () => {
           clearTimeout(timer);
           resolve();

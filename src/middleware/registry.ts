@@ -8,6 +8,7 @@ import { createRateLimit, rateLimitSchema, type RateLimitConfig } from './rate-l
 import { createResponseCache, responseCacheSchema, type ResponseCacheConfig } from './response-cache.js';
 import type { Middleware, MiddlewareContext } from './types.js';
 import { typedListSchema, type TypeSchema } from '../config/typed-list-schema.js';
+import { timerDuration } from '../config/durations.js';
 
 /** One `middleware` entry of the config, after the schema filled its defaults. */
 export type MiddlewareConfig = ApiKeyAuthConfig | RateLimitConfig | ResponseCacheConfig;
@@ -34,13 +35,10 @@ export function middlewareSchema(): Record<string, unknown> {
       description: 'Unique name of the entry: in x-disabled-middleware lists, the health report and /metrics.',
     },
     type: { type: 'string', enum: Object.keys(MIDDLEWARE_TYPES), description: 'Which middleware.' },
-    slaMs: {
-      type: 'integer',
-      minimum: 1,
-      default: DEFAULT_SLA_MS,
-      description:
-        'Longest a decision may take; past it the middleware is skipped and the miss counted (apiKeyAuth answers 503 instead).',
-    },
+    slaMs: timerDuration(
+      'Longest a decision may take; past it the middleware is skipped and the miss counted (apiKeyAuth answers 503 instead).',
+      DEFAULT_SLA_MS,
+    ),
   };
   return typedListSchema(
     'Run in this order for every routed request, before it is forwarded (the response passes back in reverse); ' +

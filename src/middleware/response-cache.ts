@@ -42,6 +42,7 @@ import type { RequestContext, ResponseObserver } from '../exchange/context.js';
 import { SEND_AGAIN } from '../exchange/observer.js';
 import { LongDecision, problem, type ContentAnswer, type Decision, type Middleware, type MiddlewareContext, type MiddlewareMetrics } from './types.js';
 import { counterPart } from '../metrics/counters.js';
+import { MAX_LIFETIME_MS, MAX_TIMER_MS, timerDelay } from '../config/durations.js';
 
 export interface ResponseCacheConfig {
   id: string;
@@ -86,6 +87,7 @@ export const responseCacheSchema = {
     defaultTtlMs: {
       type: 'integer',
       minimum: 0,
+      maximum: MAX_LIFETIME_MS,
       default: 0,
       description:
         'Lifetime given to a 200 that has no max-age, s-maxage or Expires (rounded up to whole seconds); 0: such answers are not stored.',
@@ -93,6 +95,7 @@ export const responseCacheSchema = {
     staleIfErrorMs: {
       type: 'integer',
       minimum: 0,
+      maximum: MAX_LIFETIME_MS,
       default: 60000,
       description:
         'When the upstream fails (connection error, 5xx, timeout), an entry stale by less than this is served instead (X-Cache: STALE); never one marked must-revalidate. 0: never.',
@@ -113,12 +116,14 @@ export const responseCacheSchema = {
     heuristicMaxTtlMs: {
       type: 'integer',
       minimum: 0,
+      maximum: MAX_LIFETIME_MS,
       default: 86400000,
       description: 'The longest heuristic lifetime (heuristicFreshness).',
     },
     lockTimeoutMs: {
       type: 'integer',
       minimum: 0,
+      maximum: MAX_TIMER_MS,
       default: 5000,
       description:
         'Longest a miss waits for the request of another (on any worker of the instance, with the local store) that is already fetching the same key; then it goes upstream itself. Independent of slaMs. With a kvStores store, followers wait at most slaMs.',
@@ -171,6 +176,8 @@ export class ResponseCache implements Middleware {
   /** How long a store lookup may take. */
   readonly slaMs: number;
   readonly lockTimeoutMs: number;
+  /** How long the pipeline waits for a miss that follows another request: lockTimeoutMs + slaMs, as a timer can wait. */
+  private readonly longWaitMs: number;
   readonly maxEntryBytes: number;
   readonly defaultTtlMs: number;
   readonly staleIfErrorMs: number;
@@ -194,6 +201,7 @@ export class ResponseCache implements Middleware {
     this.id = config.id;
     this.slaMs = config.slaMs;
     this.lockTimeoutMs = config.lockTimeoutMs ?? 5000;
+    this.longWaitMs = timerDelay(this.lockTimeoutMs + config.slaMs);
     this.maxEntryBytes = config.maxEntryBytes;
     this.defaultTtlMs = config.defaultTtlMs;
     this.staleIfErrorMs = config.staleIfErrorMs;
@@ -268,7 +276,7 @@ export class ResponseCache implements Middleware {
    * pipeline waits that long for it instead of slaMs.
    */
   private armed(decision: Decision | Promise<Decision>): Decision | Promise<Decision> | LongDecision {
-    if (decision instanceof Promise && this.shared !== null) return new LongDecision(decision, this.lockTimeoutMs + this.slaMs);
+    if (decision instanceof Promise && this.shared !== null) return new LongDecision(decision, this.longWaitMs);
     return decision;
   }
 

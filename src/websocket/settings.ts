@@ -4,6 +4,8 @@
  * code may leave the section out and gets these defaults.
  */
 
+import { timerDuration } from '../config/durations.js';
+
 const MIB = 1024 * 1024;
 
 export interface WebSocketConfig {
@@ -45,12 +47,11 @@ export const webSocketSchema = {
       default: WEBSOCKET_DEFAULTS.maxPayloadBytes,
       description: 'Largest message either side may send; a larger one closes both sides with 1009.',
     },
-    idleTimeoutMs: {
-      type: 'integer',
-      minimum: 1000,
-      default: WEBSOCKET_DEFAULTS.idleTimeoutMs,
-      description: 'A connection with no message or ping either way for this long is closed with 1001 on both sides.',
-    },
+    idleTimeoutMs: timerDuration(
+      'A connection with no message or ping either way for this long is closed with 1001 on both sides.',
+      WEBSOCKET_DEFAULTS.idleTimeoutMs,
+      1000,
+    ),
     compression: {
       type: 'boolean',
       default: WEBSOCKET_DEFAULTS.compression,
