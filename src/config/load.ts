@@ -14,9 +14,13 @@ import type { GatewayConfig } from './types.js';
 
 export type { ConfigProblem } from './config-problem.js';
 
+/** Problems a message lists; the others are counted in one more line (`problems` holds them all). */
+export const MAX_LISTED_PROBLEMS = 50;
+
 /**
  * A config that cannot be used. `file`, `pointer` and `reason` describe the first problem; `problems`
- * lists all that were found (one message line each, `<file>: <pointer>: <reason>`).
+ * lists all that were found. The message has a line for each of the first MAX_LISTED_PROBLEMS,
+ * `<file>: <pointer>: <reason>`, then `<file>: and N more problems` when there are more.
  */
 export class ConfigError extends Error {
   readonly file: string;
@@ -28,7 +32,10 @@ export class ConfigError extends Error {
 
   constructor(file: string, found: readonly ConfigProblem[]) {
     const problems = found.length > 0 ? found : [{ pointer: '', reason: 'is invalid' }];
-    super(problems.map((problem) => formatProblem(file, problem)).join('\n'));
+    const lines = problems.slice(0, MAX_LISTED_PROBLEMS).map((problem) => formatProblem(file, problem));
+    const more = problems.length - MAX_LISTED_PROBLEMS;
+    if (more > 0) lines.push(`${file}: and ${more} more problem${more === 1 ? '' : 's'}`);
+    super(lines.join('\n'));
     this.name = 'ConfigError';
     this.file = file;
     this.problems = problems;

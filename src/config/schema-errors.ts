@@ -2,7 +2,7 @@ import type { ErrorObject } from 'ajv';
 import { BUILTIN_PATH_PATTERN, METHOD_PATTERN, NAME_PATTERN, SPEC_PATH_PATTERN, configSchema } from './schema.js';
 import { closestMatch } from './suggest.js';
 import { DURATION_LIMIT_REASONS } from './durations.js';
-import { escapePointerToken, shown, type ConfigProblem } from './config-problem.js';
+import { escapePointerToken, shown, shownKey, type ConfigProblem } from './config-problem.js';
 
 const PATTERN_REASONS: Record<string, string> = {
   [BUILTIN_PATH_PATTERN]: 'must start with "/" and hold no query, fragment or whitespace',
@@ -51,7 +51,8 @@ export function describeSchemaErrors(errors: readonly ErrorObject[]): ConfigProb
 function describe(error: ErrorObject): ConfigProblem | undefined {
   const pointer = error.instancePath;
   const params = error.params as Record<string, unknown>;
-  const got = `(got ${shown(error.data)})`;
+  // Not for every error: the data of an unknown key's error is the whole object holding it.
+  const got = (): string => `(got ${shown(error.data)})`;
   switch (error.keyword) {
     case 'if':
       return undefined; // the failing branch reports its own error
@@ -60,7 +61,7 @@ function describe(error: ErrorObject): ConfigProblem | undefined {
       const known = Object.keys((error.parentSchema as { properties?: object })?.properties ?? {});
       const replaced = pointer === '' ? REPLACED_KEYS.get(key) : undefined;
       if (replaced !== undefined) return { pointer: `/${escapePointerToken(key)}`, reason: replaced };
-      return { pointer: `${pointer}/${escapePointerToken(key)}`, reason: `unknown key "${key}"${keyHint(key, known)}` };
+      return { pointer: `${pointer}/${escapePointerToken(key)}`, reason: `unknown key "${shownKey(key)}"${keyHint(key, known)}` };
     }
     case 'required': {
       const key = String(params.missingProperty);
@@ -73,35 +74,35 @@ function describe(error: ErrorObject): ConfigProblem | undefined {
       }
       return { pointer, reason: 'is not allowed here' };
     case 'type':
-      return { pointer, reason: `must be ${TYPE_NAMES[String(params.type)] ?? String(params.type)} ${got}` };
+      return { pointer, reason: `must be ${TYPE_NAMES[String(params.type)] ?? String(params.type)} ${got()}` };
     case 'maximum': {
       const limit = DURATION_LIMIT_REASONS.get(params.limit as number);
-      if (limit !== undefined) return { pointer, reason: `${limit} ${got}` };
-      return { pointer, reason: `must be ${String(params.comparison)} ${String(params.limit)} ${got}` };
+      if (limit !== undefined) return { pointer, reason: `${limit} ${got()}` };
+      return { pointer, reason: `must be ${String(params.comparison)} ${String(params.limit)} ${got()}` };
     }
     case 'minimum':
     case 'exclusiveMinimum':
     case 'exclusiveMaximum':
-      return { pointer, reason: `must be ${String(params.comparison)} ${String(params.limit)} ${got}` };
+      return { pointer, reason: `must be ${String(params.comparison)} ${String(params.limit)} ${got()}` };
     case 'enum': {
       const allowed = (params.allowedValues as unknown[]).map((v) => JSON.stringify(v));
       const guess = typeof error.data === 'string' ? closestMatch(error.data, params.allowedValues as string[]) : undefined;
       return {
         pointer,
-        reason: `must be one of ${allowed.join(', ')} ${got}${guess ? ` (did you mean "${guess}"?)` : ''}`,
+        reason: `must be one of ${allowed.join(', ')} ${got()}${guess ? ` (did you mean "${guess}"?)` : ''}`,
       };
     }
     case 'pattern': {
       const isName = pointer === '/name' && params.pattern === NAME_PATTERN;
       const reason = isName ? NAME_REASON : (PATTERN_REASONS[String(params.pattern)] ?? `must match ${String(params.pattern)}`);
-      return { pointer, reason: `${reason} ${got}` };
+      return { pointer, reason: `${reason} ${got()}` };
     }
     case 'minLength':
       return { pointer, reason: 'must not be empty' };
     case 'minItems':
       return { pointer, reason: `must list at least ${String(params.limit)} item${params.limit === 1 ? '' : 's'}` };
     default:
-      return { pointer, reason: `${error.message ?? 'is invalid'} ${got}` };
+      return { pointer, reason: `${error.message ?? 'is invalid'} ${got()}` };
   }
 }
 

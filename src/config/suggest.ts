@@ -3,6 +3,8 @@ export function closestMatch(word: string, candidates: readonly string[]): strin
   let best: string | undefined;
   let bestDistance = Infinity;
   for (const candidate of candidates) {
+    // The distance is at least the difference in length: past the bound below, not worth computing.
+    if (Math.abs(candidate.length - word.length) > Math.max(1, Math.floor(candidate.length / 3))) continue;
     const distance = candidate.toLowerCase() === word.toLowerCase() ? 0 : editDistance(word, candidate);
     if (distance < bestDistance) {
       best = candidate;
@@ -15,19 +17,25 @@ export function closestMatch(word: string, candidates: readonly string[]): strin
   return candidates.find((c) => Math.min(c.length, word.length) >= 3 && (lower.startsWith(c.toLowerCase()) || c.toLowerCase().startsWith(lower)));
 }
 
+/** editDistance's rows, reused: grown to the longest candidate seen. */
+let rows: [Uint32Array, Uint32Array, Uint32Array] = [new Uint32Array(64), new Uint32Array(64), new Uint32Array(64)];
+
 /** Levenshtein distance, with a swap of two neighbours counted as one edit (the commonest typo). */
 export function editDistance(a: string, b: string): number {
-  const rows = a.length + 1;
+  // Three rows (the swap looks two back), not a full matrix: hints are computed for every unknown key of a config.
   const cols = b.length + 1;
-  const d: number[][] = Array.from({ length: rows }, (_, i) => Array.from({ length: cols }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
-  for (let i = 1; i < rows; i++) {
+  if (rows[0].length < cols) rows = [new Uint32Array(cols * 2), new Uint32Array(cols * 2), new Uint32Array(cols * 2)];
+  let [before, previous, current] = rows;
+  for (let j = 0; j < cols; j++) previous[j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    current[0] = i;
     for (let j = 1; j < cols; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
-        d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
-      }
+      let d = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, before[j - 2]! + 1);
+      current[j] = d;
     }
+    [before, previous, current] = [previous, current, before];
   }
-  return d[a.length]![b.length]!;
+  return previous[b.length]!;
 }

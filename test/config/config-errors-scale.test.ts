@@ -1,0 +1,60 @@
+// A config with a great many problems is refused quickly, with a message of bounded size: 20,000
+// unknown keys took 100 s to describe (each error serialized the whole object holding its key), and a
+// reload blocked the primary that long.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { ConfigError, MAX_LISTED_PROBLEMS, parseConfig } from '../../src/config/load.js';
+import { gateway } from '../helpers/cli.js';
+
+const KEYS = 20_000;
+const config: Record<string, unknown> = { port: 0 };
+for (let i = 0; i < KEYS; i++) config[`k${i}`] = i;
+const text = JSON.stringify(config);
+
+t.test(`${KEYS} unknown keys are described in well under a second or two`, async (t) => {
+  const started = performance.now();
+  let error: unknown;
+  try {
+    parseConfig(text, 'big.json');
+  } catch (err) {
+    error = err;
+  }
+  const ms = performance.now() - started;
+  t.ok(error instanceof ConfigError);
+  t.ok(ms < 3000, `took ${Math.round(ms)} ms`);
+  const problems = (error as ConfigError).problems;
+  t.equal(problems.length, KEYS, 'every unknown key is a problem');
+  const lines = (error as ConfigError).message.split('\n');
+  t.equal(lines.length, MAX_LISTED_PROBLEMS + 1, `the first ${MAX_LISTED_PROBLEMS} are listed, then a count`);
+  t.equal(lines[0], 'big.json: /k0: unknown key "k0"; known keys here: ' + lines[0]!.split('known keys here: ')[1]);
+  t.equal(lines.at(-1), `big.json: and ${KEYS - MAX_LISTED_PROBLEMS} more problems`);
+});
+
+t.test('a huge value is shown shortened, and not serialized whole', async (t) => {
+  const huge = { port: { nested: 'x'.repeat(5_000_000), list: Array.from({ length: 100_000 }, (_, i) => i) } };
+  const started = performance.now();
+  let message = '';
+  try {
+    parseConfig(JSON.stringify(huge), 'huge.json');
+  } catch (err) {
+    message = (err as Error).message;
+  }
+  t.ok(performance.now() - started < 3000);
+  t.equal(message, `huge.json: /port: must be an integer (got {"nested":"${'x'.repeat(46)}...)`);
+});
+
+t.test('gateway check lists the first problems and counts them all', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'specgate-scale-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'gateway.json');
+  writeFileSync(file, text);
+  const { code, stderr } = await gateway('check', '--config', file);
+  t.equal(code, 1);
+  const lines = stderr.trim().split('\n');
+  t.equal(lines.length, MAX_LISTED_PROBLEMS + 2);
+  t.match(lines[0], `error: ${file}: /k0: unknown key "k0"`);
+  t.equal(lines.at(-2), `error: ${file}: and ${KEYS - MAX_LISTED_PROBLEMS} more problems`);
+  t.equal(lines.at(-1), `gateway check: ${file} has ${KEYS} problem(s)`);
+});
