@@ -63,6 +63,19 @@ function formatProblem(file: string, problem: ConfigProblem): string {
  * String values may refer to `env` as `${NAME}` or `${NAME:-default}` (see substitute.ts).
  */
 export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv = {}): GatewayConfig {
+  try {
+    return readConfig(text, file, env);
+  } catch (error) {
+    // The parser, the substitution and the checks recurse with the file's nesting.
+    if (error instanceof RangeError && /call stack/i.test(error.message)) {
+      const reason = `the config nests too deeply to be read (objects or arrays inside one another, hundreds of levels; ${error.message})`;
+      throw new ConfigError(file, [{ pointer: '', reason }]);
+    }
+    throw error;
+  }
+}
+
+function readConfig(text: string, file: string, env: NodeJS.ProcessEnv): GatewayConfig {
   const parsed = parseConfigText(text);
   if ('problem' in parsed) throw new ConfigError(file, [parsed.problem]);
 

@@ -58,3 +58,23 @@ t.test('gateway check lists the first problems and counts them all', async (t) =
   t.equal(lines.at(-2), `error: ${file}: and ${KEYS - MAX_LISTED_PROBLEMS} more problems`);
   t.equal(lines.at(-1), `gateway check: ${file} has ${KEYS} problem(s)`);
 });
+
+t.test('a config nested 100,000 levels deep is refused with the file named, by check and by start', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'specgate-deep-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const reason = 'the config nests too deeply to be read (objects or arrays inside one another, hundreds of levels; Maximum call stack size exceeded)';
+  for (const [name, value] of [
+    ['arrays', `${'['.repeat(100_000)}${']'.repeat(100_000)}`],
+    ['objects', `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`],
+  ] as const) {
+    const file = join(dir, `${name}.json`);
+    writeFileSync(file, `{"port":0,"x":${value}}`);
+    const check = await gateway('check', '--config', file);
+    t.equal(check.code, 1, name);
+    t.equal(check.stderr, `error: ${file}: ${reason}\ngateway check: ${file} has 1 problem(s)\n`, `${name}: no stack trace`);
+    const start = await gateway('start', '--config', file);
+    t.equal(start.code, 1);
+    t.match(start.stderr, `gateway start: ${file}: ${reason}`);
+    t.notMatch(start.stderr, /\n\s+at /, 'no stack trace');
+  }
+});
