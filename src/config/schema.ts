@@ -177,7 +177,12 @@ export const configSchema = {
       default: 8080,
       description: 'Listening port; 0 picks a free one (env GATEWAY_PORT).',
     },
-    host: { type: 'string', minLength: 1, default: '0.0.0.0', description: 'Listening address.' },
+    host: {
+      type: 'string',
+      minLength: 1,
+      default: '0.0.0.0',
+      description: 'Listening address: an IPv4 or IPv6 address (no brackets), or a host name, resolved at start.',
+    },
     workers: {
       type: 'integer',
       minimum: 0,
@@ -224,7 +229,7 @@ export const configSchema = {
       additionalProperties: false,
       required: ['port'],
       properties: {
-        host: { type: 'string', minLength: 1, default: '127.0.0.1', description: 'Listening address of the admin listener.' },
+        host: { type: 'string', minLength: 1, default: '127.0.0.1', description: 'Listening address of the admin listener (an address or a host name, as `host`).' },
         port: { type: 'integer', minimum: 0, maximum: 65535, description: 'Its port; 0 picks a free one (logged at start).' },
       },
     },

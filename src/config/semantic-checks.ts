@@ -6,6 +6,7 @@ import { rangeProblem } from '../http/trusted-proxies.js';
 import { checkListeners } from '../listeners/registry.js';
 import { LOCAL_STORE, kvStoreProblems } from '../stores/config.js';
 import { checkObserveConfig } from '../observe/config-checks.js';
+import { listenHostProblem } from './listen-host.js';
 
 type Rule = (config: GatewayConfig, explicitPathKeys: ReadonlySet<string>) => ConfigProblem[];
 
@@ -14,6 +15,7 @@ const RULES: readonly Rule[] = [
   checkBuiltinPaths,
   checkTrustedProxies,
   checkPorts,
+  checkListenHosts,
   checkMiddlewareIds,
   (config) => checkListeners(config.listeners),
   (config) => kvStoreProblems(config.kvStores),
@@ -83,6 +85,17 @@ function checkTrustedProxies(config: GatewayConfig): ConfigProblem[] {
     const reason = rangeProblem(entry);
     if (reason !== null) problems.push({ pointer: `/trustedProxies/${index}`, reason: `${reason} (an address or a CIDR range like "10.0.0.0/8")` });
   });
+  return problems;
+}
+
+/** `host` and `admin.host` are addresses or host names; whether a name resolves is seen at start. */
+function checkListenHosts(config: GatewayConfig): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const hostProblem = listenHostProblem(config.host);
+  if (hostProblem !== null) problems.push({ pointer: '/host', reason: hostProblem });
+  const admin = config.admin;
+  const adminProblem = admin === undefined ? null : listenHostProblem(admin.host);
+  if (adminProblem !== null) problems.push({ pointer: '/admin/host', reason: adminProblem });
   return problems;
 }
 
