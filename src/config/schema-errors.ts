@@ -1,5 +1,5 @@
 import type { ErrorObject } from 'ajv';
-import { BUILTIN_PATH_PATTERN, METHOD_PATTERN, NAME_PATTERN, SPEC_PATH_PATTERN, configSchema } from './schema.js';
+import { BUILTIN_PATH_PATTERN, METHOD_PATTERN, SPEC_PATH_PATTERN, configSchema } from './schema.js';
 import { closestMatch } from './suggest.js';
 import { DURATION_LIMIT_REASONS } from './durations.js';
 import { escapePointerToken, shown, shownKey, type ConfigProblem } from './config-problem.js';
@@ -7,10 +7,40 @@ import { escapePointerToken, shown, shownKey, type ConfigProblem } from './confi
 const PATTERN_REASONS: Record<string, string> = {
   [BUILTIN_PATH_PATTERN]: 'must start with "/" and hold no query, fragment or whitespace',
   [SPEC_PATH_PATTERN]: 'must start with "/" and hold no fragment or whitespace',
-  [METHOD_PATTERN]: 'must be an HTTP method like "GET"',
+  [METHOD_PATTERN]: 'must be an HTTP token (letters, digits and !#$%&\'*+-.^_`|~; no spaces or colons)',
 };
-// NAME_PATTERN is the same token rule as METHOD_PATTERN; the key decides the wording.
-const NAME_REASON = 'must be a single HTTP token (letters, digits, "-", "_", "."; no spaces), as it goes in the Via header';
+
+const HEADER_NAME = 'must be a header name: an HTTP token (letters, digits and !#$%&\'*+-.^_`|~; no spaces or colons)';
+const METHOD = 'must be an HTTP method like "GET"';
+const DNS_NAME = 'labels of letters, digits, "-" and "_" (at most 63 characters each) joined by dots';
+
+/**
+ * What a pattern means, by the key it is the pattern of (one pattern serves several keys: an HTTP token
+ * is a method, a header name, or the gateway's name). PATTERN_REASONS words the keys not listed here.
+ */
+const KEY_PATTERN_REASONS: Record<string, string> = {
+  method: METHOD,
+  methods: METHOD,
+  header: HEADER_NAME,
+  targetedCacheControl: HEADER_NAME,
+  ignoreHeaders: HEADER_NAME,
+  name: 'must be a single HTTP token (letters, digits, "-", "_", "."; no spaces), as it goes in the Via header',
+  id: 'must be letters, digits, "_", "." or "-"',
+  key: 'must be "ip", "consumer" or "header:" and a header name (an HTTP token)',
+  sha256: 'must be a hex SHA-256 digest: 64 hex digits (`gateway hash-key` prints one)',
+  otlpEndpoint: 'must be an http:// or https:// URL, without spaces',
+  url: 'must be a redis:// or rediss:// URL',
+  hosts: `must be a host name, or "*." and a host name: ${DNS_NAME}`,
+  serverNames: `must be a host name, or "*." and a host name: ${DNS_NAME}`,
+};
+
+/** The key a pattern error is about: `header` of ".../properties/header/pattern", `hosts` of ".../properties/hosts/items/pattern". */
+function patternKey(schemaPath: string): string {
+  const parts = schemaPath.split('/');
+  parts.pop(); // "pattern"
+  if (parts.at(-1) === 'items') parts.pop();
+  return parts.at(-1) ?? '';
+}
 
 /**
  * Top-level keys of earlier versions, with what replaced them. A Map: the key looked up is the
@@ -93,8 +123,8 @@ function describe(error: ErrorObject): ConfigProblem | undefined {
       };
     }
     case 'pattern': {
-      const isName = pointer === '/name' && params.pattern === NAME_PATTERN;
-      const reason = isName ? NAME_REASON : (PATTERN_REASONS[String(params.pattern)] ?? `must match ${String(params.pattern)}`);
+      const key = patternKey(error.schemaPath);
+      const reason = (Object.hasOwn(KEY_PATTERN_REASONS, key) ? KEY_PATTERN_REASONS[key] : undefined) ?? PATTERN_REASONS[String(params.pattern)] ?? `must match ${String(params.pattern)}`;
       return { pointer, reason: `${reason} ${got()}` };
     }
     case 'minLength':

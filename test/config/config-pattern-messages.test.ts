@@ -1,0 +1,50 @@
+// A value that does not match its key's pattern is refused with what the key must be, in words: a header
+// name is not "an HTTP method like GET" although both are HTTP tokens, and no message shows a regex.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { ConfigError, parseConfig } from '../../src/config/load.js';
+import { gateway } from '../helpers/cli.js';
+
+const HEADER = 'must be a header name: an HTTP token (letters, digits and !#$%&\'*+-.^_`|~; no spaces or colons)';
+const HOST = 'must be a host name, or "*." and a host name: labels of letters, digits, "-" and "_" (at most 63 characters each) joined by dots';
+
+const upstream = (extra: object) => ({ serviceType: 'static', serviceLocation: 'http://a', endpoints: [{ method: 'GET', path: '/a' }], ...extra });
+const cases: Array<[string, Record<string, unknown>, string]> = [
+  ['/requestId/header', { requestId: { header: 'x-id:' } }, HEADER],
+  ['/middleware/0/header', { middleware: [{ id: 'auth', type: 'apiKeyAuth', header: 'api key', keys: [] }] }, HEADER],
+  ['/middleware/0/targetedCacheControl/0', { middleware: [{ id: 'c', type: 'responseCache', targetedCacheControl: ['CDN Cache-Control'] }] }, HEADER],
+  ['/listeners/0/ignoreHeaders/0', { listeners: [{ id: 'l', type: 'alternateUpstream', serviceLocation: 'http://b', mismatchLog: null, ignoreHeaders: ['x:y'] }] }, HEADER],
+  ['/listeners/0/methods/0', { listeners: [{ id: 'l', type: 'alternateUpstream', serviceLocation: 'http://b', mismatchLog: null, methods: ['G ET'] }] }, 'must be an HTTP method like "GET"'],
+  ['/upstreams/0/endpoints/0/method', { upstreams: [{ ...upstream({}), endpoints: [{ method: 'G ET', path: '/a' }] }] }, 'must be an HTTP method like "GET"'],
+  ['/upstreams/0/hosts/0', { upstreams: [upstream({ hosts: ['api example.com'] })] }, HOST],
+  ['/middleware/0/id', { middleware: [{ id: 'my cache', type: 'responseCache' }] }, 'must be letters, digits, "_", "." or "-"'],
+  ['/middleware/0/key', { middleware: [{ id: 'rl', type: 'rateLimit', limit: 1, windowMs: 1000, key: 'header:x y' }] }, 'must be "ip", "consumer" or "header:" and a header name (an HTTP token)'],
+  ['/middleware/0/keys/0/sha256', { middleware: [{ id: 'auth', type: 'apiKeyAuth', keys: [{ consumer: 'c', sha256: 'abc' }] }] }, 'must be a hex SHA-256 digest: 64 hex digits (`gateway hash-key` prints one)'],
+  ['/tracing/otlpEndpoint', { tracing: { otlpEndpoint: 'grpc://collector:4317' } }, 'must be an http:// or https:// URL, without spaces'],
+  ['/kvStores/shared/url', { kvStores: { shared: { type: 'redis', url: 'http://redis:6379' } } }, 'must be a redis:// or rediss:// URL'],
+];
+
+for (const [pointer, config, reason] of cases) {
+  t.test(pointer, async (t) => {
+    let message = '';
+    try {
+      parseConfig(JSON.stringify(config), 'gw.json');
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      message = err.message;
+    }
+    t.match(message, new RegExp(`^gw\\.json: ${pointer}: ${reason.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(got "[^"]*"\\)$`));
+  });
+}
+
+t.test('gateway check words a bad header name as one', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'specgate-pattern-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'gateway.json');
+  writeFileSync(file, JSON.stringify({ port: 0, middleware: [{ id: 'a', type: 'apiKeyAuth', header: 'bad header:', keys: [] }] }));
+  const { code, stderr } = await gateway('check', '--config', file);
+  t.equal(code, 1);
+  t.equal(stderr, `error: ${file}: /middleware/0/header: ${HEADER} (got "bad header:")\ngateway check: ${file} has 1 problem(s)\n`);
+});
