@@ -37,6 +37,12 @@ const positiveInteger = (description: string, defaultValue: number) => ({
   description,
 });
 
+/**
+ * Largest upstream weight: a share, so a million steps is more than fine enough, and the balancer's sums
+ * (weights times upstreams, accumulated per pick) stay exact in a double far beyond any table.
+ */
+export const MAX_WEIGHT = 1_000_000;
+
 /** A built-in endpoint path: absolute, no query or fragment. */
 export const BUILTIN_PATH_PATTERN = '^/[^?#\\s]*$';
 /** An HTTP method token (RFC 9110 `token`). */
@@ -132,10 +138,11 @@ const upstreamSchema = {
     weight: {
       type: 'integer',
       minimum: 0,
+      maximum: MAX_WEIGHT,
       default: 1,
       description:
         'Share of the traffic among equivalent endpoints (smooth weighted round-robin). 0 means "only when no ' +
-        'host of weight > 0 can serve".',
+        'host of weight > 0 can serve". At most 1000000, so that sums of weights stay exact.',
     },
     specPath: {
       type: 'string',
