@@ -4,6 +4,7 @@ import { describeSchemaErrors } from './schema-errors.js';
 import { parseConfigText } from './parse-json.js';
 import { readEnvOverrides } from './env.js';
 import { substituteEnv } from './substitute.js';
+import { SubstitutedValues } from './redact.js';
 import { checkConfigRules, checkConfigRulesBeside } from './semantic-checks.js';
 import { loadUpstreamTls } from './tls-files.js';
 import { loadListenerCertificates } from '../edge/certificates.js';
@@ -81,14 +82,16 @@ function readConfig(text: string, file: string, env: NodeJS.ProcessEnv): Gateway
 
   const substituted = substituteEnv(parsed.value, env);
   if (substituted.problems.length > 0) throw new ConfigError(file, substituted.problems);
+  const values = new SubstitutedValues(substituted.substitutions, parsed.value);
+  const refuse = (problems: readonly ConfigProblem[]): ConfigError => new ConfigError(file, problems.map((problem) => values.redact(problem)));
   // Both built fresh values, so ajv filling in defaults mutates nothing of the caller's.
   const config = substituted.value;
   const explicitPathKeys = new Set(Object.keys(pathsInFile(config)));
   const validateSchema = configValidators().config;
   const overrides = readEnvOverrides(env);
   if (!validateSchema(config)) {
-    const schemaProblems = describeSchemaErrors(validateSchema.errors ?? []);
-    throw new ConfigError(file, [...schemaProblems, ...overrides.problems, ...checkConfigRulesBeside(config, explicitPathKeys, schemaProblems)]);
+    const schemaProblems = describeSchemaErrors(validateSchema.errors ?? [], values);
+    throw refuse([...schemaProblems, ...overrides.problems, ...checkConfigRulesBeside(config, explicitPathKeys, schemaProblems)]);
   }
   const valid = config as GatewayConfig;
 
@@ -96,11 +99,11 @@ function readConfig(text: string, file: string, env: NodeJS.ProcessEnv): Gateway
   Object.assign(valid, overrides.values);
 
   const ruleProblems = checkConfigRules(valid, explicitPathKeys);
-  if (ruleProblems.length > 0) throw new ConfigError(file, ruleProblems);
+  if (ruleProblems.length > 0) throw refuse(ruleProblems);
   const tlsProblems = loadUpstreamTls(valid, file);
-  if (tlsProblems.length > 0) throw new ConfigError(file, tlsProblems);
+  if (tlsProblems.length > 0) throw refuse(tlsProblems);
   const certificateProblems = loadListenerCertificates(valid.tls, file, { ...process.env, ...env });
-  if (certificateProblems.length > 0) throw new ConfigError(file, certificateProblems);
+  if (certificateProblems.length > 0) throw refuse(certificateProblems);
   return normalize(valid);
 }
 

@@ -2,6 +2,7 @@ import type { ErrorObject } from 'ajv';
 import { BUILTIN_PATH_PATTERN, METHOD_PATTERN, SPEC_PATH_PATTERN, configSchema } from './schema.js';
 import { closestMatch } from './suggest.js';
 import { DURATION_LIMIT_REASONS } from './durations.js';
+import type { SubstitutedValues } from './redact.js';
 import { escapePointerToken, shown, shownKey, type ConfigProblem } from './config-problem.js';
 
 const PATTERN_REASONS: Record<string, string> = {
@@ -64,11 +65,11 @@ const TYPE_NAMES: Record<string, string> = {
 };
 
 /** Turns ajv's errors into `pointer: reason` problems an operator can act on. */
-export function describeSchemaErrors(errors: readonly ErrorObject[]): ConfigProblem[] {
+export function describeSchemaErrors(errors: readonly ErrorObject[], values?: SubstitutedValues): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   const seen = new Set<string>();
   for (const error of errors) {
-    const problem = describe(error);
+    const problem = describe(error, values);
     if (!problem) continue;
     const key = `${problem.pointer}\n${problem.reason}`;
     if (seen.has(key)) continue;
@@ -78,11 +79,11 @@ export function describeSchemaErrors(errors: readonly ErrorObject[]): ConfigProb
   return problems;
 }
 
-function describe(error: ErrorObject): ConfigProblem | undefined {
+function describe(error: ErrorObject, values: SubstitutedValues | undefined): ConfigProblem | undefined {
   const pointer = error.instancePath;
   const params = error.params as Record<string, unknown>;
   // Not for every error: the data of an unknown key's error is the whole object holding it.
-  const got = (): string => `(got ${shown(error.data)})`;
+  const got = (): string => `(got ${values ? values.shown(pointer, error.data) : shown(error.data)})`;
   switch (error.keyword) {
     case 'if':
       return undefined; // the failing branch reports its own error

@@ -9,26 +9,54 @@ import { escapePointerToken, type ConfigProblem } from './config-problem.js';
 const REFERENCE = /\$\$\{|\$\{([^}]*)\}/g;
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-export function substituteEnv(value: unknown, env: NodeJS.ProcessEnv): { value: unknown; problems: ConfigProblem[] } {
-  const problems: ConfigProblem[] = [];
-  return { value: walk(value, '', env, problems), problems };
+/** A string value that took a variable's value: the file's text, what it became, and the variables whose values it took. */
+export interface Substitution {
+  template: string;
+  value: string;
+  /** Each variable used, with its value (a default written in the file is not one). */
+  variables: Array<{ name: string; value: string }>;
 }
 
-function walk(value: unknown, pointer: string, env: NodeJS.ProcessEnv, problems: ConfigProblem[]): unknown {
-  if (typeof value === 'string') return value.includes('${') ? substitute(value, pointer, env, problems) : value;
-  if (Array.isArray(value)) return value.map((item, i) => walk(item, `${pointer}/${i}`, env, problems));
+export interface Substituted {
+  value: unknown;
+  problems: ConfigProblem[];
+  /** By JSON pointer: the values that hold a variable's value, which messages must not show (redact.ts). */
+  substitutions: Map<string, Substitution>;
+}
+
+export function substituteEnv(value: unknown, env: NodeJS.ProcessEnv): Substituted {
+  const problems: ConfigProblem[] = [];
+  const substitutions = new Map<string, Substitution>();
+  return { value: walk(value, '', env, { problems, substitutions }), problems, substitutions };
+}
+
+interface Found {
+  problems: ConfigProblem[];
+  substitutions: Map<string, Substitution>;
+}
+
+function walk(value: unknown, pointer: string, env: NodeJS.ProcessEnv, found: Found): unknown {
+  if (typeof value === 'string') return value.includes('${') ? substitute(value, pointer, env, found) : value;
+  if (Array.isArray(value)) return value.map((item, i) => walk(item, `${pointer}/${i}`, env, found));
   if (typeof value === 'object' && value !== null) {
     const out: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(value)) {
       // defineProperty: a key named __proto__ stays an own key (the schema then refuses it by name).
-      Object.defineProperty(out, key, { value: walk(item, `${pointer}/${escapePointerToken(key)}`, env, problems), enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(out, key, { value: walk(item, `${pointer}/${escapePointerToken(key)}`, env, found), enumerable: true, writable: true, configurable: true });
     }
     return out;
   }
   return value;
 }
 
-function substitute(text: string, pointer: string, env: NodeJS.ProcessEnv, problems: ConfigProblem[]): string {
+function substitute(template: string, pointer: string, env: NodeJS.ProcessEnv, found: Found): string {
+  const variables: Substitution['variables'] = [];
+  const value = replaceReferences(template, pointer, env, found.problems, variables);
+  if (variables.length > 0) found.substitutions.set(pointer, { template, value, variables });
+  return value;
+}
+
+function replaceReferences(text: string, pointer: string, env: NodeJS.ProcessEnv, problems: ConfigProblem[], variables: Substitution['variables']): string {
   return text.replace(REFERENCE, (match, inner: string | undefined) => {
     if (inner === undefined) return '${';
     const split = inner.indexOf(':-');
@@ -39,8 +67,11 @@ function substitute(text: string, pointer: string, env: NodeJS.ProcessEnv, probl
     }
     const set = env[name];
     // As in a POSIX shell: `:-` also covers a variable set to "".
-    if (split >= 0) return set === undefined || set === '' ? inner.slice(split + 2) : set;
-    if (set !== undefined) return set;
+    if (split >= 0 && (set === undefined || set === '')) return inner.slice(split + 2);
+    if (set !== undefined) {
+      variables.push({ name, value: set });
+      return set;
+    }
     problems.push({ pointer, reason: `environment variable ${name} is not set and \${${name}} has no default (write \${${name}:-default} to give one)` });
     return match;
   });
