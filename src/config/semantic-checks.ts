@@ -3,7 +3,8 @@ import { normalizeServiceLocation } from './service-location.js';
 import type { ConfigProblem } from './config-problem.js';
 import { bucketProblems } from '../metrics/buckets.js';
 import { rangeProblem } from '../http/trusted-proxies.js';
-import { checkListeners } from '../listeners/registry.js';
+import { checkListenerFiles, checkListeners } from '../listeners/registry.js';
+import { middlewareProblems } from '../middleware/registry.js';
 import { LOCAL_STORE, kvStoreProblems } from '../stores/config.js';
 import { checkObserveConfig } from '../observe/config-checks.js';
 import { listenHostProblem } from './listen-host.js';
@@ -18,6 +19,8 @@ const RULES: readonly Rule[] = [
   checkListenHosts,
   checkMiddlewareIds,
   (config) => checkListeners(config.listeners),
+  (config) => checkListenerFiles(config.listeners),
+  (config) => middlewareProblems(config.middleware),
   (config) => kvStoreProblems(config.kvStores),
   checkStoreNames,
   (config) => bucketProblems(config.metrics.histogramBucketsS).map((reason) => ({ pointer: '/metrics/histogramBucketsS', reason })),

@@ -32,3 +32,30 @@ export function typedListSchema(description: string, common: Record<string, unkn
     },
   };
 }
+
+/**
+ * A rule between an entry's keys that its schema cannot say (maxEntryBytes against maxBytes), found by
+ * its type's own check: `key` is the key blamed, under the entry's pointer.
+ */
+export interface EntryProblem {
+  readonly key: string;
+  readonly reason: string;
+}
+
+/**
+ * Each entry's problems as its type's `check` finds them, with pointers under `/<list>/<index>`. The same
+ * check runs when the config is loaded (gateway check, start, reload) and in the worker before it builds
+ * the entries, so a worker never meets an entry the primary accepted and it cannot build. Entries of an
+ * unknown type, or the schema refused, are skipped (the schema names them).
+ */
+export function typedListProblems<E extends { readonly type: string }>(
+  list: string,
+  entries: readonly E[],
+  check: (entry: E) => readonly EntryProblem[] | undefined,
+): Array<{ pointer: string; reason: string }> {
+  const problems: Array<{ pointer: string; reason: string }> = [];
+  entries.forEach((entry, index) => {
+    for (const problem of check(entry) ?? []) problems.push({ pointer: `/${list}/${index}/${problem.key}`, reason: problem.reason });
+  });
+  return problems;
+}

@@ -28,6 +28,8 @@ import { headerDifferences, headerMapFromFlat, headerMapFromParsed, shadowReques
 import type { Listener, ListenerContext, ListenerMetrics } from './types.js';
 import { counterPart } from '../metrics/counters.js';
 import { timerDelay, timerDuration } from '../config/durations.js';
+import { appendPathProblem } from '../config/append-path.js';
+import type { EntryProblem } from '../config/typed-list-schema.js';
 
 export interface AlternateUpstreamConfig {
   id: string;
@@ -457,6 +459,19 @@ function firstFlat(flat: readonly string[], name: string): string | undefined {
 function firstParsed(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
   const value = headers[name];
   return Array.isArray(value) ? value[0] : value;
+}
+
+/** Rules beyond the schema: serviceLocation as an upstream's. */
+export function alternateUpstreamProblems(config: AlternateUpstreamConfig): EntryProblem[] {
+  const checked = normalizeServiceLocation(config.serviceLocation);
+  return 'reason' in checked ? [{ key: 'serviceLocation', reason: checked.reason }] : [];
+}
+
+/** The mismatch log's directory must exist (relative paths: from the working directory). */
+export function alternateUpstreamFileProblems(config: AlternateUpstreamConfig): EntryProblem[] {
+  if (config.mismatchLog === null) return [];
+  const reason = appendPathProblem(resolvePath(config.mismatchLog));
+  return reason === null ? [] : [{ key: 'mismatchLog', reason }];
 }
 
 export function createAlternateUpstream(config: AlternateUpstreamConfig, context: ListenerContext): Listener {

@@ -4,15 +4,20 @@
  * a line here. The built-in access log is configured apart (`accessLog.enabled`); its id, "accessLog",
  * is reserved.
  */
-import { normalizeServiceLocation } from '../config/service-location.js';
 import type { ConfigProblem } from '../config/config-problem.js';
 import { ACCESS_LOG_LISTENER } from './access-log.js';
-import { alternateUpstreamSchema, createAlternateUpstream, type AlternateUpstreamConfig } from './alternate-upstream.js';
+import {
+  alternateUpstreamFileProblems,
+  alternateUpstreamProblems,
+  alternateUpstreamSchema,
+  createAlternateUpstream,
+  type AlternateUpstreamConfig,
+} from './alternate-upstream.js';
 import type { Listener, ListenerContext } from './types.js';
 import type { RequestListener } from '../exchange/listener.js';
 import type { AccessLog } from './access-log.js';
 import { accessLogListener } from './access-log-listener.js';
-import { typedListSchema, type TypeSchema } from '../config/typed-list-schema.js';
+import { typedListProblems, typedListSchema, type EntryProblem, type TypeSchema } from '../config/typed-list-schema.js';
 
 export type { AlternateUpstreamConfig } from './alternate-upstream.js';
 export type { Listener, ListenerContext, ListenerMetrics } from './types.js';
@@ -22,12 +27,29 @@ export type ListenerConfig = AlternateUpstreamConfig;
 
 interface ListenerType {
   readonly schema: TypeSchema;
+  /** Rules between the entry's keys that its schema cannot say (see typedListProblems). */
+  problems?(config: ListenerConfig): readonly EntryProblem[];
+  /**
+   * The files the entry writes, checked when the config is loaded only: a directory that is missing
+   * refuses the config (as for accessLog.destination). In a worker a file that cannot be opened makes
+   * the listener not ready instead (logged), as when it goes away later.
+   */
+  fileProblems?(config: ListenerConfig): readonly EntryProblem[];
   create(config: ListenerConfig, context: ListenerContext): Listener;
 }
 
 export const LISTENER_TYPES: Readonly<Record<ListenerConfig['type'], ListenerType>> = {
-  alternateUpstream: { schema: alternateUpstreamSchema, create: (config, context) => createAlternateUpstream(config, context) },
+  alternateUpstream: {
+    schema: alternateUpstreamSchema,
+    problems: (config) => alternateUpstreamProblems(config),
+    fileProblems: (config) => alternateUpstreamFileProblems(config),
+    create: (config, context) => createAlternateUpstream(config, context),
+  },
 };
+
+function listenerType(entry: ListenerConfig): ListenerType | undefined {
+  return Object.hasOwn(LISTENER_TYPES, entry.type) ? LISTENER_TYPES[entry.type] : undefined;
+}
 
 /** JSON Schema of the `listeners` array: common keys, then each type's own keys (and no others). */
 export function listenersSchema(): Record<string, unknown> {
@@ -51,8 +73,9 @@ export function listenersSchema(): Record<string, unknown> {
 }
 
 /**
- * Rules the schema cannot say, for the config's semantic checks: unique ids, the reserved "accessLog"
- * id, and serviceLocation as upstreams have it. Pointers are under `/listeners`.
+ * Rules the schema cannot say, for the config's semantic checks and the worker's build: unique ids, the
+ * reserved "accessLog" id, and each type's own (an alternate's serviceLocation as upstreams have it).
+ * Pointers are under `/listeners`.
  */
 export function checkListeners(entries: readonly ListenerConfig[]): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
@@ -64,12 +87,14 @@ export function checkListeners(entries: readonly ListenerConfig[]): ConfigProble
     const seen = first.get(entry.id);
     if (seen === undefined) first.set(entry.id, index);
     else problems.push({ pointer: `/listeners/${index}/id`, reason: `"${entry.id}" is also the id of /listeners/${seen}; ids must be unique` });
-    if (entry.type === 'alternateUpstream') {
-      const checked = normalizeServiceLocation(entry.serviceLocation);
-      if ('reason' in checked) problems.push({ pointer: `/listeners/${index}/serviceLocation`, reason: checked.reason });
-    }
+    for (const problem of listenerType(entry)?.problems?.(entry) ?? []) problems.push({ pointer: `/listeners/${index}/${problem.key}`, reason: problem.reason });
   });
   return problems;
+}
+
+/** The files the listener entries write, for the config's checks only (see ListenerType.fileProblems). */
+export function checkListenerFiles(entries: readonly ListenerConfig[]): ConfigProblem[] {
+  return typedListProblems('listeners', entries, (entry) => listenerType(entry)?.fileProblems?.(entry));
 }
 
 /** The config's listener entries, each built by its type's factory (throws on an entry checkListeners refuses). */

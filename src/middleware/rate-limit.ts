@@ -10,7 +10,8 @@
  * it the remaining quota is unknown). Over the limit: 429 with Retry-After.
  */
 import type { RequestContext } from '../exchange/context.js';
-import { gcraPolicy, type GcraPolicy, type RateDecision } from '../stores/gcra.js';
+import { gcraPolicy, gcraProductProblem, type GcraPolicy, type RateDecision } from '../stores/gcra.js';
+import type { EntryProblem } from '../config/typed-list-schema.js';
 import type { RateLimitStore } from '../stores/types.js';
 import { StoreError } from '../stores/store-errors.js';
 import type { StoreKind } from '../stores/lookup.js';
@@ -207,6 +208,12 @@ class RateLimit implements Middleware {
     }
     return this.lastReplyDetail;
   }
+}
+
+/** Rules between the keys: limit × windowMs must stay exact (the GCRA arithmetic, gcra.ts). */
+export function rateLimitProblems(config: RateLimitConfig): EntryProblem[] {
+  const product = gcraProductProblem(config.limit, config.windowMs);
+  return product === null ? [] : [{ key: 'limit', reason: product }];
 }
 
 export function createRateLimit(config: RateLimitConfig, context: MiddlewareContext): Middleware {

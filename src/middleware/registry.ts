@@ -4,10 +4,10 @@
  */
 import { apiKeyAuthSchema, createApiKeyAuth, type ApiKeyAuthConfig } from './api-key-auth.js';
 import { Pipeline } from './pipeline.js';
-import { createRateLimit, rateLimitSchema, type RateLimitConfig } from './rate-limit.js';
-import { createResponseCache, responseCacheSchema, type ResponseCacheConfig } from './response-cache.js';
+import { createRateLimit, rateLimitProblems, rateLimitSchema, type RateLimitConfig } from './rate-limit.js';
+import { createResponseCache, responseCacheProblems, responseCacheSchema, type ResponseCacheConfig } from './response-cache.js';
 import type { Middleware, MiddlewareContext } from './types.js';
-import { typedListSchema, type TypeSchema } from '../config/typed-list-schema.js';
+import { typedListProblems, typedListSchema, type EntryProblem, type TypeSchema } from '../config/typed-list-schema.js';
 import { timerDuration } from '../config/durations.js';
 
 /** One `middleware` entry of the config, after the schema filled its defaults. */
@@ -15,13 +15,23 @@ export type MiddlewareConfig = ApiKeyAuthConfig | RateLimitConfig | ResponseCach
 
 interface MiddlewareType {
   readonly schema: TypeSchema;
+  /** Rules between the entry's keys that its schema cannot say (see typedListProblems). */
+  problems?(config: MiddlewareConfig): readonly EntryProblem[];
   create(config: MiddlewareConfig, context: MiddlewareContext): Middleware;
 }
 
 export const MIDDLEWARE_TYPES: Readonly<Record<MiddlewareConfig['type'], MiddlewareType>> = {
   apiKeyAuth: { schema: apiKeyAuthSchema, create: (config, context) => createApiKeyAuth(config as ApiKeyAuthConfig, context) },
-  rateLimit: { schema: rateLimitSchema, create: (config, context) => createRateLimit(config as RateLimitConfig, context) },
-  responseCache: { schema: responseCacheSchema, create: (config, context) => createResponseCache(config as ResponseCacheConfig, context) },
+  rateLimit: {
+    schema: rateLimitSchema,
+    problems: (config) => rateLimitProblems(config as RateLimitConfig),
+    create: (config, context) => createRateLimit(config as RateLimitConfig, context),
+  },
+  responseCache: {
+    schema: responseCacheSchema,
+    problems: (config) => responseCacheProblems(config as ResponseCacheConfig),
+    create: (config, context) => createResponseCache(config as ResponseCacheConfig, context),
+  },
 };
 
 export const DEFAULT_SLA_MS = 100;
@@ -48,8 +58,15 @@ export function middlewareSchema(): Record<string, unknown> {
   );
 }
 
-/** The pipeline of a config's middleware entries, each built by its type's factory. */
+/** What the middleware entries' types find wrong with them; pointers are under `/middleware`. */
+export function middlewareProblems(entries: readonly MiddlewareConfig[]): Array<{ pointer: string; reason: string }> {
+  return typedListProblems('middleware', entries, (entry) => (Object.hasOwn(MIDDLEWARE_TYPES, entry.type) ? MIDDLEWARE_TYPES[entry.type].problems?.(entry) : undefined));
+}
+
+/** The pipeline of a config's middleware entries, each built by its type's factory (throws on an entry middlewareProblems refuses). */
 export function buildPipeline(entries: readonly MiddlewareConfig[], context: MiddlewareContext): Pipeline {
+  const problems = middlewareProblems(entries);
+  if (problems.length > 0) throw new Error(problems.map((p) => `${p.pointer}: ${p.reason}`).join('; '));
   return new Pipeline(
     entries.map((entry) => MIDDLEWARE_TYPES[entry.type].create(entry, context)),
     context.metrics,

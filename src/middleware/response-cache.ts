@@ -43,6 +43,7 @@ import { SEND_AGAIN } from '../exchange/observer.js';
 import { LongDecision, problem, type ContentAnswer, type Decision, type Middleware, type MiddlewareContext, type MiddlewareMetrics } from './types.js';
 import { counterPart } from '../metrics/counters.js';
 import { MAX_LIFETIME_MS, MAX_TIMER_MS, timerDelay } from '../config/durations.js';
+import type { EntryProblem } from '../config/typed-list-schema.js';
 
 export interface ResponseCacheConfig {
   id: string;
@@ -131,6 +132,12 @@ export const responseCacheSchema = {
   },
 } as const;
 
+/** Rules between the keys: with the local store, an entry must fit in maxBytes. */
+export function responseCacheProblems(config: ResponseCacheConfig): EntryProblem[] {
+  if (config.store !== 'local' || !(config.maxEntryBytes > config.maxBytes)) return [];
+  return [{ key: 'maxEntryBytes', reason: `${config.maxEntryBytes} is larger than maxBytes (${config.maxBytes}); no entry that large could be kept in the local store` }];
+}
+
 /** Counter names, built once. */
 class Names {
   readonly hits: string;
@@ -217,9 +224,8 @@ export class ResponseCache implements Middleware {
   private openStore(config: ResponseCacheConfig, context: MiddlewareContext): CacheStore {
     const where = `middleware "${config.id}" (responseCache)`;
     if (config.store === 'local') {
-      if (config.maxEntryBytes > config.maxBytes) {
-        throw new Error(`${where}: maxEntryBytes (${config.maxEntryBytes}) is larger than maxBytes (${config.maxBytes}); no entry that large could be kept`);
-      }
+      const [first] = responseCacheProblems(config);
+      if (first !== undefined) throw new Error(`${where}: ${first.key}: ${first.reason}`);
       const { metrics, names } = this;
       return new SharedCacheStore(instanceCacheDir(), config.id, config.maxBytes, {
         added: (bytes) => metrics.add(names.bytesStored, bytes),

@@ -43,10 +43,15 @@ export function gcraPolicy(limit: number, windowMs: number): GcraPolicy {
   if (!Number.isInteger(windowMs) || windowMs < 1 || windowMs > MAX_WINDOW_MS) {
     throw new RangeError(`rate limit: windowMs must be an integer 1..${MAX_WINDOW_MS} (31 days), got ${windowMs}`);
   }
-  if (limit * windowMs > Number.MAX_SAFE_INTEGER) {
-    throw new RangeError(`rate limit: limit × windowMs must be below 2^53, got ${limit} × ${windowMs}`);
-  }
+  const product = gcraProductProblem(limit, windowMs);
+  if (product !== null) throw new RangeError(`rate limit: ${product}`);
   return { limit, windowMs, stepMs: Math.floor(windowMs / limit), stepFrac: windowMs % limit };
+}
+
+/** Why `limit` and `windowMs` (each in its range) cannot be one policy, or null: the config check and gcraPolicy say it alike. */
+export function gcraProductProblem(limit: number, windowMs: number): string | null {
+  if (limit * windowMs <= Number.MAX_SAFE_INTEGER) return null;
+  return `limit × windowMs must be below 2^53, got ${limit} × ${windowMs} (= ${limit * windowMs}): the arithmetic would no longer be exact; lower the limit or the window`;
 }
 
 export function samePolicy(policy: GcraPolicy, limit: number, windowMs: number): boolean {

@@ -688,7 +688,7 @@ t.test('config: an unknown store name, and maxEntryBytes over maxBytes, are refu
     message: 'middleware "cache" (responseCache): store "shared" is neither "local" nor the name of a kvStores entry',
   });
   t.throws(() => buildPipeline([cacheConfig({ maxBytes: 1000, maxEntryBytes: 2000 })], { metrics: counters, warn: () => {} }), {
-    message: /maxEntryBytes \(2000\) is larger than maxBytes \(1000\)/,
+    message: '/middleware/0/maxEntryBytes: 2000 is larger than maxBytes (1000); no entry that large could be kept in the local store',
   });
 });
 
