@@ -94,6 +94,14 @@ export interface ReadyMessage {
   middleware: string[];
 }
 
+/** A published table and config this worker could not apply: it serves `servingVersion` (null: nothing yet) on. */
+export interface ApplyFailedMessage {
+  type: 'apply-failed';
+  tableVersion: number;
+  servingVersion: number | null;
+  error: string;
+}
+
 export interface MetricsDeltaMessage {
   type: 'metrics-delta';
   delta: MetricsDelta;
@@ -111,7 +119,7 @@ export interface StoresMessage {
   stores: Record<string, StoreSnapshot>;
 }
 
-export type WorkerToPrimary = HelloMessage | ListeningMessage | ReadyMessage | MetricsDeltaMessage | BreakersMessage | StoresMessage;
+export type WorkerToPrimary = HelloMessage | ListeningMessage | ReadyMessage | ApplyFailedMessage | MetricsDeltaMessage | BreakersMessage | StoresMessage;
 
 function hasType(value: unknown): value is { type: unknown } {
   return typeof value === 'object' && value !== null && 'type' in value;
@@ -123,6 +131,7 @@ export function isWorkerMessage(value: unknown): value is WorkerToPrimary {
     (value.type === 'hello' ||
       value.type === 'listening' ||
       value.type === 'ready' ||
+      value.type === 'apply-failed' ||
       value.type === 'metrics-delta' ||
       value.type === 'breakers' ||
       value.type === 'stores')

@@ -30,6 +30,7 @@ import { componentStates, isOperational, workerStates } from './readiness.js';
 import { Rediscovery } from './rediscovery.js';
 import { Reloader, type ReloadResult, type WorkerReplacement } from './reloader.js';
 import { Supervisor, type SupervisorEvents } from './supervisor.js';
+import type { ApplyFailedMessage } from './messages.js';
 import { nodeAcceptsScavengeFlag, SCAVENGE_FLAG, workerExecArgv } from './worker-flags.js';
 import { noInspectorSignalFlags } from './worker-signals.js';
 
@@ -125,6 +126,8 @@ class Primary {
   private readonly reloader: Reloader;
   private rediscovery: Rediscovery | null = null;
   private lastReload: ReloadStatus | null = null;
+  /** Why workers could not apply the newest published table (worker messages), for the reload status. */
+  private applyFailures: { tableVersion: number; errors: string[] } | null = null;
   private announcedPort = false;
   private operational = false;
   private readonly health: HealthPush;
@@ -183,7 +186,7 @@ class Primary {
     cluster.setupPrimary({ exec: fileURLToPath(WORKER_ENTRY), args: [], execArgv: [...flags.execArgv, ...noInspectorSignalFlags()] });
 
     this.supervisor.on('hello', (slot, worker) => this.onHello(worker));
-    this.supervisor.on('message', (slot, worker, message) => this.onWorkerMessage(worker, message));
+    this.supervisor.on('message', (slot, worker, message) => this.onWorkerMessage(slot.index, worker, message));
     this.supervisor.on('exit', (slot, workerId) => this.onWorkerExit(workerId));
     this.supervisor.on('delta', (workerId, delta) => this.metrics.addDelta(workerId, delta));
     this.supervisor.on('retired', (workerId) => {
@@ -256,6 +259,8 @@ class Primary {
     };
     if (result.error !== undefined) status.error = result.error;
     if (result.warnings && result.warnings.length > 0) status.warnings = result.warnings;
+    const failures = this.applyFailures;
+    if (result.applied && failures !== null && failures.tableVersion === status.version) withApplyFailures(status, failures.errors);
     this.lastReload = status;
     this.metrics.setExtra('lastReload', status);
     if (result.applied) this.warnExpiringCertificates();
@@ -279,6 +284,23 @@ class Primary {
     return { ok: true, replaced };
   }
 
+  /**
+   * A worker could not apply a published table (and serves the one before): logged, and a reload that
+   * published that table is not ok, whether its status was recorded already or is still to come.
+   */
+  private onApplyFailed(worker: Worker, slot: number, message: ApplyFailedMessage): void {
+    const error = `the worker of slot ${slot} (pid ${worker.process.pid ?? '?'}) could not apply table version ${message.tableVersion} and serves ${message.servingVersion === null ? 'nothing yet' : `table version ${message.servingVersion}`}: ${message.error}`;
+    this.log.error({ worker: worker.id, slot, tableVersion: message.tableVersion, servingVersion: message.servingVersion }, error);
+    if (message.tableVersion !== this.publisher.current?.message.tableVersion) return;
+    if (this.applyFailures?.tableVersion !== message.tableVersion) this.applyFailures = { tableVersion: message.tableVersion, errors: [error] };
+    else this.applyFailures.errors.push(error);
+    const status = this.lastReload;
+    if (status === null || !status.applied || status.version !== message.tableVersion) return;
+    this.lastReload = withApplyFailures({ ...status }, [error]);
+    this.metrics.setExtra('lastReload', this.lastReload);
+    this.refreshHealth();
+  }
+
   private onPublished(published: Published): void {
     this.metrics.setExtra('tableVersion', published.message.tableVersion);
     this.metrics.setHistogramBuckets(published.message.config.metrics.histogramBucketsS);
@@ -300,7 +322,7 @@ class Primary {
     this.refreshHealth();
   }
 
-  private onWorkerMessage(worker: Worker, message: SupervisorEvents['message'][2]): void {
+  private onWorkerMessage(slot: number, worker: Worker, message: SupervisorEvents['message'][2]): void {
     switch (message.type) {
       case 'listening':
         if (this.announcedPort) break;
@@ -311,6 +333,9 @@ class Primary {
       case 'ready':
         this.log.debug({ worker: worker.id, tableVersion: message.tableVersion }, 'worker ready');
         this.refreshHealth();
+        break;
+      case 'apply-failed':
+        this.onApplyFailed(worker, slot, message);
         break;
       case 'breakers':
         this.breakers.report(worker.id, message.circuits);
@@ -421,6 +446,13 @@ class Primary {
     this.log.info('gateway stopped');
     this.exitWith(exitCode);
   }
+}
+
+/** A reload status whose table some workers could not apply: not ok, and why. */
+function withApplyFailures(status: ReloadStatus, errors: readonly string[]): ReloadStatus {
+  status.ok = false;
+  status.error = [status.error, ...errors].filter((text) => text !== undefined).join('; ');
+  return status;
 }
 
 function ignoreSignal(): void {}

@@ -38,6 +38,13 @@ export interface WorkerComponentsOptions {
   builtinListeners(): readonly RequestListener[];
 }
 
+/** What a config change builds before anything is swapped in (see WorkerComponents.stage). */
+export interface StagedComponents {
+  readonly stores: { from: string; stores: Stores } | null;
+  pipeline: { from: string; pipeline: Pipeline } | null;
+  listeners: { from: string; listeners: readonly Listener[] } | null;
+}
+
 /** Something with an id that gets ready (a middleware, a listener). */
 interface Component {
   readonly id: string;
@@ -89,27 +96,26 @@ export class WorkerComponents {
   /** The asynchronous part of a config change: connecting new stores. Call before apply(). */
   async prepare(config: GatewayConfig): Promise<void> {
     const from = JSON.stringify(config.kvStores);
-    if (from === this.storesFrom && this.stores !== null) return;
     if (this.nextStores?.from === from) return;
+    // Stores prepared for a config that was never applied serve nobody.
+    if (this.nextStores !== null) void closeRemote(this.nextStores.stores);
+    this.nextStores = null;
+    if (from === this.storesFrom && this.stores !== null) return;
     this.nextStores = { from, stores: await createStores(config.kvStores, { local: this.local }) };
   }
 
-  /** Installs the config's stores, middleware and listeners where they differ from what serves now (synchronous). */
-  apply(config: GatewayConfig, dataPlane: DataPlane): void {
+  /**
+   * Builds the middleware and listeners of `config` that differ from what serves now, installing nothing:
+   * when one cannot be built this throws (having closed what it built) and the worker serves on as it
+   * was. Call after prepare(); install the result with apply(), in the same synchronous step.
+   */
+  stage(config: GatewayConfig): StagedComponents {
     const { counters, log } = this.options;
-    let storesChanged = false;
-    if (this.nextStores !== null) {
-      const previous = this.stores;
-      ({ from: this.storesFrom, stores: this.stores } = this.nextStores);
-      this.nextStores = null;
-      storesChanged = true;
-      if (previous !== null) setTimeout(() => void closeRemote(previous), RETIRE_AFTER_MS).unref();
-    }
-    const stores = this.stores!;
+    const staged: StagedComponents = { stores: this.nextStores, pipeline: null, listeners: null };
+    const stores = this.nextStores?.stores ?? this.stores!;
     const warn = (message: string, fields?: Record<string, unknown>): void => log.warn(fields ?? {}, message);
     const middlewareKey = JSON.stringify(config.middleware);
-    if (storesChanged || middlewareKey !== this.middlewareFrom) {
-      this.middlewareFrom = middlewareKey;
+    if (this.nextStores !== null || middlewareKey !== this.middlewareFrom) {
       const context: MiddlewareContext = {
         metrics: counters,
         warn,
@@ -125,17 +131,40 @@ export class WorkerComponents {
           settled: (name) => stores.settled(name),
         },
       };
-      const pipeline = buildPipeline(config.middleware, context);
+      staged.pipeline = { from: middlewareKey, pipeline: buildPipeline(config.middleware, context) };
+    }
+    const listenersKey = JSON.stringify(config.listeners);
+    if (listenersKey !== this.listenersFrom) {
+      try {
+        staged.listeners = { from: listenersKey, listeners: buildListeners(config.listeners, { metrics: counters, warn }) };
+      } catch (err) {
+        void staged.pipeline?.pipeline.close();
+        throw err;
+      }
+    }
+    return staged;
+  }
+
+  /** Installs what stage() built, swapping it in on the running data plane (synchronous). */
+  apply(staged: StagedComponents, dataPlane: DataPlane): void {
+    if (staged.stores !== null && staged.stores === this.nextStores) {
+      const previous = this.stores;
+      ({ from: this.storesFrom, stores: this.stores } = staged.stores);
+      this.nextStores = null;
+      if (previous !== null) setTimeout(() => void closeRemote(previous), RETIRE_AFTER_MS).unref();
+    }
+    if (staged.pipeline !== null) {
+      const { pipeline } = staged.pipeline;
+      this.middlewareFrom = staged.pipeline.from;
       const previous = this.pipeline;
       this.pipeline = pipeline;
       dataPlane.setPipeline(pipeline);
       this.track('middleware', pipeline.entries, () => this.pipeline === pipeline);
       if (previous !== null) setTimeout(() => void previous.close(), RETIRE_AFTER_MS).unref();
     }
-    const listenersKey = JSON.stringify(config.listeners);
-    if (listenersKey !== this.listenersFrom) {
-      this.listenersFrom = listenersKey;
-      const listeners = buildListeners(config.listeners, { metrics: counters, warn });
+    if (staged.listeners !== null) {
+      const { listeners } = staged.listeners;
+      this.listenersFrom = staged.listeners.from;
       const previous = this.listeners;
       this.listeners = listeners;
       dataPlane.setListeners([...this.options.builtinListeners(), ...listeners]);

@@ -48,6 +48,13 @@ const startFaults = new Map(
     .flatMap((match) => (match ? [[match[2]!, match[1]!] as const] : [])),
 );
 
+/**
+ * Test-only fault injection, inert unless the variable is set (nothing in production sets it): a
+ * published config with a middleware of this id cannot be applied, as when building one of its
+ * components fails in this worker alone (the primary's checks passed).
+ */
+const applyFault = process.env.GATEWAY_TEST_WORKER_APPLY_FAULT || null;
+
 /** A promise that settles the named variable's milliseconds after the worker starts; null when it is unset or not positive. */
 function testDelay(variable: string): Promise<void> | null {
   const ms = Number(process.env[variable] ?? '') || 0;
@@ -240,15 +247,20 @@ async function listen(plane: UnboundDataPlane, message: PublishMessage): Promise
  */
 async function apply(message: PublishMessage): Promise<void> {
   const table = RoutingTable.fromTransferable(message.table);
+  let starting: UnboundDataPlane | null = null;
+  const plane = dataPlane ?? (starting = await createServing(message));
+  await components.prepare(message.config);
+  if (starting !== null && prepareDelayed !== null) await prepareDelayed;
+  // Everything that can fail is built before anything changes: a config this worker cannot apply leaves it serving as it was.
+  if (applyFault !== null && message.config.middleware.some((entry) => entry.id === applyFault)) {
+    throw new Error(`GATEWAY_TEST_WORKER_APPLY_FAULT names middleware "${applyFault}": failing the apply on purpose`);
+  }
+  const staged = components.stage(message.config);
   builtins.configure(message.config);
   builtins.setSpec(message.spec.swagger2, message.spec.openapi3, message.spec.hosts);
   graceMs = message.config.timeouts.shutdownGraceMs;
   metricsEnabled = message.config.metrics.enabled;
   log.level = message.config.logLevel;
-  let starting: UnboundDataPlane | null = null;
-  const plane = dataPlane ?? (starting = await createServing(message));
-  await components.prepare(message.config);
-  if (starting !== null && prepareDelayed !== null) await prepareDelayed;
   // One synchronous step: no request sees the new table without the middleware that go with it.
   applying = true;
   try {
@@ -256,7 +268,7 @@ async function apply(message: PublishMessage): Promise<void> {
     plane.applyEdge(message.config);
     plane.setTable(table);
     plane.setUndiscoveredUpstreams(message.undiscovered ?? 0);
-    components.apply(message.config, plane);
+    components.apply(staged, plane);
     servingVersion = message.tableVersion;
   } finally {
     applying = false;
@@ -325,6 +337,7 @@ function onMessage(message: PrimaryToWorker): void {
           process.exit(1);
         }
         log.error({ err, tableVersion: message.tableVersion }, 'could not apply the published table; the previous one keeps serving');
+        send({ type: 'apply-failed', tableVersion: message.tableVersion, servingVersion, error: err instanceof Error ? err.message : String(err) });
       });
       break;
     case 'health':

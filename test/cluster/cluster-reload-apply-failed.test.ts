@@ -1,0 +1,86 @@
+// A config the workers could not build was accepted by the primary (`responseCache` maxEntryBytes over
+// maxBytes): `gateway check` said ok, every worker crashed at start and was respawned for ever, and at a
+// reload the primary said ok while the workers refused the table in their logs only. Now the primary
+// refuses such a config by the same checks the workers run, and a table a worker still cannot apply (a
+// failure of its own, injected here) is reported: the reload is not ok, and the worker serves on as it was.
+import t from 'tap';
+import type { ReloadStatus } from '../../src/builtins/healthcheck.js';
+import { askWorker, eventually, httpRequest, startGateway, startUpstream, testConfig, type GatewayProcess } from '../helpers/gateway-process.js';
+
+const upstream = await startUpstream(t, { name: 'app' });
+const endpoints = (...paths: string[]) => paths.map((path) => ({ method: 'GET', path }));
+const good = testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints: endpoints('/old/{id}') }], { accessLog: { enabled: false } });
+const gateway = await startGateway(t, { config: good, env: { GATEWAY_TEST_WORKER_APPLY_FAULT: 'boom' }, waitFor: (line) => line.msg === 'gateway operational' });
+
+async function lastReload(): Promise<ReloadStatus | undefined> {
+  const res = await httpRequest(gateway.port, '/metrics');
+  return (JSON.parse(res.body) as { lastReload?: ReloadStatus }).lastReload;
+}
+
+async function reloadWith(gw: GatewayProcess, config: Record<string, unknown>, settled: (status: ReloadStatus) => boolean): Promise<ReloadStatus> {
+  const before = await lastReload();
+  gw.writeConfig(config);
+  gw.signal('SIGHUP');
+  return eventually(
+    async () => {
+      const status = await lastReload();
+      return status && status.at !== before?.at && settled(status) ? status : undefined;
+    },
+    10_000,
+    50,
+    'the reload status',
+  );
+}
+
+/** Both workers answer `path` with `status`. */
+async function onBothWorkers(path: string, status: number): Promise<void> {
+  const pids = new Set<string>();
+  await eventually(
+    async () => {
+      const answer = await askWorker(gateway.port, path);
+      if (answer.status !== status) throw new Error(`${path}: ${answer.status} from worker ${answer.workerPid}`);
+      pids.add(answer.workerPid);
+      return pids.size >= 2 ? true : undefined;
+    },
+    5000,
+    10,
+    `${path} answering ${status} on both workers`,
+  );
+}
+
+t.test('a cache entry larger than the cache is refused at reload, naming the field; the workers serve on', async (t) => {
+  const status = await reloadWith(
+    gateway,
+    { ...good, middleware: [{ id: 'cache', type: 'responseCache', maxBytes: 10, maxEntryBytes: 100 }] },
+    () => true,
+  );
+  t.match(status, { ok: false, applied: false, error: /gateway\.json: \/middleware\/0\/maxEntryBytes: 100 is larger than maxBytes \(10\); no entry that large could be kept in the local store/ });
+  await onBothWorkers('/old/1', 200);
+  t.notOk(gateway.lines.some((line) => line.msg === 'could not apply the published table; the previous one keeps serving'), 'no worker was handed it');
+  const health = JSON.parse((await httpRequest(gateway.port, '/healthcheck')).body) as { workers: { serving: number; expected: number } };
+  t.equal(health.workers.serving, health.workers.expected, 'no worker crashed');
+});
+
+t.test('a table the workers cannot apply: the reload is not ok, says why, and nothing of it serves', async (t) => {
+  const next = {
+    ...testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints: endpoints('/old/{id}', '/new/{id}') }], { accessLog: { enabled: false } }),
+    middleware: [{ id: 'boom', type: 'apiKeyAuth', keys: [] }],
+  };
+  const status = await reloadWith(gateway, next, (s) => s.applied && !s.ok);
+  t.match(status, { ok: false, applied: true, error: /the worker of slot \d \(pid \d+\) could not apply table version \d+ and serves table version \d+: GATEWAY_TEST_WORKER_APPLY_FAULT/ });
+  const failed = await gateway.waitForLog((line) => /could not apply table version/.test(String(line.msg)) && line.role === 'primary');
+  t.equal(failed.level, 50, 'the primary logs it as an error');
+  // Neither the new table nor the new middleware: the key check would answer 401.
+  await onBothWorkers('/old/2', 200);
+  await onBothWorkers('/new/1', 404);
+  const health = JSON.parse((await httpRequest(gateway.port, '/healthcheck')).body) as { reload: ReloadStatus; workers: { tableVersion: number; slots: Array<{ tableVersion: number }> } };
+  t.same(health.reload, status, 'the health report says the same');
+  t.ok(health.workers.slots.every((slot) => slot.tableVersion < health.workers.tableVersion), 'every slot is on the previous table');
+});
+
+t.test('the next good reload is ok again', async (t) => {
+  const status = await reloadWith(gateway, { ...good, middleware: [{ id: 'auth', type: 'apiKeyAuth', keys: [] }] }, () => true);
+  t.match(status, { ok: true, applied: true });
+  t.notOk('error' in status);
+  await onBothWorkers('/old/3', 401);
+});
