@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { configValidators } from './schema-validator.js';
 import { describeSchemaErrors } from './schema-errors.js';
-import { parseConfigText } from './parse-json.js';
+import { parseConfigText, utf16Problem } from './parse-json.js';
 import { readEnvOverrides } from './env.js';
 import { substituteEnv } from './substitute.js';
 import { SubstitutedValues } from './redact.js';
@@ -109,15 +109,17 @@ function readConfig(text: string, file: string, env: NodeJS.ProcessEnv): Gateway
 
 /** Reads and parses a config file (see parseConfig). */
 export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(file, 'utf8');
+    bytes = readFileSync(file);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const reason = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory, not a file' : (error as Error).message;
     throw new ConfigError(file, [{ pointer: '', reason: `cannot read the config: ${reason}` }]);
   }
-  return parseConfig(text, file, env);
+  const utf16 = utf16Problem(bytes);
+  if (utf16 !== null) throw new ConfigError(file, [{ pointer: '', reason: utf16 }]);
+  return parseConfig(bytes.toString('utf8'), file, env);
 }
 
 function pathsInFile(config: unknown): object {

@@ -21,6 +21,21 @@ export function parseConfigText(text: string): { value: unknown } | { problem: C
   return { value: toValue(tree) };
 }
 
+/**
+ * Why bytes that look like UTF-16 text cannot be read, or null: a UTF-16 byte order mark, or the NUL
+ * bytes every ASCII character of UTF-16 has (editors on Windows save "Unicode" as UTF-16 LE). Read as
+ * UTF-8 they were "invalid symbol" at 1:1.
+ */
+export function utf16Problem(bytes: Uint8Array): string | null {
+  const [a, b] = [bytes[0], bytes[1]];
+  let order: string | null = null;
+  if (a === 0xff && b === 0xfe) order = 'little-endian, with a byte order mark';
+  else if (a === 0xfe && b === 0xff) order = 'big-endian, with a byte order mark';
+  else if (bytes.length >= 2 && a !== 0 && b === 0) order = 'little-endian';
+  else if (bytes.length >= 2 && a === 0 && b !== 0) order = 'big-endian';
+  return order === null ? null : `the file looks like UTF-16 (${order}); it must be UTF-8: save it as UTF-8 (or convert it: iconv -f UTF-16 -t UTF-8)`;
+}
+
 function position(text: string, offset: number): { line: number; column: number } {
   const before = text.slice(0, offset);
   const line = before.split('\n').length;

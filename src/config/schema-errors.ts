@@ -68,7 +68,10 @@ const TYPE_NAMES: Record<string, string> = {
 export function describeSchemaErrors(errors: readonly ErrorObject[], values?: SubstitutedValues): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   const seen = new Set<string>();
+  // A value of the wrong type fails its enum too: "must be one of …" says both, in one line.
+  const enums = new Set(errors.flatMap((error) => (error.keyword === 'enum' ? [error.instancePath] : [])));
   for (const error of errors) {
+    if (error.keyword === 'type' && enums.has(error.instancePath)) continue;
     const problem = describe(error, values);
     if (!problem) continue;
     const key = `${problem.pointer}\n${problem.reason}`;

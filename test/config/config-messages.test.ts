@@ -1,5 +1,7 @@
-// A value that does not match its key's pattern is refused with what the key must be, in words: a header
-// name is not "an HTTP method like GET" although both are HTTP tokens, and no message shows a regex.
+// How problems are worded. A value that does not match its key's pattern is refused with what the key
+// must be, in words: a header name is not "an HTTP method like GET" although both are HTTP tokens, and no
+// message shows a regex. A value of the wrong type for an enum is one line, a number JSON cannot hold is
+// shown as what it became, and a UTF-16 file is named as one.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,4 +49,47 @@ t.test('gateway check words a bad header name as one', async (t) => {
   const { code, stderr } = await gateway('check', '--config', file);
   t.equal(code, 1);
   t.equal(stderr, `error: ${file}: /middleware/0/header: ${HEADER} (got "bad header:")\ngateway check: ${file} has 1 problem(s)\n`);
+});
+
+function messageOf(config: string): string {
+  try {
+    parseConfig(config, 'gw.json');
+  } catch (err) {
+    if (err instanceof ConfigError) return err.message;
+    throw err;
+  }
+  return '';
+}
+
+t.test('an enum key given another type: one line, with the allowed values', async (t) => {
+  t.equal(
+    messageOf('{"logLevel": 5, "encodedSlashes": null}'),
+    'gw.json: /logLevel: must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent" (got 5)\ngw.json: /encodedSlashes: must be one of "reject", "keep" (got null)',
+  );
+});
+
+t.test('a number too large for a double is shown as the Infinity it became, not null', async (t) => {
+  t.equal(messageOf('{"port": 1e999}'), 'gw.json: /port: must be an integer (got Infinity)');
+  t.equal(messageOf('{"trustedProxies": [1e999]}'), 'gw.json: /trustedProxies/0: must be a string (got Infinity)');
+});
+
+t.test('gateway check names a UTF-16 file as one', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'specgate-utf16-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const text = '{"port": 8080}';
+  const cases: Array<[string, Buffer, string]> = [
+    ['le-bom', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]), 'little-endian, with a byte order mark'],
+    ['le', Buffer.from(text, 'utf16le'), 'little-endian'],
+    ['be', Buffer.from(text, 'utf16le').swap16(), 'big-endian'],
+  ];
+  for (const [name, bytes, order] of cases) {
+    const file = join(dir, `${name}.json`);
+    writeFileSync(file, bytes);
+    const { code, stderr } = await gateway('check', '--config', file);
+    t.equal(code, 1);
+    t.equal(stderr, `error: ${file}: the file looks like UTF-16 (${order}); it must be UTF-8: save it as UTF-8 (or convert it: iconv -f UTF-16 -t UTF-8)\ngateway check: ${file} has 1 problem(s)\n`, name);
+  }
+  const utf8 = join(dir, 'utf8.json');
+  writeFileSync(utf8, `\uFEFF${text}`);
+  t.equal((await gateway('check', '--config', utf8)).code, 0, 'UTF-8, with or without its BOM, is read');
 });
