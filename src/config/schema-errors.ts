@@ -110,7 +110,7 @@ function describe(error: ErrorObject, values: SubstitutedValues | undefined): Co
     case 'type':
       return { pointer, reason: `must be ${TYPE_NAMES[String(params.type)] ?? String(params.type)} ${got()}` };
     case 'maximum': {
-      const limit = DURATION_LIMIT_REASONS.get(params.limit as number);
+      const limit = pointer.endsWith('Ms') ? DURATION_LIMIT_REASONS.get(params.limit as number) : undefined;
       if (limit !== undefined) return { pointer, reason: `${limit} ${got()}` };
       return { pointer, reason: `must be ${String(params.comparison)} ${String(params.limit)} ${got()}` };
     }
