@@ -43,6 +43,15 @@ const MEMO_SHARE = 0.25;
 const MEMO_MAX_BYTES = 32 * 1024 * 1024;
 
 /**
+ * A value as a Buffer. lmdb copies a value into its reusable Buffer, except one of 16 MiB or more
+ * (SHARED_BUFFER_THRESHOLD in its native code) that does not fit it: that comes as a plain Uint8Array
+ * over the memory map itself (no copy), without Buffer's methods. A view, not a copy, either way.
+ */
+function asBuffer(value: Uint8Array): Buffer {
+  return value instanceof Buffer ? value : Buffer.from(value.buffer, value.byteOffset, value.length);
+}
+
+/**
  * lmdb (a native addon and its helpers, about 0.1-0.2 s of CPU) is loaded when a worker opens a shared
  * store, not by every worker that merely could: most configs have no responseCache.
  */
@@ -121,15 +130,17 @@ export class SharedCacheStore implements CacheStore {
   }
 
   get(key: string): CacheRecord | undefined {
-    const raw = this.entries.getBinaryFast(key);
-    if (raw === undefined || raw.length < HEADER) return undefined;
+    const value = this.entries.getBinaryFast(key);
+    if (value === undefined) return undefined;
+    const raw = asBuffer(value);
+    if (raw.length < HEADER) return undefined;
     if (Date.now() >= raw.readDoubleLE(0)) return undefined;
     const seq = raw.readDoubleLE(8);
     const memo = this.memo.get(key);
     if (memo !== undefined && memo.seq === seq) return memo.record;
     let record: CacheRecord;
     try {
-      // A copy: getBinaryFast's buffer is reused by the next read.
+      // A copy: the value is lmdb's reused buffer, or the memory map.
       record = decodeRecord(Buffer.from(raw.subarray(HEADER)));
     } catch (err) {
       if (err instanceof CacheRecordError) return undefined;
@@ -211,8 +222,10 @@ export class SharedCacheStore implements CacheStore {
 
   /** Inside a write transaction: removes `key` and its order entry; the bytes it held (0: absent). */
   private removeEntry(key: string, removed: Array<[number, boolean]>, evicted: boolean): number {
-    const raw = this.entries.getBinaryFast(key);
-    if (raw === undefined || raw.length < HEADER) return 0;
+    const value = this.entries.getBinaryFast(key);
+    if (value === undefined) return 0;
+    const raw = asBuffer(value);
+    if (raw.length < HEADER) return 0;
     const seq = raw.readDoubleLE(8);
     const size = raw.readDoubleLE(16);
     this.entries.remove(key);
@@ -240,8 +253,11 @@ export class SharedCacheStore implements CacheStore {
 
   private evict(seq: number, [key, size]: [string, number, number], removed: Array<[number, boolean]>, evicted: boolean): number {
     this.order.remove(seq);
-    const raw = this.entries.getBinaryFast(key);
-    if (raw !== undefined && raw.length >= HEADER && raw.readDoubleLE(8) === seq) this.entries.remove(key);
+    const value = this.entries.getBinaryFast(key);
+    if (value !== undefined) {
+      const raw = asBuffer(value);
+      if (raw.length >= HEADER && raw.readDoubleLE(8) === seq) this.entries.remove(key);
+    }
     this.memo.delete(key);
     removed.push([size, evicted]);
     return size;
