@@ -4,10 +4,12 @@
  * A write is a transaction: a worker killed in the middle of one leaves the last committed state.
  *
  * Per cache (its middleware id) four named databases in the instance's environment:
- *   <id>:e  key -> [expiresAt f64][seq f64][size f64][record bytes (codec.ts)]
+ *   <id>:e  key -> [expiresAt f64][seq f64][size f64][keyBytes f64][key][record bytes (codec.ts)]
  *   <id>:o  seq -> [key, size, expiresAt]   insertion order, oldest first: what eviction takes
  *   <id>:s  "seq" (last sequence number given), "bytes" (sizes held)
  *   <id>:l  key -> { o: owner token, x: expiry }   coalescing locks (see response-cache.ts)
+ * Keys are LMDB keys (lmdb-keys.ts): the cache key, or for one too long for LMDB its head and digest;
+ * then the record carries the whole key (keyBytes > 0), compared on read.
  * A set adds its size to "bytes" and, in the same transaction, removes the oldest entries (expired
  * ones first among the few it looks at) until the sum is back under maxBytes: the bound holds for
  * the instance, eviction is deterministic (insertion order: a re-stored key goes to the back) and
@@ -25,6 +27,7 @@ import { createRequire } from 'node:module';
 import type { Database, RootDatabase } from 'lmdb';
 import { LRUCache } from 'lru-cache';
 import { CacheRecordError, decodeRecord, encodeRecord } from './codec.js';
+import { lmdbKey, rangeStart } from './lmdb-keys.js';
 import type { CacheRecord } from './record.js';
 import type { CacheStore } from './store.js';
 
@@ -35,7 +38,7 @@ export interface SharedStoreEvents {
   removed(bytes: number, evicted: boolean): void;
 }
 
-const HEADER = 24;
+const HEADER = 32;
 /** Oldest entries a set looks at for expired ones, beyond what the bound makes it evict. */
 const SWEEP = 4;
 /** Decoded records a worker keeps, at most this share of maxBytes (and never over MEMO_MAX_BYTES). */
@@ -130,18 +133,22 @@ export class SharedCacheStore implements CacheStore {
   }
 
   get(key: string): CacheRecord | undefined {
-    const value = this.entries.getBinaryFast(key);
+    const stored = lmdbKey(key);
+    const value = this.entries.getBinaryFast(stored);
     if (value === undefined) return undefined;
     const raw = asBuffer(value);
     if (raw.length < HEADER) return undefined;
     if (Date.now() >= raw.readDoubleLE(0)) return undefined;
     const seq = raw.readDoubleLE(8);
+    // Sequence numbers are never given twice: a memo of `key` with this one is this entry.
     const memo = this.memo.get(key);
     if (memo !== undefined && memo.seq === seq) return memo.record;
+    const keyBytes = raw.readDoubleLE(24);
+    if (keyBytes > 0 && raw.toString('utf8', HEADER, HEADER + keyBytes) !== key) return undefined;
     let record: CacheRecord;
     try {
       // A copy: the value is lmdb's reused buffer, or the memory map.
-      record = decodeRecord(Buffer.from(raw.subarray(HEADER)));
+      record = decodeRecord(Buffer.from(raw.subarray(HEADER + keyBytes)));
     } catch (err) {
       if (err instanceof CacheRecordError) return undefined;
       throw err;
@@ -164,23 +171,28 @@ export class SharedCacheStore implements CacheStore {
     const bytes = encodeRecord(record);
     const size = record.size;
     const expiresAt = Date.now() + Math.max(1, Math.ceil(ttlMs));
-    const value = Buffer.allocUnsafe(HEADER + bytes.length);
+    const stored = lmdbKey(key);
+    const keyBytes = stored === key ? 0 : Buffer.byteLength(key, 'utf8');
+    const value = Buffer.allocUnsafe(HEADER + keyBytes + bytes.length);
     value.writeDoubleLE(expiresAt, 0);
     value.writeDoubleLE(size, 16);
-    bytes.copy(value, HEADER);
+    value.writeDoubleLE(keyBytes, 24);
+    if (keyBytes > 0) value.write(key, HEADER, 'utf8');
+    bytes.copy(value, HEADER + keyBytes);
+    const lockKey = lock === null ? null : lmdbKey(lock.key);
     const removed: Array<[number, boolean]> = [];
     const seq = this.env.root.transactionSync(() => {
       const seq = (this.state.get('seq') ?? 0) + 1;
       let total = this.state.get('bytes') ?? 0;
-      total -= this.removeEntry(key, removed, false);
+      total -= this.removeEntry(stored, removed, false);
       value.writeDoubleLE(seq, 8);
-      this.entries.put(key, value);
-      this.order.put(seq, [key, size, expiresAt]);
+      this.entries.put(stored, value);
+      this.order.put(seq, [stored, size, expiresAt]);
       total += size;
       total = this.makeRoom(total, seq, removed);
       this.state.put('seq', seq);
       this.state.put('bytes', total);
-      if (lock !== null && this.locks.get(lock.key)?.o === lock.token) this.locks.remove(lock.key);
+      if (lock !== null && this.locks.get(lockKey!)?.o === lock.token) this.locks.remove(lockKey!);
       return seq;
     });
     this.memo.set(key, { seq, record });
@@ -191,7 +203,7 @@ export class SharedCacheStore implements CacheStore {
   delete(key: string): void {
     const removed: Array<[number, boolean]> = [];
     this.env.root.transactionSync(() => {
-      const size = this.removeEntry(key, removed, false);
+      const size = this.removeEntry(lmdbKey(key), removed, false);
       if (size > 0) this.state.put('bytes', (this.state.get('bytes') ?? 0) - size);
     });
     this.memo.delete(key);
@@ -200,18 +212,21 @@ export class SharedCacheStore implements CacheStore {
 
   /**
    * Every entry whose key starts with `prefix`, in one transaction: keys are ordered, so that is one
-   * range (from the prefix up to the prefix with its last character's successor).
+   * range (from the prefix, or its head when LMDB keeps longer keys by digest, up to the same with its
+   * last character's successor).
    */
   deletePrefix(prefix: string): number {
     if (prefix === '') return 0;
-    const end = prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+    const start = rangeStart(prefix);
+    const end = start.slice(0, -1) + String.fromCharCode(start.charCodeAt(start.length - 1) + 1);
     const removed: Array<[number, boolean]> = [];
     const keys: string[] = [];
     this.env.root.transactionSync(() => {
-      for (const key of Array.from(this.entries.getKeys({ start: prefix, end }))) {
-        if (!key.startsWith(prefix)) continue;
+      for (const stored of Array.from(this.entries.getKeys({ start, end }))) {
+        const key = this.fullKey(stored);
+        if (key === undefined || !key.startsWith(prefix)) continue;
         keys.push(key);
-        const size = this.removeEntry(key, removed, false);
+        const size = this.removeEntry(stored, removed, false);
         if (size > 0) this.state.put('bytes', (this.state.get('bytes') ?? 0) - size);
       }
     });
@@ -220,15 +235,25 @@ export class SharedCacheStore implements CacheStore {
     return keys.length;
   }
 
-  /** Inside a write transaction: removes `key` and its order entry; the bytes it held (0: absent). */
-  private removeEntry(key: string, removed: Array<[number, boolean]>, evicted: boolean): number {
-    const value = this.entries.getBinaryFast(key);
+  /** The whole key of the entry under LMDB key `stored` (a digest key's record carries it). */
+  private fullKey(stored: string): string | undefined {
+    const value = this.entries.getBinaryFast(stored);
+    if (value === undefined) return undefined;
+    const raw = asBuffer(value);
+    if (raw.length < HEADER) return undefined;
+    const keyBytes = raw.readDoubleLE(24);
+    return keyBytes > 0 ? raw.toString('utf8', HEADER, HEADER + keyBytes) : stored;
+  }
+
+  /** Inside a write transaction: removes LMDB key `stored` and its order entry; the bytes it held (0: absent). */
+  private removeEntry(stored: string, removed: Array<[number, boolean]>, evicted: boolean): number {
+    const value = this.entries.getBinaryFast(stored);
     if (value === undefined) return 0;
     const raw = asBuffer(value);
     if (raw.length < HEADER) return 0;
     const seq = raw.readDoubleLE(8);
     const size = raw.readDoubleLE(16);
-    this.entries.remove(key);
+    this.entries.remove(stored);
     this.order.remove(seq);
     removed.push([size, evicted]);
     return size;
@@ -251,14 +276,17 @@ export class SharedCacheStore implements CacheStore {
     return total;
   }
 
-  private evict(seq: number, [key, size]: [string, number, number], removed: Array<[number, boolean]>, evicted: boolean): number {
+  private evict(seq: number, [stored, size]: [string, number, number], removed: Array<[number, boolean]>, evicted: boolean): number {
     this.order.remove(seq);
-    const value = this.entries.getBinaryFast(key);
+    const value = this.entries.getBinaryFast(stored);
     if (value !== undefined) {
       const raw = asBuffer(value);
-      if (raw.length >= HEADER && raw.readDoubleLE(8) === seq) this.entries.remove(key);
+      if (raw.length >= HEADER && raw.readDoubleLE(8) === seq) {
+        const keyBytes = raw.readDoubleLE(24);
+        this.memo.delete(keyBytes > 0 ? raw.toString('utf8', HEADER, HEADER + keyBytes) : stored);
+        this.entries.remove(stored);
+      }
     }
-    this.memo.delete(key);
     removed.push([size, evicted]);
     return size;
   }
@@ -280,24 +308,26 @@ export class SharedCacheStore implements CacheStore {
   /** Takes the lock on `key` for `ttlMs` unless someone else holds it unexpired. */
   tryLock(key: string, token: string, ttlMs: number): boolean {
     const now = Date.now();
+    const stored = lmdbKey(key);
     return this.env.root.transactionSync(() => {
-      const held = this.locks.get(key);
+      const held = this.locks.get(stored);
       if (held !== undefined && held.x > now && held.o !== token) return false;
-      this.locks.put(key, { o: token, x: now + ttlMs });
+      this.locks.put(stored, { o: token, x: now + ttlMs });
       return true;
     });
   }
 
   /** Gives up the lock on `key` if `token` holds it. */
   unlock(key: string, token: string): void {
+    const stored = lmdbKey(key);
     this.env.root.transactionSync(() => {
-      if (this.locks.get(key)?.o === token) this.locks.remove(key);
+      if (this.locks.get(stored)?.o === token) this.locks.remove(stored);
     });
   }
 
   /** Someone holds an unexpired lock on `key`. */
   locked(key: string): boolean {
-    const held = this.locks.get(key);
+    const held = this.locks.get(lmdbKey(key));
     return held !== undefined && held.x > Date.now();
   }
 

@@ -23,7 +23,8 @@
  * Counted under `middleware.<id>.`: hits, misses, stale, bypass (one of them per request),
  * bytesStored (the sum over the workers is what the instance holds), evictions, lockWaits,
  * waitTimeouts, backgroundRefreshes, revalidated304, revalidated200, notModified, invalidations,
- * storeErrors.
+ * storeErrors; errors (the pipeline's name) when the cache itself fails: the request then goes on
+ * without it, as BYPASS. Both also give a warn line, at most one every 10 s (failure-log.ts).
  */
 import type CachePolicy from 'http-cache-semantics';
 import { Flights, type Flight, type FlightOutcome } from '../cache/flights.js';
@@ -38,6 +39,7 @@ import { fieldValue } from '../http/header-list.js';
 import { parseHttpDate } from '../cache/http-date.js';
 import { judge, policyRequest, targetedValue, type Heuristic } from '../cache/rules.js';
 import { CACHE_STORE, type CacheStore } from '../cache/store.js';
+import { FailureLog } from '../cache/failure-log.js';
 import type { RequestContext, ResponseObserver } from '../exchange/context.js';
 import { SEND_AGAIN } from '../exchange/observer.js';
 import { LongDecision, problem, type ContentAnswer, type Decision, type Middleware, type MiddlewareContext, type MiddlewareMetrics } from './types.js';
@@ -149,6 +151,7 @@ class Names {
   readonly waitTimeouts: string;
   readonly lockWaits: string;
   readonly storeErrors: string;
+  readonly errors: string;
   readonly revalidated304: string;
   readonly revalidated200: string;
   readonly notModified: string;
@@ -171,6 +174,7 @@ class Names {
     this.invalidations = `${prefix}invalidations`;
     this.backgroundRefreshes = `${prefix}backgroundRefreshes`;
     this.storeErrors = `${prefix}storeErrors`;
+    this.errors = `${prefix}errors`;
   }
 }
 
@@ -203,6 +207,10 @@ export class ResponseCache implements Middleware {
   readonly store: CacheStore;
   /** The store when it is the instance's shared one (synchronous, with cross-worker locks). */
   readonly shared: SharedCacheStore | null;
+  private readonly storeFailures: FailureLog;
+  private readonly failures: FailureLog;
+  /** The CacheRequest of the decision under way (synchronously), for failed(). */
+  private deciding: CacheRequest | null = null;
 
   constructor(config: ResponseCacheConfig, context: MiddlewareContext) {
     this.id = config.id;
@@ -217,6 +225,9 @@ export class ResponseCache implements Middleware {
     this.heuristic = config.heuristicFreshness === true ? { maxMs: config.heuristicMaxTtlMs ?? 86_400_000 } : null;
     this.names = new Names(config.id);
     this.metrics = context.metrics;
+    const warn = (message: string, fields?: Record<string, unknown>): void => context.warn(message, fields);
+    this.storeFailures = new FailureLog(warn, `responseCache "${config.id}": its store failed; the request went on as if nothing were stored`, { middleware: config.id });
+    this.failures = new FailureLog(warn, `responseCache "${config.id}" failed; the request went upstream without it (X-Cache: BYPASS)`, { middleware: config.id });
     this.store = this.openStore(config, context);
     this.shared = this.store instanceof SharedCacheStore ? this.store : null;
   }
@@ -243,9 +254,18 @@ export class ResponseCache implements Middleware {
   }
 
   decide(ctx: RequestContext): Decision | Promise<Decision> | LongDecision {
-    // Whatever reaches the client from the upstream (miss, bypass, uncacheable) loses the fields
-    // this cache obeys (RFC 9213); answers built from entries never had them.
+    // Whatever reaches the client from the upstream (miss, bypass, uncacheable, the cache failing)
+    // loses the fields this cache obeys (RFC 9213); answers built from entries never had them.
     if (this.hidden !== null) ctx.hideResponseHeaders(this.hidden);
+    this.deciding = null;
+    try {
+      return this.lookup(ctx);
+    } catch (err) {
+      return this.failed(ctx, this.deciding, err);
+    }
+  }
+
+  private lookup(ctx: RequestContext): Decision | Promise<Decision> | LongDecision {
     const method = ctx.method;
     if ((method !== 'GET' && method !== 'HEAD') || ctx.hasBody) return this.bypass(ctx);
     const headers = ctx.headers;
@@ -261,7 +281,7 @@ export class ResponseCache implements Middleware {
       else if (name === 'x-forwarded-proto') proto = headers[i + 1];
     }
     const key = primaryKey(requestOrigin(ctx.secure, proto, host), ctx.route!.canonical, ctx.path, ctx.query);
-    if (directives) return this.armed(new CacheRequest(this, ctx, key, authorization).start());
+    if (directives) return this.armed(ctx, (this.deciding = new CacheRequest(this, ctx, key, authorization)).start());
     const found = this.get(key);
     if (found !== undefined && !(found instanceof Promise)) {
       const entry = found.kind === 'response' ? found : this.get(variantKey(key, found.names, headers));
@@ -273,17 +293,42 @@ export class ResponseCache implements Middleware {
         }
       }
     }
-    return this.armed(new CacheRequest(this, ctx, key, authorization).resume(found));
+    return this.armed(ctx, (this.deciding = new CacheRequest(this, ctx, key, authorization)).resume(found));
   }
 
   /**
    * With the shared store a pending decision means one thing only: a miss waiting for another request's
    * answer, which may take lockTimeoutMs (a lookup never waits: the store answers synchronously). The
-   * pipeline waits that long for it instead of slaMs.
+   * pipeline waits that long for it instead of slaMs. A pending decision that fails is failed().
    */
-  private armed(decision: Decision | Promise<Decision>): Decision | Promise<Decision> | LongDecision {
-    if (decision instanceof Promise && this.shared !== null) return new LongDecision(decision, this.longWaitMs);
-    return decision;
+  private armed(ctx: RequestContext, decision: Decision | Promise<Decision>): Decision | Promise<Decision> | LongDecision {
+    if (!(decision instanceof Promise)) return decision;
+    const request = this.deciding;
+    const guarded = decision.catch((err: unknown) => this.failed(ctx, request, err));
+    return this.shared !== null ? new LongDecision(guarded, this.longWaitMs) : guarded;
+  }
+
+  /**
+   * The cache itself failed (a bug, or a store failure where it has no rule for one): counted as the
+   * pipeline counts a middleware that throws, logged, and the request goes upstream without the cache,
+   * labelled BYPASS; a lead it took is given up, so its followers do not wait for it.
+   */
+  private failed(ctx: RequestContext, request: CacheRequest | null, err: unknown): undefined {
+    this.metrics.add(this.names.errors);
+    this.failures.report(err);
+    if (request !== null) {
+      request.abandon();
+    } else {
+      forwardedLabel(ctx, 'BYPASS');
+      this.metrics.add(this.names.bypass);
+    }
+    return undefined;
+  }
+
+  /** A store failure: counted in storeErrors and logged. */
+  storeFailed(err: unknown): void {
+    this.metrics.add(this.names.storeErrors);
+    this.storeFailures.report(err);
   }
 
   /**
@@ -298,7 +343,13 @@ export class ResponseCache implements Middleware {
     const poll = (): void => {
       const found = this.get(key);
       if (found !== undefined && !(found instanceof Promise)) return flight.land({ stored: true, stale: null });
-      if (!shared.locked(key) || performance.now() >= until) return flight.land({ stored: false, stale: null });
+      let held = false;
+      try {
+        held = shared.locked(key);
+      } catch (err) {
+        this.storeFailed(err);
+      }
+      if (!held || performance.now() >= until) return flight.land({ stored: false, stale: null });
       interval = Math.min(50, interval * 1.5);
       setTimeout(poll, interval).unref();
     };
@@ -317,13 +368,13 @@ export class ResponseCache implements Middleware {
     let found: CacheRecord | undefined | Promise<CacheRecord | undefined>;
     try {
       found = this.store.get(key);
-    } catch {
-      this.metrics.add(this.names.storeErrors);
+    } catch (err) {
+      this.storeFailed(err);
       return undefined;
     }
     if (found instanceof Promise) {
-      return found.catch(() => {
-        this.metrics.add(this.names.storeErrors);
+      return found.catch((err: unknown) => {
+        this.storeFailed(err);
         return undefined;
       });
     }
@@ -444,11 +495,11 @@ export class ResponseCache implements Middleware {
     let done: void | Promise<void>;
     try {
       done = action();
-    } catch {
-      this.metrics.add(this.names.storeErrors);
+    } catch (err) {
+      this.storeFailed(err);
       return;
     }
-    if (done instanceof Promise) return done.catch(() => this.metrics.add(this.names.storeErrors));
+    if (done instanceof Promise) return done.catch((err: unknown) => this.storeFailed(err));
   }
 
   ready(): Promise<void> {
@@ -568,6 +619,8 @@ class CacheRequest implements ResponseObserver {
   private storedVary: readonly string[] = [];
   private chunks: Buffer[] | null = null;
   private bytes = 0;
+  /** The cache failed while deciding for it (ResponseCache.failed): it takes no further part. */
+  private abandoned = false;
 
   constructor(
     private readonly cache: ResponseCache,
@@ -794,6 +847,16 @@ class CacheRequest implements ResponseObserver {
     return this.resume(this.cache.get(this.primary));
   }
 
+  /** The cache failed while deciding for this request: BYPASS, and no lead held, nothing stored or served. */
+  abandon(): void {
+    this.abandoned = true;
+    this.chunks = null;
+    // A label an answer would have carried (HIT, STALE) never reaches the client: say BYPASS.
+    if (this.label === Label.None) this.setLabel(Label.Bypass);
+    else if (this.label !== Label.Miss && this.label !== Label.Bypass) forwardedLabel(this.ctx, 'BYPASS');
+    this.land(false);
+  }
+
   private forward(): undefined {
     if (!this.observing) {
       this.observing = true;
@@ -833,6 +896,7 @@ class CacheRequest implements ResponseObserver {
   // ---- the upstream's answer (ResponseObserver) ----------------------------------------------
 
   onHead(status: number, headers: readonly string[]): void {
+    if (this.abandoned) return;
     const verdict = judge(this.primary, this.requestHeaders, status, headers, this.cache.defaultTtlMs, this.cache.heuristic, Date.now(), this.cache.targeted);
     if (this.revalidating !== null && status === 200) this.cache.metrics.add(this.cache.names.revalidated200);
     this.setLabel(verdict.storable ? Label.Miss : Label.Bypass);
@@ -886,6 +950,7 @@ class CacheRequest implements ResponseObserver {
   }
 
   substitute(status: number, headers?: readonly string[]): ContentAnswer | typeof SEND_AGAIN | null {
+    if (this.abandoned) return null;
     if (status === 304) return this.revalidating === null ? null : this.notModified(headers ?? []);
     const candidate = this.candidate;
     const now = Date.now();
@@ -928,21 +993,23 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te'
 /** How long a stale entry with validators is kept for a conditional request. */
 const REVALIDATE_KEEP_MS = 10 * 60_000;
 
-/**
- * The headers an entry is served with: Age is the cache's to say, X-Cache this gateway's, Date the
- * server's (the origin's is read into the policy); targeted Cache-Control fields are this cache's.
- */
+/** Withheld from an answer the upstream gives, in favour of the cache's own. */
 const X_CACHE: readonly string[] = ['x-cache'];
 
 /**
- * The X-Cache of an answer the upstream gives (MISS, BYPASS): ours replaces any the upstream sent.
- * Answers built from entries carry their own, and entries are stored without the upstream's (served()).
+ * The X-Cache of an answer the upstream gives (MISS, BYPASS, also when the cache failed): ours
+ * replaces any the upstream sent. Answers built from entries carry their own, and entries are stored
+ * without the upstream's (served()).
  */
 function forwardedLabel(ctx: RequestContext, label: 'MISS' | 'BYPASS'): void {
   ctx.addResponseHeader('x-cache', label);
   ctx.hideResponseHeaders(X_CACHE);
 }
 
+/**
+ * The headers an entry is served with: Age is the cache's to say, X-Cache this gateway's, Date the
+ * server's (the origin's is read into the policy); targeted Cache-Control fields are this cache's.
+ */
 function served(headers: readonly string[], targeted: readonly string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < headers.length; i += 2) {
