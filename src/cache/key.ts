@@ -33,6 +33,11 @@ export function urlPrefix(origin: string, path: string, query: string): string {
   return query === '' ? `${origin}${path} ` : `${origin}${path}?${query} `;
 }
 
+/** urlPrefix() of the request a primary key was made for (the URL, up to and with its space). */
+export function urlOfKey(primary: string): string {
+  return primary.slice(0, primary.indexOf(' ') + 1);
+}
+
 let lastProto: string | undefined;
 let lastHost: string | undefined;
 let lastSecure = false;

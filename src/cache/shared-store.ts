@@ -3,11 +3,12 @@
  * a memory-mapped B-tree file with one writer at a time and lock-free readers, safe across processes).
  * A write is a transaction: a worker killed in the middle of one leaves the last committed state.
  *
- * Per cache (its middleware id) four named databases in the instance's environment:
+ * Per cache (its middleware id) five named databases in the instance's environment:
  *   <id>:e  key -> [expiresAt f64][seq f64][size f64][keyBytes f64][key][record bytes (codec.ts)]
  *   <id>:o  seq -> [key, size, expiresAt]   insertion order, oldest first: what eviction takes
  *   <id>:s  "seq" (last sequence number given), "bytes" (sizes held)
  *   <id>:l  key -> { o: owner token, x: expiry }   coalescing locks (see response-cache.ts)
+ *   <id>:g  slot -> generation   invalidations, counted per URL slot (see generation())
  * Keys are LMDB keys (lmdb-keys.ts): the cache key, or for one too long for LMDB its head and digest;
  * then the record carries the whole key (keyBytes > 0), compared on read.
  * A set adds its size to "bytes" and, in the same transaction, removes the oldest entries (expired
@@ -44,6 +45,8 @@ const SWEEP = 4;
 /** Decoded records a worker keeps, at most this share of maxBytes (and never over MEMO_MAX_BYTES). */
 const MEMO_SHARE = 0.25;
 const MEMO_MAX_BYTES = 32 * 1024 * 1024;
+/** URL slots of the invalidation generations: a bounded table, whatever the number of URLs. */
+const GENERATION_SLOTS = 65536;
 
 /**
  * A value as a Buffer. lmdb copies a value into its reusable Buffer, except one of 16 MiB or more
@@ -95,12 +98,25 @@ function release(key: string, env: Env): void {
   });
 }
 
+/** The slot of a URL (key.ts urlPrefix) among GENERATION_SLOTS (FNV-1a): the same in every worker. */
+function urlSlot(url: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < url.length; i++) hash = Math.imul(hash ^ url.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) % GENERATION_SLOTS;
+}
+
 let tokens = 0;
 
 /** A coalescing lock as tryLock took it: the key and the owner's token. */
 export interface HeldLock {
   key: string;
   token: string;
+}
+
+/** An answer fetched after generation() of its URL said `generation`: stored only if no invalidation came since. */
+export interface Unchanged {
+  url: string;
+  generation: number;
 }
 
 export class SharedCacheStore implements CacheStore {
@@ -110,6 +126,7 @@ export class SharedCacheStore implements CacheStore {
   private readonly order: Database<[string, number, number], number>;
   private readonly state: Database<number, string>;
   private readonly locks: Database<{ o: string; x: number }, string>;
+  private readonly generations: Database<number, number>;
   private readonly memo: LRUCache<string, { seq: number; record: CacheRecord }>;
   private closed = false;
 
@@ -126,6 +143,7 @@ export class SharedCacheStore implements CacheStore {
     this.order = root.openDB<[string, number, number], number>(`${owner}:o`, { encoding: 'json' });
     this.state = root.openDB<number, string>(`${owner}:s`, { encoding: 'json' });
     this.locks = root.openDB<{ o: string; x: number }, string>(`${owner}:l`, { encoding: 'json' });
+    this.generations = root.openDB<number, number>(`${owner}:g`, { encoding: 'json' });
     this.memo = new LRUCache({
       maxSize: Math.max(1, Math.min(MEMO_MAX_BYTES, Math.floor(maxBytes * MEMO_SHARE))),
       sizeCalculation: (item) => Math.max(1, item.record.size),
@@ -166,8 +184,11 @@ export class SharedCacheStore implements CacheStore {
    * answer and lets its followers go in one commit instead of two. A write transaction is the whole
    * cost of a cacheable miss's store work: 17-25 µs of CPU alone, about twice that with the other worker
    * writing too (a node loop of 20,000 lock, store and unlock sequences on one environment).
+   *
+   * With `unchanged`, nothing is stored if the URL was invalidated since its generation was read (the
+   * lock still goes): false then.
    */
-  setAndUnlock(key: string, record: CacheRecord, ttlMs: number, lock: HeldLock | null): void {
+  setAndUnlock(key: string, record: CacheRecord, ttlMs: number, lock: HeldLock | null, unchanged: Unchanged | null = null): boolean {
     const bytes = encodeRecord(record);
     const size = record.size;
     const expiresAt = Date.now() + Math.max(1, Math.ceil(ttlMs));
@@ -182,6 +203,8 @@ export class SharedCacheStore implements CacheStore {
     const lockKey = lock === null ? null : lmdbKey(lock.key);
     const removed: Array<[number, boolean]> = [];
     const seq = this.env.root.transactionSync(() => {
+      if (lock !== null && this.locks.get(lockKey!)?.o === lock.token) this.locks.remove(lockKey!);
+      if (unchanged !== null && (this.generations.get(urlSlot(unchanged.url)) ?? 0) !== unchanged.generation) return 0;
       const seq = (this.state.get('seq') ?? 0) + 1;
       let total = this.state.get('bytes') ?? 0;
       total -= this.removeEntry(stored, removed, false);
@@ -192,12 +215,13 @@ export class SharedCacheStore implements CacheStore {
       total = this.makeRoom(total, seq, removed);
       this.state.put('seq', seq);
       this.state.put('bytes', total);
-      if (lock !== null && this.locks.get(lockKey!)?.o === lock.token) this.locks.remove(lockKey!);
       return seq;
     });
+    if (seq === 0) return false;
     this.memo.set(key, { seq, record });
     for (const [n, evicted] of removed) this.events.removed(n, evicted);
     this.events.added(size);
+    return true;
   }
 
   delete(key: string): void {
@@ -211,9 +235,10 @@ export class SharedCacheStore implements CacheStore {
   }
 
   /**
-   * Every entry whose key starts with `prefix`, in one transaction: keys are ordered, so that is one
-   * range (from the prefix, or its head when LMDB keeps longer keys by digest, up to the same with its
-   * last character's successor).
+   * Every entry whose key starts with `prefix` (a URL, key.ts urlPrefix), in one transaction: keys are
+   * ordered, so that is one range (from the prefix, or its head when LMDB keeps longer keys by digest,
+   * up to the same with its last character's successor). It also counts an invalidation of the URL
+   * (generation()), so that an answer fetched before it is not stored after it.
    */
   deletePrefix(prefix: string): number {
     if (prefix === '') return 0;
@@ -222,6 +247,8 @@ export class SharedCacheStore implements CacheStore {
     const removed: Array<[number, boolean]> = [];
     const keys: string[] = [];
     this.env.root.transactionSync(() => {
+      const slot = urlSlot(prefix);
+      this.generations.put(slot, (this.generations.get(slot) ?? 0) + 1);
       for (const stored of Array.from(this.entries.getKeys({ start, end }))) {
         const key = this.fullKey(stored);
         if (key === undefined || !key.startsWith(prefix)) continue;
@@ -233,6 +260,15 @@ export class SharedCacheStore implements CacheStore {
     for (const key of keys) this.memo.delete(key);
     for (const [n, evicted] of removed) this.events.removed(n, evicted);
     return keys.length;
+  }
+
+  /**
+   * How many times `url` (key.ts urlPrefix), or a URL sharing its slot, was invalidated: read before
+   * an answer is fetched, and given to setAndUnlock with it (RFC 9111 4.4: an answer fetched before a
+   * PUT succeeded must not be stored after it). A shared slot costs at worst one answer not stored.
+   */
+  generation(url: string): number {
+    return this.generations.get(urlSlot(url)) ?? 0;
   }
 
   /** The whole key of the entry under LMDB key `stored` (a digest key's record carries it). */

@@ -28,10 +28,10 @@
  */
 import type CachePolicy from 'http-cache-semantics';
 import { Flights, type Flight, type FlightOutcome } from '../cache/flights.js';
-import { primaryKey, requestOrigin, urlPrefix, variantKey } from '../cache/key.js';
+import { primaryKey, requestOrigin, urlOfKey, urlPrefix, variantKey } from '../cache/key.js';
 import { invalidates, locationUrls } from '../cache/invalidation.js';
 import { instanceCacheDir } from '../cache/instance-dir.js';
-import { SharedCacheStore, type HeldLock } from '../cache/shared-store.js';
+import { SharedCacheStore, type HeldLock, type Unchanged } from '../cache/shared-store.js';
 import { PassMarks } from '../cache/pass-marks.js';
 import { freshenedHeaders, selects } from '../cache/not-modified.js';
 import { hasDirective, StoredResponse, VaryIndex, type CacheRecord } from '../cache/record.js';
@@ -381,7 +381,11 @@ export class ResponseCache implements Middleware {
     return found;
   }
 
-  /** Stores an answer (and its Vary index); `done` is a Promise when the store answers later. */
+  /**
+   * Stores an answer (and its Vary index); `done` is a Promise when the store answers later. With
+   * `generation` (generation() before the answer was fetched) nothing is stored if the URL was
+   * invalidated since: `stored` is false then.
+   */
   save(
     primary: string,
     requestHeaders: readonly string[],
@@ -391,7 +395,8 @@ export class ResponseCache implements Middleware {
     policy: CachePolicy,
     vary: readonly string[],
     lock: HeldLock | null = null,
-  ): { record: StoredResponse; done: void | Promise<void>; unlocked: boolean } {
+    generation: number | null = null,
+  ): { record: StoredResponse; done: void | Promise<void>; unlocked: boolean; stored: boolean } {
     const now = Date.now();
     const targeted = this.targeted;
     const record = new StoredResponse(status, served(headers, targeted), body, policy, primary, now, targetedValue(headers, targeted));
@@ -399,28 +404,47 @@ export class ResponseCache implements Middleware {
     const validators = record.etag !== undefined || record.lastModified !== undefined;
     const keep = Math.max(record.mustRevalidate ? 0 : Math.max(this.staleIfErrorMs, record.staleWhileRevalidateMs), validators ? REVALIDATE_KEEP_MS : 0);
     const ttl = Math.max(0, record.freshUntil - now) + keep;
-    if (vary.length === 0) return { record, ...this.writeLast(primary, record, ttl, lock) };
+    const unchanged = generation === null ? null : { url: urlOfKey(primary), generation };
+    if (vary.length === 0) return { record, ...this.writeEntry(primary, record, ttl, lock, unchanged) };
     const key = variantKey(primary, vary, requestHeaders);
-    const index = this.write(() => this.store.set(primary, new VaryIndex(vary, now), ttl));
-    const variant = this.writeLast(key, record, ttl, lock);
-    const done = index instanceof Promise || variant.done instanceof Promise ? Promise.all([index, variant.done]).then(() => undefined) : undefined;
-    return { record, done, unlocked: variant.unlocked };
+    const index = this.writeEntry(primary, new VaryIndex(vary, now), ttl, null, unchanged);
+    if (!index.stored) return { record, done: undefined, unlocked: false, stored: false };
+    const variant = this.writeEntry(key, record, ttl, lock, unchanged);
+    const done = index.done instanceof Promise || variant.done instanceof Promise ? Promise.all([index.done, variant.done]).then(() => undefined) : undefined;
+    return { record, done, unlocked: variant.unlocked, stored: variant.stored };
   }
 
   /**
-   * The last write of a save. With the shared store and a lock held, the lock goes in the same
-   * transaction (SharedCacheStore.setAndUnlock); `unlocked` says whether it did. A failed write leaves
-   * the lock to the caller's own unlock.
+   * A write of a save. With the shared store and a lock held, the lock goes in the same transaction
+   * (SharedCacheStore.setAndUnlock); `unlocked` says whether it did. A failed write leaves the lock to
+   * the caller's own unlock. With `unchanged`, the shared store checks the URL's generation in that
+   * transaction: `stored` false, nothing written, when it moved (another store has no generations).
    */
-  private writeLast(key: string, record: CacheRecord, ttl: number, lock: HeldLock | null): { done: void | Promise<void>; unlocked: boolean } {
+  private writeEntry(key: string, record: CacheRecord, ttl: number, lock: HeldLock | null, unchanged: Unchanged | null): { done: void | Promise<void>; unlocked: boolean; stored: boolean } {
     const shared = this.shared;
-    if (lock === null || shared === null) return { done: this.write(() => this.store.set(key, record, ttl)), unlocked: false };
+    if (shared === null || (lock === null && unchanged === null)) return { done: this.write(() => this.store.set(key, record, ttl)), unlocked: false, stored: true };
     let unlocked = false;
+    let stored = true;
     const done = this.write(() => {
-      shared.setAndUnlock(key, record, ttl, lock);
-      unlocked = true;
+      stored = shared.setAndUnlock(key, record, ttl, lock, unchanged);
+      unlocked = lock !== null;
     });
-    return { done, unlocked };
+    return { done, unlocked, stored };
+  }
+
+  /**
+   * How many times the URL of `primary` was invalidated (SharedCacheStore.generation), read before its
+   * answer is fetched; null without the shared store, or when the store cannot say.
+   */
+  generation(primary: string): number | null {
+    const shared = this.shared;
+    if (shared === null) return null;
+    try {
+      return shared.generation(urlOfKey(primary));
+    } catch (err) {
+      this.storeFailed(err);
+      return null;
+    }
   }
 
   /**
@@ -446,6 +470,7 @@ export class ResponseCache implements Middleware {
     const conditions: Record<string, string> = {};
     if (entry.etag !== undefined) conditions['if-none-match'] = entry.etag;
     if (entry.lastModified !== undefined) conditions['if-modified-since'] = entry.lastModified;
+    const generation = this.generation(primary);
     const url = `${target.upstream.replace(/\/$/, '')}${ctx.path}${ctx.query === '' ? '' : `?${ctx.query}`}`;
     const finish = (): void => {
       this.refreshing.delete(key);
@@ -468,7 +493,7 @@ export class ResponseCache implements Middleware {
         await answer.body.dump();
         const merged = freshenedHeaders(entry, flat, this.targeted);
         const verdict = judge(primary, requestHeaders, entry.status, merged, this.defaultTtlMs, this.heuristic, Date.now(), this.targeted);
-        if (verdict.policy !== null) await this.save(primary, requestHeaders, entry.status, merged, entry.body, verdict.policy, verdict.vary).done;
+        if (verdict.policy !== null) await this.save(primary, requestHeaders, entry.status, merged, entry.body, verdict.policy, verdict.vary, null, generation).done;
         return;
       }
       if (answer.statusCode === 304) {
@@ -483,7 +508,7 @@ export class ResponseCache implements Middleware {
       const body = Buffer.from(await answer.body.arrayBuffer());
       const verdict = judge(primary, requestHeaders, answer.statusCode, flat, this.defaultTtlMs, this.heuristic, Date.now(), this.targeted);
       if (verdict.policy !== null && body.length <= this.maxEntryBytes) {
-        await this.save(primary, requestHeaders, answer.statusCode, flat, body, verdict.policy, verdict.vary).done;
+        await this.save(primary, requestHeaders, answer.statusCode, flat, body, verdict.policy, verdict.vary, null, generation).done;
       }
     })()
       .catch(() => this.metrics.add(this.names.storeErrors))
@@ -621,6 +646,10 @@ class CacheRequest implements ResponseObserver {
   private bytes = 0;
   /** The cache failed while deciding for it (ResponseCache.failed): it takes no further part. */
   private abandoned = false;
+  /** generation() of the URL when the request was last sent on its way upstream. */
+  private generation: number | null = null;
+  /** Its answer was not stored: the URL was invalidated while it was fetched. */
+  private invalidated = false;
 
   constructor(
     private readonly cache: ResponseCache,
@@ -862,6 +891,8 @@ class CacheRequest implements ResponseObserver {
       this.observing = true;
       this.ctx.observe(this);
     }
+    // Before it goes: an invalidation from now on means its answer may predate it (RFC 9111 4.4).
+    if (this.isGet) this.generation = this.cache.generation(this.primary);
     return undefined;
   }
 
@@ -972,17 +1003,21 @@ class CacheRequest implements ResponseObserver {
     const flight = this.flight;
     if (flight === null) return;
     this.flight = null;
-    const outcome: FlightOutcome = { stored, stale: this.served };
+    const outcome: FlightOutcome = { stored: stored && !this.invalidated, stale: this.served };
     flight.land(outcome);
   }
 
-  /** Keeps the answer (a Promise when the store answers later). */
+  /**
+   * Keeps the answer (a Promise when the store answers later), unless its URL was invalidated since it
+   * was sent upstream: then its followers go upstream themselves.
+   */
   private store(body: Buffer): void | Promise<void> {
     const token = this.lockToken;
     const lock = token === null ? null : { key: this.lookupKey, token };
-    const { record, done, unlocked } = this.cache.save(this.primary, this.requestHeaders, this.status, this.headers, body, this.policy!, this.storedVary, lock);
+    const { record, done, unlocked, stored } = this.cache.save(this.primary, this.requestHeaders, this.status, this.headers, body, this.policy!, this.storedVary, lock, this.generation);
     // Let go with the entry (one commit): land() has no lock left to release.
     if (unlocked) this.lockToken = null;
+    if (!stored) this.invalidated = true;
     this.lastStored = record;
     return done;
   }
