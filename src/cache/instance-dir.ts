@@ -4,20 +4,83 @@
  * its workers and removed when the primary exits. Workers learn it from GATEWAY_CACHE_DIR (inherited
  * through cluster.fork). A primary killed with SIGKILL cannot remove its directory: the next primary
  * to start removes the directories of primaries that are no longer running.
+ *
+ * The primary creates LMDB's two files in it too, empty (LMDB sets up an empty file as a new
+ * environment), so that what makes the environment is known from the start: the directory and those
+ * files, each by its inode. InstanceCacheDir.check() finds one of them gone or another file (a tmp
+ * cleaner, by hand) and creates a new directory, which every worker then moves to (lmdb-env.ts); a
+ * worker that finds one missing as it opens the environment says so at once (instanceDirIntact).
  */
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export const CACHE_DIR_ENV = 'GATEWAY_CACHE_DIR';
 const PREFIX = 'specgate-cache-';
+/** The directory itself (''), and LMDB's files. */
+const PARTS = ['', 'data.mdb', 'lock.mdb'] as const;
+
+export class InstanceCacheDir {
+  private identity: string;
+
+  constructor(public path: string) {
+    this.identity = identity(path);
+  }
+
+  /**
+   * Null while the directory and its files are those created; else one was removed or replaced, and
+   * this is the new directory made in place of the old (GATEWAY_CACHE_DIR names it for workers forked
+   * from now on). Throws when no new directory can be made (the old one stays named).
+   */
+  check(): { was: string; now: string } | null {
+    if (identity(this.path) === this.identity) return null;
+    const was = this.path;
+    const now = makeDir();
+    try {
+      // What a worker may have created at the old path (LMDB makes a missing directory): nobody is to use it.
+      rmSync(was, { recursive: true, force: true });
+    } catch {
+      // Left to the next primary's sweep of directories of primaries no longer running.
+    }
+    this.path = now;
+    this.identity = identity(now);
+    return { was, now };
+  }
+}
+
+/** The inodes of the directory and its files ('-' for one that is missing). */
+function identity(dir: string): string {
+  return PARTS.map((name) => {
+    try {
+      const stat = statSync(join(dir, name));
+      return `${stat.dev}:${stat.ino}`;
+    } catch {
+      return '-';
+    }
+  }).join(' ');
+}
+
+/** In a worker: the directory and LMDB's files in it are all there (else it was cleaned away). */
+export function instanceDirIntact(dir: string): boolean {
+  return !identity(dir).split(' ').includes('-');
+}
+
+let current: InstanceCacheDir | null = null;
 
 /** Creates the instance's directory, removes it at exit, and tells workers forked later where it is. */
-export function createInstanceCacheDir(): string {
+export function createInstanceCacheDir(): InstanceCacheDir {
   removeOrphans();
+  current = new InstanceCacheDir(makeDir());
+  process.on('exit', () => {
+    if (current !== null) rmSync(current.path, { recursive: true, force: true });
+  });
+  return current;
+}
+
+function makeDir(): string {
   const dir = mkdtempSync(join(tmpdir(), `${PREFIX}${process.pid}-`));
+  for (const name of PARTS) if (name !== '') writeFileSync(join(dir, name), '');
   process.env[CACHE_DIR_ENV] = dir;
-  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
 
@@ -25,6 +88,11 @@ export function createInstanceCacheDir(): string {
 export function instanceCacheDir(): string | undefined {
   const dir = process.env[CACHE_DIR_ENV];
   return dir === undefined || dir === '' ? undefined : dir;
+}
+
+/** In a worker: the primary moved the instance's directory there. */
+export function setInstanceCacheDir(dir: string): void {
+  process.env[CACHE_DIR_ENV] = dir;
 }
 
 function removeOrphans(): void {

@@ -2,6 +2,7 @@
  * The `local` store: one cache per instance, shared by every worker through LMDB (the `lmdb` package:
  * a memory-mapped B-tree file with one writer at a time and lock-free readers, safe across processes).
  * A write is a transaction: a worker killed in the middle of one leaves the last committed state.
+ * Environments (one per directory, and the instance's directory moving) are lmdb-env.ts's.
  *
  * Per cache (its middleware id) five named databases in the instance's environment:
  *   <id>:e  key -> [expiresAt f64][seq f64][size f64][keyBytes f64][key][record bytes (codec.ts)]
@@ -21,13 +22,10 @@
  * sequence number it was stored with: a hit is one LMDB lookup and a compare; an entry another worker
  * replaced or deleted is seen at the next read.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createRequire } from 'node:module';
-import type { Database, RootDatabase } from 'lmdb';
+import type { Database } from 'lmdb';
 import { LRUCache } from 'lru-cache';
 import { CacheRecordError, decodeRecord, encodeRecord } from './codec.js';
+import { acquireEnv, releaseEnv, type CacheEnv, type EnvUser } from './lmdb-env.js';
 import { lmdbKey, rangeStart } from './lmdb-keys.js';
 import type { CacheRecord } from './record.js';
 import type { CacheStore } from './store.js';
@@ -57,47 +55,6 @@ function asBuffer(value: Uint8Array): Buffer {
   return value instanceof Buffer ? value : Buffer.from(value.buffer, value.byteOffset, value.length);
 }
 
-/**
- * lmdb (a native addon and its helpers, about 0.1-0.2 s of CPU) is loaded when a worker opens a shared
- * store, not by every worker that merely could: most configs have no responseCache.
- */
-let lmdbModule: typeof import('lmdb') | null = null;
-function lmdb(): typeof import('lmdb') {
-  return (lmdbModule ??= createRequire(import.meta.url)('lmdb') as typeof import('lmdb'));
-}
-
-interface Env {
-  root: RootDatabase;
-  users: number;
-  /** A directory of our own (no instance directory): removed with the last user. */
-  removeDir: string | null;
-}
-const envs = new Map<string, Env>();
-let privateDirs = 0;
-
-function acquire(dir: string | undefined): { key: string; env: Env } {
-  // Without an instance directory each store has one of its own (nothing to share it with).
-  const key = dir ?? `private:${++privateDirs}`;
-  let env = envs.get(key);
-  if (env === undefined) {
-    const path = dir ?? mkdtempSync(join(tmpdir(), `specgate-cache-${process.pid}-`));
-    const root = lmdb().open({ path, noSync: true, noMetaSync: true, maxDbs: 256, mapSize: 1024 * 1024 * 1024, cache: false });
-    env = { root, users: 0, removeDir: dir === undefined ? path : null };
-    envs.set(key, env);
-  }
-  env.users++;
-  return { key, env };
-}
-
-function release(key: string, env: Env): void {
-  if (--env.users > 0) return;
-  envs.delete(key);
-  const dir = env.removeDir;
-  void env.root.close().then(() => {
-    if (dir !== null) rmSync(dir, { recursive: true, force: true });
-  });
-}
-
 /** The slot of a URL (key.ts urlPrefix) among GENERATION_SLOTS (FNV-1a): the same in every worker. */
 function urlSlot(url: string): number {
   let hash = 0x811c9dc5;
@@ -119,35 +76,49 @@ export interface Unchanged {
   generation: number;
 }
 
-export class SharedCacheStore implements CacheStore {
-  private readonly envKey: string;
-  private readonly env: Env;
-  private readonly entries: Database<Buffer, string>;
-  private readonly order: Database<[string, number, number], number>;
-  private readonly state: Database<number, string>;
-  private readonly locks: Database<{ o: string; x: number }, string>;
-  private readonly generations: Database<number, number>;
+export class SharedCacheStore implements CacheStore, EnvUser {
+  private readonly env: CacheEnv;
+  private entries!: Database<Buffer, string>;
+  private order!: Database<[string, number, number], number>;
+  private state!: Database<number, string>;
+  private locks!: Database<{ o: string; x: number }, string>;
+  private generations!: Database<number, number>;
   private readonly memo: LRUCache<string, { seq: number; record: CacheRecord }>;
+  /** bytesStored as this worker counted it (added less removed): what leaves when the environment is reopened. */
+  private counted = 0;
   private closed = false;
 
   /** `dir`: the instance's directory (instance-dir.ts); undefined: a directory of this store's own. */
   constructor(
     dir: string | undefined,
-    owner: string,
+    private readonly owner: string,
     private readonly maxBytes: number,
     private readonly events: SharedStoreEvents,
   ) {
-    ({ key: this.envKey, env: this.env } = acquire(dir));
-    const root = this.env.root;
+    this.env = acquireEnv(dir, this);
+    this.openDatabases();
+    this.memo = new LRUCache({
+      maxSize: Math.max(1, Math.min(MEMO_MAX_BYTES, Math.floor(maxBytes * MEMO_SHARE))),
+      sizeCalculation: (item) => Math.max(1, item.record.size),
+    });
+  }
+
+  private openDatabases(): void {
+    const { root } = this.env;
+    const owner = this.owner;
     this.entries = root.openDB<Buffer, string>(`${owner}:e`, { encoding: 'binary' });
     this.order = root.openDB<[string, number, number], number>(`${owner}:o`, { encoding: 'json' });
     this.state = root.openDB<number, string>(`${owner}:s`, { encoding: 'json' });
     this.locks = root.openDB<{ o: string; x: number }, string>(`${owner}:l`, { encoding: 'json' });
     this.generations = root.openDB<number, number>(`${owner}:g`, { encoding: 'json' });
-    this.memo = new LRUCache({
-      maxSize: Math.max(1, Math.min(MEMO_MAX_BYTES, Math.floor(maxBytes * MEMO_SHARE))),
-      sizeCalculation: (item) => Math.max(1, item.record.size),
-    });
+  }
+
+  /** The environment was reopened in another directory (lmdb-env.ts): empty, and nothing decoded before holds. */
+  reopened(): void {
+    this.openDatabases();
+    this.memo.clear();
+    if (this.counted !== 0) this.events.removed(this.counted, false);
+    this.counted = 0;
   }
 
   get(key: string): CacheRecord | undefined {
@@ -219,7 +190,8 @@ export class SharedCacheStore implements CacheStore {
     });
     if (seq === 0) return false;
     this.memo.set(key, { seq, record });
-    for (const [n, evicted] of removed) this.events.removed(n, evicted);
+    this.report(removed);
+    this.counted += size;
     this.events.added(size);
     return true;
   }
@@ -231,7 +203,7 @@ export class SharedCacheStore implements CacheStore {
       if (size > 0) this.state.put('bytes', (this.state.get('bytes') ?? 0) - size);
     });
     this.memo.delete(key);
-    for (const [n, evicted] of removed) this.events.removed(n, evicted);
+    this.report(removed);
   }
 
   /**
@@ -258,7 +230,7 @@ export class SharedCacheStore implements CacheStore {
       }
     });
     for (const key of keys) this.memo.delete(key);
-    for (const [n, evicted] of removed) this.events.removed(n, evicted);
+    this.report(removed);
     return keys.length;
   }
 
@@ -269,6 +241,13 @@ export class SharedCacheStore implements CacheStore {
    */
   generation(url: string): number {
     return this.generations.get(urlSlot(url)) ?? 0;
+  }
+
+  private report(removed: Array<[number, boolean]>): void {
+    for (const [n, evicted] of removed) {
+      this.counted -= n;
+      this.events.removed(n, evicted);
+    }
   }
 
   /** The whole key of the entry under LMDB key `stored` (a digest key's record carries it). */
@@ -377,11 +356,11 @@ export class SharedCacheStore implements CacheStore {
     this.closed = true;
     this.memo.clear();
     // A directory of its own goes with its last user, and the bytes it held with it.
-    if (this.env.removeDir !== null && this.env.users === 1) {
+    if (this.env.removeDir !== null && this.env.users.size === 1) {
       const held = this.bytes;
       if (held > 0) this.events.removed(held, false);
     }
-    release(this.envKey, this.env);
+    releaseEnv(this.env, this);
     return Promise.resolve();
   }
 }

@@ -58,8 +58,18 @@ export interface ReopenLogsMessage {
   type: 'reopen-logs';
 }
 
+/**
+ * The instance's response cache directory (src/cache/instance-dir.ts): on hello, and when the primary
+ * found it removed or replaced and made a new one. A worker whose cache is elsewhere moves it there.
+ */
+export interface CacheDirMessage {
+  type: 'cache-dir';
+  dir: string;
+}
+
 export type PrimaryToWorker =
   | PublishMessage
+  | CacheDirMessage
   | HealthMessage
   | MetricsReportMessage
   | ShutdownMessage
@@ -119,7 +129,13 @@ export interface StoresMessage {
   stores: Record<string, StoreSnapshot>;
 }
 
-export type WorkerToPrimary = HelloMessage | ListeningMessage | ReadyMessage | ApplyFailedMessage | MetricsDeltaMessage | BreakersMessage | StoresMessage;
+/** The worker was opening the response cache directory and found it, or a file of it, gone. */
+export interface CacheDirGoneMessage {
+  type: 'cache-dir-gone';
+  dir: string;
+}
+
+export type WorkerToPrimary = HelloMessage | ListeningMessage | ReadyMessage | ApplyFailedMessage | MetricsDeltaMessage | BreakersMessage | StoresMessage | CacheDirGoneMessage;
 
 function hasType(value: unknown): value is { type: unknown } {
   return typeof value === 'object' && value !== null && 'type' in value;
@@ -134,13 +150,20 @@ export function isWorkerMessage(value: unknown): value is WorkerToPrimary {
       value.type === 'apply-failed' ||
       value.type === 'metrics-delta' ||
       value.type === 'breakers' ||
-      value.type === 'stores')
+      value.type === 'stores' ||
+      value.type === 'cache-dir-gone')
   );
 }
 
 export function isPrimaryMessage(value: unknown): value is PrimaryToWorker {
   return (
     hasType(value) &&
-    (value.type === 'publish' || value.type === 'health' || value.type === 'metrics' || value.type === 'shutdown' || value.type === 'breaker-trip' || value.type === 'reopen-logs')
+    (value.type === 'publish' ||
+      value.type === 'cache-dir' ||
+      value.type === 'health' ||
+      value.type === 'metrics' ||
+      value.type === 'shutdown' ||
+      value.type === 'breaker-trip' ||
+      value.type === 'reopen-logs')
   );
 }

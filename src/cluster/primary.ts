@@ -1,5 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
-import { createInstanceCacheDir } from '../cache/instance-dir.js';
+import { createInstanceCacheDir, type InstanceCacheDir } from '../cache/instance-dir.js';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig } from '../config/load.js';
@@ -112,6 +112,8 @@ async function heldPorts(config: GatewayConfig): Promise<string | null> {
 }
 /** How often the TLS certificates' expiry is checked again. */
 const CERTIFICATE_CHECK_MS = 6 * 3600 * 1000;
+/** How often the response cache's directory is checked (a worker that finds it gone says so at once). */
+const CACHE_DIR_CHECK_MS = 5000;
 
 class Primary {
   private readonly supervisor: Supervisor;
@@ -134,6 +136,7 @@ class Primary {
   private shuttingDown = false;
   private restarts = 0;
   private exitWith: (code: number) => void = () => {};
+  private cacheDir: InstanceCacheDir | null = null;
 
   constructor(
     private readonly log: Logger,
@@ -182,7 +185,8 @@ class Primary {
     if (flags.scavenging === 'refused') {
       this.log.warn({ flag: SCAVENGE_FLAG }, 'this Node refuses the flag: workers scavenge with V8\'s helper threads');
     }
-    createInstanceCacheDir();
+    this.cacheDir = createInstanceCacheDir();
+    setInterval(() => this.checkCacheDir(), CACHE_DIR_CHECK_MS).unref();
     cluster.setupPrimary({ exec: fileURLToPath(WORKER_ENTRY), args: [], execArgv: [...flags.execArgv, ...noInspectorSignalFlags()] });
 
     this.supervisor.on('hello', (slot, worker) => this.onHello(worker));
@@ -315,6 +319,8 @@ class Primary {
    */
   private onHello(worker: Worker): void {
     this.metrics.setWorkerCount(this.supervisor.liveWorkers().length);
+    // Before the table: a worker forked before the directory moved builds its cache where it now is.
+    if (this.cacheDir) this.supervisor.send(worker, { type: 'cache-dir', dir: this.cacheDir.path });
     const published = this.publisher.current;
     if (published) this.supervisor.send(worker, published.message);
     if (this.health.current) this.supervisor.send(worker, this.health.current);
@@ -347,7 +353,34 @@ class Primary {
         this.metrics.touch();
         this.refreshHealth();
         break;
+      case 'cache-dir-gone':
+        this.checkCacheDir();
+        break;
     }
+  }
+
+  /**
+   * The response cache's directory (or a file of it) was removed or replaced under the running gateway
+   * (a temporary-files cleaner): a new one, and every worker moves its cache there, so that no worker
+   * opens a store of its own beside the others' (src/cache/lmdb-env.ts).
+   */
+  private checkCacheDir(): void {
+    const cacheDir = this.cacheDir;
+    if (cacheDir === null || this.shuttingDown) return;
+    let moved: { was: string; now: string } | null;
+    try {
+      moved = cacheDir.check();
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      this.log.error({ dir: cacheDir.path, reason }, `the response cache directory ${cacheDir.path} is gone and no new one could be made (${reason}); tried again in ${CACHE_DIR_CHECK_MS / 1000} s`);
+      return;
+    }
+    if (moved === null) return;
+    this.log.warn(
+      { was: moved.was, dir: moved.now },
+      `the response cache directory ${moved.was} was removed or replaced (a temporary-files cleaner?); every worker moves its cache to ${moved.now}, empty`,
+    );
+    this.supervisor.broadcast({ type: 'cache-dir', dir: moved.now });
   }
 
   private onWorkerExit(workerId: number): void {

@@ -28,6 +28,7 @@ import {
   type WorkerToPrimary,
 } from './messages.js';
 import { RequestObserve } from '../observe/request-observe.js';
+import { moveInstanceEnv, onMissingInstanceDir } from '../cache/lmdb-env.js';
 
 const METRICS_SHIP_INTERVAL_MS = 200;
 /** The access log's dropped lines in /metrics (accessLog.droppedLines; gateway_access_log_dropped_lines_total). */
@@ -348,6 +349,9 @@ function onMessage(message: PrimaryToWorker): void {
       if (metricsDelayed !== null) void metricsDelayed.then(() => takeMetrics(message));
       else takeMetrics(message);
       break;
+    case 'cache-dir':
+      if (moveInstanceEnv(message.dir)) log.info({ dir: message.dir }, 'the response cache moved to a new directory');
+      break;
     case 'breaker-trip':
       dataPlane?.tripBreaker(message.upstream, message.endpoint);
       break;
@@ -378,6 +382,11 @@ try {
   log.fatal({ err }, 'no usable uWebSockets.js build');
   process.exit(1);
 }
+// The response cache's directory gone when this worker opens it: the primary makes another for every worker.
+onMissingInstanceDir((dir) => {
+  log.warn({ dir }, `the response cache directory ${dir} (or a file of it) is gone; the primary is asked for a new one`);
+  send({ type: 'cache-dir-gone', dir });
+});
 const receiveLease = (lease: LeaseBankMessage): void => components.receiveLease(lease);
 process.on('message', (message: unknown) => {
   if (!receiveLeases(message, isLeaseBankMessage, receiveLease) && isPrimaryMessage(message)) onMessage(message);
