@@ -161,10 +161,11 @@ export class SharedCacheStore implements CacheStore, EnvUser {
    */
   setAndUnlock(key: string, record: CacheRecord, ttlMs: number, lock: HeldLock | null, unchanged: Unchanged | null = null): boolean {
     const bytes = encodeRecord(record);
-    const size = record.size;
     const expiresAt = Date.now() + Math.max(1, Math.ceil(ttlMs));
     const stored = lmdbKey(key);
     const keyBytes = stored === key ? 0 : Buffer.byteLength(key, 'utf8');
+    // A kept key counts toward maxBytes too: a Vary'd header value can make it kilobytes long.
+    const size = record.size + keyBytes;
     const value = Buffer.allocUnsafe(HEADER + keyBytes + bytes.length);
     value.writeDoubleLE(expiresAt, 0);
     value.writeDoubleLE(size, 16);
