@@ -7,7 +7,8 @@ import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { eventually, startGateway, startUpstream, testConfig, type LogLine } from '../helpers/gateway-process.js';
+import { eventually, startUpstream, type LogLine } from '../helpers/gateway-process.js';
+import { startCachingGateway } from '../helpers/cache-gateway.js';
 import { rawRequest } from '../helpers/raw-http.js';
 
 const app = await startUpstream(t, {
@@ -23,23 +24,7 @@ const app = await startUpstream(t, {
     res.end(`${path} #${app.seen.get(`GET ${path}`)}`);
   },
 });
-const gateway = await startGateway(t, {
-  config: testConfig(
-    [
-      {
-        serviceType: 'static',
-        serviceLocation: app.location,
-        endpoints: [
-          { method: 'GET', path: '/items/{id}' },
-          { method: 'PUT', path: '/items/{id}' },
-        ],
-      },
-    ],
-    { accessLog: { enabled: false }, middleware: [{ id: 'cache', type: 'responseCache' }] },
-  ),
-  waitFor: (line) => line.msg === 'gateway operational',
-  startTimeoutMs: 60_000,
-});
+const gateway = await startCachingGateway(t, app.location, ['GET /items/{id}', 'PUT /items/{id}']);
 
 interface Answer {
   worker: string;

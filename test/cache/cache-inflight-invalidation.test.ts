@@ -4,7 +4,8 @@
 // The next GET goes upstream and gets the new state.
 import t, { type Test } from 'tap';
 import { Client } from 'undici';
-import { startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { startUpstream } from '../helpers/gateway-process.js';
+import { startCachingGateway } from '../helpers/cache-gateway.js';
 
 /** The state of each path: a PUT moves it on. */
 const versions = new Map<string, number>();
@@ -26,23 +27,7 @@ const app = await startUpstream(t, {
     }, 800);
   },
 });
-const gateway = await startGateway(t, {
-  config: testConfig(
-    [
-      {
-        serviceType: 'static',
-        serviceLocation: app.location,
-        endpoints: [
-          { method: 'GET', path: '/items/{id}' },
-          { method: 'PUT', path: '/items/{id}' },
-        ],
-      },
-    ],
-    { accessLog: { enabled: false }, middleware: [{ id: 'cache', type: 'responseCache' }] },
-  ),
-  waitFor: (line) => line.msg === 'gateway operational',
-  startTimeoutMs: 60_000,
-});
+const gateway = await startCachingGateway(t, app.location, ['GET /items/{id}', 'PUT /items/{id}']);
 
 interface Answer {
   status: number;

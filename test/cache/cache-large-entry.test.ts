@@ -2,7 +2,8 @@
 // such values over as a view of its memory map, not as a Buffer. The entry is read back by both
 // workers, replaced, invalidated and evicted like any other, and the store keeps taking writes.
 import t from 'tap';
-import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { eventually, httpRequest, startUpstream } from '../helpers/gateway-process.js';
+import { startCachingGateway } from '../helpers/cache-gateway.js';
 import { Client } from 'undici';
 
 const MB = 1024 * 1024;
@@ -32,27 +33,7 @@ const app = await startUpstream(t, {
     res.end(`${path} #${n}`);
   },
 });
-const gateway = await startGateway(t, {
-  config: testConfig(
-    [
-      {
-        serviceType: 'static',
-        serviceLocation: app.location,
-        endpoints: [
-          { method: 'GET', path: '/big/{id}' },
-          { method: 'PUT', path: '/big/{id}' },
-          { method: 'GET', path: '/items/{id}' },
-        ],
-      },
-    ],
-    {
-      accessLog: { enabled: false },
-      middleware: [{ id: 'cache', type: 'responseCache', maxEntryBytes: 20 * MB, maxBytes: 40 * MB }],
-    },
-  ),
-  waitFor: (line) => line.msg === 'gateway operational',
-  startTimeoutMs: 60_000,
-});
+const gateway = await startCachingGateway(t, app.location, ['GET /big/{id}', 'PUT /big/{id}', 'GET /items/{id}'], { maxEntryBytes: 20 * MB, maxBytes: 40 * MB });
 
 interface Answer {
   worker: string;

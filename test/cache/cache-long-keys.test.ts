@@ -4,7 +4,8 @@
 // concurrent misses across the workers) and dropped by a POST to its URL, with the cache's own X-Cache
 // on every answer (the upstream's never reaches the client).
 import t, { type Test } from 'tap';
-import { httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { httpRequest, startUpstream } from '../helpers/gateway-process.js';
+import { startCachingGateway } from '../helpers/cache-gateway.js';
 import { rawRequest } from '../helpers/raw-http.js';
 
 const VARY_NAMES = Array.from({ length: 400 }, (_, i) => `x-h${i}`);
@@ -28,23 +29,7 @@ const app = await startUpstream(t, {
     }, 300);
   },
 });
-const gateway = await startGateway(t, {
-  config: testConfig(
-    [
-      {
-        serviceType: 'static',
-        serviceLocation: app.location,
-        endpoints: [
-          { method: 'GET', path: '/items/{id}' },
-          { method: 'POST', path: '/items/{id}' },
-        ],
-      },
-    ],
-    { accessLog: { enabled: false }, middleware: [{ id: 'cache', type: 'responseCache' }] },
-  ),
-  waitFor: (line) => line.msg === 'gateway operational',
-  startTimeoutMs: 60_000,
-});
+const gateway = await startCachingGateway(t, app.location, ['GET /items/{id}', 'POST /items/{id}']);
 
 interface Answer {
   worker: string;
