@@ -892,7 +892,7 @@ class CacheRequest implements ResponseObserver {
       this.ctx.observe(this);
     }
     // Before it goes: an invalidation from now on means its answer may predate it (RFC 9111 4.4).
-    if (this.isGet) this.generation = this.cache.generation(this.primary);
+    if (this.fetchesGet) this.generation = this.cache.generation(this.primary);
     return undefined;
   }
 
