@@ -19,9 +19,12 @@ const HEAD_BYTES = 1900;
 const SURELY_AS_IS = Math.floor(AS_IS_BYTES / 3);
 const SEPARATOR = '\n#';
 
-/** The LMDB key of cache key `key`: `key` itself unless it is too long. */
+/** The LMDB key of cache key `key`: `key` itself unless it is too long. Small enough to be inlined. */
 export function lmdbKey(key: string): string {
-  if (key.length <= SURELY_AS_IS) return key;
+  return key.length <= SURELY_AS_IS ? key : longKey(key);
+}
+
+function longKey(key: string): string {
   if (key.length <= AS_IS_BYTES && Buffer.byteLength(key, 'utf8') <= AS_IS_BYTES) return key;
   const bytes = Buffer.from(key, 'utf8');
   return `${head(bytes)}${SEPARATOR}${createHash('sha256').update(bytes).digest('base64url')}`;

@@ -109,8 +109,8 @@ export class Pipeline {
       let decision: Decision | Promise<Decision> | LongDecision;
       try {
         decision = middleware.decide(ctx);
-      } catch {
-        decision = this.failed(middleware);
+      } catch (err) {
+        decision = this.failed(middleware, ctx, err);
       }
       if (decision instanceof Promise) {
         this.await(ctx, list, i, decision, middleware.slaMs, goingAsync(ctx));
@@ -156,12 +156,17 @@ export class Pipeline {
         this.run(ctx, list, index + 1, done);
       }
     }, waitMs);
-    pending.then(settle, () => settle(this.failed(middleware)));
+    pending.then(settle, (err: unknown) => settle(this.failed(middleware, ctx, err)));
   }
 
-  /** A middleware that threw (a bug of its own): skipped, or 503 when it fails closed. */
-  private failed(middleware: Middleware): Decision {
+  /** A middleware that threw (a bug of its own): skipped, or 503 when it fails closed; told (failed()). */
+  private failed(middleware: Middleware, ctx: RequestContext, err: unknown): Decision {
     this.metrics.add(this.names.get(middleware)!.errors);
+    try {
+      middleware.failed?.(ctx, err);
+    } catch {
+      // Its own failure handler failing changes nothing: the request goes on as decided here.
+    }
     return middleware.failClosed ? problem(503, `${middleware.id} failed to decide`) : undefined;
   }
 

@@ -151,7 +151,6 @@ class Names {
   readonly waitTimeouts: string;
   readonly lockWaits: string;
   readonly storeErrors: string;
-  readonly errors: string;
   readonly revalidated304: string;
   readonly revalidated200: string;
   readonly notModified: string;
@@ -174,7 +173,6 @@ class Names {
     this.invalidations = `${prefix}invalidations`;
     this.backgroundRefreshes = `${prefix}backgroundRefreshes`;
     this.storeErrors = `${prefix}storeErrors`;
-    this.errors = `${prefix}errors`;
   }
 }
 
@@ -209,8 +207,6 @@ export class ResponseCache implements Middleware {
   readonly shared: SharedCacheStore | null;
   private readonly storeFailures: FailureLog;
   private readonly failures: FailureLog;
-  /** The CacheRequest of the decision under way (synchronously), for failed(). */
-  private deciding: CacheRequest | null = null;
 
   constructor(config: ResponseCacheConfig, context: MiddlewareContext) {
     this.id = config.id;
@@ -257,15 +253,6 @@ export class ResponseCache implements Middleware {
     // Whatever reaches the client from the upstream (miss, bypass, uncacheable, the cache failing)
     // loses the fields this cache obeys (RFC 9213); answers built from entries never had them.
     if (this.hidden !== null) ctx.hideResponseHeaders(this.hidden);
-    this.deciding = null;
-    try {
-      return this.lookup(ctx);
-    } catch (err) {
-      return this.failed(ctx, this.deciding, err);
-    }
-  }
-
-  private lookup(ctx: RequestContext): Decision | Promise<Decision> | LongDecision {
     const method = ctx.method;
     if ((method !== 'GET' && method !== 'HEAD') || ctx.hasBody) return this.bypass(ctx);
     const headers = ctx.headers;
@@ -281,7 +268,7 @@ export class ResponseCache implements Middleware {
       else if (name === 'x-forwarded-proto') proto = headers[i + 1];
     }
     const key = primaryKey(requestOrigin(ctx.secure, proto, host), ctx.route!.canonical, ctx.path, ctx.query);
-    if (directives) return this.armed(ctx, (this.deciding = new CacheRequest(this, ctx, key, authorization)).start());
+    if (directives) return this.armed(new CacheRequest(this, ctx, key, authorization).start());
     const found = this.get(key);
     if (found !== undefined && !(found instanceof Promise)) {
       const entry = found.kind === 'response' ? found : this.get(variantKey(key, found.names, headers));
@@ -293,36 +280,35 @@ export class ResponseCache implements Middleware {
         }
       }
     }
-    return this.armed(ctx, (this.deciding = new CacheRequest(this, ctx, key, authorization)).resume(found));
+    return this.armed(new CacheRequest(this, ctx, key, authorization).resume(found));
   }
 
   /**
    * With the shared store a pending decision means one thing only: a miss waiting for another request's
    * answer, which may take lockTimeoutMs (a lookup never waits: the store answers synchronously). The
-   * pipeline waits that long for it instead of slaMs. A pending decision that fails is failed().
+   * pipeline waits that long for it instead of slaMs.
    */
-  private armed(ctx: RequestContext, decision: Decision | Promise<Decision>): Decision | Promise<Decision> | LongDecision {
-    if (!(decision instanceof Promise)) return decision;
-    const request = this.deciding;
-    const guarded = decision.catch((err: unknown) => this.failed(ctx, request, err));
-    return this.shared !== null ? new LongDecision(guarded, this.longWaitMs) : guarded;
+  private armed(decision: Decision | Promise<Decision>): Decision | Promise<Decision> | LongDecision {
+    if (decision instanceof Promise && this.shared !== null) return new LongDecision(decision, this.longWaitMs);
+    return decision;
   }
 
   /**
-   * The cache itself failed (a bug, or a store failure where it has no rule for one): counted as the
-   * pipeline counts a middleware that throws, logged, and the request goes upstream without the cache,
-   * labelled BYPASS; a lead it took is given up, so its followers do not wait for it.
+   * The cache threw while deciding for `ctx`, or its decision rejected (a bug, or a store failure where
+   * it has no rule for one, such as taking a lock): the pipeline counted it (errors) and forwards the
+   * request without the cache. Logged, labelled BYPASS (never the upstream's X-Cache), and a lead the
+   * request took is given up, so its followers do not wait for it. Nothing here on the hit path.
    */
-  private failed(ctx: RequestContext, request: CacheRequest | null, err: unknown): undefined {
-    this.metrics.add(this.names.errors);
+  failed(ctx: RequestContext, err: unknown): void {
     this.failures.report(err);
-    if (request !== null) {
+    const observers = ctx.observers;
+    const request = observers?.find((observer): observer is CacheRequest => observer instanceof CacheRequest && observer.cache === this);
+    if (request !== undefined) {
       request.abandon();
     } else {
       forwardedLabel(ctx, 'BYPASS');
       this.metrics.add(this.names.bypass);
     }
-    return undefined;
   }
 
   /** A store failure: counted in storeErrors and logged. */
@@ -652,7 +638,7 @@ class CacheRequest implements ResponseObserver {
   private invalidated = false;
 
   constructor(
-    private readonly cache: ResponseCache,
+    readonly cache: ResponseCache,
     private readonly ctx: RequestContext,
     private readonly primary: string,
     private readonly authorization: boolean,

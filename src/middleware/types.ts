@@ -35,6 +35,12 @@ export interface Middleware {
    * It must not throw or reject for a store failure (it applies its own onStoreError rule).
    */
   decide(ctx: RequestContext): Decision | Promise<Decision> | LongDecision;
+  /**
+   * Optional: decide threw for `ctx`, or its Promise rejected. The pipeline has counted it (errors) and
+   * goes on without this middleware (or answers 503 when it fails closed); here the middleware may
+   * label the request, log why and let go of what it held for it. Not called on any other path.
+   */
+  failed?(ctx: RequestContext, err: unknown): void;
   /** Resolves once the middleware can decide as configured (its store answered, or its attempts ran out). */
   ready(): Promise<void>;
   /** Frees what it holds (store connections); in-flight decisions may still settle. */

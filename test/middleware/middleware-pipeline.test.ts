@@ -167,6 +167,55 @@ t.test('a middleware that throws is skipped (or 503 when it fails closed), and t
   t.same(counters.take(), { 'middleware.buggy.errors': 1, 'middleware.buggy.admitted': 1 });
 });
 
+t.test('a middleware that throws or rejects is told, with the request and the error, and may label the answer', async (t) => {
+  const told: string[] = [];
+  const labelling = (id: string, decide: () => Decision | Promise<Decision>, hook: (ctx: RequestContext, err: unknown) => void): Middleware => ({
+    ...middleware(id, decide),
+    failed: hook,
+  });
+  const counters = use(
+    labelling(
+      'sync',
+      () => {
+        throw new Error('sync boom');
+      },
+      (ctx, err) => {
+        told.push(`sync ${ctx.path}: ${(err as Error).message}`);
+        ctx.addResponseHeader('x-failed', 'sync');
+      },
+    ),
+    labelling(
+      'async',
+      () => Promise.reject(new Error('async boom')),
+      (ctx, err) => {
+        told.push(`async ${ctx.path}: ${(err as Error).message}`);
+        ctx.addResponseHeader('x-failed', 'async');
+      },
+    ),
+    labelling(
+      'hook-throws',
+      () => {
+        throw new Error('third');
+      },
+      () => {
+        throw new Error('the hook fails too');
+      },
+    ),
+  );
+  const res = (await rawRequest(plane.port, 'GET /items/7 HTTP/1.1\r\nHost: gw\r\n\r\n', { responses: 1 })).responses[0]!;
+  t.equal(res.status, 200, 'forwarded without them');
+  t.same(res.headers['x-failed'], ['sync', 'async'], 'each labelled the answer');
+  t.same(told, ['sync /items/7: sync boom', 'async /items/7: async boom']);
+  t.same(counters.take(), {
+    'middleware.sync.errors': 1,
+    'middleware.sync.admitted': 1,
+    'middleware.async.errors': 1,
+    'middleware.async.admitted': 1,
+    'middleware.hook-throws.errors': 1,
+    'middleware.hook-throws.admitted': 1,
+  });
+});
+
 t.test('the client leaves while a decision is pending: nothing is forwarded, the data plane drains', async (t) => {
   let release: () => void = () => {};
   use(middleware('waits', () => new Promise<Decision>((resolve) => (release = () => resolve(undefined)))));
