@@ -29,7 +29,9 @@ t.test('rateLimit decides at upgrade time (429 with Retry-After); a silent upstr
   const gateway = await startGateway(t, {
     config: testConfig([wsUpstreamConfig(upstream.location, ['/limited']), wsUpstreamConfig(silentLocation, ['/silent'])], {
       timeouts: { upstreamMs: 1000, connectMs: 1000, clientRequestMs: 10_000, shutdownGraceMs: 1000 },
-      middleware: [{ id: 'limit', type: 'rateLimit', limit: 1, windowMs: 60_000, key: 'ip', scope: 'global' }],
+      // A generous slaMs: past the default (100 ms), which a stalled primary or worker can reach on a
+      // busy host, onStoreError "allow" would upgrade the second connection.
+      middleware: [{ id: 'limit', type: 'rateLimit', limit: 1, windowMs: 60_000, key: 'ip', scope: 'global', slaMs: 5000 }],
     }),
     waitFor: (line) => line.msg === 'gateway operational',
     startTimeoutMs: 60_000,
