@@ -3,13 +3,12 @@
  * at most one per kind every 10 s, with how many were left out since the last, so a broken store does
  * not flood the log. Counters say how many; the line says why. Failure path only.
  */
+import { LineThrottle } from '../log-throttle.js';
+
 export type Warn = (message: string, fields?: Record<string, unknown>) => void;
 
-const EVERY_MS = 10_000;
-
 export class FailureLog {
-  private loggedAt = -Infinity;
-  private left = 0;
+  private readonly throttle = new LineThrottle();
 
   constructor(
     private readonly warn: Warn,
@@ -20,14 +19,8 @@ export class FailureLog {
   ) {}
 
   report(err: unknown): void {
-    const now = this.now();
-    if (now - this.loggedAt < EVERY_MS) {
-      this.left++;
-      return;
-    }
-    this.loggedAt = now;
-    const left = this.left;
-    this.left = 0;
+    const left = this.throttle.take(this.now());
+    if (left === null) return;
     const reason = err instanceof Error ? err.message : String(err);
     const fields: Record<string, unknown> = { ...this.fields, reason };
     if (left > 0) fields.suppressed = left;

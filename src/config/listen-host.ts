@@ -1,13 +1,8 @@
 import { isIP } from 'node:net';
+import { isHostName } from '../edge/host-value.js';
 import { shown } from './config-problem.js';
 
-/**
- * A host name as getaddrinfo takes one: dot-separated labels of letters, digits, "-" (not first or last)
- * and "_" (Docker service names have them), at most 63 characters each and 253 in all, an optional
- * final dot. A name whose last label is all digits ("80", "256.1.1.1") is a mistyped address, not a name.
- */
-const LABEL = '[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?';
-const HOST_NAME = new RegExp(`^(?=.{1,253}\\.?$)(?:${LABEL}\\.)*${LABEL}\\.?$`);
+/** A name whose last label is all digits ("80", "256.1.1.1") is a mistyped address, not a name. */
 const NUMERIC_LAST_LABEL = /(?:^|\.)[0-9]+\.?$/;
 
 /**
@@ -19,6 +14,6 @@ export function listenHostProblem(host: string): string | null {
   if (host.startsWith('[') && host.endsWith(']') && isIP(host.slice(1, -1)) === 6) {
     return `${shown(host)}: write an IPv6 address without brackets ("${host.slice(1, -1)}")`;
   }
-  if (HOST_NAME.test(host) && !NUMERIC_LAST_LABEL.test(host)) return null;
+  if (isHostName(host) && !NUMERIC_LAST_LABEL.test(host)) return null;
   return `${shown(host)} is neither an IP address nor a host name (e.g. "0.0.0.0", "::", "127.0.0.1" or "localhost")`;
 }

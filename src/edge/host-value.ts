@@ -26,12 +26,19 @@ export function hostValueProblem(value: string): string | null {
     name = value.slice(0, colon);
     port = value.slice(colon + 1);
   }
-  if (name.endsWith('.')) name = name.slice(0, -1);
-  if (name.length > MAX_HOST_NAME_LENGTH) return `host name is longer than ${MAX_HOST_NAME_LENGTH} characters`;
-  if (name === '' || !name.split('.').every((label) => LABEL.test(label))) {
-    return 'host is not a host name (labels of letters, digits, "-" and "_", 63 characters at most each)';
-  }
+  if ((name.endsWith('.') ? name.length - 1 : name.length) > MAX_HOST_NAME_LENGTH) return `host name is longer than ${MAX_HOST_NAME_LENGTH} characters`;
+  if (!isHostName(name)) return 'host is not a host name (labels of letters, digits, "-" and "_", 63 characters at most each)';
   return port === null ? null : portProblem(port);
+}
+
+/**
+ * A DNS name as getaddrinfo takes one: dot-separated labels of letters, digits, "-" (not first or last)
+ * and "_" (Docker service names have them), at most 63 characters each and MAX_HOST_NAME_LENGTH in all,
+ * an optional final dot.
+ */
+export function isHostName(value: string): boolean {
+  const name = value.endsWith('.') ? value.slice(0, -1) : value;
+  return name !== '' && name.length <= MAX_HOST_NAME_LENGTH && name.split('.').every((label) => LABEL.test(label));
 }
 
 function portProblem(port: string): string | null {

@@ -4,6 +4,8 @@
  * 10 s with the count of those left out, so a broken upstream does not flood the log. Failure path only.
  */
 
+import { LineThrottle } from '../log-throttle.js';
+
 export type TlsFailureKind = 'certificate' | 'name' | 'notTls' | 'closed' | 'alert' | 'other';
 
 /** Answers of a server that is not speaking TLS, as OpenSSL reads them (an HTTP answer to the hello, mostly). */
@@ -40,10 +42,8 @@ export function tlsFailureReason(cause: unknown): string {
 
 export type Warn = (fields: Record<string, unknown>, message: string) => void;
 
-const EVERY_MS = 10_000;
-
 export class TlsFailureLog {
-  private readonly upstreams = new Map<string, { loggedAt: number; left: number }>();
+  private readonly upstreams = new Map<string, LineThrottle>();
 
   constructor(
     private readonly warn: Warn,
@@ -52,14 +52,10 @@ export class TlsFailureLog {
 
   /** A handshake with `upstream` (an origin) failed with `cause`. */
   report(upstream: string, cause: unknown): void {
-    const now = this.now();
-    const seen = this.upstreams.get(upstream);
-    if (seen !== undefined && now - seen.loggedAt < EVERY_MS) {
-      seen.left++;
-      return;
-    }
-    const suppressed = seen?.left ?? 0;
-    this.upstreams.set(upstream, { loggedAt: now, left: 0 });
+    let throttle = this.upstreams.get(upstream);
+    if (throttle === undefined) this.upstreams.set(upstream, (throttle = new LineThrottle()));
+    const suppressed = throttle.take(this.now());
+    if (suppressed === null) return;
     const code = (cause as NodeTlsError | undefined)?.code;
     const fields: Record<string, unknown> = { upstream, code };
     if (suppressed > 0) fields.suppressed = suppressed;
