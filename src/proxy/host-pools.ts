@@ -107,12 +107,13 @@ export class UpstreamPools {
     this.pools.clear();
     let timer: NodeJS.Timeout | undefined;
     const graceful = Promise.all(pools.map((pool) => pool.close()));
+    // The grace timer holds the process: a call paused for a slow client keeps a socket libuv does not
+    // count as active, and with an unref'd timer the process could exit with close() never settled.
     const forced = new Promise<void>((resolve) => {
       timer = setTimeout(() => {
         for (const pool of pools) pool.destroy();
         resolve();
       }, graceMs);
-      timer.unref();
     });
     await Promise.race([graceful, forced]);
     clearTimeout(timer);
