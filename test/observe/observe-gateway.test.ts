@@ -113,14 +113,16 @@ t.test('from a trusted peer: IDs kept, traces continued, spans exported, every a
   t.equal(upstreamSaw.get('/items/6')!.tracestate, undefined, 'and that tracestate (a key twice) is not passed on');
 
   // The access log file.
+  // Each worker flushes its own lines: wait for every request's line, not for a count of them.
+  const logged = ['/items/1', '/items/2', '/items/3', '/items/4', '/items/5', '/items/6', '/nowhere', '/healthcheck'];
   const lines = await eventually(
     async () => {
       const lines = readLines(logFile);
-      return lines.length >= 7 ? lines : undefined;
+      return logged.every((path) => lines.some((line) => line.path === path)) ? lines : undefined;
     },
     5000,
     50,
-    'seven access lines in the file',
+    `an access line for each of ${logged.join(', ')}`,
   );
   const byPath = (path: string) => lines.find((line) => line.path === path)!;
   t.match(byPath('/items/1'), {
@@ -311,11 +313,13 @@ t.test('with middleware: consumer and cache status logged, a middleware span exp
   const lines = await eventually(
     async () => {
       const lines = readLines(logFile);
-      return lines.some((l) => l.status === 401) ? lines : undefined;
+      // Each worker flushes its own lines: wait for all three.
+      const ids = [first, second, refused].map((answer) => answer.headers['x-request-id']);
+      return ids.every((id) => lines.some((l) => l.requestId === id)) ? lines : undefined;
     },
     5000,
     50,
-    'the access lines',
+    'the access lines of the three requests',
   );
   const byId = (answer: { headers: IncomingHttpHeaders }) => lines.find((l) => l.requestId === answer.headers['x-request-id'])!;
   t.match(byId(first), { consumer: 'acme', cache: 'MISS', status: 200 });
