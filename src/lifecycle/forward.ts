@@ -70,7 +70,11 @@ export class ForwardPhase implements RetryHost {
     this.pools.configure(config.upstreams);
     this.setUpstreams(config.upstreams);
     const sweepEvery = Math.max(20, Math.min(1000, config.timeouts.clientRequestMs / 4));
-    this.sweepTimer = setInterval(() => this.sweepSlowClients(), sweepEvery);
+    // Judged in the check phase, after the loop's poll for I/O: after a stall of this thread (a long GC,
+    // a synchronous task) the body bytes that arrived meanwhile are read before the deadline is.
+    this.sweepTimer = setInterval(() => {
+      if (this.receiving.size > 0) setImmediate(this.sweepSlowClients);
+    }, sweepEvery);
     this.sweepTimer.unref();
   }
 
@@ -208,7 +212,7 @@ export class ForwardPhase implements RetryHost {
     return this.pools.close(graceMs);
   }
 
-  private sweepSlowClients(): void {
+  private readonly sweepSlowClients = (): void => {
     if (this.receiving.size === 0) return;
     const now = performance.now();
     for (const pump of this.receiving) {
@@ -220,5 +224,5 @@ export class ForwardPhase implements RetryHost {
         pump.tooSlow();
       }
     }
-  }
+  };
 }

@@ -84,6 +84,7 @@ export class UpstreamPool implements ConnectionHost, CallHost {
   private queueTail: UpstreamCall | null = null;
   private queueLength = 0;
   private readonly sweeper: SweepTimer;
+  private sweepQueued = false;
   private failing: UpstreamCall[] = [];
   private failFlushQueued = false;
   private onEmpty: (() => void) | null = null;
@@ -105,7 +106,7 @@ export class UpstreamPool implements ConnectionHost, CallHost {
     if (!https && options.tls !== undefined) throw new Error(`upstream pool ${options.origin}: tls options given for an http origin`);
     this.tlsOptions = https ? tlsConnectOptions(this.host, this.port, options.tls ?? {}) : null;
     const shortest = Math.min(this.connectTimeoutMs, this.headersTimeoutMs, this.bodyTimeoutMs, this.idleTimeoutMs);
-    this.sweeper = new SweepTimer(Math.max(5, Math.min(250, Math.floor(shortest / 20))), this.sweep);
+    this.sweeper = new SweepTimer(Math.max(5, Math.min(250, Math.floor(shortest / 20))), this.sweepAfterPoll);
   }
 
   /**
@@ -313,7 +314,19 @@ export class UpstreamPool implements ConnectionHost, CallHost {
     this.sweeper.start();
   }
 
+  /**
+   * The interval fires in the timers phase, before the loop polls for I/O. After a stall (a long GC,
+   * a synchronous task) an answer that arrived meanwhile is still unread there, and its deadline has
+   * passed by the clock: the sweep runs in the check phase instead, after the poll phase has read it.
+   */
+  private readonly sweepAfterPoll = (): void => {
+    if (this.sweepQueued) return;
+    this.sweepQueued = true;
+    setImmediate(this.sweep);
+  };
+
   private readonly sweep = (): void => {
+    this.sweepQueued = false;
     const now = (this.now = performance.now());
     let call = this.queueHead;
     while (call !== null && call.deadline <= now) {

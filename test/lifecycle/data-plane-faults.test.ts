@@ -1,3 +1,4 @@
+import { Worker } from 'node:worker_threads';
 import t from 'tap';
 import { Agent, request } from 'undici';
 import { startDataPlane } from '../../src/proxy/data-plane.js';
@@ -214,6 +215,50 @@ t.test('a client sending its body too slowly is cut off after timeouts.clientReq
   const seen = slowBody.requests[0];
   if (seen) t.notOk(seen.bodyComplete, 'the upstream never got a complete body');
   t.equal(plane.inFlight(), 0);
+});
+
+t.test('body bytes that arrived while the event loop was blocked past the deadline are read before the deadline is judged', async (t) => {
+  // An upstream timeout far beyond the stall: the upstream lives in this thread and is blocked too.
+  const patient = await startDataPlane({ config: testConfig({ timeouts: { upstreamMs: 60_000, connectMs: 1000, clientRequestMs: CLIENT_REQUEST_MS, shutdownGraceMs: 500 } }) });
+  patient.setTable(RoutingTable.compile([entry('POST', '/slow-body', slowBody.url)]).table);
+  t.teardown(() => patient.close());
+  // The client lives in a worker thread, so it sends the rest of its body while this thread is blocked.
+  const client = new Worker(
+    `const net = require('node:net');
+     const { parentPort, workerData } = require('node:worker_threads');
+     const socket = net.connect(workerData.port, '127.0.0.1');
+     let answer = '';
+     socket.on('data', (chunk) => (answer += chunk));
+     socket.on('error', (err) => parentPort.postMessage({ error: String(err) }));
+     socket.on('connect', () => socket.write('POST /slow-body HTTP/1.1\\r\\nHost: gw\\r\\nContent-Length: 10\\r\\n\\r\\nabc'));
+     parentPort.on('message', () => {
+       setTimeout(() => socket.write('defghij'), 50);
+       const done = () => parentPort.postMessage({ answer });
+       const whole = () => {
+         const end = answer.indexOf('\\r\\n\\r\\n');
+         const length = /content-length: *(\\d+)/i.exec(answer);
+         return end >= 0 && length !== null && answer.length - end - 4 >= Number(length[1]);
+       };
+       socket.on('data', () => { if (whole()) done(); });
+       socket.on('close', done);
+       setTimeout(done, 10000);
+     });`,
+    { eval: true, workerData: { port: patient.port } },
+  );
+  t.teardown(() => client.terminate());
+  await until(() => patient.inFlight() === 1);
+  t.equal(patient.inFlight(), 1, 'the request is in, its body not yet');
+  const reply = new Promise<{ answer?: string; error?: string }>((resolve) => client.once('message', resolve));
+  client.postMessage('send the rest');
+  // Blocked past clientRequestMs (a long GC, a synchronous task) while the last bytes arrive; in the
+  // check phase, as a stall in an I/O callback would be, so the loop's next turn runs timers first.
+  await new Promise((resolve) => setImmediate(resolve));
+  const blockedUntil = performance.now() + CLIENT_REQUEST_MS + 400;
+  while (performance.now() < blockedUntil);
+  const { answer, error } = await reply;
+  t.equal(error, undefined);
+  t.match(answer, /^HTTP\/1\.1 200 /, 'not a 408: the body was whole once its bytes were read');
+  t.match(answer, /"bodyBytes":10/, 'the upstream got the whole body');
 });
 
 t.test('a client that goes away mid-download stops the upstream stream', async (t) => {

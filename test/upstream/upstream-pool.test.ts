@@ -258,6 +258,30 @@ t.test('connect timeout: a listener whose accept queue is full', async (t) => {
   t.equal(p.stats().connections, 0, 'the hanging socket was closed');
 });
 
+t.test('an answer that arrived while the event loop was blocked is read before its deadline is judged', async (t) => {
+  // The upstream lives in a worker thread, so it answers while this thread is blocked.
+  const worker = new Worker(
+    `const net = require('node:net');
+     const { parentPort } = require('node:worker_threads');
+     const server = net.createServer((socket) => socket.on('data', () => socket.write('HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\nok')));
+     server.listen({ host: '127.0.0.1', port: 0 }, () => parentPort.postMessage(server.address().port));`,
+    { eval: true },
+  );
+  t.teardown(() => worker.terminate());
+  const port = await new Promise<number>((resolve) => worker.once('message', resolve));
+  const p = pool(`http://127.0.0.1:${port}`, { headersTimeoutMs: 300, bodyTimeoutMs: 300 });
+  t.equal((await send(p, 'GET', '/warm').done).status, 200, 'a kept-alive connection');
+  // On the idle connection the request is written at once; then this thread blocks past the deadline
+  // (a long GC or a synchronous task), while the answer arrives.
+  const blocked = send(p, 'GET', '/during-a-stall');
+  const until = performance.now() + 800;
+  while (performance.now() < until);
+  const r = await blocked.done;
+  t.equal(r.error, null, 'no HEADERS_TIMEOUT: the answer was in the socket when the deadline was checked');
+  t.equal(r.status, 200);
+  t.equal(r.body.toString(), 'ok');
+});
+
 t.test('body timeout: the answer stalls after its head', async (t) => {
   const server = await startRawServer((socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc'));
   t.teardown(() => server.close());
