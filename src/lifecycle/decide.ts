@@ -31,7 +31,7 @@ export class DecidePhase {
   /** Runs the routed request's middleware: an answer, null to forward now, or HELD. */
   decide(ctx: RequestContext): Answer | null | typeof HELD {
     const state = this.state;
-    const middleware = state.pipeline.forRoute(ctx.route!, state.table!.routes());
+    const middleware = state.pipeline.forRoute(ctx.route!);
     if (middleware.length === 0) return null;
     this.observe?.middlewareStarted(ctx);
     const outcome = state.pipeline.decide(ctx, middleware, this.hold);

@@ -53,9 +53,12 @@ const NONE: readonly Middleware[] = Object.freeze([]);
 
 export class Pipeline {
   private readonly names = new Map<Middleware, CounterNames>();
-  /** Per route id, the entries that run for it; reset when the table changes. */
-  private byRoute: Array<readonly Middleware[] | undefined> = [];
-  private routesOf: readonly Route[] | null = null;
+  /**
+   * Per route object, the entries that run for it. Not per route id: a virtual host's table has routes
+   * of its own with the full table's ids and only its upstreams' targets, so one id can disable
+   * different middleware on different hosts.
+   */
+  private readonly byRoute = new WeakMap<Route, readonly Middleware[]>();
 
   constructor(
     readonly entries: readonly Middleware[],
@@ -70,19 +73,16 @@ export class Pipeline {
 
   /**
    * The entries that run for `route`: all but those an endpoint's `x-disabled-middleware` names (if any
-   * upstream serving the endpoint disables one, it is off). `routes` is the table the route belongs to.
+   * upstream serving the endpoint disables one, it is off): the targets of `route` as the request's
+   * table has it (a virtual host's).
    */
-  forRoute(route: Route, routes: readonly Route[]): readonly Middleware[] {
+  forRoute(route: Route): readonly Middleware[] {
     if (this.entries.length === 0) return NONE;
-    if (routes !== this.routesOf) {
-      this.routesOf = routes;
-      this.byRoute = [];
-    }
-    let list = this.byRoute[route.id];
+    let list = this.byRoute.get(route);
     if (list === undefined) {
       const disabled = new Set(route.targets.flatMap((t) => t.disabledMiddleware));
       list = disabled.size === 0 ? this.entries : this.entries.filter((m) => !disabled.has(m.id));
-      this.byRoute[route.id] = list;
+      this.byRoute.set(route, list);
     }
     return list;
   }

@@ -246,8 +246,7 @@ export class WebSocketProxy implements RelayHost {
     this.pending++;
     host.hold(ctx);
     const pipeline = host.pipeline();
-    // The full table: a virtual host's table keeps its routes' ids (src/edge/host-routes.ts).
-    const list = pipeline.forRoute(route, host.table()!.routes());
+    const list = pipeline.forRoute(route);
     if (list.length === 0) return pending.admitted();
     pipeline.run(ctx, list, 0, (answer) => (answer === null ? pending.admitted() : pending.answer(answer, 'rejected')));
   }

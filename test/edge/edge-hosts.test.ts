@@ -1,5 +1,6 @@
 // Virtual hosts end to end: two upstreams with overlapping templates on different hosts; a Host no
 // upstream serves is 404 problem+json; `gateway routes` / `explain` with --host.
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,6 +36,32 @@ t.test('Host picks the upstreams: the more specific template of another host doe
   t.equal(none.headers['content-type'], 'application/problem+json');
   t.match(JSON.parse(none.body).detail, 'no upstream serves this host');
   t.equal((await get('nobody.test', '/healthcheck')).status, 200, 'built-ins answer on every host');
+});
+
+t.test("one host's x-disabled-middleware does not turn the middleware off for another host's endpoint of the same template", async (t) => {
+  const open = await startUpstream(t, { name: 'open' });
+  const guarded = await startUpstream(t, { name: 'guarded' });
+  const gateway = await startGateway(t, {
+    config: testConfig(
+      [
+        { serviceType: 'static', serviceLocation: open.location, hosts: ['public.test'], endpoints: [{ method: 'GET', path: '/admin/{id}', 'x-disabled-middleware': ['auth'] }] },
+        { serviceType: 'static', serviceLocation: guarded.location, hosts: ['internal.test'], endpoints: [{ method: 'GET', path: '/admin/{id}' }] },
+      ],
+      { middleware: [{ id: 'auth', type: 'apiKeyAuth', keys: [{ consumer: 'ops', sha256: createHash('sha256').update('ops-key').digest('hex') }] }] },
+    ),
+    waitFor: (line) => line.msg === 'gateway operational',
+    workers: 1,
+    startTimeoutMs: 60_000,
+  });
+  const get = (host: string, headers: Record<string, string> = {}) => httpRequest(gateway.port, '/admin/users', { headers: { host, ...headers } });
+  // Each order, on the one worker: whichever host comes first must not decide for the other.
+  for (let round = 0; round < 2; round++) {
+    t.equal((await get('public.test')).status, 200, `round ${round}: public.test has auth off`);
+    const refused = await get('internal.test');
+    t.equal(refused.status, 401, `round ${round}: internal.test still asks for a key`);
+    t.equal((await get('internal.test', { 'x-api-key': 'ops-key' })).status, 200, `round ${round}: and admits one`);
+  }
+  t.equal(guarded.seen.get('GET /admin/users'), 2, 'the guarded upstream got only the requests with a key');
 });
 
 t.test('gateway routes and explain take --host', async (t) => {
