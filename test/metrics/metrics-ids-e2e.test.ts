@@ -5,7 +5,7 @@ import t from 'tap';
 import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 import { parsePrometheus, sampleValue } from '../helpers/prometheus.js';
 
-type Counts = { admitted?: number; rejected?: Record<string, number> };
+type Counts = { admitted?: number; rejected?: Record<string, number>; slaMisses?: number };
 
 const main = await startUpstream(t, { name: 'main' });
 const shadow = await startUpstream(t, { name: 'shadow' });
@@ -35,17 +35,30 @@ t.test('ids with dots and prototype names: counted as given, and the gateway kee
   t.equal(admitted + rejected, 6, `every request admitted or limited: ${statuses.join(' ')}`);
   t.ok(rejected > 0, 'limit.v2 refused some');
 
-  const report = await eventually(
+  // Each worker ships its own counts (every 200 ms), and the two /metrics reads below may reach different
+  // workers, each with the report the primary last gave it: wait until each read counts all six
+  // requests for every middleware (each one admitted, rejected or past its SLA), and the listener's
+  // first shadow request. The rejections alone could all come from one worker while the other
+  // worker's admissions were still on their way.
+  const ids = ['__proto__', 'constructor', 'limit', 'limit.v2'];
+  const sum = (values: number[]): number => values.reduce((a, b) => a + b, 0);
+  const decided = (counts: Counts | undefined): number => (counts?.admitted ?? 0) + sum(Object.values(counts?.rejected ?? {})) + (counts?.slaMisses ?? 0);
+  const { report, text } = await eventually(
     async () => {
       const res = await httpRequest(gateway.port, '/metrics');
       const report = JSON.parse(res.body) as { middleware?: unknown; listeners?: unknown };
-      return own(report.middleware, 'limit.v2')?.rejected?.['429'] === rejected && own(report.listeners, 'shadow.v2') !== undefined
-        ? report
-        : undefined;
+      const text = (await httpRequest(gateway.port, '/metrics', { headers: { accept: 'text/plain' } })).body;
+      const families = parsePrometheus(text);
+      const ofMiddleware = (family: string, id: string): number => sum((families.get(family)?.samples ?? []).filter((s) => s.labels.middleware === id).map((s) => s.value));
+      const inJson = ids.every((id) => decided(own(report.middleware, id)) === 6) && ((own(report.listeners, 'shadow.v2') as { sent?: number } | undefined)?.sent ?? 0) > 0;
+      const inText =
+        ids.every((id) => sum(['admitted', 'answers', 'sla_misses'].map((event) => ofMiddleware(`gateway_middleware_${event}_total`, id))) === 6) &&
+        (sampleValue(families, 'gateway_listener_sent_total', 'gateway_listener_sent_total', { listener: 'shadow.v2' }) ?? 0) > 0;
+      return inJson && inText ? { report, text } : undefined;
     },
     5000,
     50,
-    'limit.v2 rejections in /metrics',
+    'every request counted by every middleware in /metrics, JSON and Prometheus',
   );
   t.same(Object.keys(report.middleware as object).sort(), ['__proto__', 'constructor', 'limit', 'limit.v2']);
   t.same(own(report.middleware, '__proto__'), { admitted: 6 });
@@ -54,7 +67,6 @@ t.test('ids with dots and prototype names: counted as given, and the gateway kee
   t.same(own(report.middleware, 'limit.v2'), { admitted, rejected: { 429: rejected } });
   t.same(Object.keys(report.listeners as object), ['shadow.v2']);
 
-  const text = (await httpRequest(gateway.port, '/metrics', { headers: { accept: 'text/plain' } })).body;
   const families = parsePrometheus(text);
   const answers = (labels: Record<string, string>) => sampleValue(families, 'gateway_middleware_answers_total', 'gateway_middleware_answers_total', labels);
   const admittedBy = (id: string) => sampleValue(families, 'gateway_middleware_admitted_total', 'gateway_middleware_admitted_total', { middleware: id });
