@@ -32,6 +32,11 @@ async function reloadWith(gw: GatewayProcess, config: Record<string, unknown>, s
   );
 }
 
+/** The status names the failure of each of the two worker slots. */
+function namesBothSlots(status: ReloadStatus): boolean {
+  return [0, 1].every((slot) => (status.error ?? '').includes(`the worker of slot ${slot} (pid `));
+}
+
 /** Both workers answer `path` with `status`. */
 async function onBothWorkers(path: string, status: number): Promise<void> {
   const pids = new Set<string>();
@@ -66,14 +71,26 @@ t.test('a table the workers cannot apply: the reload is not ok, says why, and no
     ...testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints: endpoints('/old/{id}', '/new/{id}') }], { accessLog: { enabled: false } }),
     middleware: [{ id: 'boom', type: 'apiKeyAuth', keys: [] }],
   };
-  const status = await reloadWith(gateway, next, (s) => s.applied && !s.ok);
+  // Each worker reports its own failure, and the primary adds each to the status as it comes: the
+  // status is final once it names both slots (the health report below is compared with it).
+  const status = await reloadWith(gateway, next, (s) => s.applied && !s.ok && namesBothSlots(s));
   t.match(status, { ok: false, applied: true, error: /the worker of slot \d \(pid \d+\) could not apply table version \d+ and serves table version \d+: GATEWAY_TEST_WORKER_APPLY_FAULT/ });
   const failed = await gateway.waitForLog((line) => /could not apply table version/.test(String(line.msg)) && line.role === 'primary');
   t.equal(failed.level, 50, 'the primary logs it as an error');
   // Neither the new table nor the new middleware: the key check would answer 401.
   await onBothWorkers('/old/2', 200);
   await onBothWorkers('/new/1', 404);
-  const health = JSON.parse((await httpRequest(gateway.port, '/healthcheck')).body) as { reload: ReloadStatus; workers: { tableVersion: number; slots: Array<{ tableVersion: number }> } };
+  // The health report is pushed apart from /metrics (at once, or within 25 ms of the push before):
+  // read once it carries that reload's status with both failures.
+  const health = await eventually(
+    async () => {
+      const health = JSON.parse((await httpRequest(gateway.port, '/healthcheck')).body) as { reload?: ReloadStatus; workers: { tableVersion: number; slots: Array<{ tableVersion: number }> } };
+      return health.reload?.at === status.at && namesBothSlots(health.reload) ? health : undefined;
+    },
+    5000,
+    50,
+    "the reload's status with both failures in the health report",
+  );
   t.same(health.reload, status, 'the health report says the same');
   t.ok(health.workers.slots.every((slot) => slot.tableVersion < health.workers.tableVersion), 'every slot is on the previous table');
 });
