@@ -12,10 +12,10 @@ const shadow = await startUpstream(t, { name: 'shadow' });
 const gateway = await startGateway(t, {
   config: testConfig([{ serviceType: 'static', serviceLocation: main.location, endpoints: [{ method: 'GET', path: '/r/{id}' }] }], {
     middleware: [
-      { id: '__proto__', type: 'rateLimit', limit: 1000, windowMs: 60_000 },
-      { id: 'constructor', type: 'rateLimit', limit: 1000, windowMs: 60_000 },
-      { id: 'limit', type: 'rateLimit', limit: 1000, windowMs: 60_000 },
-      { id: 'limit.v2', type: 'rateLimit', limit: 2, windowMs: 60_000 },
+      { id: '__proto__', type: 'rateLimit', limit: 1000, windowMs: 60_000, slaMs: 5000 },
+      { id: 'constructor', type: 'rateLimit', limit: 1000, windowMs: 60_000, slaMs: 5000 },
+      { id: 'limit', type: 'rateLimit', limit: 1000, windowMs: 60_000, slaMs: 5000 },
+      { id: 'limit.v2', type: 'rateLimit', limit: 2, windowMs: 60_000, slaMs: 5000 },
     ],
     listeners: [{ id: 'shadow.v2', type: 'alternateUpstream', serviceLocation: shadow.location, sample: 1, mismatchLog: null }],
   }),
