@@ -6,7 +6,7 @@ import { rangeProblem } from '../http/trusted-proxies.js';
 import { checkListenerFiles, checkListeners } from '../listeners/registry.js';
 import { middlewareProblems } from '../middleware/registry.js';
 import { LOCAL_STORE, kvStoreProblems } from '../stores/config.js';
-import { checkObserveConfig } from '../observe/config-checks.js';
+import { checkObserveConfig, checkRequestIdHeader } from '../observe/config-checks.js';
 import { listenHostProblem } from './listen-host.js';
 
 type Rule = (config: GatewayConfig, explicitPathKeys: ReadonlySet<string>) => ConfigProblem[];
@@ -25,6 +25,7 @@ const RULES: readonly Rule[] = [
   checkStoreNames,
   (config) => bucketProblems(config.metrics.histogramBucketsS).map((reason) => ({ pointer: '/metrics/histogramBucketsS', reason })),
   checkObserveConfig,
+  checkRequestIdHeader,
 ];
 
 /** Rules beyond the schema; `config` has passed the schema and holds its defaults. */

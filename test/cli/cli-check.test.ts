@@ -87,6 +87,26 @@ t.test('a bad config: exit 1 with every problem listed, each naming the file and
   t.match(usage.stderr, 'GATEWAY_CONFIG');
 });
 
+t.test('requestId.header: a name the gateway writes or reads itself is refused, naming the file, the field and why', async (t) => {
+  const framing = file('reqid-te.json', { upstreams: [staticUpstream('http://127.0.0.1:9')], requestId: { header: 'Transfer-Encoding' } });
+  const te = await cli(['check', '--config', framing]);
+  t.equal(te.code, 1, 'gateway check fails');
+  t.match(te.stderr, `error: ${framing}: /requestId/header: "Transfer-Encoding" cannot carry the request ID: it frames the message`);
+  const withKey = file('reqid-key.json', {
+    upstreams: [staticUpstream('http://127.0.0.1:9')],
+    middleware: [{ id: 'keys', type: 'apiKeyAuth', header: 'X-Key', keys: [{ consumer: 'c', sha256: 'a'.repeat(64) }] }],
+    requestId: { header: 'x-key' },
+  });
+  const key = await cli(['check', '--config', withKey]);
+  t.equal(key.code, 1);
+  t.match(key.stderr, `${withKey}: /requestId/header: "x-key" cannot carry the request ID: an apiKeyAuth middleware reads the API key from it`);
+  const own = file('reqid-own.json', { upstreams: [staticUpstream('http://127.0.0.1:9')], requestId: { header: 'x-correlation-id' } });
+  t.equal((await cli(['check', '--config', own])).code, 0, 'a name of its own is fine');
+  const start = await cli(['start', '--config', framing]);
+  t.not(start.code, 0, 'start refuses it too');
+  t.match(start.stderr, `${framing}: /requestId/header: `);
+});
+
 t.test('--fetch: a served doc passes, an unreachable one fails naming its upstream', async (t) => {
   const upstream = await startUpstream(t, { name: 'docs', spec: swaggerDoc('docs', { '/users/{id}': ['get'], '/users': ['get', 'post'] }) });
   const port = await closedPort();

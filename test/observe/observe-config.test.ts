@@ -38,6 +38,15 @@ t.test('refused, naming the file, the field and why', async (t) => {
   t.equal(messageOf({ accessLog: { enabled: false, destination: join(dir, 'missing', 'x.log') } }), '', 'not checked while the log is off');
   t.match(messageOf({ accessLog: { omit: ['query', 'password'] } }), /\/accessLog\/omit\/1: must be one of .*"query"/);
   t.match(messageOf({ requestId: { header: 'x request id' } }), /\/requestId\/header/);
+  for (const header of ['content-length', 'Transfer-Encoding', 'connection', 'proxy-authorization', 'host', 'traceparent', 'tracestate', 'x-forwarded-for', 'forwarded', 'via', 'authorization', 'cookie', 'set-cookie', 'x-consumer', 'x-cache', 'date', 'sec-websocket-key']) {
+    t.match(messageOf({ requestId: { header } }), new RegExp(`^config/observe\\.json: /requestId/header: "${header}" cannot carry the request ID: `), header);
+  }
+  t.equal(messageOf({ requestId: { enabled: false, header: 'host' } }), '', 'not checked while IDs are off');
+  t.match(
+    messageOf({ middleware: [{ id: 'k', type: 'apiKeyAuth', keys: [{ consumer: 'c', sha256: 'a'.repeat(64) }] }], requestId: { header: 'X-Api-Key' } }),
+    /\/requestId\/header: "X-Api-Key" cannot carry the request ID: an apiKeyAuth middleware reads the API key from it/,
+  );
+  t.equal(messageOf({ requestId: { header: 'x-correlation-id' } }), '');
   t.match(messageOf({ tracing: { sampleRatio: 0.5 } }), /\/tracing.*otlpEndpoint/);
   t.match(messageOf({ tracing: { otlpEndpoint: 'ftp://collector/v1/traces' } }), /\/tracing\/otlpEndpoint/);
   t.match(messageOf({ tracing: { otlpEndpoint: 'http://127.0.0.1:4318', sampleRatio: 2 } }), /\/tracing\/sampleRatio: must be <= 1/);
