@@ -154,6 +154,8 @@ class Primary {
       (trip) => this.supervisor.broadcast({ type: 'breaker-trip', ...trip }),
     );
     this.metrics.setExtra('breakers', () => this.breakers.summary());
+    // 0 from the start, so that a rate or an alert over it is defined before the first restart.
+    this.metrics.setExtra('workerRestarts', 0);
     this.leases = new LeaseBank({ send: (workerId, message) => this.leaseOutbox(workerId).push(message) });
     this.metrics.setExtra('kvStores', () => (this.storeNames().length > 0 ? this.stores.metrics(this.storeNames()) : undefined));
     this.metrics.setExtra('tlsCertificates', () => certificateReport(this.config.tls));

@@ -109,9 +109,12 @@ export function toPrometheus(report: MetricsReport, histograms: HistogramFamilie
   middlewareEvents(out, report.middleware);
   listenerEvents(out, report.listeners);
   accessLogDrops(out, report.accessLog);
+  tracingSpans(out, report.tracing);
   storeStates(out, report.kvStores);
   upstreamFailures(out, report.upstreamFailures);
   reloadStatus(out, report.lastReload);
+  tableVersion(out, report.tableVersion);
+  workerRestarts(out, report.workerRestarts);
   webSockets(out, report.websocket);
   return out.text();
 }
@@ -292,6 +295,19 @@ function accessLogDrops(out: Exposition, accessLog: unknown): void {
   out.sample('gateway_access_log_dropped_lines_total', [], accessLog.droppedLines);
 }
 
+/** The `tracing.spansExported` and `tracing.spansDropped` counters of span export (0 from the start when it is configured). */
+function tracingSpans(out: Exposition, tracing: unknown): void {
+  if (!isTree(tracing)) return;
+  if (typeof tracing.spansExported === 'number') {
+    out.family('gateway_tracing_spans_exported_total', 'counter', 'Spans the collector accepted.');
+    out.sample('gateway_tracing_spans_exported_total', [], tracing.spansExported);
+  }
+  if (typeof tracing.spansDropped === 'number') {
+    out.family('gateway_tracing_spans_dropped_total', 'counter', 'Spans not exported: the export queue was full, or the export failed (collector down, refusing or too slow).');
+    out.sample('gateway_tracing_spans_dropped_total', [], tracing.spansDropped);
+  }
+}
+
 const STORE_COUNTERS: ReadonlyArray<[string, string]> = [
   ['commands', 'Commands sent to a key-value store, summed over workers.'],
   ['probes', 'Of those, the store\'s own probes while it was down or failing.'],
@@ -332,7 +348,7 @@ function upstreamFailures(out: Exposition, counts: unknown): void {
  */
 function reloadStatus(out: Exposition, reload: unknown): void {
   if (typeof reload !== 'object' || reload === null) return;
-  const { ok, applied, at, version } = reload as Record<string, unknown>;
+  const { ok, applied, at } = reload as Record<string, unknown>;
   if (typeof ok !== 'boolean' || typeof at !== 'string') return;
   out.family('gateway_config_last_reload_successful', 'gauge', '1 when the last SIGHUP reload applied cleanly, 0 when it was refused or had problems.');
   out.sample('gateway_config_last_reload_successful', [], ok ? 1 : 0);
@@ -340,10 +356,19 @@ function reloadStatus(out: Exposition, reload: unknown): void {
   out.sample('gateway_config_last_reload_applied', [], applied === true ? 1 : 0);
   out.family('gateway_config_last_reload_timestamp_seconds', 'gauge', 'When the last reload finished, Unix time.');
   out.sample('gateway_config_last_reload_timestamp_seconds', [], Date.parse(at) / 1000);
-  if (typeof version === 'number') {
-    out.family('gateway_routing_table_version', 'gauge', 'Version of the routing table in service.');
-    out.sample('gateway_routing_table_version', [], version);
-  }
+}
+
+/** The `tableVersion` extra: the routing table in service, from the first publish on. */
+function tableVersion(out: Exposition, version: unknown): void {
+  if (typeof version !== 'number') return;
+  out.family('gateway_routing_table_version', 'gauge', 'Version of the routing table in service.');
+  out.sample('gateway_routing_table_version', [], version);
+}
+
+/** The `workerRestarts` extra: workers that exited while the gateway was not shutting down (0 from the start). */
+function workerRestarts(out: Exposition, restarts: unknown): void {
+  out.family('gateway_worker_restarts_total', 'counter', 'Workers that exited (crashed or were killed) while the gateway was not shutting down; each is replaced.');
+  out.sample('gateway_worker_restarts_total', [], typeof restarts === 'number' ? restarts : 0);
 }
 
 /** Direction label values of the `websocket.messages` and `websocket.bytes` counters. */

@@ -259,6 +259,9 @@ export class SpanExport {
     const bounds = { ...DEFAULT_LIMITS, ...limits };
     this.maxQueueSize = bounds.maxQueueSize;
     this.exporter = new CountingExporter(config.otlpEndpoint, bounds.exportTimeoutMillis, counters, warn);
+    // Present in /metrics from the start (0), so that a rate or an alert over them is defined before the first span.
+    counters.add(SPANS_EXPORTED, 0);
+    counters.add(SPANS_DROPPED, 0);
     this.resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName });
     // The exporter settles every export by its deadline. The processor's own timeout would let the next
     // batch start while that export still holds its lane, so it is set to fire only after it.
