@@ -1,7 +1,8 @@
 /**
  * The operators' listener (`admin: { host, port }`): the health report, /metrics and /spec on a port of
  * their own, so they need not face the internet. Every worker binds it (SO_REUSEPORT, like the public
- * port); anything that is not a built-in path is 404. Its requests are not counted in /metrics.
+ * port); anything that is not a built-in path is 404. Its requests are not counted in /metrics,
+ * logged or traced (they are the operators' own polling); every answer carries a request ID all the same.
  */
 import { writeProblem } from '../http/problem-json.js';
 import { writeBuiltinAnswer } from './write-answer.js';
@@ -9,25 +10,57 @@ import type { LoadedUws } from '../native/uws.js';
 import type { UwsListenSocket, UwsRequest, UwsResponse } from '../native/uws-types.js';
 import type { BuiltinsHook } from '../exchange/builtins.js';
 import { emptyHeaderView } from '../http/client-request-head.js';
+import { remoteAddress } from '../http/remote-address.js';
+import { TrustedProxies } from '../http/trusted-proxies.js';
+import { isAcceptableRequestId, nextRequestId } from '../observe/request-id.js';
+
+/** The request ID on the admin listener's answers, as on the public port's; null: request IDs are off. */
+export interface AdminRequestIds {
+  header: string;
+  trustedProxies: readonly string[];
+}
 
 export interface AdminListener {
   readonly port: number;
   close(): void;
 }
 
-export function startAdminListener(uws: LoadedUws, host: string, port: number, builtins: BuiltinsHook, via: string): Promise<AdminListener> {
+export function startAdminListener(
+  uws: LoadedUws,
+  host: string,
+  port: number,
+  builtins: BuiltinsHook,
+  via: string,
+  ids: AdminRequestIds | null = null,
+): Promise<AdminListener> {
   const app = uws.uws.App();
   const headers = emptyHeaderView();
+  const idHeader = ids?.header.toLowerCase() ?? '';
+  const trust = new TrustedProxies(ids?.trustedProxies ?? []);
+  /** An incoming ID from a trusted proxy is kept (one header, visible ASCII, at most 200), as on the public port. */
+  const requestId = (res: UwsResponse, req: UwsRequest): readonly string[] | null => {
+    if (ids === null) return null;
+    let incoming = '';
+    let count = 0;
+    if (!trust.none) {
+      req.forEach((name, value) => {
+        if (name === idHeader && count++ === 0) incoming = value;
+      });
+    }
+    const kept = count === 1 && isAcceptableRequestId(incoming) && trust.isTrusted(remoteAddress(res.getRemoteAddress()));
+    return [idHeader, kept ? incoming : nextRequestId()];
+  };
   app.any('/*', (res: UwsResponse, req: UwsRequest) => {
     const method = req.getCaseSensitiveMethod();
     const url = req.getUrl();
     headers.accept = req.getHeader('accept') || undefined;
+    const id = requestId(res, req);
     const answer = builtins(method, url, req.getQuery() ?? '', headers);
     if (answer === null) {
-      writeProblem(res, 404, 'the admin listener serves only the health report, metrics and spec', { via, headersOnly: method === 'HEAD' });
+      writeProblem(res, 404, 'the admin listener serves only the health report, metrics and spec', { via, headersOnly: method === 'HEAD', headers: id });
       return;
     }
-    writeBuiltinAnswer(res, answer, method === 'HEAD', false);
+    writeBuiltinAnswer(res, answer, method === 'HEAD', false, id);
   });
   return new Promise((resolve, reject) => {
     app.listen(host, port, (socket: UwsListenSocket | false) => {

@@ -233,7 +233,8 @@ async function listen(plane: UnboundDataPlane, message: PublishMessage): Promise
   log.info({ port: plane.port }, 'worker listening');
   const admin = message.config.admin;
   if (admin !== undefined) {
-    adminListener = await startAdminListener(plane.uws, admin.host, admin.port, builtins.handleAdmin, `1.1 ${message.config.name}`);
+    const ids = message.config.requestId.enabled ? { header: message.config.requestId.header, trustedProxies: message.config.trustedProxies } : null;
+    adminListener = await startAdminListener(plane.uws, admin.host, admin.port, builtins.handleAdmin, `1.1 ${message.config.name}`, ids);
     log.info({ host: admin.host, port: adminListener.port }, 'admin listener listening');
   }
   send({ type: 'listening', port: plane.port });

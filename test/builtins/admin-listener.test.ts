@@ -42,3 +42,53 @@ t.test('admin: { port: 0 } serves the built-ins apart from the public port', asy
   t.equal(other.status, 404, 'nothing else on the admin listener');
   t.equal(app.seen.get('GET /items/1'), 1, 'and nothing is proxied from it');
 });
+
+const GENERATED = /^[0-9a-f]{16}-[0-9a-z]+$/;
+
+t.test("the admin listener's answers carry a request ID like every other answer; its requests are not counted", async (t) => {
+  const app = await startUpstream(t, { name: 'app' });
+  const config = (overrides: Record<string, unknown>) =>
+    testConfig([{ serviceType: 'static', serviceLocation: app.location, endpoints: [{ method: 'GET', path: '/items/{id}' }] }], { admin: { host: '127.0.0.1', port: 0 }, ...overrides });
+  const untrusted = await startGateway(t, { config: config({}), waitFor: (line) => line.msg === 'gateway operational', workers: 1 });
+  const adminPort = Number((await untrusted.waitForLog((line) => line.msg === 'admin listener listening', 5000, 'admin listener')).port);
+  const ids = new Set<string>();
+  for (const [method, path, status] of [
+    ['GET', '/metrics', 200],
+    ['GET', '/metrics?format=prometheus', 200],
+    ['GET', '/healthcheck', 200],
+    ['HEAD', '/healthcheck', 200],
+    ['GET', '/spec', 200],
+    ['OPTIONS', '/metrics', undefined],
+    ['GET', '/nowhere', 404],
+    ['HEAD', '/nowhere', 404],
+  ] as const) {
+    const res = await httpRequest(adminPort, path, { method, headers: { 'x-request-id': 'from-the-client' } });
+    if (status !== undefined) t.equal(res.status, status, `${method} ${path}`);
+    const id = String(res.headers['x-request-id']);
+    t.match(id, GENERATED, `${method} ${path} (${res.status}): the gateway's ID, not an untrusted peer's`);
+    ids.add(id);
+  }
+  t.equal(ids.size, 8, 'a new one each time');
+
+  const before = JSON.parse((await httpRequest(adminPort, '/metrics')).body) as { requests: { total: number } };
+  for (let i = 0; i < 5; i++) await httpRequest(adminPort, '/healthcheck');
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  const after = JSON.parse((await httpRequest(adminPort, '/metrics')).body) as { requests: { total: number } };
+  t.equal(after.requests.total, before.requests.total, "the admin listener's requests are not counted in /metrics");
+
+  const trusted = await startGateway(t, {
+    config: config({ trustedProxies: ['127.0.0.1'], requestId: { header: 'X-Correlation-Id' } }),
+    waitFor: (line) => line.msg === 'gateway operational',
+    workers: 1,
+  });
+  const trustedAdmin = Number((await trusted.waitForLog((line) => line.msg === 'admin listener listening', 5000, 'admin listener')).port);
+  const kept = await httpRequest(trustedAdmin, '/healthcheck', { headers: { 'x-correlation-id': 'lb-probe-42' } });
+  t.equal(kept.headers['x-correlation-id'], 'lb-probe-42', "a trusted proxy's ID is kept, in the configured header");
+  t.notOk('x-request-id' in kept.headers);
+  const made = await httpRequest(trustedAdmin, '/nowhere');
+  t.match(made.headers['x-correlation-id'], GENERATED, 'none sent: one is made');
+
+  const off = await startGateway(t, { config: config({ requestId: { enabled: false } }), waitFor: (line) => line.msg === 'gateway operational', workers: 1 });
+  const offAdmin = Number((await off.waitForLog((line) => line.msg === 'admin listener listening', 5000, 'admin listener')).port);
+  t.notOk('x-request-id' in (await httpRequest(offAdmin, '/metrics')).headers, 'request IDs off: none');
+});
