@@ -218,7 +218,7 @@ async function createServing(message: PublishMessage): Promise<UnboundDataPlane>
     counters.add(DROPPED_LINES, 0);
     await accessLog.ready;
   }
-  observe = await RequestObserve.create(message.config, counters, (text) => log.warn(text));
+  observe = await RequestObserve.create(message.config, counters, (text) => log.warn(text), {}, (text) => log.info(text));
   return createDataPlane({ config: message.config, builtins: builtins.handle, listeners: builtins_(), counters, onBreakersChanged, observe, warn: (fields, text) => log.warn(fields, text) });
 }
 

@@ -13,6 +13,8 @@ export class RequestTrace {
   readonly sampled: boolean;
   /** performance.now() when the middleware began and finished deciding (0: none ran). Sampled requests only. */
   middlewareStartedAt = 0;
+  /** The caller's tracestate as passed upstream ('' when none); the exported spans carry it. */
+  traceState = '';
   middlewareEndedAt = 0;
 
   constructor(

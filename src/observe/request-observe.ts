@@ -37,6 +37,7 @@ export class RequestObserve {
     private readonly counters: TracingCounters,
     private readonly warn: (message: string) => void,
     private readonly exportLimits: Partial<ExportLimits>,
+    private readonly info: (message: string) => void,
   ) {}
 
   static async create(
@@ -44,8 +45,10 @@ export class RequestObserve {
     counters: TracingCounters,
     warn: (message: string) => void,
     exportLimits: Partial<ExportLimits> = {},
+    /** Where span export's recovery line goes (the failure goes to `warn`). */
+    info: (message: string) => void = warn,
   ): Promise<RequestObserve> {
-    const observe = new RequestObserve(counters, warn, exportLimits);
+    const observe = new RequestObserve(counters, warn, exportLimits, info);
     await observe.configure(config);
     return observe;
   }
@@ -65,7 +68,7 @@ export class RequestObserve {
       this.ratio = 0;
     } else {
       const { SpanExport } = await import('./tracing.js');
-      this.spans = new SpanExport(tracing, this.counters, this.warn, this.exportLimits);
+      this.spans = new SpanExport(tracing, this.counters, this.warn, this.exportLimits, this.info);
       this.ratio = tracing.sampleRatio;
     }
     if (old !== null) void old.close();
@@ -123,7 +126,10 @@ export class RequestObserve {
       if (state !== undefined) {
         ctx.removeRequestHeader('tracestate');
         const passed = passTracestate(state);
-        if (passed !== null) headers.push('tracestate', passed);
+        if (passed !== null) {
+          headers.push('tracestate', passed);
+          trace.traceState = passed;
+        }
       }
     } else {
       const ids = randomHex(32);
@@ -165,6 +171,7 @@ export class RequestObserve {
         trace,
         method: ctx.method,
         path: ctx.path,
+        query: ctx.query,
         routeTemplate: ctx.routeTemplate,
         status: ctx.status,
         startedAt: TIME_ORIGIN + ctx.startedAt,
@@ -185,6 +192,7 @@ export class RequestObserve {
         host: ctx.host,
         bytesIn: ctx.bytesIn,
         bytesOut: ctx.bytesOut,
+        cut: ctx.cut,
       });
     } catch (err) {
       this.warn(`could not record the spans of a request: ${err instanceof Error ? err.message : String(err)}`);

@@ -22,7 +22,7 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { SpanKind, SpanStatusCode, TraceFlags, type Attributes, type HrTime, type Link, type SpanContext, type SpanStatus } from '@opentelemetry/api';
-import { ExportResultCode, hrTimeDuration, type ExportResult, type InstrumentationScope } from '@opentelemetry/core';
+import { ExportResultCode, SDK_INFO, TraceState, hrTimeDuration, type ExportResult, type InstrumentationScope } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes, type Resource } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter, type TimedEvent } from '@opentelemetry/sdk-trace-base';
@@ -36,11 +36,14 @@ import {
   ATTR_SERVER_ADDRESS,
   ATTR_SERVER_PORT,
   ATTR_SERVICE_NAME,
+  ATTR_SERVICE_VERSION,
   ATTR_URL_FULL,
   ATTR_URL_PATH,
+  ATTR_URL_QUERY,
   ATTR_URL_SCHEME,
   ATTR_USER_AGENT_ORIGINAL,
 } from '@opentelemetry/semantic-conventions';
+import { buildInfo } from '../builtins/build-info.js';
 import type { RequestTrace } from '../exchange/request-trace.js';
 import { randomHex } from './random-hex.js';
 
@@ -75,6 +78,8 @@ export interface TracedRequest {
   trace: RequestTrace;
   method: string;
   path: string;
+  /** The raw query without `?` as the access log has it (an apiKeyAuth key hidden); '' when none. */
+  query: string;
   routeTemplate: string | null;
   status: number;
   startedAt: number;
@@ -98,6 +103,8 @@ export interface TracedRequest {
   host: string | undefined;
   bytesIn: number;
   bytesOut: number;
+  /** The answer's head went out but its body did not reach the client whole (the access log's `cut`). */
+  cut: boolean;
 }
 
 /** Exports that may wait for the collector at once; one more fails at once. */
@@ -145,6 +152,7 @@ class CountingExporter implements SpanExporter {
     private readonly deadlineMillis: number,
     private readonly counters: TracingCounters,
     private readonly warn: (message: string) => void,
+    private readonly info: (message: string) => void,
   ) {
     for (let i = 0; i < LANES; i++) this.lanes.push(openLane(url, deadlineMillis));
   }
@@ -159,7 +167,7 @@ class CountingExporter implements SpanExporter {
       this.pending -= spans.length;
       if (result.code === ExportResultCode.SUCCESS) {
         this.counters.add(SPANS_EXPORTED, spans.length);
-        if (this.failing) this.warn('span export works again');
+        if (this.failing) this.info('span export works again');
         this.failing = false;
       } else {
         this.counters.add(SPANS_DROPPED, spans.length);
@@ -234,8 +242,9 @@ class FinishedSpan implements ReadableSpan {
     readonly endTime: HrTime,
     readonly attributes: Attributes,
     readonly status: SpanStatus,
+    traceState?: TraceState,
   ) {
-    this.context = { traceId, spanId, traceFlags: TraceFlags.SAMPLED };
+    this.context = { traceId, spanId, traceFlags: TraceFlags.SAMPLED, traceState };
     this.duration = hrTimeDuration(startTime, endTime);
   }
 
@@ -255,14 +264,16 @@ export class SpanExport {
     private readonly counters: TracingCounters,
     warn: (message: string) => void,
     limits: Partial<ExportLimits> = {},
+    /** Where the recovery line goes (info, as the access log's); the failure goes to `warn`. */
+    info: (message: string) => void = warn,
   ) {
     const bounds = { ...DEFAULT_LIMITS, ...limits };
     this.maxQueueSize = bounds.maxQueueSize;
-    this.exporter = new CountingExporter(config.otlpEndpoint, bounds.exportTimeoutMillis, counters, warn);
+    this.exporter = new CountingExporter(config.otlpEndpoint, bounds.exportTimeoutMillis, counters, warn, info);
     // Present in /metrics from the start (0), so that a rate or an alert over them is defined before the first span.
     counters.add(SPANS_EXPORTED, 0);
     counters.add(SPANS_DROPPED, 0);
-    this.resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: config.serviceName });
+    this.resource = resourceFromAttributes({ ...SDK_INFO, [ATTR_SERVICE_NAME]: config.serviceName, [ATTR_SERVICE_VERSION]: buildInfo().version });
     // The exporter settles every export by its deadline. The processor's own timeout would let the next
     // batch start while that export still holds its lane, so it is set to fire only after it.
     this.processor = new BatchSpanProcessor(this.exporter, { ...bounds, exportTimeoutMillis: bounds.exportTimeoutMillis + 1000 });
@@ -279,10 +290,12 @@ export class SpanExport {
     this.exporter.pending += spans;
     const resource = this.resource;
     const processor = this.processor;
-    const failed = request.status >= 500;
+    const failed = request.status >= 500 || request.cut;
     const endedAt = hrTime(request.endedAt);
-    const parent: SpanContext | undefined = t.parentId === '' ? undefined : { traceId: t.traceId, spanId: t.parentId, traceFlags: TraceFlags.SAMPLED, isRemote: true };
-    const inServer: SpanContext = { traceId: t.traceId, spanId: t.spanId, traceFlags: TraceFlags.SAMPLED, isRemote: false };
+    // The caller's tracestate (as passed upstream) goes on every span of the trace, as a Tracer's children inherit it.
+    const traceState = t.traceState === '' ? undefined : new TraceState(t.traceState);
+    const parent: SpanContext | undefined = t.parentId === '' ? undefined : { traceId: t.traceId, spanId: t.parentId, traceFlags: TraceFlags.SAMPLED, isRemote: true, traceState };
+    const inServer: SpanContext = { traceId: t.traceId, spanId: t.spanId, traceFlags: TraceFlags.SAMPLED, isRemote: false, traceState };
     const name = request.routeTemplate === null ? request.method : `${request.method} ${request.routeTemplate}`;
     const attributes: Attributes = {
       [ATTR_HTTP_REQUEST_METHOD]: request.method,
@@ -295,16 +308,19 @@ export class SpanExport {
       'http.response.body.size': request.bytesOut,
       'gateway.request_id': request.requestId,
     };
+    if (request.query !== '') attributes[ATTR_URL_QUERY] = request.query;
     if (request.routeTemplate !== null) attributes[ATTR_HTTP_ROUTE] = request.routeTemplate;
     if (request.userAgent !== undefined) attributes[ATTR_USER_AGENT_ORIGINAL] = request.userAgent;
     if (request.host !== undefined) addServerOf(attributes, request.host, request.secure);
-    // A server span's error.type is its 5xx status, as text (OpenTelemetry HTTP conventions).
-    if (failed) attributes[ATTR_ERROR_TYPE] = String(request.status);
+    // A server span's error.type is its 5xx status, as text (OpenTelemetry HTTP conventions); an answer
+    // cut short failed whatever its status: why the upstream failed mid-body, else `response_cut`.
+    if (request.cut) attributes[ATTR_ERROR_TYPE] = request.upstreamError ?? 'response_cut';
+    else if (failed) attributes[ATTR_ERROR_TYPE] = String(request.status);
 
     // Children first, as a Tracer's spans end: the server span ends last.
     if (request.middlewareStartedAt > 0) {
       const ended = request.middlewareEndedAt > 0 ? hrTime(request.middlewareEndedAt) : endedAt;
-      processor.onEnd(new FinishedSpan(resource, 'middleware', SpanKind.INTERNAL, t.traceId, randomSpanId(), inServer, hrTime(request.middlewareStartedAt), ended, {}, UNSET));
+      processor.onEnd(new FinishedSpan(resource, 'middleware', SpanKind.INTERNAL, t.traceId, randomSpanId(), inServer, hrTime(request.middlewareStartedAt), ended, {}, UNSET, traceState));
     }
     if (request.upstreamStartedAt > 0 && request.upstream !== null) {
       const clientAttributes: Attributes = {
@@ -318,11 +334,11 @@ export class SpanExport {
       if (errorType !== null) clientAttributes[ATTR_ERROR_TYPE] = errorType;
       const ended = request.upstreamEndedAt > 0 ? hrTime(request.upstreamEndedAt) : endedAt;
       processor.onEnd(
-        new FinishedSpan(resource, `${request.upstreamMethod} upstream`, SpanKind.CLIENT, t.traceId, t.upstreamSpanId, inServer, hrTime(request.upstreamStartedAt), ended, clientAttributes, errorType !== null ? FAILED : UNSET),
+        new FinishedSpan(resource, `${request.upstreamMethod} upstream`, SpanKind.CLIENT, t.traceId, t.upstreamSpanId, inServer, hrTime(request.upstreamStartedAt), ended, clientAttributes, errorType !== null ? FAILED : UNSET, traceState),
       );
     }
-    // A 5xx is the server's failure; a 4xx is the client's (left unset, as the conventions ask).
-    processor.onEnd(new FinishedSpan(resource, name, SpanKind.SERVER, t.traceId, t.spanId, parent, hrTime(request.startedAt), endedAt, attributes, failed ? FAILED : UNSET));
+    // A 5xx or a cut answer is the server's failure; a 4xx is the client's (left unset, as the conventions ask).
+    processor.onEnd(new FinishedSpan(resource, name, SpanKind.SERVER, t.traceId, t.spanId, parent, hrTime(request.startedAt), endedAt, attributes, failed ? FAILED : UNSET, traceState));
   }
 
   /** Exports what is queued (bounded by the export timeout). */

@@ -22,6 +22,7 @@ function request(trace: RequestTrace, status: number, overrides: Partial<TracedR
     trace,
     method: 'GET',
     path: '/items/7',
+    query: '',
     routeTemplate: '/items/{id}',
     status,
     startedAt: T0,
@@ -42,6 +43,7 @@ function request(trace: RequestTrace, status: number, overrides: Partial<TracedR
     host: undefined,
     bytesIn: 0,
     bytesOut: 12,
+    cut: false,
     ...overrides,
   };
 }
