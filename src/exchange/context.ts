@@ -81,8 +81,13 @@ export class RequestContext {
   upstream: string | null = null;
   /** performance.now() when the request was handed to the upstream client (the last try). */
   upstreamSentAt = 0;
-  /** Until the upstream's response head; -1 while none came. */
+  /**
+   * Milliseconds from upstreamSentAt until the last try's answer ended, failed, or was given up (the
+   * client left, a 413/408 mid-body); -1 when no try was made. The done phase settles a call given up.
+   */
   upstreamMs = -1;
+  /** Milliseconds from upstreamSentAt until the last try's response head arrived; -1 while none came. */
+  upstreamHeaderMs = -1;
   /** The endpoint's x-disabled-listeners. */
   disabledListeners: readonly string[] = NO_IDS;
   /** x-disabled-middleware of every target of the route (a middleware any of them disables is off). */

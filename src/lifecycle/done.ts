@@ -42,6 +42,8 @@ export class DonePhase {
   /** The request is over (answered, forwarded and answered, or its client left): every listener is told. */
   done(ctx: RequestContext): void {
     ctx.endedAt = performance.now();
+    // A call given up before it ended (the client left, the body was refused mid-stream): its time runs to now.
+    if (ctx.upstreamMs < 0 && ctx.upstreamSentAt > 0) ctx.upstreamMs = ctx.endedAt - ctx.upstreamSentAt;
     this.accept.clientAddress(ctx);
     this.observe?.finish(ctx, ctx.endedAt);
     const listeners = this.state.listeners;

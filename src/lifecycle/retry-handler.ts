@@ -156,6 +156,8 @@ class Attempt implements UpstreamHandler {
     if (ctx.upstreamStartedAt === 0) ctx.upstreamStartedAt = ctx.upstreamSentAt;
     ctx.upstreamStatus = 0;
     ctx.upstreamError = null;
+    ctx.upstreamMs = -1;
+    ctx.upstreamHeaderMs = -1;
     this.call = retry.request(pool, body, this);
   }
 
@@ -182,7 +184,7 @@ class Attempt implements UpstreamHandler {
   onHead(status: number, head: ResponseHead): boolean {
     const response = this.retry.response;
     const ctx = response.ctx;
-    ctx.upstreamMs = performance.now() - ctx.upstreamSentAt;
+    ctx.upstreamHeaderMs = performance.now() - ctx.upstreamSentAt;
     ctx.upstreamStatus = status;
     try {
       // A success is counted when the answer is complete (onEnd), not at its head: an upstream that cuts
@@ -211,7 +213,7 @@ class Attempt implements UpstreamHandler {
   onEnd(): void {
     this.settled = true;
     this.call = null;
-    this.retry.response.ctx.upstreamEndedAt = performance.now();
+    this.ended();
     if (this.headOk && !this.failureCounted) this.retry.breakerSuccess(this.upstream);
     try {
       this.retry.response.end();
@@ -224,7 +226,7 @@ class Attempt implements UpstreamHandler {
     const weStoppedIt = this.settled;
     this.settled = true;
     this.call = null;
-    this.retry.response.ctx.upstreamEndedAt = performance.now();
+    this.ended();
     if (weStoppedIt) return;
     this.retry.response.ctx.upstreamError = err.code.toLowerCase();
     if (err.code === 'TLS') this.retry.tlsHandshakeFailed(this.upstream, err);
@@ -234,6 +236,14 @@ class Attempt implements UpstreamHandler {
     } catch (thrown) {
       this.retry.response.internalError(thrown);
     }
+  }
+
+  /** The call is over (answer complete, or failed): its time is taken, the one clock read of this step. */
+  private ended(): void {
+    const ctx = this.retry.response.ctx;
+    const now = performance.now();
+    ctx.upstreamEndedAt = now;
+    ctx.upstreamMs = now - ctx.upstreamSentAt;
   }
 
   onBodyDrain(): void {

@@ -26,8 +26,10 @@ export interface FinishedRequest {
   consumer?: string | null;
   requestId?: string;
   traceId?: string;
-  /** -1 (or absent): not forwarded. */
+  /** Sent upstream until the answer ended or the call failed; -1 (or absent): not forwarded. */
   upstreamMs?: number;
+  /** Sent upstream until the response head; -1 (or absent): no head came. */
+  upstreamHeaderMs?: number;
   cache?: string | null;
   /** The answer began and did not reach the client whole (the upstream or the client went away, a timeout, the shutdown grace). */
   cut?: boolean;
@@ -53,6 +55,7 @@ export const ACCESS_LOG_FIELDS = [
   'requestId',
   'traceId',
   'upstreamMs',
+  'upstreamHeaderMs',
   'cache',
   // Written only when true: most lines are whole answers.
   'cut',
@@ -146,6 +149,7 @@ class Layout {
   readonly requestId: Buffer | null;
   readonly traceId: Buffer | null;
   readonly upstreamMs: Buffer | null;
+  readonly upstreamHeaderMs: Buffer | null;
   readonly cache: Buffer | null;
   readonly cut: Buffer | null;
 
@@ -166,6 +170,7 @@ class Layout {
     this.requestId = on('requestId');
     this.traceId = on('traceId');
     this.upstreamMs = on('upstreamMs');
+    this.upstreamHeaderMs = on('upstreamHeaderMs');
     this.cache = on('cache');
     this.cut = on('cut');
   }
@@ -174,7 +179,7 @@ class Layout {
 /**
  * One JSON line per request, kept off the hot path. The line starts as pino's did (level, time, pid,
  * role, workerId, log), then the request fields of ACCESS_LOG_FIELDS in that order (those not omitted),
- * then msg. latencyMs and upstreamMs are rounded to the microsecond, which performance.now()
+ * then msg. latencyMs, upstreamMs and upstreamHeaderMs are rounded to the microsecond, which performance.now()
  * differences carry no more than. record() only copies the fields into columns; lines are encoded a
  * batch at a time (every 64 requests, or by the flush timer) straight into a byte buffer: no object
  * walk, no strings built per line, and under load nothing held long enough for the GC to copy it.
@@ -312,6 +317,12 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
         if (ms < 0) e.bytes(NULL);
         else e.milliseconds(ms);
       }
+      if (l.upstreamHeaderMs !== null) {
+        e.bytes(l.upstreamHeaderMs);
+        const ms = batch.upstreamHeaderMs[i]!;
+        if (ms < 0) e.bytes(NULL);
+        else e.milliseconds(ms);
+      }
       e.bytes((batch.cut[i] === 1 ? cutSegment : cacheSegment).of(batch.cache[i]!, null, null));
       endLine();
     }
@@ -357,6 +368,7 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
       batch.requestId[i] = request.requestId || null;
       batch.traceId[i] = request.traceId || null;
       batch.upstreamMs[i] = request.upstreamMs ?? -1;
+      batch.upstreamHeaderMs[i] = request.upstreamHeaderMs ?? -1;
       batch.cache[i] = request.cache ?? null;
       batch.cut[i] = request.cut === true ? 1 : 0;
       if (i === BATCH - 1) encodeBatch();
@@ -489,6 +501,7 @@ class Batch {
   readonly requestId: Array<string | null> = new Array<string | null>(BATCH).fill(null);
   readonly traceId: Array<string | null> = new Array<string | null>(BATCH).fill(null);
   readonly upstreamMs = new Float64Array(BATCH);
+  readonly upstreamHeaderMs = new Float64Array(BATCH);
   readonly cache: Array<string | null> = new Array<string | null>(BATCH).fill(null);
   readonly cut = new Uint8Array(BATCH);
 

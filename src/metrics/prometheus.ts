@@ -103,7 +103,7 @@ export function toPrometheus(report: MetricsReport, histograms: HistogramFamilie
   histogramFamily(out, 'gateway_request_duration_seconds', 'Latency of routed requests, arrival until the answer was handed to the socket, by endpoint and status class.', histograms.edges, histograms.requests);
   statusCounts(out, 'gateway_route_requests_total', 'Routed requests completed, by endpoint (method and route template) and status code.', report.endpoints, endpointLabels);
   statusCounts(out, 'gateway_upstream_requests_total', 'Requests forwarded, by the upstream host tried last and the status the client got (499: the client left; 502, 504: the gateway answered for a failed upstream).', report.upstreams, (key) => [['upstream', key]]);
-  histogramFamily(out, 'gateway_upstream_duration_seconds', 'Upstream answer time: request handed to the upstream client until the response head arrived.', histograms.edges, histograms.upstreams);
+  histogramFamily(out, 'gateway_upstream_duration_seconds', 'Upstream call time: request handed to the upstream client until the answer ended or the call failed (the access log\'s upstreamMs).', histograms.edges, histograms.upstreams);
   breakerStates(out, report.breakers);
   retries(out, report.retries);
   middlewareEvents(out, report.middleware);

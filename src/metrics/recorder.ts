@@ -75,7 +75,7 @@ class SeriesRecorder {
     else this.part(statusClassIndex(statusSlot), STATUS_CLASSES[statusClassIndex(statusSlot)]!).record(micros);
   }
 
-  /** An upstream's answer time (request sent until its response head), beside the request's latency. */
+  /** An upstream call's time (request sent until its answer ended or the call failed), beside the request's latency. */
   recordUpstream(micros: number): void {
     this.part(0, 'upstream').record(micros);
   }
@@ -143,7 +143,7 @@ export class MetricsRecorder {
   /**
    * @param routeKey e.g. "GET /users/{id}"; null for built-in endpoints and unrouted requests.
    * @param upstream the serviceLocation the request went to; null when it went to none.
-   * @param upstreamMicros the upstream's answer time (sent until its response head); negative when none came.
+   * @param upstreamMicros the upstream call's time (sent until its answer ended or it failed; RequestContext.upstreamMs); negative when no call was made.
    */
   requestFinished(routeKey: string | null, upstream: string | null, status: number, latencyMicros: number, upstreamMicros = -1): void {
     if (this.inFlight > 0) this.inFlight--;

@@ -28,6 +28,7 @@ const requests: FinishedRequest[] = [
     requestId: '4bf92f3577b34da6-1a',
     traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
     upstreamMs: 0.61234,
+    upstreamHeaderMs: 0.40017,
     cache: 'MISS',
   },
   {
@@ -83,6 +84,7 @@ function pinoLine(workerId: number, request: FinishedRequest): Record<string, un
       requestId: request.requestId || null,
       traceId: request.traceId || null,
       upstreamMs: request.upstreamMs === undefined || request.upstreamMs < 0 ? null : Math.round(request.upstreamMs * 1000) / 1000,
+      upstreamHeaderMs: request.upstreamHeaderMs === undefined || request.upstreamHeaderMs < 0 ? null : Math.round(request.upstreamHeaderMs * 1000) / 1000,
       cache: request.cache ?? null,
       ...(request.cut === true ? { cut: true } : {}),
     },
@@ -203,6 +205,7 @@ t.test('any run of requests, any omitted fields: each line is what pino writes',
     requestId: pick([undefined, 'r-1', 'r-2']),
     traceId: pick([undefined, '4bf92f3577b34da6a3ce929d0e0e4736']),
     upstreamMs: pick([undefined, -1, 0.25]),
+    upstreamHeaderMs: pick([undefined, -1, 0.125]),
     cache: pick([undefined, null, 'HIT', 'MISS']),
     cut: pick([undefined, false, true]),
   });
