@@ -56,13 +56,19 @@ export class AcceptPhase {
       return refuse(501, 'the request body has a transfer coding other than chunked, which the gateway does not decode', true);
     }
     if (head.conflict !== '') return refuse(400, head.conflict, true);
-    if (head.contentLength > this.maxBodyBytes) {
-      return refuse(413, `the request body is larger than ${this.maxBodyBytes} bytes`);
-    }
     const path = this.routedPath(head.url, ctx.query);
     if (typeof path !== 'string') return path;
     ctx.path = path;
     return null;
+  }
+
+  /**
+   * After routing: a declared Content-Length over limits.maxBodyBytes is 413. Checked once the request
+   * is routed, as a chunked body found too large while it arrives is, so that both count under their
+   * endpoint (and under no upstream: nothing was sent).
+   */
+  bodyRefusal(ctx: RequestContext): ProblemAnswer | null {
+    return ctx.bodyLength > this.maxBodyBytes ? problem(413, `the request body is larger than ${this.maxBodyBytes} bytes`) : null;
   }
 
   /**

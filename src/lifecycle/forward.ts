@@ -118,7 +118,9 @@ export class ForwardPhase implements RetryHost {
 
   /**
    * A host of ctx's route the breakers let through (balancer order), other than `excluding` (a retry's
-   * failed host: the rotation is then left as it is); sets ctx.upstream. Null when none may take it.
+   * failed host: the rotation is then left as it is). Null when none may take it. ctx.upstream is set
+   * only once a call to the host is made (the retry handler's attempt): a request refused before that
+   * (its body too large or too slow) was not upstream traffic.
    */
   pickHost(ctx: RequestContext, excluding = ''): string | null {
     const route = ctx.route!;
@@ -127,7 +129,6 @@ export class ForwardPhase implements RetryHost {
     const available = excluding === '' ? hosts.isAvailable : (u: string) => u !== excluding && hosts.isAvailable(u);
     const target = hosts.balancer.pick(ctx.targets, this.weights, available, excluding === '');
     if (target === null) return null;
-    ctx.upstream = target.upstream;
     ctx.disabledListeners = target.disabledListeners;
     return target.upstream;
   }

@@ -73,6 +73,8 @@ export class RequestLifecycle implements DecisionTaker {
 
     const routed = this.router.route(head, ctx);
     if (routed !== null) return this.chain.reply(ctx, client, routed, unread);
+    const tooLarge = this.accept.bodyRefusal(ctx);
+    if (tooLarge !== null) return this.chain.reply(ctx, client, tooLarge, unread);
     this.accept.addForwardingHeaders(head, ctx);
     this.accept.clientAddress(ctx);
     this.finisher.sample(ctx);
@@ -90,7 +92,7 @@ export class RequestLifecycle implements DecisionTaker {
    * would answer it. A WebSocket upgrade is routed with this, so it reaches exactly what the same GET would.
    */
   routes(head: RequestHead, ctx: RequestContext): boolean {
-    return this.accept.check(head, ctx) === null && this.router.route(head, ctx) === null;
+    return this.accept.check(head, ctx) === null && this.router.route(head, ctx) === null && this.accept.bodyRefusal(ctx) === null;
   }
 
   /** Request ID and trace context (src/observe/); a WebSocket upgrade's handler calls it too. */

@@ -99,13 +99,28 @@ export class RetryHandler implements UpstreamLeg, BodySink {
       const next = this.host.retryTarget(ctx, failure);
       if (next !== null) {
         this.retried = true;
-        ctx.upstream = next;
         ctx.status = 0;
         this.attempt = new Attempt(this, next, this.host.poolFor(next), this.body);
         return;
       }
     }
     this.response.failed(failure);
+  }
+
+  /**
+   * The first try failed before anything could go to the host, for a reason of the request (a head
+   * that cannot be written: bytes that are not UTF-8, a header value with CR/LF) or of the gateway
+   * (shutting down): the request was not upstream traffic, no host is named and no time kept. After a
+   * retry the earlier try stands: the request stays counted under the host tried last.
+   */
+  notSent(): void {
+    if (this.retried) return;
+    const ctx = this.response.ctx;
+    ctx.upstream = null;
+    ctx.upstreamSentAt = 0;
+    ctx.upstreamStartedAt = 0;
+    ctx.upstreamEndedAt = 0;
+    ctx.upstreamMs = -1;
   }
 
   breakerSuccess(upstream: string): void {
@@ -152,6 +167,7 @@ class Attempt implements UpstreamHandler {
   ) {
     this.call = null;
     const ctx = retry.response.ctx;
+    ctx.upstream = upstream;
     ctx.upstreamSentAt = performance.now();
     if (ctx.upstreamStartedAt === 0) ctx.upstreamStartedAt = ctx.upstreamSentAt;
     ctx.upstreamStatus = 0;
@@ -228,6 +244,7 @@ class Attempt implements UpstreamHandler {
     this.call = null;
     this.ended();
     if (weStoppedIt) return;
+    if (!err.requestSent && (err.code === 'BAD_REQUEST' || err.code === 'CLOSED')) this.retry.notSent();
     this.retry.response.ctx.upstreamError = err.code.toLowerCase();
     if (err.code === 'TLS') this.retry.tlsHandshakeFailed(this.upstream, err);
     if (this.retry.response.clientGone) return;

@@ -71,7 +71,12 @@ export class UwsAcceptor {
       begin: (ctx) => lifecycle.begin(ctx),
       addForwardingHeaders: (head, ctx) => lifecycle.accept.addForwardingHeaders(head, ctx),
       clientAddress: (ctx) => lifecycle.accept.clientAddress(ctx),
-      pick: (ctx, excluding) => lifecycle.forwarder.pickHost(ctx, excluding),
+      pick: (ctx, excluding) => {
+        // The WebSocket leg connects to the host at once: it is the request's upstream from here on.
+        const upstream = lifecycle.forwarder.pickHost(ctx, excluding);
+        if (upstream !== null) ctx.upstream = upstream;
+        return upstream;
+      },
       upstreamTlsFailed: (upstream, cause) => lifecycle.forwarder.reportTlsFailure(upstream, cause),
       requestDone: (ctx) => lifecycle.finisher.done(ctx),
       hold: (ctx) => {
