@@ -2,7 +2,7 @@ import * as hdr from 'hdr-histogram-js';
 import type { Histogram } from 'hdr-histogram-js';
 import type { JsHistogram } from 'hdr-histogram-js';
 import type { MetricsDelta, PartDelta, SeriesDelta } from './delta.js';
-import { addEncodedHistogram, histogramSettings, type Precision } from './histogram.js';
+import { addEncodedHistogram, HIGHEST_RECORDED_MICROS, histogramSettings, type Precision } from './histogram.js';
 import { BUCKET_PRECISION, bucketEdgesMicros, cumulativeCounts, DEFAULT_BUCKETS_S } from './buckets.js';
 import { toPrometheus, type BuildLabels, type HistogramFamilies, type HistogramPart } from './prometheus.js';
 import { counterPath } from './counters.js';
@@ -82,9 +82,13 @@ class SeriesTotals {
   latency(): LatencySummaryMs {
     const count = this.histogram.totalCount;
     if (count === 0) return { p50: 0, p90: 0, p99: 0, p999: 0, max: 0, mean: 0, count: 0, sum: 0 };
-    // HDR reports the top of a value's bucket; the exact max caps it so no percentile exceeds max.
+    // HDR reports the top of a value's bucket; the exact max caps it so no percentile exceeds max. The
+    // top bucket holds every latency past the histograms' range too: its top is the exact max.
     const max = this.latencyMaxMicros;
-    const at = (percentile: number) => millis(Math.min(this.histogram.getValueAtPercentile(percentile), max));
+    const at = (percentile: number) => {
+      const value = this.histogram.getValueAtPercentile(percentile);
+      return millis(value >= HIGHEST_RECORDED_MICROS ? max : Math.min(value, max));
+    };
     return {
       p50: at(50),
       p90: at(90),

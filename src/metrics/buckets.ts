@@ -11,7 +11,7 @@ export const DEFAULT_BUCKETS_S: readonly number[] = [0.0005, 0.001, 0.0025, 0.00
 /** The precision of the per-route and per-upstream histograms the Prometheus buckets are read from. */
 export const BUCKET_PRECISION: Precision = 2;
 
-/** The largest bound accepted, in seconds: the histograms clamp anything longer to this. */
+/** The largest bound accepted, in seconds (a longer latency is counted by `+Inf` only; see HIGHEST_RECORDED_MICROS). */
 export const MAX_BUCKET_S = MAX_LATENCY_MICROS / 1e6;
 
 let reference: JsHistogram | undefined;
@@ -40,7 +40,7 @@ export function bucketProblems(boundsS: readonly number[]): string[] {
   for (let i = 0; i < boundsS.length; i++) {
     const s = boundsS[i]!;
     if (!(s > 0) || !Number.isFinite(s)) problems.push(`bound ${i} (${s}) must be a positive number of seconds`);
-    else if (s > MAX_BUCKET_S) problems.push(`bound ${i} (${s}) is above ${MAX_BUCKET_S} s, the longest latency the histograms track`);
+    else if (s > MAX_BUCKET_S) problems.push(`bound ${i} (${s}) is above ${MAX_BUCKET_S} s, the longest bound the histograms take`);
     else if (i > 0 && !(s > boundsS[i - 1]!)) problems.push(`bound ${i} (${s}) must be greater than bound ${i - 1} (${boundsS[i - 1]}): bounds are ascending`);
   }
   if (problems.length > 0) return problems;

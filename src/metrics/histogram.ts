@@ -2,8 +2,16 @@ import { Buffer } from 'node:buffer';
 import * as hdr from 'hdr-histogram-js';
 import type { Histogram } from 'hdr-histogram-js';
 
-/** Latencies are recorded in microseconds, 1 µs .. 60 s. */
+/** Latencies are recorded in microseconds; a `le` bound of the exposition is at most this (60 s). */
 export const MAX_LATENCY_MICROS = 60_000_000;
+
+/**
+ * The histograms' highest trackable value, 2^26 - 1 µs (67.1 s): their counts arrays are as long as
+ * with 60 s (both need the same powers of two, at 2 and at 3 digits), and the HDR bucket holding it
+ * lies above the bucket of every bound up to 60 s. A longer latency is recorded in the histogram as
+ * this value, so only `+Inf` counts it; the sums and maxima beside the histograms keep it exact.
+ */
+export const HIGHEST_RECORDED_MICROS = 2 ** 26 - 1;
 
 /**
  * Significant digits: 3 for the overall histogram; 2 (1 % precision) per upstream and per endpoint, where
@@ -16,7 +24,7 @@ export function histogramSettings(precision: Precision, useWebAssembly: boolean)
     bitBucketSize: 32,
     autoResize: false,
     lowestDiscernibleValue: 1,
-    highestTrackableValue: MAX_LATENCY_MICROS,
+    highestTrackableValue: HIGHEST_RECORDED_MICROS,
     numberOfSignificantValueDigits: precision,
     useWebAssembly,
   } as const;
@@ -38,14 +46,18 @@ export function webAssemblyReady(): boolean {
 }
 
 /**
- * Rounds up to whole microseconds and clamps into the trackable range (out-of-range values would
- * throw). Rounding up keeps "took at most B µs" true of the recorded value exactly when it is true of
- * the measured one, which the Prometheus buckets rely on (see buckets.ts).
+ * Rounds up to whole microseconds (0 for anything not positive): the value sums and maxima keep.
+ * Rounding up keeps "took at most B µs" true of the recorded value exactly when it is true of the
+ * measured one, which the Prometheus buckets rely on (see buckets.ts).
  */
+export function roundLatency(micros: number): number {
+  return micros > 0 ? Math.ceil(micros) : 0;
+}
+
+/** roundLatency(), then clamped into the histograms' trackable range (out-of-range values would throw). */
 export function clampLatency(micros: number): number {
-  if (!(micros > 0)) return 0;
-  if (micros >= MAX_LATENCY_MICROS) return MAX_LATENCY_MICROS;
-  return Math.ceil(micros);
+  const rounded = roundLatency(micros);
+  return rounded < HIGHEST_RECORDED_MICROS ? rounded : HIGHEST_RECORDED_MICROS;
 }
 
 const RAW_V2_COOKIE = 0x1c849313;

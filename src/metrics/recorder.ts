@@ -1,7 +1,7 @@
 import * as hdr from 'hdr-histogram-js';
 import type { Histogram } from 'hdr-histogram-js';
 import type { MetricsDelta, PartDelta, SeriesDelta } from './delta.js';
-import { clampLatency, encodeHistogram, histogramSettings, webAssemblyReady, type Precision } from './histogram.js';
+import { encodeHistogram, HIGHEST_RECORDED_MICROS, histogramSettings, roundLatency, webAssemblyReady, type Precision } from './histogram.js';
 
 export type { MetricsDelta, SeriesDelta } from './delta.js';
 
@@ -25,10 +25,11 @@ class PartRecorder {
     this.histogram = hdr.build(histogramSettings(2, useWebAssembly));
   }
 
+  /** `micros`: whole microseconds (roundLatency), kept exact in the sum; the histogram clamps. */
   record(micros: number): void {
     this.count++;
     this.sumMicros += micros;
-    this.histogram.recordValue(micros);
+    this.histogram.recordValue(micros < HIGHEST_RECORDED_MICROS ? micros : HIGHEST_RECORDED_MICROS);
   }
 
   take(): PartDelta | null {
@@ -66,12 +67,13 @@ class SeriesRecorder {
     return this.requests === 0;
   }
 
+  /** `micros`: whole microseconds (roundLatency), kept exact in the sum and max; the histogram clamps. */
   record(statusSlot: number, micros: number): void {
     this.requests++;
     this.byStatus[statusSlot]!++;
     this.latencySumMicros += micros;
     if (micros > this.latencyMaxMicros) this.latencyMaxMicros = micros;
-    if (this.histogram !== null) this.histogram.recordValue(micros);
+    if (this.histogram !== null) this.histogram.recordValue(micros < HIGHEST_RECORDED_MICROS ? micros : HIGHEST_RECORDED_MICROS);
     else this.part(statusClassIndex(statusSlot), STATUS_CLASSES[statusClassIndex(statusSlot)]!).record(micros);
   }
 
@@ -148,12 +150,12 @@ export class MetricsRecorder {
   requestFinished(routeKey: string | null, upstream: string | null, status: number, latencyMicros: number, upstreamMicros = -1): void {
     if (this.inFlight > 0) this.inFlight--;
     const statusSlot = status >= 100 && status < STATUS_SLOTS ? status | 0 : 0;
-    const micros = clampLatency(latencyMicros);
+    const micros = roundLatency(latencyMicros);
     this.overall.record(statusSlot, micros);
     if (upstream !== null) {
       const series = this.series(this.upstreams, upstream);
       series.record(statusSlot, micros);
-      if (upstreamMicros >= 0) series.recordUpstream(clampLatency(upstreamMicros));
+      if (upstreamMicros >= 0) series.recordUpstream(roundLatency(upstreamMicros));
     }
     if (routeKey !== null) this.series(this.endpoints, routeKey, true).record(statusSlot, micros);
   }
@@ -172,7 +174,7 @@ export class MetricsRecorder {
     }
     if (this.inFlight > 0) this.inFlight--;
     const statusSlot = status >= 100 && status < STATUS_SLOTS ? status | 0 : 0;
-    const micros = clampLatency(latencyMicros);
+    const micros = roundLatency(latencyMicros);
     this.overall.record(statusSlot, micros);
     if (upstream !== null) {
       if (route.upstream !== upstream) {
@@ -180,7 +182,7 @@ export class MetricsRecorder {
         route.upstreamSeries = this.series(this.upstreams, upstream);
       }
       route.upstreamSeries!.record(statusSlot, micros);
-      if (upstreamMicros >= 0) route.upstreamSeries!.recordUpstream(clampLatency(upstreamMicros));
+      if (upstreamMicros >= 0) route.upstreamSeries!.recordUpstream(roundLatency(upstreamMicros));
     }
     route.series.record(statusSlot, micros);
   }

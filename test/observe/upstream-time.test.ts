@@ -133,3 +133,19 @@ t.test('gateway_upstream_duration_seconds records upstreamMs: one per upstream r
     t.ok(Math.abs(sum - loggedSum) <= paths.length * 2e-6, `${location}: _sum ${sum} is the sum of upstreamMs (${loggedSum})`);
   }
 });
+
+t.test('gateway_request_duration_seconds_sum is the sum of the logged latencyMs', async (t) => {
+  const logged = lines().filter((l) => l.endpoint === '/items/{id}');
+  t.equal(logged.length, 4);
+  const loggedSum = logged.reduce((sum, l) => sum + (l.latencyMs as number), 0) / 1000;
+  const families = await prometheus();
+  let sum = 0;
+  let count = 0;
+  for (const sample of families.get('gateway_request_duration_seconds')!.samples) {
+    if (sample.labels.route !== '/items/{id}') continue;
+    if (sample.name.endsWith('_sum')) sum += sample.value;
+    if (sample.name.endsWith('_count')) count += sample.value;
+  }
+  t.equal(count, 4);
+  t.ok(Math.abs(sum - loggedSum) <= 4 * 2e-6, `_sum ${sum} is the sum of latencyMs (${loggedSum})`);
+});
