@@ -31,10 +31,14 @@ export class DecidePhase {
   /** Runs the routed request's middleware: an answer, null to forward now, or HELD. */
   decide(ctx: RequestContext): Answer | null | typeof HELD {
     const state = this.state;
-    const middleware = state.pipeline.forRoute(ctx.route!);
-    if (middleware.length === 0) return null;
+    const pipeline = state.pipeline;
+    const middleware = pipeline.forRoute(ctx.route!);
+    if (middleware.length === 0) {
+      if (pipeline.guarded) pipeline.guard(ctx);
+      return null;
+    }
     this.observe?.middlewareStarted(ctx);
-    const outcome = state.pipeline.decide(ctx, middleware, this.hold);
+    const outcome = pipeline.decide(ctx, middleware, this.hold);
     if (outcome === DECIDING) return HELD;
     this.observe?.middlewareEnded(ctx);
     return outcome;

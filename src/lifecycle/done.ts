@@ -13,6 +13,7 @@ import type { AcceptPhase } from './accept.js';
 import { reportBug } from './report-bug.js';
 import type { DataPlaneState } from './state.js';
 import type { RequestObserve } from '../observe/request-observe.js';
+import { hasQueryParameter, withoutQueryParameters } from '../middleware/api-key-auth.js';
 
 const NO_IDS: readonly string[] = Object.freeze([]);
 
@@ -45,6 +46,7 @@ export class DonePhase {
     // A call given up before it ended (the client left, the body was refused mid-stream): its time runs to now.
     if (ctx.upstreamMs < 0 && ctx.upstreamSentAt > 0) ctx.upstreamMs = ctx.endedAt - ctx.upstreamSentAt;
     this.accept.clientAddress(ctx);
+    this.hideQueryKeys(ctx);
     this.observe?.finish(ctx, ctx.endedAt);
     const listeners = this.state.listeners;
     const disabled = ctx.disabledListeners;
@@ -66,8 +68,19 @@ export class DonePhase {
     }
   }
 
+  /**
+   * An apiKeyAuth query parameter never reaches a listener or a span (the access log writes the query
+   * of every request, whatever the answer and whether or not apiKeyAuth ran): the request is over, so
+   * its query is only read from now on. Nothing to do when no entry reads a query key.
+   */
+  private hideQueryKeys(ctx: RequestContext): void {
+    const names = this.state.pipeline.secretQuery;
+    if (names !== null && ctx.query !== '' && hasQueryParameter(ctx.query, names)) ctx.query = withoutQueryParameters(ctx.query, names);
+  }
+
   /** A relayed WebSocket connection is over: the listeners that log connections are told. */
   connectionDone(ctx: RequestContext, connection: ConnectionSummary): void {
+    this.hideQueryKeys(ctx);
     const disabled = ctx.disabledListeners;
     for (const listener of this.state.listeners) {
       if (listener.connectionDone === undefined) continue;

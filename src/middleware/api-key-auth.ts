@@ -1,7 +1,9 @@
 /**
  * apiKeyAuth (docs/reference/api-key-auth.md): a key from a header (or a query parameter), checked against SHA-256
- * digests from the config. An admitted request reaches the upstream with `X-Consumer: <consumer>` (a
- * client-sent X-Consumer never does) and, with hideCredentials, without the key.
+ * digests from the config. An admitted request reaches the upstream with `X-Consumer: <consumer>` and,
+ * with hideCredentials, without the key. On every routed request, where this runs or not, the
+ * pipeline removes a client's X-Consumer and hidden keys (Pipeline.guarded), and the done phase keeps
+ * query keys out of the access log and spans.
  *
  * Keys are compared by digest through a Map: the lookup's timing can only tell an attacker about
  * digests, which say nothing usable about keys. Keys that matched are remembered (at most one entry per
@@ -9,7 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { RequestContext } from '../exchange/context.js';
-import { problem, type Decision, type Middleware, type MiddlewareContext, type ProblemAnswer } from './types.js';
+import { problem, type Credentials, type Decision, type Middleware, type MiddlewareContext, type ProblemAnswer } from './types.js';
 
 export interface ApiKeyAuthConfig {
   id: string;
@@ -37,7 +39,7 @@ export const apiKeyAuthSchema = {
       type: ['string', 'null'],
       minLength: 1,
       default: null,
-      description: 'Query parameter that carries the key when the header is absent; null: the header only.',
+      description: 'Query parameter that carries the key when the header is absent or empty; null: the header only.',
     },
     keys: {
       type: 'array',
@@ -60,7 +62,8 @@ export function sha256Hex(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
 }
 
-const CONSUMER_HEADER = 'x-consumer';
+/** The header an admitted request reaches the upstream with; a client's is never forwarded (Pipeline). */
+export const CONSUMER_HEADER = 'x-consumer';
 
 class ApiKeyAuth implements Middleware {
   readonly type = 'apiKeyAuth';
@@ -70,6 +73,8 @@ class ApiKeyAuth implements Middleware {
   private readonly header: string;
   private readonly query: string | null;
   private readonly hide: boolean;
+  private readonly queryNames: readonly string[] | null;
+  readonly credentials: Credentials;
   private readonly consumerByDigest = new Map<string, string>();
   /** Key -> consumer for keys that matched (bounded by the number of configured keys). */
   private readonly known = new Map<string, string>();
@@ -82,6 +87,8 @@ class ApiKeyAuth implements Middleware {
     this.header = config.header.toLowerCase();
     this.query = config.query;
     this.hide = config.hideCredentials;
+    this.queryNames = this.query === null ? null : [this.query];
+    this.credentials = { header: this.header, query: this.query, hide: this.hide };
     for (const { consumer, sha256 } of config.keys) this.consumerByDigest.set(sha256.toLowerCase(), consumer);
     // The query name is written percent-encoded, as it would appear in a URL (and so never needs
     // escaping in the quoted string, whatever the configured name holds).
@@ -94,17 +101,17 @@ class ApiKeyAuth implements Middleware {
 
   decide(ctx: RequestContext): Decision {
     // Several field lines are one value ("a, b"), which is no key: refused, whatever their order.
-    let key = ctx.requestFieldValue(this.header);
-    let fromQuery = false;
+    let key: string | null | undefined = ctx.requestFieldValue(this.header);
+    // An empty header is no header: the query parameter is read then (a proxy in front may send the
+    // header empty rather than not at all).
     const inQuery = this.query === null ? undefined : queryValue(ctx.query, this.query);
-    if (key === undefined && inQuery !== undefined) {
-      key = inQuery;
-      fromQuery = true;
-    }
-    // Hidden keys leave the query before any answer: the access log writes the query of refused
-    // requests too, and a refused key is often a real one mistyped, or an old one.
-    if (this.hide && inQuery !== undefined) ctx.query = withoutQueryParameter(ctx.query, this.query!);
+    if ((key === undefined || key === '') && inQuery !== undefined) key = inQuery;
+    // Hidden keys leave the query before any answer (every occurrence, readable or not). The pipeline
+    // takes them out of every other routed request, and the access log leaves them out whatever the answer.
+    if (this.hide && inQuery !== undefined) ctx.query = withoutQueryParameters(ctx.query, this.queryNames!);
     if (key === undefined || key === '') return this.missing;
+    // A first occurrence that does not percent-decode is a key, and no known one.
+    if (key === null) return this.unauthorized;
     let consumer = this.known.get(key);
     if (consumer === undefined) {
       consumer = this.consumerByDigest.get(sha256Hex(key));
@@ -114,7 +121,7 @@ class ApiKeyAuth implements Middleware {
     ctx.consumer = consumer;
     ctx.removeRequestHeader(CONSUMER_HEADER);
     ctx.headers.push(CONSUMER_HEADER, consumer);
-    if (this.hide && !fromQuery) ctx.removeRequestHeader(this.header);
+    if (this.hide) ctx.removeRequestHeader(this.header);
     return undefined;
   }
 
@@ -127,25 +134,63 @@ class ApiKeyAuth implements Middleware {
   }
 }
 
-/** The first value of `name` in a raw query string, percent-decoded; undefined when absent or undecodable. */
-export function queryValue(query: string, name: string): string | undefined {
+/**
+ * The first value of `name` in a raw query string (pairs split at "&", names and values
+ * percent-decoded, "+" as a space): undefined when absent, null when that value does not decode.
+ */
+export function queryValue(query: string, name: string): string | null | undefined {
   if (query === '') return undefined;
   for (const pair of query.split('&')) {
     const eq = pair.indexOf('=');
     const key = eq === -1 ? pair : pair.slice(0, eq);
     if (decodeComponent(key) !== name) continue;
-    return eq === -1 ? '' : decodeComponent(pair.slice(eq + 1));
+    return eq === -1 ? '' : (decodeComponent(pair.slice(eq + 1)) ?? null);
   }
   return undefined;
 }
 
-/** The raw query without any `name=` pair; the other pairs stay byte for byte. */
-export function withoutQueryParameter(query: string, name: string): string {
+/**
+ * Whether the raw query holds a pair whose name, percent-decoded ("+" as a space), is one of `names`.
+ * Allocates nothing unless a pair's name is itself encoded (holds "%" or "+").
+ */
+export function hasQueryParameter(query: string, names: readonly string[]): boolean {
+  const length = query.length;
+  let start = 0;
+  while (start <= length) {
+    let end = start;
+    let nameEnd = -1;
+    let encoded = false;
+    for (; end < length; end++) {
+      const c = query.charCodeAt(end);
+      if (c === 0x26) break;
+      if (nameEnd !== -1) continue;
+      if (c === 0x3d) nameEnd = end;
+      else if (c === 0x25 || c === 0x2b) encoded = true;
+    }
+    if (nameEnd === -1) nameEnd = end;
+    if (encoded) {
+      const decoded = decodeComponent(query.slice(start, nameEnd));
+      if (decoded !== undefined && names.includes(decoded)) return true;
+    } else {
+      const size = nameEnd - start;
+      for (let i = 0; i < names.length; i++) {
+        const name = names[i]!;
+        if (name.length === size && query.startsWith(name, start)) return true;
+      }
+    }
+    start = end + 1;
+  }
+  return false;
+}
+
+/** The raw query without any pair named one of `names` (as hasQueryParameter reads names); the other pairs stay byte for byte. */
+export function withoutQueryParameters(query: string, names: readonly string[]): string {
   return query
     .split('&')
     .filter((pair) => {
       const eq = pair.indexOf('=');
-      return decodeComponent(eq === -1 ? pair : pair.slice(0, eq)) !== name;
+      const name = decodeComponent(eq === -1 ? pair : pair.slice(0, eq));
+      return name === undefined || !names.includes(name);
     })
     .join('&');
 }

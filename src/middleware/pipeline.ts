@@ -11,6 +11,7 @@ import type { Route } from '../routing/table.js';
 import type { RequestContext } from '../exchange/context.js';
 import { LongDecision, problem, type Answer, type Decision, type Middleware, type MiddlewareMetrics } from './types.js';
 import { counterPart } from '../metrics/counters.js';
+import { CONSUMER_HEADER, hasQueryParameter, withoutQueryParameters } from './api-key-auth.js';
 
 /** Called once per run: the answer to send, or null to forward the request. */
 export type PipelineDone = (answer: Answer | null) => void;
@@ -60,11 +61,50 @@ export class Pipeline {
    */
   private readonly byRoute = new WeakMap<Route, readonly Middleware[]>();
 
+  /**
+   * With an apiKeyAuth entry, what every routed request is guarded with, whichever middleware run for
+   * it (docs/reference/api-key-auth.md#on-every-endpoint): the client's X-Consumer never reaches an
+   * upstream, and the header and query parameter of each entry with hideCredentials do not either.
+   */
+  readonly guarded: boolean;
+  private readonly hiddenHeaders: readonly string[];
+  private readonly hiddenQuery: readonly string[] | null;
+  /** The query parameters of every apiKeyAuth entry, left out of what the access log and spans show; null when none. */
+  readonly secretQuery: readonly string[] | null;
+
   constructor(
     readonly entries: readonly Middleware[],
     private readonly metrics: MiddlewareMetrics,
   ) {
     for (const entry of entries) this.names.set(entry, new CounterNames(entry.id));
+    const credentials = entries.flatMap((entry) => (entry.credentials === undefined ? [] : [entry.credentials]));
+    const unique = (names: Array<string | null>): string[] => [...new Set(names.filter((name): name is string => name !== null))];
+    const hidden = credentials.filter((c) => c.hide);
+    this.guarded = credentials.length > 0;
+    this.hiddenHeaders = unique(hidden.map((c) => c.header));
+    const hiddenQuery = unique(hidden.map((c) => c.query));
+    this.hiddenQuery = hiddenQuery.length === 0 ? null : hiddenQuery;
+    const secretQuery = unique(credentials.map((c) => c.query));
+    this.secretQuery = secretQuery.length === 0 ? null : secretQuery;
+  }
+
+  /** Before the route's middleware run (guarded only): only apiKeyAuth says who the consumer is. */
+  beforeRun(ctx: RequestContext): void {
+    ctx.removeRequestHeader(CONSUMER_HEADER);
+  }
+
+  /** The route's middleware admitted the request (guarded only): hidden keys go, where apiKeyAuth did not run too. */
+  admitted(ctx: RequestContext): void {
+    const headers = this.hiddenHeaders;
+    for (let i = 0; i < headers.length; i++) ctx.removeRequestHeader(headers[i]!);
+    const query = this.hiddenQuery;
+    if (query !== null && ctx.query !== '' && hasQueryParameter(ctx.query, query)) ctx.query = withoutQueryParameters(ctx.query, query);
+  }
+
+  /** For a route no middleware runs on (guarded only): the guard alone. */
+  guard(ctx: RequestContext): void {
+    this.beforeRun(ctx);
+    this.admitted(ctx);
   }
 
   get empty(): boolean {
@@ -104,6 +144,7 @@ export class Pipeline {
   }
 
   private decideFrom(ctx: RequestContext, list: readonly Middleware[], from: number, goingAsync: (ctx: RequestContext) => PipelineDone): Answer | null | typeof DECIDING {
+    if (from === 0 && this.guarded) this.beforeRun(ctx);
     for (let i = from; i < list.length; i++) {
       const middleware = list[i]!;
       let decision: Decision | Promise<Decision> | LongDecision;
@@ -126,6 +167,7 @@ export class Pipeline {
       }
       this.metrics.add(this.names.get(middleware)!.admitted);
     }
+    if (this.guarded) this.admitted(ctx);
     return null;
   }
 

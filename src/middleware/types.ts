@@ -22,6 +22,13 @@ export class LongDecision {
   ) {}
 }
 
+/** Where an apiKeyAuth entry reads its key (lower-case header name, query parameter or null), and whether it hides it. */
+export interface Credentials {
+  readonly header: string;
+  readonly query: string | null;
+  readonly hide: boolean;
+}
+
 export interface Middleware {
   readonly id: string;
   readonly type: string;
@@ -41,6 +48,8 @@ export interface Middleware {
    * label the request, log why and let go of what it held for it. Not called on any other path.
    */
   failed?(ctx: RequestContext, err: unknown): void;
+  /** apiKeyAuth: where it reads a key, and whether it hides it (the pipeline guards every routed request with them). */
+  readonly credentials?: Credentials;
   /** Resolves once the middleware can decide as configured (its store answered, or its attempts ran out). */
   ready(): Promise<void>;
   /** Frees what it holds (store connections); in-flight decisions may still settle. */

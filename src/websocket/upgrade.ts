@@ -247,7 +247,10 @@ export class WebSocketProxy implements RelayHost {
     host.hold(ctx);
     const pipeline = host.pipeline();
     const list = pipeline.forRoute(route);
-    if (list.length === 0) return pending.admitted();
+    if (list.length === 0) {
+      if (pipeline.guarded) pipeline.guard(ctx);
+      return pending.admitted();
+    }
     pipeline.run(ctx, list, 0, (answer) => (answer === null ? pending.admitted() : pending.answer(answer, 'rejected')));
   }
 

@@ -114,11 +114,13 @@ t.test('a hidden query key leaves the query whatever the answer: a refused reque
   t.same(decideOn('apikey=alice-secret&c=3'), { status: 200, query: 'c=3' }, 'admitted, as before');
 });
 
-t.test('x-disabled-middleware: the endpoint is public', async (t) => {
+t.test('x-disabled-middleware: the endpoint is public, and still gets no client X-Consumer or hidden key', async (t) => {
   use(auth());
-  const res = await get('/public', 'X-Consumer: spoofed\r\n');
+  const res = await get('/public', 'X-Consumer: spoofed\r\nX-Api-Key: alice-secret\r\n');
   t.equal(res.status, 200);
-  t.equal(upstream.requests[upstream.requests.length - 1]!.headers['x-consumer'], 'spoofed', 'auth did not run there, so it did not touch the header');
+  const seen = upstream.requests[upstream.requests.length - 1]!;
+  t.equal(seen.headers['x-consumer'], undefined, 'the client cannot name a consumer where auth does not run');
+  t.equal(seen.headers['x-api-key'], undefined, 'hideCredentials: the key is not forwarded there either');
 });
 
 t.test('a request body arrives whole through the pipeline; a refused one is not read', async (t) => {
