@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config/load.js';
+import { configWarnings } from '../config/semantic-checks.js';
 import type { GatewayConfig } from '../config/types.js';
 import { discoverUpstream } from '../discovery/index.js';
 import { RoutingTable } from '../routing/table.js';
@@ -13,7 +14,8 @@ Checks a config the way "gateway start" reads it (schema, rules, TLS files, \${V
 and compiles the routes of its static upstreams. With --fetch it also fetches every upstream's doc
 (discovery settings of the config: timeout, retries) and checks it and its routes as start would.
 Every problem goes to stderr, one per line; what a doc validator objects to is a warning (start
-routes those endpoints all the same). Exits 0 when there is no problem, 1 otherwise.
+routes those endpoints all the same), and so is a config the gateway runs as written but that is
+likely a mistake (a middleware order that skips a check). Exits 0 when there is no problem, 1 otherwise.
 
   --config FILE   the config to check (default: $GATEWAY_CONFIG)
   --fetch         fetch and check every upstream doc too`;
@@ -43,7 +45,7 @@ export async function runCheck(argv: string[]): Promise<number> {
   }
 
   const problems: string[] = [];
-  const warnings: string[] = [];
+  const warnings: string[] = configWarnings(config).map((w) => `${file}: ${w.pointer}: ${w.reason}`);
   const entries: RouteEntry[] = [];
   const options = { fetchTimeoutMs: config.discovery.fetchTimeoutMs, retries: config.discovery.retries, backoffMs: config.discovery.backoffMs };
   const checked = config.upstreams.filter((u) => values.fetch || u.serviceType === 'static');

@@ -3,7 +3,7 @@ import { createInstanceCacheDir, type InstanceCacheDir } from '../cache/instance
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig } from '../config/load.js';
-import { checkPorts } from '../config/semantic-checks.js';
+import { checkPorts, configWarnings } from '../config/semantic-checks.js';
 import { discoverUpstream } from '../discovery/index.js';
 import type { GatewayConfig } from '../config/types.js';
 import { healthReport, type ReloadStatus } from '../builtins/healthcheck.js';
@@ -47,9 +47,10 @@ function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/** The config file with the command line's overrides applied; throws ConfigError. */
-function loadWithOverrides(options: PrimaryOptions): GatewayConfig {
+/** The config file with the command line's overrides applied; throws ConfigError. What is likely a mistake in it is logged (configWarnings). */
+function loadWithOverrides(options: PrimaryOptions, log: Logger): GatewayConfig {
   let config = loadConfig(options.configFile);
+  for (const { pointer, reason } of configWarnings(config)) log.warn({ file: options.configFile, pointer }, `${options.configFile}: ${pointer}: ${reason}`);
   if (options.port !== undefined) {
     config = { ...config, port: options.port };
     const clashes = checkPorts(config);
@@ -66,7 +67,7 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
   const log = createLogger({ role: 'primary', workerId: 0, level: levelFromEnv() });
   let config: GatewayConfig;
   try {
-    config = loadWithOverrides(options);
+    config = loadWithOverrides(options, log);
   } catch (err) {
     reportStartupFailure(log, describe(err), { file: options.configFile });
     return 1;
@@ -165,7 +166,7 @@ class Primary {
       log,
       file: options.configFile,
       config,
-      load: () => loadWithOverrides(options),
+      load: () => loadWithOverrides(options, log),
       discover: discoverUpstream,
       publisher: this.publisher,
       replaceWorkers: (settings, slots) => this.replaceWorkers(settings, slots),

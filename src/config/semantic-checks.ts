@@ -4,7 +4,7 @@ import type { ConfigProblem } from './config-problem.js';
 import { bucketProblems } from '../metrics/buckets.js';
 import { rangeProblem } from '../http/trusted-proxies.js';
 import { checkListenerFiles, checkListeners } from '../listeners/registry.js';
-import { middlewareProblems } from '../middleware/registry.js';
+import { middlewareProblems, middlewareWarnings } from '../middleware/registry.js';
 import { LOCAL_STORE, kvStoreProblems } from '../stores/config.js';
 import { checkObserveConfig, checkRequestIdHeader } from '../observe/config-checks.js';
 import { listenHostProblem } from './listen-host.js';
@@ -27,6 +27,14 @@ const RULES: readonly Rule[] = [
   checkObserveConfig,
   checkRequestIdHeader,
 ];
+
+/**
+ * What the gateway runs as written but is likely a mistake: `gateway check` prints each as a warning
+ * (and still exits 0), start and every reload log them. `config` is a loaded one.
+ */
+export function configWarnings(config: GatewayConfig): ConfigProblem[] {
+  return middlewareWarnings(config.middleware);
+}
 
 /** Rules beyond the schema; `config` has passed the schema and holds its defaults. */
 export function checkConfigRules(config: GatewayConfig, explicitPathKeys: ReadonlySet<string>): ConfigProblem[] {

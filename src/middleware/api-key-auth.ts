@@ -11,6 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { RequestContext } from '../exchange/context.js';
+import type { EntryProblem } from '../config/typed-list-schema.js';
 import { problem, type Credentials, type Decision, type Middleware, type MiddlewareContext, type ProblemAnswer } from './types.js';
 
 export interface ApiKeyAuthConfig {
@@ -57,6 +58,42 @@ export const apiKeyAuthSchema = {
     hideCredentials: { type: 'boolean', default: true, description: 'Remove the key (header or query parameter) before forwarding.' },
   },
 } as const;
+
+/**
+ * Why a consumer name cannot be sent as `X-Consumer: <consumer>`, or null. Visible ASCII and inner
+ * spaces only: CR, LF and NUL would split the head (the upstream client refuses such a request:
+ * every admitted request would fail), other controls and non-ASCII bytes are refused or read
+ * differently by upstreams, and a quote or backslash needs escaping wherever the value is quoted.
+ */
+export function consumerProblem(consumer: string): string | null {
+  if (!/^[\x20-\x7e]*$/.test(consumer)) return 'holds a control character or a non-ASCII character';
+  if (/["\\]/.test(consumer)) return 'holds a quote or a backslash';
+  if (consumer !== consumer.trim()) return 'starts or ends with a space';
+  return null;
+}
+
+/** Rules between the keys: each consumer can be a header value; one digest names one consumer (a key would otherwise log in as whichever came last). */
+export function apiKeyAuthProblems(config: ApiKeyAuthConfig): EntryProblem[] {
+  const problems: EntryProblem[] = [];
+  const first = new Map<string, number>();
+  config.keys.forEach(({ consumer, sha256 }, index) => {
+    const reason = consumerProblem(consumer);
+    if (reason !== null) problems.push({ key: `keys/${index}/consumer`, reason: `${JSON.stringify(consumer)} ${reason}: it is sent upstream as the X-Consumer header, which takes visible ASCII and inner spaces only` });
+    const digest = sha256.toLowerCase();
+    const seen = first.get(digest);
+    if (seen === undefined) {
+      first.set(digest, index);
+      return;
+    }
+    const other = config.keys[seen]!.consumer;
+    if (other === consumer) return;
+    problems.push({
+      key: `keys/${index}/sha256`,
+      reason: `the same digest as keys/${seen} (case aside): one key cannot be both ${JSON.stringify(other)} (keys/${seen}) and ${JSON.stringify(consumer)} (keys/${index})`,
+    });
+  });
+  return problems;
+}
 
 export function sha256Hex(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');

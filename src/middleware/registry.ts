@@ -2,7 +2,7 @@
  * The middleware types the gateway knows. A type is one file exporting its config schema (the keys
  * beyond id, type and slaMs) and its factory; adding a type means adding that file and a line here.
  */
-import { apiKeyAuthSchema, createApiKeyAuth, type ApiKeyAuthConfig } from './api-key-auth.js';
+import { apiKeyAuthProblems, apiKeyAuthSchema, createApiKeyAuth, type ApiKeyAuthConfig } from './api-key-auth.js';
 import { Pipeline } from './pipeline.js';
 import { createRateLimit, rateLimitProblems, rateLimitSchema, type RateLimitConfig } from './rate-limit.js';
 import { createResponseCache, responseCacheProblems, responseCacheSchema, type ResponseCacheConfig } from './response-cache.js';
@@ -21,7 +21,11 @@ interface MiddlewareType {
 }
 
 export const MIDDLEWARE_TYPES: Readonly<Record<MiddlewareConfig['type'], MiddlewareType>> = {
-  apiKeyAuth: { schema: apiKeyAuthSchema, create: (config, context) => createApiKeyAuth(config as ApiKeyAuthConfig, context) },
+  apiKeyAuth: {
+    schema: apiKeyAuthSchema,
+    problems: (config) => apiKeyAuthProblems(config as ApiKeyAuthConfig),
+    create: (config, context) => createApiKeyAuth(config as ApiKeyAuthConfig, context),
+  },
   rateLimit: {
     schema: rateLimitSchema,
     problems: (config) => rateLimitProblems(config as RateLimitConfig),
@@ -61,6 +65,34 @@ export function middlewareSchema(): Record<string, unknown> {
 /** What the middleware entries' types find wrong with them; pointers are under `/middleware`. */
 export function middlewareProblems(entries: readonly MiddlewareConfig[]): Array<{ pointer: string; reason: string }> {
   return typedListProblems('middleware', entries, (entry) => (Object.hasOwn(MIDDLEWARE_TYPES, entry.type) ? MIDDLEWARE_TYPES[entry.type].problems?.(entry) : undefined));
+}
+
+/**
+ * What is likely a mistake in the middleware order, though the gateway runs it as written (warnings:
+ * `gateway check` prints them, start and reload log them): a responseCache before an apiKeyAuth answers
+ * from the cache before any key is checked, and a rateLimit keyed by consumer with no apiKeyAuth
+ * before it never sees a consumer.
+ */
+export function middlewareWarnings(entries: readonly MiddlewareConfig[]): Array<{ pointer: string; reason: string }> {
+  const warnings: Array<{ pointer: string; reason: string }> = [];
+  const firstAuth = entries.findIndex((entry) => entry.type === 'apiKeyAuth');
+  entries.forEach((entry, index) => {
+    if (entry.type === 'responseCache' && firstAuth > index) {
+      warnings.push({
+        pointer: `/middleware/${index}`,
+        reason:
+          `responseCache "${entry.id}" runs before apiKeyAuth "${entries[firstAuth]!.id}" (/middleware/${firstAuth}): a cached answer is served ` +
+          'before any key is checked, to clients with no key too; put the cache after the auth',
+      });
+    }
+    if (entry.type === 'rateLimit' && entry.key === 'consumer' && (firstAuth === -1 || firstAuth > index)) {
+      warnings.push({
+        pointer: `/middleware/${index}/key`,
+        reason: `rateLimit "${entry.id}" is keyed by "consumer" but no apiKeyAuth runs before it: there is never a consumer, and every request is limited by its client address`,
+      });
+    }
+  });
+  return warnings;
 }
 
 /** The pipeline of a config's middleware entries, each built by its type's factory (throws on an entry middlewareProblems refuses). */
