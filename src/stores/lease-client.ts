@@ -273,9 +273,17 @@ export class LeaseClient implements RateLimitStore {
     return lease;
   }
 
+  /**
+   * A reload changed the key's limit or window: what the last grant said was the old policy's. A
+   * denial held until the old policy's next token would keep refusing (with its Retry-After) under a
+   * raised limit, so the next take without a token asks the bank, which decides under the new policy;
+   * `free` was counted under the old limit and is no longer told as remaining.
+   */
   private changePolicy(lease: KeyLease, policy: GcraPolicy): void {
     lease.policy = policy;
     lease.slotMs = spendSlotMs(policy);
+    lease.deniedUntil = 0;
+    lease.free = 0;
   }
 
   private spend(lease: KeyLease, now: number): void {
