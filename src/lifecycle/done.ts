@@ -13,7 +13,7 @@ import type { AcceptPhase } from './accept.js';
 import { reportBug } from './report-bug.js';
 import type { DataPlaneState } from './state.js';
 import type { RequestObserve } from '../observe/request-observe.js';
-import { hasQueryParameter, withoutQueryParameters } from '../middleware/api-key-auth.js';
+import { hasQueryParameter, withoutQueryParameters } from '../http/query-parameters.js';
 
 const NO_IDS: readonly string[] = Object.freeze([]);
 

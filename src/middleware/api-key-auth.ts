@@ -12,7 +12,8 @@
 import { createHash } from 'node:crypto';
 import type { RequestContext } from '../exchange/context.js';
 import type { EntryProblem } from '../config/typed-list-schema.js';
-import { problem, type Credentials, type Decision, type Middleware, type MiddlewareContext, type ProblemAnswer } from './types.js';
+import { queryValue, withoutQueryParameters } from '../http/query-parameters.js';
+import { CONSUMER_HEADER, problem, type Credentials, type Decision, type Middleware, type MiddlewareContext, type ProblemAnswer } from './types.js';
 
 export interface ApiKeyAuthConfig {
   id: string;
@@ -99,8 +100,6 @@ export function sha256Hex(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
 }
 
-/** The header an admitted request reaches the upstream with; a client's is never forwarded (Pipeline). */
-export const CONSUMER_HEADER = 'x-consumer';
 
 class ApiKeyAuth implements Middleware {
   readonly type = 'apiKeyAuth';
@@ -168,75 +167,6 @@ class ApiKeyAuth implements Middleware {
 
   close(): Promise<void> {
     return Promise.resolve();
-  }
-}
-
-/**
- * The first value of `name` in a raw query string (pairs split at "&", names and values
- * percent-decoded, "+" as a space): undefined when absent, null when that value does not decode.
- */
-export function queryValue(query: string, name: string): string | null | undefined {
-  if (query === '') return undefined;
-  for (const pair of query.split('&')) {
-    const eq = pair.indexOf('=');
-    const key = eq === -1 ? pair : pair.slice(0, eq);
-    if (decodeComponent(key) !== name) continue;
-    return eq === -1 ? '' : (decodeComponent(pair.slice(eq + 1)) ?? null);
-  }
-  return undefined;
-}
-
-/**
- * Whether the raw query holds a pair whose name, percent-decoded ("+" as a space), is one of `names`.
- * Allocates nothing unless a pair's name is itself encoded (holds "%" or "+").
- */
-export function hasQueryParameter(query: string, names: readonly string[]): boolean {
-  const length = query.length;
-  let start = 0;
-  while (start <= length) {
-    let end = start;
-    let nameEnd = -1;
-    let encoded = false;
-    for (; end < length; end++) {
-      const c = query.charCodeAt(end);
-      if (c === 0x26) break;
-      if (nameEnd !== -1) continue;
-      if (c === 0x3d) nameEnd = end;
-      else if (c === 0x25 || c === 0x2b) encoded = true;
-    }
-    if (nameEnd === -1) nameEnd = end;
-    if (encoded) {
-      const decoded = decodeComponent(query.slice(start, nameEnd));
-      if (decoded !== undefined && names.includes(decoded)) return true;
-    } else {
-      const size = nameEnd - start;
-      for (let i = 0; i < names.length; i++) {
-        const name = names[i]!;
-        if (name.length === size && query.startsWith(name, start)) return true;
-      }
-    }
-    start = end + 1;
-  }
-  return false;
-}
-
-/** The raw query without any pair named one of `names` (as hasQueryParameter reads names); the other pairs stay byte for byte. */
-export function withoutQueryParameters(query: string, names: readonly string[]): string {
-  return query
-    .split('&')
-    .filter((pair) => {
-      const eq = pair.indexOf('=');
-      const name = decodeComponent(eq === -1 ? pair : pair.slice(0, eq));
-      return name === undefined || !names.includes(name);
-    })
-    .join('&');
-}
-
-function decodeComponent(text: string): string | undefined {
-  try {
-    return decodeURIComponent(text.replace(/\+/g, ' '));
-  } catch {
-    return undefined;
   }
 }
 

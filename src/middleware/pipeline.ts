@@ -9,9 +9,9 @@
  */
 import type { Route } from '../routing/table.js';
 import type { RequestContext } from '../exchange/context.js';
-import { LongDecision, problem, type Answer, type Decision, type Middleware, type MiddlewareMetrics } from './types.js';
+import { CONSUMER_HEADER, LongDecision, problem, type Answer, type Decision, type Middleware, type MiddlewareMetrics } from './types.js';
 import { counterPart } from '../metrics/counters.js';
-import { CONSUMER_HEADER, hasQueryParameter, withoutQueryParameters } from './api-key-auth.js';
+import { hasQueryParameter, withoutQueryParameters } from '../http/query-parameters.js';
 
 /** Called once per run: the answer to send, or null to forward the request. */
 export type PipelineDone = (answer: Answer | null) => void;

@@ -72,3 +72,6 @@ export interface MiddlewareContext {
   /** The stores middleware may name; absent: only the cache's own `local` store exists. */
   stores?: StoreLookup;
 }
+
+/** The header an admitted request reaches the upstream with; a client's is never forwarded (Pipeline). */
+export const CONSUMER_HEADER = 'x-consumer';

@@ -9,7 +9,7 @@ import type { GatewayConfig } from '../config/types.js';
  * requests, or reads to frame, route, authenticate, cache or trace a request. The request ID is
  * written on every answer and, for a client the gateway does not trust, replaces whatever the client
  * sent under that name before the request goes upstream; under any of these names that breaks
- * something (docs/reference/config.md#requestid).
+ * something (docs/observability-tracing.md#request-ids).
  */
 const RESERVED: ReadonlyArray<readonly [names: readonly string[], why: string]> = [
   [['content-length', 'transfer-encoding'], 'it frames the message: every answer would carry a second framing header, which a proxy in front reads its own way (RFC 9112 forbids Transfer-Encoding with Content-Length)'],

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { untapped } from '../helpers/untapped.js';
 
 const hostPools = fileURLToPath(new URL('../../src/proxy/host-pools.js', import.meta.url));
 
@@ -43,8 +44,9 @@ t.test('close(graceMs) settles after the grace while a paused call is all that i
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'close.mjs');
   writeFileSync(file, script);
+  const [command, args] = untapped(process.execPath, [file, hostPools]);
   const stdout = await new Promise<string>((resolve, reject) => {
-    execFile(process.execPath, [file, hostPools], { timeout: 20_000 }, (err, out, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(out)));
+    execFile(command, args, { timeout: 20_000 }, (err, out, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(out)));
   });
   t.same(stdout.trim().split('\n'), ['head 200', 'error CLOSED', 'closed after grace true'], 'the paused call is cut with CLOSED at the grace, and close() settles');
 });
