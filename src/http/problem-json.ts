@@ -3,7 +3,7 @@
  * type, title, status and detail. Never a stack trace: `detail` is always a sentence we wrote.
  */
 import type { UwsResponse } from '../native/uws-types.js';
-import { appendHeaderLines, byteLengthUpperBound, endWithBody } from './cork-budget.js';
+import { appendHeaderLines, byteLengthUpperBound, endWithBody, writeHeaders } from './cork-budget.js';
 import { reasonPhrase, statusLine } from './status-line.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -63,6 +63,11 @@ export interface ContentOptions {
   closeConnection: boolean;
   /** More headers after the answer's own, flat (a middleware's response headers). */
   headers?: readonly string[] | null;
+  /**
+   * The answer's own header values are an upstream's bytes, one character per byte (read as latin1):
+   * written back as those bytes, not encoded as UTF-8.
+   */
+  latin1?: boolean;
 }
 
 /**
@@ -73,9 +78,15 @@ export interface ContentOptions {
 export function writeContent(res: UwsResponse, status: number, headers: readonly string[], body: Uint8Array, options: ContentOptions): number {
   // One writeStatus for the status line and every header (appendHeaderLines): a cached answer has 5-10.
   let head = appendHeaderLines(statusLine(status), headers) + '\r\nvia: ' + options.via;
-  if (options.headers) head = appendHeaderLines(head, options.headers);
-  res.writeStatus(head);
-  const headBytes = byteLengthUpperBound(head) + 2;
+  let headBytes: number;
+  if (options.latin1 === true) {
+    res.writeStatus(Buffer.from(head, 'latin1'));
+    headBytes = head.length + 2 + (options.headers ? writeHeaders(res, options.headers) : 0);
+  } else {
+    if (options.headers) head = appendHeaderLines(head, options.headers);
+    res.writeStatus(head);
+    headBytes = byteLengthUpperBound(head) + 2;
+  }
   if (status === 304 || status === 204) {
     // No content and no Content-Length: a 304 (a cache's answer to a conditional request) has none, and a
     // 204 must not carry one (RFC 9110 8.6), which uWS would write for an empty body.

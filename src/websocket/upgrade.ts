@@ -16,6 +16,7 @@ import type { GatewayConfig } from '../config/types.js';
 import { fieldValue, withoutNames } from '../http/header-list.js';
 import { writeHeaders } from '../http/cork-budget.js';
 import { writeContent, writeProblem } from '../http/problem-json.js';
+import { RecordedReply, sendClosing } from '../lifecycle/uws/closing-reply.js';
 import { remoteAddress } from '../http/remote-address.js';
 import { RequestHead } from '../http/client-request-head.js';
 import type { Counters } from '../metrics/counters.js';
@@ -352,16 +353,28 @@ class PendingUpgrade implements HandshakeHandler {
     this.done = true;
     const { res, ctx } = this;
     const via = this.host.via;
-    res.cork(() => {
-      ctx.status = answer.status;
-      const own = ctx.responseHeaders;
-      if (answer.kind === 'content') {
-        ctx.bytesOut = writeContent(res, answer.status, answer.headers, answer.body, { via, headersOnly: false, closeConnection: true, headers: own });
+    ctx.status = answer.status;
+    const own = ctx.responseHeaders;
+    if (answer.kind === 'content') {
+      // An upstream's refusal: its header values go back as the bytes they were.
+      const options = { via, headersOnly: false, closeConnection: true, headers: own, latin1: outcome === 'refused' };
+      if (answer.status === 204 || answer.status === 304) {
+        // Without a body uWS would end the answer and keep reading the connection it says it closes
+        // (src/lifecycle/uws/closing-reply.ts): recorded, sent, and the connection closed.
+        const recorded = new RecordedReply();
+        ctx.bytesOut = writeContent(recorded, answer.status, answer.headers, answer.body, options);
+        sendClosing(res, recorded);
       } else {
-        const headers = answer.headers === undefined ? own : own === null ? answer.headers : [...answer.headers, ...own];
-        ctx.bytesOut = writeProblem(res, answer.status, answer.detail, { via, closeConnection: true, headers });
+        res.cork(() => {
+          ctx.bytesOut = writeContent(res, answer.status, answer.headers, answer.body, options);
+        });
       }
-    });
+    } else {
+      const headers = answer.headers === undefined ? own : own === null ? answer.headers : [...answer.headers, ...own];
+      res.cork(() => {
+        ctx.bytesOut = writeProblem(res, answer.status, answer.detail, { via, closeConnection: true, headers });
+      });
+    }
     this.proxy.upgradeEnded(ctx, outcome);
   }
 
@@ -401,7 +414,8 @@ class PendingUpgrade implements HandshakeHandler {
       // uWS's upgrade() writes its status line only when none was written: headers written after our
       // own status line go out ahead of the ones upgrade() adds (native-notes.md, WebSockets).
       res.writeStatus('101 Switching Protocols');
-      writeHeaders(res, headers);
+      // The upstream's header values go back as the bytes they were (read as latin1), not as UTF-8.
+      for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i]!, Buffer.from(headers[i + 1]!, 'latin1'));
       if (own !== null) writeHeaders(res, own);
       res.writeHeader('via', via);
       res.upgrade(slot, this.key, socket.protocol, this.extensions, this.context);

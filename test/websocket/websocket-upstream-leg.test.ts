@@ -545,3 +545,76 @@ t.test("a connection's access line goes where the access log goes, with its omit
   t.notOk('client' in line, 'omit applies to the connection line too');
   t.equal(gateway.lines.filter((l) => l.msg === 'websocket').length, 0, 'nothing about it on stdout');
 });
+
+/** An upgrade request written by hand; resolves with everything the gateway sent until it closed (or `waitMs` passed), as latin1, and whether it closed. `after`: bytes written once the answer's head arrived. */
+function rawUpgradeUntilClose(port: number, after: string, waitMs: number): Promise<{ got: string; closed: boolean }> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => {
+      socket.write('GET /w HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n');
+    });
+    let got = '';
+    let wrote = false;
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve({ got, closed: false });
+    }, waitMs);
+    socket.on('data', (chunk) => {
+      got += chunk.toString('latin1');
+      if (!wrote && got.includes('\r\n\r\n') && after !== '') {
+        wrote = true;
+        socket.write(after);
+      }
+    });
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve({ got, closed: true });
+    });
+    // A reset closes too (the gateway closing with the next request unread).
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ECONNRESET') return;
+      clearTimeout(timer);
+      reject(err);
+    });
+  });
+}
+
+t.test("an upstream's header values reach the client as the bytes they were, on the 101 and on a refusal", async (t) => {
+  // UTF-8 é (C3 A9) and latin-1 é (E9), written as raw bytes.
+  const lines = Buffer.from('X-Utf8: caf\u00c3\u00a9\r\nX-Latin: caf\u00e9\r\n', 'latin1');
+  let refuse = false;
+  const location = await rawUpstream(t, (peer) => {
+    if (!refuse) {
+      const key = /sec-websocket-key: (.*)/i.exec(peer.head)?.[1]?.trim() ?? '';
+      const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+      const head = `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n`;
+      peer.socket.write(Buffer.concat([Buffer.from(head, 'latin1'), lines, Buffer.from('\r\n', 'latin1')]));
+      return;
+    }
+    peer.socket.end(Buffer.concat([Buffer.from('HTTP/1.1 403 Forbidden\r\nContent-Length: 2\r\n', 'latin1'), lines, Buffer.from('\r\nno', 'latin1')]));
+  });
+  const port = await gatewayFor(t, location);
+  for (const which of ['101', '403']) {
+    refuse = which === '403';
+    const { got } = await rawUpgradeUntilClose(port, '', 1500);
+    t.match(got, new RegExp(`^HTTP/1\\.1 ${which} `), which);
+    t.match(got, /\r\nx-utf8: caf\u00c3\u00a9\r\n/i, `${which}: UTF-8 bytes unchanged`);
+    t.match(got, /\r\nx-latin: caf\u00e9\r\n/i, `${which}: latin-1 bytes unchanged`);
+  }
+});
+
+t.test('a refusal without a body (204, 304) closes the connection, as its Connection: close says: the next request is not answered', async (t) => {
+  let status = 204;
+  const location = await rawUpstream(t, (peer) => {
+    peer.socket.end(`HTTP/1.1 ${status} X\r\nX-Why: no\r\n\r\n`);
+  });
+  const port = await gatewayFor(t, location);
+  for (const code of [204, 304, 403]) {
+    status = code;
+    const started = Date.now();
+    const { got, closed } = await rawUpgradeUntilClose(port, 'GET /w HTTP/1.1\r\nHost: x\r\n\r\n', 5000);
+    t.match(got, new RegExp(`^HTTP/1\\.1 ${code} `), `${code} relayed`);
+    t.match(got, /\r\nconnection: close\r\n/i, `${code}: Connection: close`);
+    t.equal(got.split('HTTP/1.1 ').length - 1, 1, `${code}: the request after it is not answered`);
+    t.ok(closed && Date.now() - started < 2000, `${code}: the gateway closes the connection at once`);
+  }
+});
