@@ -882,6 +882,17 @@ class CacheRequest implements ResponseObserver {
     return undefined;
   }
 
+  /** A MISS whose answer failed before the client had any of it: served stale after all. */
+  private relabelStale(): void {
+    this.chunks = null;
+    const added = this.ctx.responseHeaders;
+    if (added !== null) {
+      for (let i = 0; i < added.length; i += 2) if (added[i] === 'x-cache' && added[i + 1] === 'MISS') added[i + 1] = 'STALE';
+    }
+    this.label = Label.Stale;
+    this.cache.metrics.add(this.cache.names.stale);
+  }
+
   private setLabel(label: Label): void {
     if (this.label !== Label.None) return;
     this.label = label;
@@ -972,6 +983,8 @@ class CacheRequest implements ResponseObserver {
     const candidate = this.candidate;
     const now = Date.now();
     if (candidate !== null && now - candidate.freshUntil < this.cache.staleIfErrorMs) {
+      // The upstream failed after its head (labelled MISS then) and before any of its body went out.
+      if (this.label === Label.Miss) this.relabelStale();
       this.setLabel(Label.Stale);
       this.served = candidate.answer('STALE', now);
       return this.served;

@@ -56,6 +56,16 @@ export class UwsClient implements ClientSide {
   private pendingHead: ResponseHead | null = null;
   /** The head's status line and headers went out already, in corks of their own (spillHead). */
   private headSpilled = false;
+  /**
+   * A chunked answer's head held past the read that brought it (holdHead): status line, headers and
+   * Via as writeStatus takes them, copied out of the read buffer. It goes out with the first body
+   * bytes or the end; until then a failure is answered as if no answer had come.
+   */
+  private heldHead: Buffer | null = null;
+  /** A chunked answer's head that may need spilling (mayOverflowCork): spilled before its first write. */
+  private bigHead = false;
+  /** holdHead ran: the head waited past its read. */
+  private headHeld = false;
   private mode = BodyMode.Chunked;
   private totalSize = 0;
   /** Part of a Sized chunk uWS did not take yet, and the write offset where that chunk started. */
@@ -128,6 +138,7 @@ export class UwsClient implements ClientSide {
 
   reply(reply: LocalReply, close: boolean): void {
     this.pendingHead = null;
+    this.heldHead = null;
     const ctx = this.ctx;
     if (close || this.settings.closing || ctx.closeRequested || ctx.libraryCloses) {
       const recorded = new RecordedReply();
@@ -184,8 +195,9 @@ export class UwsClient implements ClientSide {
   startStream(stream: ResponseStream, status: number, head: ResponseHead): boolean {
     this.stream = stream;
     this.pendingHead = head;
-    if (mayOverflowCork(head)) this.spillHead(head);
+    const bigHead = mayOverflowCork(head);
     if (this.ctx.method === 'HEAD' || status === 204 || status === 304) {
+      if (bigHead) this.spillHead(head);
       this.mode = BodyMode.None;
       corkTarget = this;
       this.res.cork(corkedHeadOnly);
@@ -194,19 +206,25 @@ export class UwsClient implements ClientSide {
     }
     const length = head.contentLength;
     if (length >= 0) {
+      if (bigHead) this.spillHead(head);
       this.mode = BodyMode.Sized;
       this.totalSize = length;
     } else {
+      // Spilled only when the first body bytes or the end come: until then nothing is on the wire.
+      this.bigHead = bigHead;
       this.mode = BodyMode.Chunked;
     }
     // The head goes out with the first body bytes (one write for a small answer). When none follow
-    // in this read, it goes out at the end of the read (its views are valid until then).
+    // in this read, a sized head goes out at the end of the read (its views are valid until then);
+    // a chunked one is held until its first body bytes or its end (uWS would send it without its
+    // blank line, which only the first chunk completes: see native-notes.md).
     if (!head.bodyFollows) queueHead(this);
     return false;
   }
 
   body(chunk: Buffer): boolean {
     if (this.ended || this.mode === BodyMode.None) return true;
+    if (this.bigHead) this.spillLate();
     this.ctx.bytesOut += chunk.length;
     corkTarget = this;
     corkChunk = chunk;
@@ -224,6 +242,7 @@ export class UwsClient implements ClientSide {
       this.finishWhenDrained = true;
       return;
     }
+    if (this.bigHead) this.spillLate();
     corkTarget = this;
     this.res.cork(corkedFinish);
   }
@@ -232,6 +251,7 @@ export class UwsClient implements ClientSide {
     if (this.ended) return;
     this.ended = true;
     this.receiving = false;
+    this.heldHead = null;
     this.streamEnded(false);
     // onAborted runs synchronously from close(); `ended` makes it a no-op.
     this.res.close();
@@ -265,7 +285,17 @@ export class UwsClient implements ClientSide {
     this.pendingHead = null;
     this.headSent = true;
     const ctx = this.ctx;
-    let bytes = this.headSpilled ? 0 : writeHeadBlock(res, statusLineBytes(ctx.status), head.source, head.spans, this.settings.viaBytes);
+    let bytes: number;
+    const held = this.heldHead;
+    if (this.headSpilled) {
+      bytes = 0;
+    } else if (held !== null) {
+      this.heldHead = null;
+      res.writeStatus(held);
+      bytes = held.length + 2;
+    } else {
+      bytes = writeHeadBlock(res, statusLineBytes(ctx.status), head.source, head.spans, this.settings.viaBytes);
+    }
     // uWS frames Sized/Chunked bodies itself; a headers-only answer carries the length a GET would have had.
     if (this.mode === BodyMode.None && ctx.status !== 204 && head.declaredLength >= 0) {
       res.writeHeader(CONTENT_LENGTH, String(head.declaredLength));
@@ -328,14 +358,32 @@ export class UwsClient implements ClientSide {
    * cork that carries the body. Heads this large are rare (the upstream client admits 16 KiB).
    */
   private spillHead(head: ResponseHead): void {
+    // fillHeadBlock first: it may grow headBlock.
     const length = fillHeadBlock(statusLineBytes(this.ctx.status), head.source, head.spans, this.settings.viaBytes);
+    this.spillBlock(headBlock, length);
+  }
+
+  /** A chunked answer's large head, before its first write: from the held copy once its read is over. */
+  private spillLate(): void {
+    this.bigHead = false;
+    if (this.pendingHead === null) return;
+    const held = this.heldHead;
+    if (held === null) {
+      this.spillHead(this.pendingHead);
+      return;
+    }
+    this.spillBlock(held, held.length);
+    if (this.headSpilled) this.heldHead = null;
+  }
+
+  /** spillHead for the head block `block` of `length` bytes. */
+  private spillBlock(block: Buffer, length: number): void {
     let rest = 0;
     const added = this.ctx.responseHeaders;
     if (added !== null) for (let i = 0; i < added.length; i += 2) rest += headerBytes(added[i]!, added[i + 1]!);
     if (length + STATUS_FRAMING + rest + HEAD_REST_BYTES <= HEAD_PIECE_BYTES) return;
     this.headSpilled = true;
     const res = this.res;
-    const block = headBlock;
     let start = 0;
     while (start < length) {
       const end = pieceEnd(block, start, length);
@@ -439,6 +487,8 @@ export class UwsClient implements ClientSide {
   finishResponse(): void {
     if (this.ended) return;
     const res = this.res;
+    // A held head is decided as a head written ahead was (writeHeadAhead).
+    if (this.headHeld && this.pendingHead !== null && !this.endsByHand && this.mustClose()) this.switchToEndByHand();
     if (this.endsByHand) {
       if (this.pendingHead !== null) this.writeHead();
       this.resume();
@@ -534,6 +584,10 @@ export class UwsClient implements ClientSide {
   /** The queued head goes out now unless body bytes or the end carried it out already. */
   flushHead(): void {
     if (this.pendingHead === null || this.ended) return;
+    if (this.mode === BodyMode.Chunked) {
+      this.holdHead(this.pendingHead);
+      return;
+    }
     corkTarget = this;
     try {
       this.res.cork(corkedHead);
@@ -544,14 +598,26 @@ export class UwsClient implements ClientSide {
   }
 
   /**
-   * Corked: the head alone, its body still to come. With a known length, uWS completes the head on
-   * the wire (Content-Length and the blank line) by an empty tryEnd; a chunked head is completed by
-   * uWS with the first chunk only.
+   * A chunked answer's head, its read over and no body bytes yet: copied out of the read buffer (the
+   * upstream reads on into it) and held. One copy per answer whose first chunk comes in a later read.
+   */
+  private holdHead(head: ResponseHead): void {
+    const length = fillHeadBlock(statusLineBytes(this.ctx.status), head.source, head.spans, this.settings.viaBytes);
+    const held = Buffer.allocUnsafe(length);
+    headBlock.copy(held, 0, 0, length);
+    this.heldHead = held;
+    this.headHeld = true;
+  }
+
+  /**
+   * Corked: a sized head alone, its body still to come. uWS completes the head on the wire
+   * (Content-Length and the blank line) by an empty tryEnd. (A chunked head is held instead: uWS
+   * completes one with the first chunk only.)
    */
   writeHeadAhead(): void {
     if (this.mustClose()) this.switchToEndByHand();
     this.writeHead();
-    if (this.mode === BodyMode.Sized) this.res.tryEnd(EMPTY, this.totalSize);
+    this.res.tryEnd(EMPTY, this.totalSize);
   }
 }
 
