@@ -60,7 +60,7 @@ function loadWithOverrides(options: PrimaryOptions, log: Logger): GatewayConfig 
   return config;
 }
 
-/** Runs the primary until SIGTERM/SIGINT; resolves with the exit code. */
+/** Runs the primary until SIGTERM/SIGINT/SIGQUIT; resolves with the exit code. */
 export async function runPrimary(options: PrimaryOptions): Promise<number> {
   // Until Primary.run() listens for it, a SIGUSR1 would open Node's inspector (src/cluster/worker-signals.ts).
   process.on('SIGUSR1', ignoreSignal);
@@ -208,7 +208,8 @@ class Primary {
       this.toWorkers.delete(worker.id);
       this.leases.workerGone(worker.id);
     });
-    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void this.shutdown(signal));
+    // SIGQUIT too: nginx's graceful stop, sent by habit; Node's default would end the primary at once, with no line.
+    for (const signal of ['SIGTERM', 'SIGINT', 'SIGQUIT'] as const) process.on(signal, () => void this.shutdown(signal));
     process.on('SIGHUP', () => {
       if (!this.shuttingDown) this.reloader.sighup();
     });

@@ -31,6 +31,8 @@ export function handleWorkerSignals(log: Logger, stop: (reason: string) => void)
   process.on('SIGUSR2', () => log.info('SIGUSR2 ignored: it has no meaning here'));
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // nginx's graceful stop; Node's default would end the worker at once and cut its requests.
+  process.on('SIGQUIT', () => stop('SIGQUIT'));
   // Node's cluster code listens for 'disconnect' before this module runs and calls process.exit() at
   // once, in-flight requests cut, unless cluster.worker.exitedAfterDisconnect (a public, writable
   // property) is true; Node sets it only when the worker or the primary called disconnect(), which

@@ -1,7 +1,8 @@
 // docs/reference/processes.md#signals: a signal sent to a worker rather than the primary (`systemctl kill`
 // signals every process of the unit, `pkill -f gateway` matches the workers too, a terminal hangup signals
 // the process group). SIGUSR1 does nothing (and never opens Node's inspector), SIGHUP is ignored (the
-// primary reloads), SIGTERM drains that worker, which the primary then replaces.
+// primary reloads), SIGTERM (and SIGQUIT) drains that worker, which the primary then replaces; SIGQUIT to
+// the primary stops the gateway as SIGTERM does.
 import { renameSync, readFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -141,4 +142,34 @@ t.test('SIGTERM to a worker: it drains (its in-flight request completes with 200
   t.equal(exit.code, 0, 'it exited 0');
   const replacement = await gateway.waitForLog((l) => l.msg === 'worker listening' && !initialWorkers.includes(Number(l.pid)), 10_000, 'a replacement listening');
   t.ok(replacement.pid !== pid, 'a new worker serves in its place');
+});
+
+t.test('SIGQUIT (nginx\'s graceful stop) to a worker: it drains as at SIGTERM (its in-flight request completes with 200) and is replaced', async (t) => {
+  const connection = await openWorkerConnection(t, gateway.port);
+  const pid = Number(connection.workerPid);
+  const arrived = nextSlowArrival();
+  const answer = connection.get('/slow');
+  await arrived;
+  process.kill(pid, 'SIGQUIT');
+  const res = await answer;
+  t.equal(res.status, 200, 'the request in flight completes');
+  const stopping = await gateway.waitForLog((l) => l.pid === pid && l.msg?.startsWith('worker stopping') === true, 5000, 'the worker stopping');
+  t.equal(stopping.reason, 'SIGQUIT');
+  const exit = await gateway.waitForLog((l) => l.workerPid === pid && typeof l.code === 'number', 10_000, "the primary's line about the exit");
+  t.equal(exit.code, 0, 'it exited 0, not killed by the signal');
+  await gateway.waitForLog((l) => l.msg === 'worker listening' && !initialWorkers.includes(Number(l.pid)) && Number(l.pid) !== pid, 10_000, 'a replacement listening');
+});
+
+// Last: it stops the gateway.
+t.test('SIGQUIT to the primary: the gateway stops as at SIGTERM (the in-flight request completes with 200), exit 0', async (t) => {
+  const connection = await openWorkerConnection(t, gateway.port);
+  const arrived = nextSlowArrival();
+  const answer = connection.get('/slow');
+  await arrived;
+  gateway.signal('SIGQUIT');
+  const res = await answer;
+  t.equal(res.status, 200, 'the request in flight completes');
+  t.same(await gateway.exited, { code: 0, signal: null }, 'the primary exits 0');
+  t.ok(gateway.lines.some((l) => l.msg?.startsWith('shutting down') === true && l.signal === 'SIGQUIT'), 'it says it is shutting down, and why');
+  t.ok(gateway.lines.some((l) => l.msg === 'gateway stopped'));
 });
