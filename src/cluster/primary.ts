@@ -31,6 +31,7 @@ import { Rediscovery } from './rediscovery.js';
 import { Reloader, type ReloadResult, type WorkerReplacement } from './reloader.js';
 import { Supervisor, type SupervisorEvents } from './supervisor.js';
 import type { ApplyFailedMessage } from './messages.js';
+import { timerDelay } from '../config/durations.js';
 import { nodeAcceptsScavengeFlag, SCAVENGE_FLAG, workerExecArgv } from './worker-flags.js';
 import { noInspectorSignalFlags } from './worker-signals.js';
 
@@ -135,6 +136,8 @@ class Primary {
   private operational = false;
   private readonly health: HealthPush;
   private shuttingDown = false;
+  /** While the stop's drain phase runs (timeouts.shutdownDrainMs): /healthcheck is 503, everything else serves as before. */
+  private draining: { signal: NodeJS.Signals; end: () => void } | null = null;
   private restarts = 0;
   private exitWith: (code: number) => void = () => {};
   private cacheDir: InstanceCacheDir | null = null;
@@ -433,8 +436,7 @@ class Primary {
       this.operational = true;
       becameOperational = true;
     }
-    const body = JSON.stringify(
-      healthReport({
+    const report = healthReport({
         listeners,
         middleware,
         upstreams: this.reloader.upstreams.health(),
@@ -442,9 +444,12 @@ class Primary {
         workers: workerStates(slots, tableVersion),
         kvStores: this.storeNames().length > 0 ? this.stores.health(this.storeNames()) : undefined,
         tlsCertificates: certificateReport(this.config.tls),
-      }),
+      });
+    const draining = this.draining;
+    const body = JSON.stringify(
+      draining === null ? report : { shuttingDown: `${draining.signal}: the gateway is shutting down; it serves until its drain ends`, ...report },
     );
-    this.health.update(this.operational ? 200 : 503, body, immediately);
+    this.health.update(this.operational && draining === null ? 200 : 503, body, immediately);
     // After the workers were sent the 200: whoever waits for this line and asks /healthcheck at once
     // (a deploy script, a test) should not find a worker still holding the 503.
     if (becameOperational) this.log.info({ tableVersion }, 'gateway operational');
@@ -468,14 +473,43 @@ class Primary {
     }
   }
 
+  /**
+   * The stop's first phase: /healthcheck answers 503 (a load balancer takes the gateway out of its pool)
+   * while the workers accept and serve as before, for `drainMs` or until a second signal.
+   */
+  private async drain(signal: NodeJS.Signals, drainMs: number): Promise<void> {
+    this.log.info({ signal, drainMs }, 'draining: /healthcheck answers 503, requests are served as before until the drain ends');
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timerDelay(drainMs));
+      this.draining = {
+        signal,
+        end: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      this.refreshHealth(true);
+    });
+    this.draining = null;
+  }
+
   private async shutdown(signal: NodeJS.Signals, exitCode = 0): Promise<void> {
-    if (this.shuttingDown) return;
+    if (this.shuttingDown) {
+      if (this.draining !== null) {
+        this.log.info({ signal }, `${signal} during the drain: the rest of it is skipped`);
+        this.draining.end();
+      }
+      return;
+    }
     this.shuttingDown = true;
-    const graceMs = this.config.timeouts.shutdownGraceMs;
-    this.log.info({ signal, graceMs }, 'shutting down: workers stop accepting and finish in-flight requests');
     this.reloader.stop();
     this.rediscovery?.stop();
-    await this.supervisor.stop(graceMs);
+    // A gateway giving way to another on its port (exit code 1) serves nothing worth draining.
+    const drainMs = exitCode === 0 ? this.config.timeouts.shutdownDrainMs : 0;
+    if (drainMs > 0) await this.drain(signal, drainMs);
+    const graceMs = this.config.timeouts.shutdownGraceMs;
+    this.log.info({ signal, graceMs }, 'shutting down: workers stop accepting and finish in-flight requests');
+    await this.supervisor.stop(graceMs, drainMs);
     this.leases.close();
     this.metrics.stop();
     this.health.stop();

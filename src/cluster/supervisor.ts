@@ -201,18 +201,24 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     });
   }
 
-  /** Ask every worker to drain and wait for them, killing any that outlast `graceMs` plus a margin. */
-  async stop(graceMs: number): Promise<void> {
+  /**
+   * Ask every worker to drain and wait for them, killing any that outlast `graceMs` plus a margin. A
+   * worker stopped by a signal rather than a message (a successor, one that has not said hello) may
+   * first serve on for `drainMs` (worker.ts): it gets that much longer.
+   */
+  async stop(graceMs: number, drainMs = 0): Promise<void> {
     this.stopping = true;
     for (const slot of this.slots) {
       if (slot.respawnTimer) clearTimeout(slot.respawnTimer);
       slot.respawnTimer = null;
     }
+    const signalled = new Set<Worker>();
     // A successor serves nothing yet, and may be stuck in its start (where a message would wait its turn).
     for (const [slot, succession] of this.successions) {
       this.endSuccession(slot, succession);
       this.retiring.add(succession.worker);
       succession.worker.process.kill('SIGTERM');
+      signalled.add(succession.worker);
       succession.settle({ ok: false, reason: 'the gateway is shutting down' });
     }
     const running = [...this.retiring, ...this.slots.flatMap((slot) => (slot.worker ? [slot.worker] : []))];
@@ -224,18 +230,25 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
       if (!slot.worker) continue;
       // A worker that has not said hello may not hear the message, and serves nothing yet anyway.
       if (slot.greeted) this.send(slot.worker, { type: 'shutdown', graceMs });
-      else slot.worker.process.kill('SIGTERM');
+      else {
+        slot.worker.process.kill('SIGTERM');
+        signalled.add(slot.worker);
+      }
     }
-    const deadline = setTimeout(() => {
-      for (const worker of running) {
+    const kill = (workers: readonly Worker[]): void => {
+      for (const worker of workers) {
         if (!worker.isDead()) {
           this.log.warn({ worker: worker.id, workerPid: worker.process.pid }, 'worker outlived the shutdown grace; killing it');
           worker.process.kill('SIGKILL');
         }
       }
-    }, timerDelay(graceMs + 2000));
+    };
+    const deadlines = [
+      setTimeout(() => kill(running.filter((worker) => !signalled.has(worker))), timerDelay(graceMs + 2000)),
+      setTimeout(() => kill([...signalled]), timerDelay(drainMs + graceMs + 2000)),
+    ];
     await Promise.all(exited);
-    clearTimeout(deadline);
+    for (const deadline of deadlines) clearTimeout(deadline);
   }
 
   private fork(slot: WorkerSlot): Worker | Error {

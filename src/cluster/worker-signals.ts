@@ -20,8 +20,12 @@ export function noInspectorSignalFlags(allowed: ReadonlySet<string> = process.al
   return allowed.has(NO_INSPECTOR_SIGNAL) ? [NO_INSPECTOR_SIGNAL] : [];
 }
 
-/** `stop` drains the worker and exits (it runs once, whatever asks first). */
-export function handleWorkerSignals(log: Logger, stop: (reason: string) => void): void {
+/**
+ * `stop` drains the worker and exits (it runs once, whatever asks first). `signalled`: asked by a
+ * signal, which the primary may have got too (timeouts.shutdownDrainMs applies); false when the primary
+ * is gone.
+ */
+export function handleWorkerSignals(log: Logger, stop: (reason: string, signalled: boolean) => void): void {
   // With no listener, Node opens its inspector on 127.0.0.1:9229 at SIGUSR1: anyone on the host could
   // then run code in the worker. The primary's SIGUSR1 reopens every worker's log files.
   process.on('SIGUSR1', () => {});
@@ -29,10 +33,10 @@ export function handleWorkerSignals(log: Logger, stop: (reason: string) => void)
   process.on('SIGHUP', () => log.info('SIGHUP ignored: a worker does not reload, the primary does'));
   // Node's default would end the worker (nginx's binary upgrade signal, sent by habit).
   process.on('SIGUSR2', () => log.info('SIGUSR2 ignored: it has no meaning here'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM', true));
+  process.on('SIGINT', () => stop('SIGINT', true));
   // nginx's graceful stop; Node's default would end the worker at once and cut its requests.
-  process.on('SIGQUIT', () => stop('SIGQUIT'));
+  process.on('SIGQUIT', () => stop('SIGQUIT', true));
   // Node's cluster code listens for 'disconnect' before this module runs and calls process.exit() at
   // once, in-flight requests cut, unless cluster.worker.exitedAfterDisconnect (a public, writable
   // property) is true; Node sets it only when the worker or the primary called disconnect(), which
@@ -42,5 +46,5 @@ export function handleWorkerSignals(log: Logger, stop: (reason: string) => void)
   // runs the gateway on the Node at hand). A Node that stopped honouring the property would exit at
   // once again, as before: that test would fail, nothing else would change.
   if (cluster.worker) cluster.worker.exitedAfterDisconnect = true;
-  process.on('disconnect', () => stop('primary disconnected'));
+  process.on('disconnect', () => stop('primary disconnected', false));
 }

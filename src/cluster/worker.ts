@@ -82,7 +82,7 @@ const workerId = cluster.worker?.id ?? 0;
 const log = createLogger({ role: 'worker', workerId, level: levelFromEnv() });
 // First thing: until a SIGUSR1 listener exists, that signal opens Node's inspector (see worker-signals.ts).
 // A primary that is gone leaves nobody to replace this worker or aggregate its metrics: it drains and exits.
-handleWorkerSignals(log, (reason) => void shutdown(reason));
+handleWorkerSignals(log, (reason, signalled) => void shutdown(reason, signalled));
 const builtins = new Builtins(
   { paths: { healthcheck: '/healthcheck', metrics: '/metrics', spec: '/spec' }, metrics: { enabled: true } },
   { workerHeader: workerHeaderEnabled ? String(process.pid) : undefined },
@@ -113,6 +113,9 @@ let droppedShipped = 0;
 /** The store snapshot last sent, as JSON (sent again only when it changed). */
 let storesSent = '';
 let graceMs = 10_000;
+let drainMs = 0;
+/** Ends the drain phase early, while it runs. */
+let endDrain: (() => void) | null = null;
 let metricsEnabled = true;
 let stopping = false;
 let unshipped = false;
@@ -261,6 +264,7 @@ async function apply(message: PublishMessage): Promise<void> {
   builtins.configure(message.config);
   builtins.setSpec(message.spec.swagger2, message.spec.openapi3, message.spec.hosts);
   graceMs = message.config.timeouts.shutdownGraceMs;
+  drainMs = message.config.timeouts.shutdownDrainMs;
   metricsEnabled = message.config.metrics.enabled;
   log.level = message.config.logLevel;
   // One synchronous step: no request sees the new table without the middleware that go with it.
@@ -293,9 +297,32 @@ function sendReady(): void {
   });
 }
 
-async function shutdown(reason: string): Promise<void> {
-  if (stopping) return;
+/**
+ * `signalled`: a signal reached this worker. With timeouts.shutdownDrainMs it serves on for that long
+ * first (the primary, which usually got the same signal from systemd or the terminal, has
+ * /healthcheck answer 503 meanwhile), unless another signal or the primary's own shutdown message
+ * (sent when the primary's drain ends) comes first.
+ */
+async function shutdown(reason: string, signalled = false): Promise<void> {
+  if (stopping) {
+    if (endDrain !== null) {
+      log.info({ reason }, 'the rest of the drain is skipped');
+      endDrain();
+    }
+    return;
+  }
   stopping = true;
+  if (signalled && drainMs > 0 && dataPlane !== null) {
+    log.info({ reason, drainMs }, 'worker draining: serving as before until the drain ends');
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timerDelay(drainMs));
+      endDrain = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    endDrain = null;
+  }
   log.info({ reason, graceMs }, 'worker stopping: no new connections, finishing in-flight requests');
   const forceExit = setTimeout(() => {
     log.warn('in-flight requests outlived the grace; exiting anyway');

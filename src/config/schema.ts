@@ -277,7 +277,13 @@ export const configSchema = {
         upstreamMs: timerDuration('Upstream must start answering (headers) within this; else 504.', 30000),
         connectMs: timerDuration('TCP connect to an upstream.', 5000),
         clientRequestMs: timerDuration('Client must send the whole request head and body within this.', 30000),
-        shutdownGraceMs: timerDuration('SIGTERM/SIGINT: how long in-flight requests may take before the process exits anyway.', 10000, 0),
+        shutdownDrainMs: timerDuration(
+          'SIGTERM/SIGINT/SIGQUIT: how long /healthcheck answers 503 while the gateway still accepts and serves as before, so a load ' +
+            'balancer takes it out first; then it stops accepting and shutdownGraceMs begins. 0: no such phase. A second signal ends it.',
+          0,
+          0,
+        ),
+        shutdownGraceMs: timerDuration('SIGTERM/SIGINT/SIGQUIT: how long in-flight requests may take before the process exits anyway.', 10000, 0),
       },
     },
     upstreamPool: {

@@ -36,7 +36,9 @@ export interface GatewayConfig {
     connectMs: number;
     /** Client must send the whole request head + body within this; uWS also closes idle sockets. */
     clientRequestMs: number;
-    /** SIGTERM/SIGINT: how long in-flight requests may take before the process exits anyway. */
+    /** SIGTERM/SIGINT/SIGQUIT: how long /healthcheck answers 503 while the gateway still serves, before it stops accepting. */
+    shutdownDrainMs: number;
+    /** SIGTERM/SIGINT/SIGQUIT: how long in-flight requests may take before the process exits anyway. */
     shutdownGraceMs: number;
   };
   limits: {

@@ -33,7 +33,7 @@ t.test('an empty object gets every default', async (t) => {
     paths: { healthcheck: '/healthcheck', metrics: '/metrics', spec: '/spec' },
     upstreams: [],
     upstreamWeighting: { stepCount: 100, stepDurationMs: 6000 },
-    timeouts: { upstreamMs: 30000, connectMs: 5000, clientRequestMs: 30000, shutdownGraceMs: 10000 },
+    timeouts: { upstreamMs: 30000, connectMs: 5000, clientRequestMs: 30000, shutdownDrainMs: 0, shutdownGraceMs: 10000 },
     upstreamPool: { connections: 1024, maxQueue: 1024, idleTimeoutMs: 4000, maxResponseHeaderBytes: 16384 },
     limits: { maxBodyBytes: 10 * 1024 * 1024, maxHeaderBytes: 16 * 1024, maxUrlBytes: 8192, chunkedRequestBodies: true },
     circuitBreaker: { hostFailures: 50, endpointFailures: 25, resetMs: 10000 },

@@ -154,7 +154,7 @@ export function testConfig(overrides: ConfigOverrides = {}): GatewayConfig {
     paths: { healthcheck: '/healthcheck', metrics: '/metrics', spec: '/spec' },
     upstreams: [],
     upstreamWeighting: { stepCount: 100, stepDurationMs: 6000 },
-    timeouts: { upstreamMs: 30000, connectMs: 5000, clientRequestMs: 30000, shutdownGraceMs: 2000 },
+    timeouts: { upstreamMs: 30000, connectMs: 5000, clientRequestMs: 30000, shutdownDrainMs: 0, shutdownGraceMs: 2000 },
     limits: { maxBodyBytes: 10 * 1024 * 1024, maxHeaderBytes: 16 * 1024 },
     circuitBreaker: { hostFailures: 50, endpointFailures: 25, resetMs: 10000 },
     discovery: { fetchTimeoutMs: 5000, retries: 0, backoffMs: 0, refreshIntervalMs: 0 },
