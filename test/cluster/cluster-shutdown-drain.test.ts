@@ -2,6 +2,7 @@
 // 503 saying the gateway is shutting down while new and open connections are served as before; only
 // when the drain ends are new connections refused. A second SIGTERM skips the rest of the drain. A
 // SIGTERM to every process (systemctl stop) drains the same way: the workers do not stop accepting first.
+// A worker signalled alone serves on through the drain too, and stops at a second signal.
 import t from 'tap';
 import { tryConnect } from '../helpers/raw-http.js';
 import { eventually, httpRequest, openWorkerConnection, startGateway, startUpstream, testConfig, type GatewayProcess, type Teardown } from '../helpers/gateway-process.js';
@@ -101,4 +102,20 @@ t.test('SIGTERM to every process (systemctl stop): the workers serve on through 
     gateway.lines.some((l) => l.msg === 'worker outlived the shutdown grace; killing it'),
     'no worker had to be killed',
   );
+});
+
+t.test('SIGTERM to one worker only: it serves on through the drain; a second SIGTERM stops it at once', async (t) => {
+  const gateway = await drainingGateway(t, 120_000);
+  const connection = await openWorkerConnection(t, gateway.port);
+  const pid = Number(connection.workerPid);
+  process.kill(pid, 'SIGTERM');
+  await gateway.waitForLog((l) => l.pid === pid && l.msg === 'worker draining: serving as before until the drain ends', 5000, 'the worker draining');
+  const res = await connection.get('/items/during-drain');
+  t.equal(res.status, 200, 'it still serves on its connection');
+  t.equal((await httpRequest(gateway.port, '/healthcheck')).status, 200, 'the gateway stays healthy: only the primary turns /healthcheck 503');
+  const secondAt = Date.now();
+  process.kill(pid, 'SIGTERM');
+  const exit = await gateway.waitForLog((l) => l.workerPid === pid && typeof l.code === 'number', 20_000, "the primary's line about the exit");
+  t.equal(exit.code, 0, `it exited 0, ${Date.now() - secondAt} ms after the second signal (the drain is 120000 ms)`);
+  await eventually(async () => (gateway.lines.filter((l) => l.msg === 'worker listening').length >= 3 ? true : undefined), 10_000, 50, 'a replacement listening');
 });
