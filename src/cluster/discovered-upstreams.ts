@@ -60,12 +60,23 @@ function sameSource(a: UpstreamConfig, b: UpstreamConfig): boolean {
   );
 }
 
+/** What one record learned, onto another (the same upstream in the registry that replaces it). */
+function copyState(from: UpstreamRecord, to: UpstreamRecord): void {
+  to.state = from.state;
+  to.discovered = from.discovered ? { ...from.discovered, upstream: to.config } : null;
+  to.endpoints = from.endpoints;
+  if (from.lastError === undefined) delete to.lastError;
+  else to.lastError = from.lastError;
+}
+
 /**
  * Discovers every configured upstream concurrently: each goes pending → ready | failed on its own,
  * so a slow or dead upstream never holds back the others.
  */
 export class UpstreamRegistry extends EventEmitter<UpstreamRegistryEvents> {
   readonly records: UpstreamRecord[];
+  /** How to abort each discovery in flight: its own, or the one of a replaced registry it follows. */
+  private readonly fetches = new Map<UpstreamRecord, () => void>();
 
   constructor(upstreams: readonly UpstreamConfig[]) {
     super();
@@ -73,40 +84,92 @@ export class UpstreamRegistry extends EventEmitter<UpstreamRegistryEvents> {
   }
 
   /**
-   * Takes over what `previous` learned of each upstream that is ready there and whose doc source did
-   * not change, so a reload fetches only new, changed and failed upstreams. Returns how many it took.
+   * Pairs each of this registry's upstreams whose doc source is the same in `previous` with its record
+   * there (a new `weight` alone is the same source). Those are not fetched by a reload: they take over
+   * their state from `previous` when the reload swaps in (inherit()), whatever it is then.
    */
-  adoptUnchanged(previous: UpstreamRegistry): number {
-    let adopted = 0;
+  unchangedFrom(previous: UpstreamRegistry): Map<UpstreamRecord, UpstreamRecord> {
+    const pairs = new Map<UpstreamRecord, UpstreamRecord>();
     for (const record of this.records) {
       const old = previous.records.find((r) => r.config.serviceLocation === record.config.serviceLocation);
-      if (!old || old.state !== 'ready' || !old.discovered || !sameSource(old.config, record.config)) continue;
-      record.state = 'ready';
-      record.discovered = { ...old.discovered, upstream: record.config };
-      record.endpoints = old.endpoints;
-      if (old.lastError !== undefined) record.lastError = old.lastError;
-      adopted++;
+      if (old && sameSource(old.config, record.config)) pairs.set(record, old);
     }
-    return adopted;
+    return pairs;
   }
 
-  /** Discovers every upstream still pending (all of them, unless some were adopted). */
-  discoverAll(discover: DiscoverFn, discovery: GatewayConfig['discovery'], log: Logger, signal: AbortSignal): Promise<void> {
+  /**
+   * Takes over the current state of each paired upstream of `previous` (ready with its endpoints,
+   * failed with its lastError, or pending). One still pending follows the discovery that `previous`
+   * runs for it, not started again: it settles here when it settles there. `signal` (this registry's
+   * discovery) aborting stops that discovery too. Returns the records of `previous` followed so.
+   */
+  inherit(previous: UpstreamRegistry, pairs: ReadonlyMap<UpstreamRecord, UpstreamRecord>, signal: AbortSignal): Set<UpstreamRecord> {
+    const followed = new Set<UpstreamRecord>();
+    for (const [record, old] of pairs) {
+      copyState(old, record);
+      if (old.state !== 'pending') continue;
+      followed.add(old);
+      const onSettled = (settled: UpstreamRecord): void => {
+        if (settled !== old) return;
+        previous.off('settled', onSettled);
+        this.fetches.delete(record);
+        if (signal.aborted || record.state !== 'pending') return;
+        copyState(old, record);
+        this.emit('settled', record);
+      };
+      previous.on('settled', onSettled);
+      const stop = (): void => previous.abortFetch(old);
+      this.fetches.set(record, stop);
+      signal.addEventListener('abort', stop, { once: true });
+    }
+    return followed;
+  }
+
+  /** Aborts the discovery of one upstream (its own, or the one it follows). */
+  abortFetch(record: UpstreamRecord): void {
+    this.fetches.get(record)?.();
+  }
+
+  /** Aborts every discovery of this registry but those of `keep` (followed by the registry that replaced it). */
+  abortFetchesExcept(keep: ReadonlySet<UpstreamRecord>): void {
+    for (const record of this.records) if (!keep.has(record)) this.abortFetch(record);
+  }
+
+  /**
+   * Discovers every upstream still pending, but those of `skip` (a reload's unchanged upstreams, which
+   * inherit their state instead).
+   */
+  discoverAll(
+    discover: DiscoverFn,
+    discovery: GatewayConfig['discovery'],
+    log: Logger,
+    signal: AbortSignal,
+    skip: ReadonlySet<UpstreamRecord> | ReadonlyMap<UpstreamRecord, unknown> = new Set(),
+  ): Promise<void> {
     const { fetchTimeoutMs, retries, backoffMs } = discovery;
     return Promise.all(
-      this.records.filter((record) => record.state === 'pending').map(async (record) => {
+      this.records.filter((record) => record.state === 'pending' && !skip.has(record)).map(async (record) => {
         const { serviceLocation, serviceType } = record.config;
+        // Its own controller: a reload that replaces this registry may abort all but the followed ones.
+        const own = new AbortController();
+        const stop = (): void => own.abort();
+        if (signal.aborted) own.abort();
+        else signal.addEventListener('abort', stop, { once: true });
+        this.fetches.set(record, stop);
         try {
-          record.discovered = await discover(record.config, { fetchTimeoutMs, retries, backoffMs, signal });
+          record.discovered = await discover(record.config, { fetchTimeoutMs, retries, backoffMs, signal: own.signal });
           record.state = 'ready';
           delete record.lastError;
           log.info({ upstream: serviceLocation, serviceType, entries: record.discovered.entries.length }, 'upstream discovered');
           logDocProblems(log, record.config, record.discovered.problems ?? []);
         } catch (err) {
-          if (signal.aborted) return;
+          if (own.signal.aborted) return;
           record.state = 'failed';
           record.lastError = reasonOf(err);
           log.error({ upstream: serviceLocation, serviceType, reason: record.lastError }, 'upstream discovery failed');
+        } finally {
+          signal.removeEventListener('abort', stop);
+          if (this.fetches.get(record) === stop) this.fetches.delete(record);
         }
         this.emit('settled', record);
       }),

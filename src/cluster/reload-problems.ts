@@ -9,10 +9,13 @@ export function newTemplateProblems(before: readonly TemplateProblem[], after: r
   return after.filter((problem) => !known.has(problemKey(problem)));
 }
 
-/** Upstreams that failed discovery in `after` and had not already failed in `before`. */
-export function newFailures(before: UpstreamRegistry, after: UpstreamRegistry): UpstreamRecord[] {
-  const failedBefore = new Set(before.records.filter((r) => r.state === 'failed').map((r) => r.config.serviceLocation));
-  return after.records.filter((r) => r.state === 'failed' && !failedBefore.has(r.config.serviceLocation));
+/**
+ * The upstreams a reload fetched (new and changed ones) that failed discovery. An unchanged upstream
+ * is not the reload's doing, whatever its state: it is not fetched, and the health report's
+ * `upstreams` says how it is.
+ */
+export function fetchedFailures(after: UpstreamRegistry, unchanged: ReadonlyMap<UpstreamRecord, unknown>): UpstreamRecord[] {
+  return after.records.filter((r) => r.state === 'failed' && !unchanged.has(r));
 }
 
 /**

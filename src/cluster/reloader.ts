@@ -1,8 +1,8 @@
 import type { GatewayConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { Published, PublishOutcome, PublishState } from './publisher.js';
-import { describeReloadProblems, newFailures, newTemplateProblems } from './reload-problems.js';
-import { UpstreamRegistry, type DiscoverFn } from './discovered-upstreams.js';
+import { describeReloadProblems, fetchedFailures, newTemplateProblems } from './reload-problems.js';
+import { UpstreamRegistry, type DiscoverFn, type UpstreamRecord } from './discovered-upstreams.js';
 import { keepRestartOnlyTls } from '../edge/reload.js';
 
 /** Settings a running gateway cannot change: the listening socket and the number of workers. */
@@ -154,9 +154,9 @@ export class Reloader {
   sighup(): void {
     if (this.stopped) return;
     if (this.running) {
+      // Not aborted: the running reload waits only on its new and changed upstreams (bounded by their
+      // discovery settings), so it finishes; this one runs once after it, however many SIGHUPs came.
       this.again = true;
-      // Waiting on the running reload's discovery is pointless: its file is already outdated.
-      this.candidateDiscovery?.abort();
       return;
     }
     this.running = this.reloadWhileAsked().finally(() => {
@@ -233,20 +233,20 @@ export class Reloader {
     for (const key of RESTART_ONLY) next = { ...next, [key]: current[key] };
 
     const candidate = this.watch({ config: next, upstreams: new UpstreamRegistry(next.upstreams), discovery: new AbortController() });
-    const adopted = candidate.upstreams.adoptUnchanged(this.serving.upstreams);
+    const unchanged = candidate.upstreams.unchangedFrom(this.serving.upstreams);
     log.info(
-      { file: this.options.file, upstreams: next.upstreams.length, fetching: next.upstreams.length - adopted },
+      { file: this.options.file, upstreams: next.upstreams.length, fetching: next.upstreams.length - unchanged.size },
       'config reload: discovering new and changed upstreams',
     );
     this.candidateDiscovery = candidate.discovery;
     try {
-      await this.discover(candidate);
+      await candidate.upstreams.discoverAll(this.options.discover, next.discovery, log, candidate.discovery.signal, unchanged);
     } finally {
       this.candidateDiscovery = null;
     }
-    // Superseded by a newer SIGHUP (which records its own outcome), or shutting down.
+    // Shutting down.
     if (candidate.discovery.signal.aborted || this.stopped) return;
-    await this.apply(candidate, unchangeable);
+    await this.apply(candidate, unchangeable, unchanged);
   }
 
   /**
@@ -273,11 +273,13 @@ export class Reloader {
     return null;
   }
 
-  private async apply(candidate: State, unchangeable: readonly string[]): Promise<void> {
+  private async apply(candidate: State, unchangeable: readonly string[], unchanged: ReadonlyMap<UpstreamRecord, UpstreamRecord>): Promise<void> {
     const { log } = this.options;
     const previous = this.serving;
     const problemsBefore = this.options.publisher.current?.problems ?? [];
     const workerSettings = changed(WORKER_START, previous.config, candidate.config);
+    // Unchanged upstreams as they are now: ready, failed (left to re-discovery) or still pending.
+    const followed = candidate.upstreams.inherit(previous.upstreams, unchanged, candidate.discovery.signal);
     this.swapTo(candidate);
     const outcome = await this.publish();
     if (this.stopped) return;
@@ -295,18 +297,40 @@ export class Reloader {
       if (!replaced.ok) return this.rollBack(previous, workerSettings, replaced);
     }
 
-    // Applied for good: the previous registry's discovery (if it had not finished) serves nobody now.
-    previous.discovery.abort();
+    // Applied for good: the previous registry's discoveries serve nobody now, but those the new one follows.
+    previous.upstreams.abortFetchesExcept(followed);
     this.options.onApplied();
+    if (candidate.config.discovery.refreshIntervalMs <= 0) this.retryFailed(candidate, unchanged);
     const error = describeReloadProblems(
       newTemplateProblems(problemsBefore, outcome.published.problems),
-      newFailures(previous.upstreams, candidate.upstreams),
+      fetchedFailures(candidate.upstreams, unchanged),
     );
     const warnings = unchangeable.map((key) => `"${key}" changes on restart only; the running value stays`);
     this.options.onOutcome({ ok: error === undefined, applied: true, error, warnings });
     const tableVersion = outcome.published.message.tableVersion;
     log.info({ tableVersion, ok: error === undefined }, 'config reloaded');
     if (error !== undefined) log.warn({ tableVersion }, `config reloaded with problems: ${error}`);
+  }
+
+  /**
+   * With re-discovery off nothing else would fetch an unchanged upstream that failed again, so an
+   * applied reload does, in the background: the reload did not wait for it and its status does not
+   * count it. One that answers now is published as soon as it does.
+   */
+  private retryFailed(state: State, unchanged: ReadonlyMap<UpstreamRecord, UpstreamRecord>): void {
+    const { fetchTimeoutMs, retries, backoffMs } = state.config.discovery;
+    const options = { fetchTimeoutMs, retries, backoffMs, signal: state.discovery.signal };
+    for (const record of state.upstreams.records) {
+      if (!unchanged.has(record) || record.state !== 'failed' || record.config.serviceType === 'static') continue;
+      void state.upstreams.refresh(record, this.options.discover, options, this.options.log).then(
+        (changed) => {
+          if (!changed || state !== this.serving || this.stopped) return;
+          this.options.onChanged();
+          void this.publish();
+        },
+        (err: unknown) => this.options.log.error({ err, upstream: record.config.serviceLocation }, 'upstream discovery failed unexpectedly'),
+      );
+    }
   }
 
   /**

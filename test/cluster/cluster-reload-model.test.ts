@@ -128,11 +128,15 @@ class World {
     return { ok: true, replaced: [...wanted] };
   }
 
-  /** Every upstream of the serving registry that is pending has a fetch still running: none waits forever. */
+  /**
+   * Every upstream of the serving registry that is pending has a fetch of its doc still running (its
+   * own, or the one a reload that left it unchanged follows): none waits forever.
+   */
   checkNothingStranded(): void {
+    const source = (u: UpstreamConfig): string => `${u.serviceLocation} ${u.specPath ?? ''}`;
     for (const record of this.reloader.upstreams.records) {
       if (record.state !== 'pending') continue;
-      if (!this.fetches.some((f) => !f.done && f.upstream === record.config && !f.signal?.aborted)) {
+      if (!this.fetches.some((f) => !f.done && source(f.upstream) === source(record.config) && !f.signal?.aborted)) {
         this.problems.push(`${record.config.serviceLocation} is pending with no discovery running`);
       }
     }
@@ -307,22 +311,29 @@ t.test('the issue sequence: good SIGHUP then broken SIGHUP while the first disco
   world.file = 1;
   world.reloader.sighup();
   await settleDown();
+  t.same(
+    world.liveFetches().map((f) => f.upstream.serviceLocation),
+    ['http://a:1', 'http://c:1'],
+    'the reload fetches only the new upstream; the pending one is not fetched again',
+  );
   world.file = 'broken';
   world.reloader.sighup();
   await settleDown();
+  t.notOk(world.liveFetches()[1]!.signal?.aborted, 'a SIGHUP does not abort the reload in progress');
+  world.liveFetches()[1]!.answer(true);
   await world.reloader.idle();
   t.same(
     world.events.filter((e) => e.kind === 'outcome').map((e) => (e as Extract<Event, { kind: 'outcome' }>).result.applied),
-    [false],
-    'the broken file is refused; the superseded reload records nothing',
+    [true, false],
+    'the first reload applies, then the broken file is refused',
   );
-  t.equal(world.reloader.upstreams.records[0]!.state, 'pending');
-  t.notOk(slowA!.signal?.aborted, 'the serving registry\'s discovery was not aborted');
+  t.same(world.reloader.upstreams.records.map((r) => r.state), ['pending', 'ready', 'ready'], 'a is still pending, following its first discovery');
+  t.notOk(slowA!.signal?.aborted, 'the first discovery of a was not aborted');
   world.checkNothingStranded();
   t.same(world.problems, []);
   slowA!.answer(true);
   await settleDown();
-  t.same(world.reloader.upstreams.records.map((r) => r.state), ['ready', 'ready']);
+  t.same(world.reloader.upstreams.records.map((r) => r.state), ['ready', 'ready', 'ready']);
   t.ok(world.publisher.current?.complete, 'published complete once the slow doc arrived');
   t.equal(world.publisher.lastState?.upstreams, world.reloader.upstreams);
 });

@@ -1,4 +1,4 @@
-// UpstreamRegistry.refresh / adoptUnchanged and the Rediscovery sweep, with a fake discover function.
+// UpstreamRegistry.refresh / unchangedFrom / inherit and the Rediscovery sweep, with a fake discover function.
 import t from 'tap';
 import type { UpstreamConfig } from '../../src/config/types.js';
 import type { DiscoveredUpstream } from '../../src/discovery/index.js';
@@ -93,24 +93,69 @@ t.test('refresh after abort touches nothing', async (t) => {
   t.equal(record.state, 'failed');
 });
 
-t.test('adoptUnchanged keeps ready upstreams whose doc source did not change', async (t) => {
+t.test('unchangedFrom pairs upstreams whose doc source did not change; inherit takes over their state as it is', async (t) => {
   const a = swagger('http://a:1');
   const b = swagger('http://b:1');
   const c = swagger('http://c:1');
-  const before = new UpstreamRegistry([a, b, c]);
-  for (const record of before.records) {
+  const p = swagger('http://p:1');
+  const before = new UpstreamRegistry([a, b, c, p]);
+  for (const record of before.records.slice(0, 3)) {
     record.state = 'ready';
     record.discovered = discovered(record.config, ['/x']);
   }
   before.records[2]!.state = 'failed';
-  const after = new UpstreamRegistry([{ ...a, weight: 5 }, { ...b, specPath: '/v2/spec' }, c, swagger('http://d:1')]);
-  t.equal(after.adoptUnchanged(before), 1);
+  before.records[2]!.lastError = 'connect ECONNREFUSED';
+  // p stays pending: its first discovery is still running.
+  let release: (d: DiscoveredUpstream) => void = () => {};
+  let aborted = false;
+  const discover: DiscoverFn = (config, options) =>
+    config.serviceLocation === p.serviceLocation
+      ? new Promise((resolve) => {
+          release = resolve;
+          options.signal?.addEventListener('abort', () => (aborted = true));
+        })
+      : Promise.resolve(discovered(config, ['/x']));
+  const beforeDiscovery = before.discoverAll(discover, { ...OPTIONS, refreshIntervalMs: 0 }, fakeLog(), new AbortController().signal);
+
+  const after = new UpstreamRegistry([{ ...a, weight: 5 }, { ...b, specPath: '/v2/spec' }, c, p, swagger('http://d:1')]);
+  const pairs = after.unchangedFrom(before);
+  t.same([...pairs.keys()].map((r) => r.config.serviceLocation), ['http://a:1', 'http://c:1', 'http://p:1'], 'a weight change alone is unchanged');
+  const controller = new AbortController();
+  const followed = after.inherit(before, pairs, controller.signal);
   t.same(
     after.records.map((r) => r.state),
-    ['ready', 'pending', 'pending', 'pending'],
-    'a weight change is adopted; a new specPath, a failed and a new upstream are discovered again',
+    ['ready', 'pending', 'failed', 'pending', 'pending'],
+    'ready, failed and pending are taken over as they are; changed and new upstreams stay to discover',
   );
-  t.equal(after.records[0]!.discovered!.upstream.weight, 5, 'the adopted upstream carries its new config');
+  t.equal(after.records[0]!.discovered!.upstream.weight, 5, 'the inherited upstream carries its new config');
+  t.equal(after.records[2]!.lastError, 'connect ECONNREFUSED');
+  t.same([...followed].map((r) => r.config.serviceLocation), ['http://p:1'], 'the pending one follows the discovery running for it');
+
+  const settled: string[] = [];
+  after.on('settled', (record) => settled.push(record.config.serviceLocation));
+  before.abortFetchesExcept(followed);
+  t.equal(aborted, false, 'a followed discovery is not aborted with the replaced registry');
+  release(discovered(p, ['/p']));
+  await beforeDiscovery;
+  t.same(settled, ['http://p:1'], 'settles in the new registry when it settles in the old');
+  t.equal(after.records[3]!.state, 'ready');
+  t.equal(after.records[3]!.discovered!.entries[0]!.template, '/p');
+});
+
+t.test('inherit: aborting the new registry aborts the discovery it follows', async (t) => {
+  const p = swagger('http://p:1');
+  const before = new UpstreamRegistry([p]);
+  let aborted = false;
+  const discover: DiscoverFn = (config, options) =>
+    new Promise((resolve, reject) => options.signal?.addEventListener('abort', () => ((aborted = true), reject(new Error('aborted')))));
+  const running = before.discoverAll(discover, { ...OPTIONS, refreshIntervalMs: 0 }, fakeLog(), new AbortController().signal);
+  const after = new UpstreamRegistry([p]);
+  const controller = new AbortController();
+  after.inherit(before, after.unchangedFrom(before), controller.signal);
+  controller.abort();
+  await running;
+  t.equal(aborted, true);
+  t.equal(after.records[0]!.state, 'pending');
 });
 
 t.test('Rediscovery re-fetches settled, non-static upstreams; never overlaps; stop() ends it', async (t) => {
