@@ -185,7 +185,8 @@ export class UpstreamRegistry extends EventEmitter<UpstreamRegistryEvents> {
     const { serviceLocation } = record.config;
     let fresh: DiscoveredUpstream;
     try {
-      fresh = await discover(record.config, options);
+      // The last doc read: one that comes back unchanged is not read again.
+      fresh = await discover(record.config, record.discovered ? { ...options, previous: record.discovered } : options);
     } catch (err) {
       if (options.signal?.aborted) return false;
       const reason = reasonOf(err);
@@ -211,6 +212,10 @@ export class UpstreamRegistry extends EventEmitter<UpstreamRegistryEvents> {
     if (!wasReady || !previous) {
       log.info({ upstream: serviceLocation, entries: fresh.entries.length, ...(previousError === undefined ? {} : { previousError }) }, 'upstream discovered on re-discovery');
       return true;
+    }
+    if (fresh.entries === previous.entries && fresh.doc === previous.doc) {
+      log.debug({ upstream: serviceLocation }, 'upstream doc unchanged (304, or the same bytes): not read again');
+      return false;
     }
     const sameEntries = entriesEqual(previous.entries, fresh.entries);
     if (sameEntries && docsEqual(previous.doc, fresh.doc)) return false;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import { pipeline, type Readable, type Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
@@ -18,10 +19,21 @@ const ACCEPT = 'application/json, application/yaml;q=0.9, application/x-yaml;q=0
 /** Docs run to megabytes of JSON (GitHub's: 11 MB) and compress about tenfold: asked for compressed, decoded here. */
 const ACCEPT_ENCODING = 'gzip, deflate, br';
 
-/** The doc as parsed, and the keys a JSON doc holds twice. */
+/** Which doc text a discovery read: the SHA-256 of its (decoded) body, and the ETag it came with. */
+export interface DocVersion {
+  sha256: string;
+  etag?: string;
+}
+
+/**
+ * The doc as parsed, and the keys a JSON doc holds twice. `unchanged` (value undefined, nothing
+ * parsed): the upstream answered 304 to the `known` version's ETag, or the very same bytes.
+ */
 export interface FetchedDoc {
   value: unknown;
   duplicates?: DuplicateKeys;
+  version?: DocVersion;
+  unchanged?: true;
 }
 
 /** A failure worth retrying: the upstream may still be starting. */
@@ -32,7 +44,7 @@ class TransientFetchError extends Error {}
  * timeouts and non-2xx answers are retried with exponential back-off; an answer that is neither JSON nor
  * YAML is not (it will not become a doc by asking again).
  */
-export async function fetchDoc(url: string, options: DiscoveryOptions, tls?: UpstreamTlsConfig): Promise<FetchedDoc> {
+export async function fetchDoc(url: string, options: DiscoveryOptions, tls?: UpstreamTlsConfig, known?: DocVersion): Promise<FetchedDoc> {
   const shown = shownUrl(url);
   const attempts = 1 + options.retries;
   let lastReason = '';
@@ -45,7 +57,7 @@ export async function fetchDoc(url: string, options: DiscoveryOptions, tls?: Ups
     for (let attempt = 1; attempt <= attempts; attempt++) {
       try {
         if (attempt > 1) await sleep(timerDelay(options.backoffMs * 2 ** (attempt - 2)), undefined, { signal: options.signal });
-        return await fetchOnce(client, url, shown, options, dispatcher);
+        return await fetchOnce(client, url, shown, options, dispatcher, known);
       } catch (error) {
         if (options.signal?.aborted) throw new Error(`GET ${shown}: discovery was cancelled`, { cause: error });
         if (!(error instanceof TransientFetchError)) throw error;
@@ -87,7 +99,14 @@ function tlsAgent(client: Undici, tls: UpstreamTlsConfig): Agent {
 }
 
 /** One GET of the doc at `url`; `shown` is the URL as errors name it (shownUrl). */
-async function fetchOnce(client: Undici, url: string, shown: string, options: DiscoveryOptions, dispatcher: Dispatcher | undefined): Promise<FetchedDoc> {
+async function fetchOnce(
+  client: Undici,
+  url: string,
+  shown: string,
+  options: DiscoveryOptions,
+  dispatcher: Dispatcher | undefined,
+  known: DocVersion | undefined,
+): Promise<FetchedDoc> {
   // One controller per attempt, fed by the timer and the caller's signal; listeners are removed after,
   // so a long-lived caller signal (reused by every refresh) collects nothing.
   const controller = new AbortController();
@@ -102,21 +121,28 @@ async function fetchOnce(client: Undici, url: string, shown: string, options: Di
   let text: string;
   let contentType: string;
   let reading = '';
+  let version: DocVersion;
   try {
-    const response = await client.request(url, {
-      method: 'GET',
-      headers: { accept: ACCEPT, 'accept-encoding': ACCEPT_ENCODING },
-      signal: controller.signal,
-      dispatcher,
-    });
+    const headers: Record<string, string> = { accept: ACCEPT, 'accept-encoding': ACCEPT_ENCODING };
+    if (known?.etag !== undefined) headers['if-none-match'] = known.etag;
+    const response = await client.request(url, { method: 'GET', headers, signal: controller.signal, dispatcher });
     contentType = String(response.headers['content-type'] ?? 'none');
+    if (response.statusCode === 304 && known?.etag !== undefined) {
+      response.body.resume();
+      return { value: undefined, version: known, unchanged: true };
+    }
     if (response.statusCode < 200 || response.statusCode > 299) {
       response.body.resume();
       throw new TransientFetchError(`HTTP ${response.statusCode} ${STATUS_CODES[response.statusCode] ?? ''}`.trim() + redirectHint(response.statusCode));
     }
     const coding = response.headers['content-encoding'];
     if (coding !== undefined) reading = ` (reading a body with Content-Encoding ${String(coding)})`;
-    text = await readLimited(decoded(response.body, coding, shown), shown);
+    const body = await readLimited(decoded(response.body, coding, shown), shown);
+    const etag = response.headers.etag;
+    version = { sha256: createHash('sha256').update(body).digest('hex'), ...(typeof etag === 'string' && etag !== '' ? { etag } : {}) };
+    // The very bytes read last time: nothing to parse, validate or compile again.
+    if (known !== undefined && version.sha256 === known.sha256) return { value: undefined, version, unchanged: true };
+    text = body.toString('utf8');
   } catch (error) {
     if (error instanceof TransientFetchError || error instanceof DocTooLargeError || error instanceof DocCodingError) throw error;
     if (timedOut) throw new TransientFetchError(`timed out after ${options.fetchTimeoutMs} ms`);
@@ -127,7 +153,7 @@ async function fetchOnce(client: Undici, url: string, shown: string, options: Di
   }
   const parsed = parseDocText(text);
   if (!parsed.ok) throw new Error(`GET ${shown}: the answer is neither JSON nor YAML (content-type ${contentType}): ${parsed.reason}`);
-  return { value: parsed.value, ...(parsed.duplicates ? { duplicates: parsed.duplicates } : {}) };
+  return { value: parsed.value, version, ...(parsed.duplicates ? { duplicates: parsed.duplicates } : {}) };
 }
 
 class DocTooLargeError extends Error {}
@@ -158,7 +184,7 @@ function decoded(body: Readable, header: string | string[] | undefined, shown: s
   return last;
 }
 
-async function readLimited(body: Readable, shown: string): Promise<string> {
+async function readLimited(body: Readable, shown: string): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body as AsyncIterable<Buffer>) {
@@ -169,7 +195,7 @@ async function readLimited(body: Readable, shown: string): Promise<string> {
     }
     chunks.push(chunk);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }
 
 function redirectHint(status: number): string {

@@ -9,6 +9,11 @@ export interface DiscoveryOptions {
   /** Delay before the first retry; doubles per retry. */
   backoffMs: number;
   signal?: AbortSignal;
+  /**
+   * What the last discovery of this upstream found (re-discovery): a doc that comes back unchanged
+   * (304 to its ETag, or the same bytes) is not parsed again, and this is what the discovery returns.
+   */
+  previous?: DiscoveredUpstream;
 }
 
 /**
@@ -31,4 +36,6 @@ export interface DiscoveredUpstream {
   doc: object | null;
   /** What the validator objects to in the doc, per endpoint; the endpoints are routed all the same. */
   problems?: EndpointProblem[];
+  /** Which doc text this was read from (fetched docs only). */
+  version?: { sha256: string; etag?: string };
 }
