@@ -55,7 +55,7 @@ export interface ReloaderOptions {
   onChanged: () => void;
   /** A reload's config and upstreams now serve for good: re-discovery must follow them. */
   onApplied: () => void;
-  /** A reload reached an outcome (a reload superseded by a newer SIGHUP reaches none). */
+  /** A reload reached an outcome (one stopped by shutdown reaches none). */
   onOutcome: (result: ReloadResult) => void;
   /**
    * Checks that a port a reload moves to is not held by another process (see port-probe.ts): null when
@@ -80,11 +80,12 @@ interface State {
  * Owns the config and upstreams that serve, and changes them on SIGHUP.
  *
  * The discovery of the registry that serves is never aborted by a reload (only by stop(), or once a
- * reload has replaced that registry for good): a reload that is refused, superseded or rolled back
+ * reload has replaced that registry for good): a reload that is refused or rolled back
  * leaves the serving upstreams exactly as they were, their discovery still running, so none stays
  * `pending` for good. A reload discovers its new and changed upstreams in a registry of its own (the
- * candidate); a newer SIGHUP aborts only that. Reloads run one at a time; SIGHUPs that arrive during
- * one collapse into one more run.
+ * candidate); unchanged ones take their state over at the swap, a pending one following the discovery
+ * still running for it. Reloads run one at a time and are not aborted by a SIGHUP; SIGHUPs that
+ * arrive during one collapse into one more run.
  */
 export class Reloader {
   private serving: State;
