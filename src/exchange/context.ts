@@ -90,8 +90,6 @@ export class RequestContext {
   upstreamHeaderMs = -1;
   /** The endpoint's x-disabled-listeners. */
   disabledListeners: readonly string[] = NO_IDS;
-  /** x-disabled-middleware of every target of the route (a middleware any of them disables is off). */
-  disabledMiddleware: readonly string[] = NO_IDS;
 
   /** End-to-end request headers for the upstream, flat [name, value, ...], names lower-case. */
   headers: string[];
