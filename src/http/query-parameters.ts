@@ -51,6 +51,11 @@ export function hasQueryParameter(query: string, names: readonly string[]): bool
   return false;
 }
 
+/** `query` without the pairs named one of `names`: the same string, nothing allocated, when it holds none. */
+export function stripQueryParameters(query: string, names: readonly string[]): string {
+  return query !== '' && hasQueryParameter(query, names) ? withoutQueryParameters(query, names) : query;
+}
+
 /** The raw query without any pair named one of `names` (as hasQueryParameter reads names); the other pairs stay byte for byte. */
 export function withoutQueryParameters(query: string, names: readonly string[]): string {
   return query

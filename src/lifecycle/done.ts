@@ -13,7 +13,7 @@ import type { AcceptPhase } from './accept.js';
 import { reportBug } from './report-bug.js';
 import type { DataPlaneState } from './state.js';
 import type { RequestObserve } from '../observe/request-observe.js';
-import { hasQueryParameter, withoutQueryParameters } from '../http/query-parameters.js';
+import { stripQueryParameters } from '../http/query-parameters.js';
 
 const NO_IDS: readonly string[] = Object.freeze([]);
 
@@ -75,7 +75,7 @@ export class DonePhase {
    */
   private hideQueryKeys(ctx: RequestContext): void {
     const names = this.state.pipeline.secretQuery;
-    if (names !== null && ctx.query !== '' && hasQueryParameter(ctx.query, names)) ctx.query = withoutQueryParameters(ctx.query, names);
+    if (names !== null) ctx.query = stripQueryParameters(ctx.query, names);
   }
 
   /** A relayed WebSocket connection is over: the listeners that log connections are told. */

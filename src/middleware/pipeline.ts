@@ -11,7 +11,7 @@ import type { Route } from '../routing/table.js';
 import type { RequestContext } from '../exchange/context.js';
 import { CONSUMER_HEADER, LongDecision, problem, type Answer, type Decision, type Middleware, type MiddlewareMetrics } from './types.js';
 import { counterPart } from '../metrics/counters.js';
-import { hasQueryParameter, withoutQueryParameters } from '../http/query-parameters.js';
+import { stripQueryParameters } from '../http/query-parameters.js';
 
 /** Called once per run: the answer to send, or null to forward the request. */
 export type PipelineDone = (answer: Answer | null) => void;
@@ -98,7 +98,7 @@ export class Pipeline {
     const headers = this.hiddenHeaders;
     for (let i = 0; i < headers.length; i++) ctx.removeRequestHeader(headers[i]!);
     const query = this.hiddenQuery;
-    if (query !== null && ctx.query !== '' && hasQueryParameter(ctx.query, query)) ctx.query = withoutQueryParameters(ctx.query, query);
+    if (query !== null) ctx.query = stripQueryParameters(ctx.query, query);
   }
 
   /** For a route no middleware runs on (guarded only): the guard alone. */
