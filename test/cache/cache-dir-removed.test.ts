@@ -7,22 +7,13 @@ import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { eventually, startUpstream, type LogLine } from '../helpers/gateway-process.js';
-import { startCachingGateway } from '../helpers/cache-gateway.js';
+import { eventually, type LogLine } from '../helpers/gateway-process.js';
+import { startCacheUpstream, startCachingGateway } from '../helpers/cache-gateway.js';
 import { rawRequest } from '../helpers/raw-http.js';
 
-const app = await startUpstream(t, {
-  name: 'app',
-  handle: (req, res) => {
-    const path = (req.url ?? '/').split('?')[0]!;
-    if (req.method !== 'GET') {
-      res.writeHead(204);
-      res.end();
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'max-age=600' });
-    res.end(`${path} #${app.seen.get(`GET ${path}`)}`);
-  },
+const app = await startCacheUpstream(t, (path, res) => {
+  res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'max-age=600' });
+  res.end(`${path} #${app.seen.get(`GET ${path}`)}`);
 });
 const gateway = await startCachingGateway(t, app.location, ['GET /items/{id}', 'PUT /items/{id}']);
 

@@ -2,8 +2,8 @@
 // such values over as a view of its memory map, not as a Buffer. The entry is read back by both
 // workers, replaced, invalidated and evicted like any other, and the store keeps taking writes.
 import t from 'tap';
-import { eventually, httpRequest, startUpstream } from '../helpers/gateway-process.js';
-import { startCachingGateway } from '../helpers/cache-gateway.js';
+import { eventually, httpRequest } from '../helpers/gateway-process.js';
+import { startCacheUpstream, startCachingGateway } from '../helpers/cache-gateway.js';
 import { Client } from 'undici';
 
 const MB = 1024 * 1024;
@@ -14,24 +14,15 @@ function body(n: number): Buffer {
   return Buffer.alloc(SIZE, String.fromCharCode(0x61 + (n % 26)));
 }
 
-const app = await startUpstream(t, {
-  name: 'app',
-  handle: (req, res) => {
-    const path = (req.url ?? '/').split('?')[0]!;
-    if (req.method !== 'GET') {
-      res.writeHead(204);
-      res.end();
-      return;
-    }
-    const n = app.seen.get(`GET ${path}`) ?? 1;
-    if (path.startsWith('/big/')) {
-      res.writeHead(200, { 'content-type': 'application/octet-stream', 'cache-control': 'max-age=600', 'x-version': String(n) });
-      res.end(body(n));
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'max-age=600' });
-    res.end(`${path} #${n}`);
-  },
+const app = await startCacheUpstream(t, (path, res) => {
+  const n = app.seen.get(`GET ${path}`) ?? 1;
+  if (path.startsWith('/big/')) {
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'cache-control': 'max-age=600', 'x-version': String(n) });
+    res.end(body(n));
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'max-age=600' });
+  res.end(`${path} #${n}`);
 });
 const gateway = await startCachingGateway(t, app.location, ['GET /big/{id}', 'PUT /big/{id}', 'GET /items/{id}'], { maxEntryBytes: 20 * MB, maxBytes: 40 * MB });
 

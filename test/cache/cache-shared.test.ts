@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { Agent, request } from 'undici';
-import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { eventually, httpRequest, startGateway, testConfig } from '../helpers/gateway-process.js';
+import { startCacheUpstream } from '../helpers/cache-gateway.js';
 import { rawRequest } from '../helpers/raw-http.js';
 
 const MB = 1024 * 1024;
@@ -18,39 +19,30 @@ const big = Buffer.alloc(MB, 'z');
 /** When each GET /dynamic/ request reached the upstream, and when each was answered (performance.now()). */
 const dynamicArrivals: number[] = [];
 const dynamicAnswers: number[] = [];
-const app = await startUpstream(t, {
-  name: 'app',
-  handle: (req, res) => {
-    const path = (req.url ?? '/').split('?')[0]!;
-    if (req.method !== 'GET') {
-      res.writeHead(204);
-      res.end();
-      return;
-    }
-    if (path.startsWith('/slow/')) {
-      setTimeout(() => {
-        res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'max-age=600' });
-        res.end('slow answer');
-      }, 300);
-      return;
-    }
-    if (path.startsWith('/dynamic/')) {
-      dynamicArrivals.push(performance.now());
-      setTimeout(() => {
-        dynamicAnswers.push(performance.now());
-        res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'no-store' });
-        res.end('never stored');
-      }, 600);
-      return;
-    }
-    if (path.startsWith('/big/')) {
-      res.writeHead(200, { 'content-type': 'application/octet-stream', 'cache-control': 'max-age=600' });
-      res.end(big);
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'max-age=600' });
-    res.end(`body of ${path} #${app.seen.get(`GET ${path}`)}`);
-  },
+const app = await startCacheUpstream(t, (path, res) => {
+  if (path.startsWith('/slow/')) {
+    setTimeout(() => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'max-age=600' });
+      res.end('slow answer');
+    }, 300);
+    return;
+  }
+  if (path.startsWith('/dynamic/')) {
+    dynamicArrivals.push(performance.now());
+    setTimeout(() => {
+      dynamicAnswers.push(performance.now());
+      res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'no-store' });
+      res.end('never stored');
+    }, 600);
+    return;
+  }
+  if (path.startsWith('/big/')) {
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'cache-control': 'max-age=600' });
+    res.end(big);
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'max-age=600' });
+  res.end(`body of ${path} #${app.seen.get(`GET ${path}`)}`);
 });
 const endpoints = [
   { method: 'GET', path: '/items/{id}', 'x-disabled-middleware': ['bigcache'] },

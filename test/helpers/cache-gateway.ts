@@ -1,6 +1,8 @@
 // Test support: a gateway of 2 workers in front of one static upstream, with one responseCache
-// (id "cache", the shared local store) and no access log: what the cache's end-to-end tests start.
-import { startGateway, testConfig, type GatewayProcess } from './gateway-process.js';
+// (id "cache", the shared local store) and no access log, and the upstream the cache's end-to-end
+// tests put behind it.
+import type { ServerResponse } from 'node:http';
+import { startGateway, startUpstream, testConfig, type GatewayProcess, type TestUpstream } from './gateway-process.js';
 
 type Teardown = Parameters<typeof startGateway>[0];
 
@@ -22,5 +24,23 @@ export function startCachingGateway(t: Teardown, location: string, endpoints: st
     ),
     waitFor: (line) => line.msg === 'gateway operational',
     startTimeoutMs: 60_000,
+  });
+}
+
+/**
+ * The upstream "app": a request of any method but GET (a write, which invalidates) is answered 204;
+ * `get` answers a GET, given its path without the query.
+ */
+export function startCacheUpstream(t: Teardown, get: (path: string, res: ServerResponse) => void): Promise<TestUpstream> {
+  return startUpstream(t, {
+    name: 'app',
+    handle: (req, res) => {
+      if (req.method !== 'GET') {
+        res.writeHead(204);
+        res.end();
+        return;
+      }
+      get((req.url ?? '/').split('?')[0]!, res);
+    },
   });
 }
