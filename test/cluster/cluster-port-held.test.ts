@@ -7,10 +7,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import type { ReloadStatus } from '../../src/builtins/healthcheck.js';
 import { findFreePort } from '../../src/cluster/free-port.js';
-import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 import { reapOnExit } from '../helpers/reaper.js';
+import { reloadWith } from '../helpers/reload.js';
 import { untapped } from '../helpers/untapped.js';
 import { CertificateDir } from '../helpers/certs.js';
 import { gateway as cli } from '../helpers/cli.js';
@@ -68,11 +68,8 @@ t.test('a second gateway on a running gateway\'s port: exit 1 naming the first; 
 t.test('a reload that moves to a held port is refused the same way; the gateway keeps serving on its port', async (t) => {
   const holder = await foreignHolder();
   const gateway = await startGateway(t, { config: config({ port: await findFreePort('127.0.0.1') }), port: null, startTimeoutMs: 60_000 });
-  const lastReload = async () => (JSON.parse((await httpRequest(gateway.port, '/metrics')).body) as { lastReload?: ReloadStatus }).lastReload;
   // The command line's --port overrides the file, so this gateway runs without one to see the file's port.
-  gateway.writeConfig(config({ port: holder.port }));
-  gateway.signal('SIGHUP');
-  const status = await eventually(lastReload, 10_000, 50, 'a reload outcome');
+  const status = await reloadWith(gateway, config({ port: holder.port }));
   t.match(status, { ok: false, applied: false, error: `port ${holder.port} on 127.0.0.1 is already in use by pid ${holder.pid} (` });
   t.ok(gateway.lines.some((l) => /^config reload refused, the current config keeps serving: port \d+ on 127\.0\.0\.1 is already in use/.test(String(l.msg))));
   t.equal((await httpRequest(gateway.port, '/ok')).status, 200);
@@ -143,10 +140,7 @@ t.test('a reload that moves tls.port to a held port is refused; TLS keeps servin
   const holder = await foreignHolder();
   const tlsPort = await findFreePort('127.0.0.1');
   const gateway = await startGateway(t, { config: config({ tls: { port: tlsPort, certificates: [files(cert)] } }), startTimeoutMs: 60_000 });
-  const lastReload = async () => (JSON.parse((await httpRequest(gateway.port, '/metrics')).body) as { lastReload?: ReloadStatus }).lastReload;
-  gateway.writeConfig(config({ tls: { port: holder.port, certificates: [files(cert)] } }));
-  gateway.signal('SIGHUP');
-  const status = await eventually(lastReload, 10_000, 50, 'a reload outcome');
+  const status = await reloadWith(gateway, config({ tls: { port: holder.port, certificates: [files(cert)] } }));
   t.match(status, { ok: false, applied: false, error: `TLS port ${holder.port} on 127.0.0.1 is already in use by pid ${holder.pid} (` });
   t.equal((await presented(tlsPort, undefined)).cn, 'gw');
 });

@@ -5,32 +5,13 @@
 // failure of its own, injected here) is reported: the reload is not ok, and the worker serves on as it was.
 import t from 'tap';
 import type { ReloadStatus } from '../../src/builtins/healthcheck.js';
-import { askWorker, eventually, httpRequest, startGateway, startUpstream, testConfig, type GatewayProcess } from '../helpers/gateway-process.js';
+import { askWorker, eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { reloadWith } from '../helpers/reload.js';
 
 const upstream = await startUpstream(t, { name: 'app' });
 const endpoints = (...paths: string[]) => paths.map((path) => ({ method: 'GET', path }));
 const good = testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints: endpoints('/old/{id}') }], { accessLog: { enabled: false } });
 const gateway = await startGateway(t, { config: good, env: { GATEWAY_TEST_WORKER_APPLY_FAULT: 'boom' }, waitFor: (line) => line.msg === 'gateway operational' });
-
-async function lastReload(): Promise<ReloadStatus | undefined> {
-  const res = await httpRequest(gateway.port, '/metrics');
-  return (JSON.parse(res.body) as { lastReload?: ReloadStatus }).lastReload;
-}
-
-async function reloadWith(gw: GatewayProcess, config: Record<string, unknown>, settled: (status: ReloadStatus) => boolean): Promise<ReloadStatus> {
-  const before = await lastReload();
-  gw.writeConfig(config);
-  gw.signal('SIGHUP');
-  return eventually(
-    async () => {
-      const status = await lastReload();
-      return status && status.at !== before?.at && settled(status) ? status : undefined;
-    },
-    10_000,
-    50,
-    'the reload status',
-  );
-}
 
 /** The status names the failure of each of the two worker slots. */
 function namesBothSlots(status: ReloadStatus): boolean {
@@ -54,11 +35,7 @@ async function onBothWorkers(path: string, status: number): Promise<void> {
 }
 
 t.test('a cache entry larger than the cache is refused at reload, naming the field; the workers serve on', async (t) => {
-  const status = await reloadWith(
-    gateway,
-    { ...good, middleware: [{ id: 'cache', type: 'responseCache', maxBytes: 10, maxEntryBytes: 100 }] },
-    () => true,
-  );
+  const status = await reloadWith(gateway, { ...good, middleware: [{ id: 'cache', type: 'responseCache', maxBytes: 10, maxEntryBytes: 100 }] });
   t.match(status, { ok: false, applied: false, error: /gateway\.json: \/middleware\/0\/maxEntryBytes: 100 is larger than maxBytes \(10\); no entry that large could be kept in the local store/ });
   await onBothWorkers('/old/1', 200);
   t.notOk(gateway.lines.some((line) => line.msg === 'could not apply the published table; the previous one keeps serving'), 'no worker was handed it');
@@ -73,7 +50,7 @@ t.test('a table the workers cannot apply: the reload is not ok, says why, and no
   };
   // Each worker reports its own failure, and the primary adds each to the status as it comes: the
   // status is final once it names both slots (the health report below is compared with it).
-  const status = await reloadWith(gateway, next, (s) => s.applied && !s.ok && namesBothSlots(s));
+  const status = await reloadWith(gateway, next, { settled: (s) => s.applied && !s.ok && namesBothSlots(s) });
   t.match(status, { ok: false, applied: true, error: /the worker of slot \d \(pid \d+\) could not apply table version \d+ and serves table version \d+: GATEWAY_TEST_WORKER_APPLY_FAULT/ });
   const failed = await gateway.waitForLog((line) => /could not apply table version/.test(String(line.msg)) && line.role === 'primary');
   t.equal(failed.level, 50, 'the primary logs it as an error');
@@ -96,7 +73,7 @@ t.test('a table the workers cannot apply: the reload is not ok, says why, and no
 });
 
 t.test('the next good reload is ok again', async (t) => {
-  const status = await reloadWith(gateway, { ...good, middleware: [{ id: 'auth', type: 'apiKeyAuth', keys: [] }] }, () => true);
+  const status = await reloadWith(gateway, { ...good, middleware: [{ id: 'auth', type: 'apiKeyAuth', keys: [] }] });
   t.match(status, { ok: true, applied: true });
   t.notOk('error' in status);
   await onBothWorkers('/old/3', 401);

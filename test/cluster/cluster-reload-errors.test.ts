@@ -2,32 +2,12 @@
 // on every worker, the error is logged and shown in /metrics (lastReload) and in the health report.
 import t, { type Test } from 'tap';
 import type { ReloadStatus } from '../../src/builtins/healthcheck.js';
-import { askWorker, eventually, httpRequest, startGateway, startUpstream, testConfig, type GatewayProcess } from '../helpers/gateway-process.js';
+import { askWorker, eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { lastReload, reloadWith } from '../helpers/reload.js';
 
 const upstream = await startUpstream(t, { name: 'keep' });
 const good = testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints: [{ method: 'GET', path: '/old/{id}' }] }]);
 const gateway = await startGateway(t, { config: good, waitFor: (line) => line.msg === 'gateway operational' });
-
-async function lastReload(): Promise<ReloadStatus | undefined> {
-  const res = await httpRequest(gateway.port, '/metrics');
-  return (JSON.parse(res.body) as { lastReload?: ReloadStatus }).lastReload;
-}
-
-/** SIGHUP, then the reload status newer than the one before (every worker's /metrics has it). */
-async function reloadWith(gw: GatewayProcess, config: Record<string, unknown> | string): Promise<ReloadStatus> {
-  const before = await lastReload();
-  gw.writeConfig(config);
-  gw.signal('SIGHUP');
-  return eventually(
-    async () => {
-      const status = await lastReload();
-      return status && status.at !== before?.at ? status : undefined;
-    },
-    10_000,
-    50,
-    'a new lastReload in /metrics',
-  );
-}
 
 /** `path` answers 200 from the `keep` upstream on both workers. */
 async function answersOnBothWorkers(t: Test, path: string): Promise<void> {
@@ -48,7 +28,7 @@ async function answersOnBothWorkers(t: Test, path: string): Promise<void> {
 let version: number | null = null;
 
 t.test('before any reload, neither /metrics nor the health report has a reload status', async (t) => {
-  t.equal(await lastReload(), undefined);
+  t.equal(await lastReload(gateway), undefined);
   const health = JSON.parse((await httpRequest(gateway.port, '/healthcheck')).body) as Record<string, unknown>;
   t.notOk('reload' in health);
 });

@@ -8,7 +8,8 @@
 import t, { type Test } from 'tap';
 import type { ReloadStatus, WorkersHealth } from '../../src/builtins/healthcheck.js';
 import { SUCCESSOR_READY_TIMEOUT_MS } from '../../src/cluster/supervisor.js';
-import { askWorker, eventually, httpRequest, startGateway, startUpstream, testConfig, type GatewayProcess } from '../helpers/gateway-process.js';
+import { askWorker, eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { reloadWith } from '../helpers/reload.js';
 import { migratesQueuedConnections } from '../helpers/kernel-settings.js';
 
 const upstream = await startUpstream(t, { name: 'keep' });
@@ -29,26 +30,6 @@ interface Health {
 
 async function health(): Promise<Health> {
   return JSON.parse((await httpRequest(gateway.port, '/healthcheck')).body) as Health;
-}
-
-async function lastReload(): Promise<ReloadStatus | undefined> {
-  return (JSON.parse((await httpRequest(gateway.port, '/metrics')).body) as { lastReload?: ReloadStatus }).lastReload;
-}
-
-/** SIGHUP, then the reload status newer than the one before. */
-async function reloadWith(gw: GatewayProcess, next: Record<string, unknown> | string, timeoutMs = 10_000): Promise<ReloadStatus> {
-  const before = await lastReload();
-  gw.writeConfig(next);
-  gw.signal('SIGHUP');
-  return eventually(
-    async () => {
-      const status = await lastReload();
-      return status && status.at !== before?.at ? status : undefined;
-    },
-    timeoutMs,
-    50,
-    'a new lastReload in /metrics',
-  );
 }
 
 /** Requests on fresh connections until `stop()`: every one must be answered 200 by the upstream. */
@@ -158,7 +139,7 @@ t.test('a successor that exits at start: the old workers keep serving, the reloa
 t.test('a successor that never reports ready is killed after the bound; the primary takes the next SIGHUP', async (t) => {
   const pidsBefore = await servingPids();
   const traffic = trafficLoop();
-  const status = await reloadWith(gateway, config('stuck', ['/old/{id}', '/new/{id}']), SUCCESSOR_READY_TIMEOUT_MS + 10_000);
+  const status = await reloadWith(gateway, config('stuck', ['/old/{id}', '/new/{id}']), { timeoutMs: SUCCESSOR_READY_TIMEOUT_MS + 10_000 });
   const { total, failures } = await traffic.stop();
 
   t.match(status, { ok: false, applied: false, error: new RegExp(`the new worker of slot 0 did not report ready within ${SUCCESSOR_READY_TIMEOUT_MS} ms`) });
@@ -177,7 +158,7 @@ t.test('a successor that never reports ready is killed after the bound; the prim
 t.test('a reload whose workers start is applied: new workers in every slot, on the newest table', async (t) => {
   const pidsBefore = await servingPids();
   const traffic = trafficLoop();
-  const status = await reloadWith(gateway, config('renamed', ['/old/{id}', '/new/{id}']), 20_000);
+  const status = await reloadWith(gateway, config('renamed', ['/old/{id}', '/new/{id}']), { timeoutMs: 20_000 });
   const { total, failures } = await traffic.stop();
   t.match(status, { ok: true, applied: true });
   t.ok(total > 0, `${total} requests during the reload`);
