@@ -219,8 +219,16 @@ function load(port: number, count: number): Promise<void> {
   });
 }
 
+/**
+ * Where this run's callgrind processes keep their vgdb pipes. Not the default (/tmp/vgdb-pipe): every
+ * callgrind_control on the host finds the processes there, so two runs at once (other checkouts)
+ * zeroed and dumped each other's counters at random moments.
+ */
+const VGDB_PREFIX = join(dir, 'vgdb-pipe');
+
+/** Zeroes or dumps the counters of this run's callgrind processes (and only those). */
 function callgrindControl(command: '-z' | '-d'): void {
-  const result = spawnSync('callgrind_control', [command], { encoding: 'utf8', timeout: 120_000 });
+  const result = spawnSync('callgrind_control', [`--vgdb-prefix=${VGDB_PREFIX}`, command], { encoding: 'utf8', timeout: 120_000 });
   if (result.status !== 0) throw new Error(`callgrind_control ${command} failed: ${result.stderr || result.stdout}`);
 }
 
@@ -271,7 +279,7 @@ async function measure(contender: Contender): Promise<Result> {
   mkdirSync(outDir, { recursive: true });
   const child: ChildProcess = spawn(
     'valgrind',
-    ['--tool=callgrind', '--trace-children=yes', `--callgrind-out-file=${outDir}/cg.%p.out`, process.execPath, ...NODE_FLAGS, ...contender.args(port)],
+    ['--tool=callgrind', '--trace-children=yes', `--vgdb-prefix=${VGDB_PREFIX}`, `--callgrind-out-file=${outDir}/cg.%p.out`, process.execPath, ...NODE_FLAGS, ...contender.args(port)],
     { detached: true, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let stderr = '';
@@ -310,6 +318,8 @@ async function measure(contender: Contender): Promise<Result> {
     await stop();
     const parts = readParts(outDir);
     if (parts.length === 0) throw new Error(`${contender.id}: no callgrind output\n${stderr}`);
+    // The busiest by load less idle: a primary's timers can outweigh a worker's load part under valgrind.
+    parts.sort((a, b) => b.load - b.idle - (a.load - a.idle));
     if (TOP > 0) printTop(contender.id, parts[0]!.pid, join(outDir, `cg.${parts[0]!.pid}.out.1`));
     const processes = parts.map((p) => ({ role: roleOf(p.command), perRequest: (p.load - p.idle) / REQUESTS, idlePerRequest: p.idle / REQUESTS }));
     return { id: contender.id, label: contender.label, unit: contender.unit ?? 'request', perRequest: processes.reduce((sum, p) => sum + p.perRequest, 0), processes, loadMs };
