@@ -9,6 +9,7 @@
  */
 import CachePolicy from 'http-cache-semantics';
 import type { ContentAnswer } from '../exchange/answer.js';
+import { HeadBlock } from '../http/head-block.js';
 import { fieldValue } from '../http/header-list.js';
 
 export type CacheStatus = 'HIT' | 'STALE' | 'REVALIDATED' | 'UPDATING';
@@ -82,16 +83,16 @@ export class StoredResponse {
   /** The answer it is served as at `now`: built again only when its Age changed. */
   answer(status: CacheStatus, now: number): ContentAnswer {
     const age = this.ageAt(now);
-    if (status === 'REVALIDATED' || status === 'UPDATING') return this.build(age, status);
+    if (status === 'REVALIDATED' || status === 'UPDATING') return this.build(age, status, false);
     if (status === 'HIT') {
       if (this.hitAge !== age || this.hit === null) {
-        this.hit = this.build(age, status);
+        this.hit = this.build(age, status, true);
         this.hitAge = age;
       }
       return this.hit;
     }
     if (this.staleAge !== age || this.stale === null) {
-      this.stale = this.build(age, status);
+      this.stale = this.build(age, status, true);
       this.staleAge = age;
     }
     return this.stale;
@@ -165,10 +166,12 @@ export class StoredResponse {
     return { kind: 'content', status: 304, headers, body: EMPTY };
   }
 
-  private build(age: number, status: CacheStatus): ContentAnswer {
+  /** `reused`: kept and served again (HIT, STALE): its head is kept encoded by the writer (HeadBlock). */
+  private build(age: number, status: CacheStatus, reused: boolean): ContentAnswer {
     const headers = this.headers.slice();
     headers.push('age', String(age), 'x-cache', status);
-    return { kind: 'content', status: this.status, headers, body: this.body };
+    if (!reused) return { kind: 'content', status: this.status, headers, body: this.body };
+    return { kind: 'content', status: this.status, headers, body: this.body, block: new HeadBlock() };
   }
 }
 

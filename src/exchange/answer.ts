@@ -2,6 +2,7 @@
  * What the gateway can answer by itself, without an upstream: a local reply. Every one of them is
  * written by the response chain (src/lifecycle/respond.ts) through the client's ResponseWriter.
  */
+import type { HeadBlock } from '../http/head-block.js';
 
 /** A problem+json answer of the gateway's own (401, 404, 429, 503, ...), with headers of the middleware's. */
 export interface ProblemAnswer {
@@ -21,6 +22,8 @@ export interface ContentAnswer {
   /** Flat [name, value, ...]; framing headers (Content-Length, Transfer-Encoding) are the writer's. */
   readonly headers: readonly string[];
   readonly body: Uint8Array;
+  /** On an answer written many times as it is (a cache entry's): where the writer keeps its head encoded. */
+  readonly block?: HeadBlock;
 }
 
 /** What a middleware may answer instead of forwarding. */

@@ -4,6 +4,7 @@
  */
 import type { UwsResponse } from '../native/uws-types.js';
 import { appendHeaderLines, byteLengthUpperBound, endWithBody, writeHeaders } from './cork-budget.js';
+import type { HeadBlock } from './head-block.js';
 import { reasonPhrase, statusLine } from './status-line.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -68,6 +69,8 @@ export interface ContentOptions {
    * written back as those bytes, not encoded as UTF-8.
    */
   latin1?: boolean;
+  /** Where the answer's head (status line, `headers`, Via) is kept encoded: given when it is written many times as it is. */
+  block?: HeadBlock;
 }
 
 /**
@@ -76,13 +79,17 @@ export interface ContentOptions {
  * Returns the body bytes sent.
  */
 export function writeContent(res: UwsResponse, status: number, headers: readonly string[], body: Uint8Array, options: ContentOptions): number {
-  // One writeStatus for the status line and every header (appendHeaderLines): a cached answer has 5-10.
-  let head = appendHeaderLines(statusLine(status), headers) + '\r\nvia: ' + options.via;
   let headBytes: number;
-  if (options.latin1 === true) {
+  const block = options.block;
+  if (block !== undefined) {
+    headBytes = writeHeadBlock(res, block, status, headers, options);
+  } else if (options.latin1 === true) {
+    const head = appendHeaderLines(statusLine(status), headers) + '\r\nvia: ' + options.via;
     res.writeStatus(Buffer.from(head, 'latin1'));
     headBytes = head.length + 2 + (options.headers ? writeHeaders(res, options.headers) : 0);
   } else {
+    // One writeStatus for the status line and every header (appendHeaderLines): a cached answer has 5-10.
+    let head = appendHeaderLines(statusLine(status), headers) + '\r\nvia: ' + options.via;
     if (options.headers) head = appendHeaderLines(head, options.headers);
     res.writeStatus(head);
     headBytes = byteLengthUpperBound(head) + 2;
@@ -102,4 +109,31 @@ export function writeContent(res: UwsResponse, status: number, headers: readonly
   }
   endWithBody(res, body, options.closeConnection, headBytes);
   return body.byteLength;
+}
+
+/**
+ * The head of writeContent's string path, the same bytes: `block` (made now if it is new or of another
+ * Via) as the status, then the extra headers one writeHeader each ("name: value" lines after it, as
+ * appended to the text). Spares the text's concatenation and its conversion by uWS per write
+ * (callgrind: about 4,000 fewer instructions per cache hit). Returns the same cork estimate.
+ */
+function writeHeadBlock(res: UwsResponse, block: HeadBlock, status: number, headers: readonly string[], options: ContentOptions): number {
+  if (block.via !== options.via) {
+    const text = appendHeaderLines(statusLine(status), headers) + '\r\nvia: ' + options.via;
+    block.bytes = Buffer.from(text, 'utf8');
+    block.length = text.length;
+    block.via = options.via;
+  }
+  res.writeStatus(block.bytes);
+  let length = block.length;
+  const extra = options.headers;
+  if (extra) {
+    for (let i = 0; i < extra.length; i += 2) {
+      const name = extra[i]!;
+      const value = extra[i + 1]!;
+      res.writeHeader(name, value);
+      length += 4 + name.length + value.length;
+    }
+  }
+  return length * 3 + 2;
 }

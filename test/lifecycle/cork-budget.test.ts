@@ -9,6 +9,7 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { CORK_BUFFER_BYTES, endWithBody } from '../../src/http/cork-budget.js';
+import { HeadBlock } from '../../src/http/head-block.js';
 import { writeContent } from '../../src/http/problem-json.js';
 import type { UwsBytes, UwsResponse } from '../../src/native/uws-types.js';
 import { RequestContext } from '../../src/exchange/context.js';
@@ -292,4 +293,31 @@ t.test('whole answers of the gateway own: end() when they fit, tryEnd and onWrit
   res.cork(() => endWithBody(res as unknown as UwsResponse, text, false, 0));
   t.ok(res.maxCorkBytes <= CORK_BUFFER_BYTES);
   t.equal(res.received().toString(), text);
+});
+
+t.test('an answer written many times as it is keeps its head encoded: the bytes of the head built each time', async (t) => {
+  // A cached answer's headers (a value read from an upstream's bytes as latin1), and the request's own.
+  const headers = ['content-type', 'application/json', 'x-name', 'caf\u00e9', 'age', '3', 'x-cache', 'HIT'];
+  const own = ['x-request-id', 'r-1'];
+  const write = (block: HeadBlock | undefined, via: string, headersOnly: boolean, extra: readonly string[] | null): RecordingResponse => {
+    const res = new RecordingResponse();
+    res.cork(() => {
+      writeContent(res as unknown as UwsResponse, 200, headers, Buffer.from('{}'), { via, headersOnly, closeConnection: false, headers: extra, block });
+    });
+    return res;
+  };
+  for (const headersOnly of [false, true]) {
+    for (const extra of [own, null]) {
+      const block = new HeadBlock();
+      for (const via of ['1.1 gw', '1.1 gw', '1.1 other']) {
+        const built = write(undefined, via, headersOnly, extra);
+        const kept = write(block, via, headersOnly, extra);
+        const what = `${via}, ${headersOnly ? 'HEAD' : 'GET'}, ${extra === null ? 'no' : 'with'} headers of its own`;
+        t.same(kept.head, built.head, `${what}: the same head`);
+        t.ok(kept.received().equals(built.received()), `${what}: the same body`);
+        t.equal(kept.maxCorkBytes, built.maxCorkBytes, `${what}: the same cork`);
+        t.equal(block.via, via, 'made again for another Via');
+      }
+    }
+  }
 });

@@ -172,7 +172,9 @@ export class UwsClient implements ClientSide {
       case 'content': {
         // A stored answer (a cache hit) keeps the upstream's headers: those withheld from the client go here too.
         const headers = ctx.hiddenResponseHeaders === null ? reply.headers : withoutNames(reply.headers, ctx.hiddenResponseHeaders);
-        ctx.bytesOut = writeContent(res, reply.status, headers, reply.body, { via: settings.via, headersOnly, closeConnection, headers: own });
+        // Its encoded head holds for the answer's headers as they are, not for a selection of them.
+        const block = headers === reply.headers ? reply.block : undefined;
+        ctx.bytesOut = writeContent(res, reply.status, headers, reply.body, { via: settings.via, headersOnly, closeConnection, headers: own, block });
         return;
       }
       case 'builtin':
