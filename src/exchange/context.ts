@@ -208,7 +208,7 @@ export class RequestContext {
   /** Withholds these upstream response headers (lower-case names) too, beside any already withheld. */
   hideResponseHeaders(names: readonly string[]): void {
     const hidden = this.hiddenResponseHeaders;
-    this.hiddenResponseHeaders = hidden === null ? names : [...hidden, ...names];
+    this.hiddenResponseHeaders = hidden === null ? names : joinedNames(hidden, names);
   }
 
   observe(observer: ResponseObserver): void {
@@ -223,4 +223,22 @@ export class RequestContext {
   get routeId(): number {
     return this.route === null ? -1 : this.route.id;
   }
+}
+
+let joinedA: readonly string[] | null = null;
+let joinedB: readonly string[] | null = null;
+let joined: readonly string[] = [];
+
+/**
+ * `a` then `b`, as one list. The lists given are the features' own constant ones (request IDs, the
+ * response cache), so the last join is kept and given again for the same two: no list per request,
+ * and a list of the same identity each time (the writer keeps what it learned of one, HeadBlock).
+ */
+function joinedNames(a: readonly string[], b: readonly string[]): readonly string[] {
+  if (a !== joinedA || b !== joinedB) {
+    joined = Object.freeze([...a, ...b]);
+    joinedA = a;
+    joinedB = b;
+  }
+  return joined;
 }

@@ -10,4 +10,6 @@ export class HeadBlock {
   bytes: Buffer = Buffer.alloc(0);
   /** The text's length in UTF-16 units (the cork estimate's input, as for the text itself). */
   length = 0;
+  /** A list of withheld names last seen to leave the answer's headers whole (the writer's to keep). */
+  keeps: readonly string[] | null = null;
 }

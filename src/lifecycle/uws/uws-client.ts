@@ -171,9 +171,15 @@ export class UwsClient implements ClientSide {
       }
       case 'content': {
         // A stored answer (a cache hit) keeps the upstream's headers: those withheld from the client go here too.
-        const headers = ctx.hiddenResponseHeaders === null ? reply.headers : withoutNames(reply.headers, ctx.hiddenResponseHeaders);
-        // Its encoded head holds for the answer's headers as they are, not for a selection of them.
-        const block = headers === reply.headers ? reply.block : undefined;
+        const hidden = ctx.hiddenResponseHeaders;
+        let headers = reply.headers;
+        let block = reply.block;
+        if (hidden !== null && block?.keeps !== hidden) {
+          headers = withoutNames(headers, hidden);
+          // Its encoded head holds for the answer's headers as they are, not for a selection of them.
+          if (headers !== reply.headers) block = undefined;
+          else if (block !== undefined) block.keeps = hidden;
+        }
         ctx.bytesOut = writeContent(res, reply.status, headers, reply.body, { via: settings.via, headersOnly, closeConnection, headers: own, block });
         return;
       }
