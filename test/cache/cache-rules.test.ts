@@ -23,6 +23,22 @@ t.test('keys: the origin, the normalized path, the raw query, the endpoint', asy
   t.not(primaryKey(o, '/items/{}', '/items/1', 'a=1&b=2'), primaryKey(o, '/items/{}', '/items/1', 'b=2&a=1'), 'the raw query: order counts');
 });
 
+t.test('keys asked one after the other, any part changed or not: each is the key of its own parts (the last one is kept)', async (t) => {
+  const part = (values: string[]) => fc.constantFrom(...values);
+  const parts = fc.tuple(part(['http://a.test', 'https://a.test', 'http://b.test']), part(['/items/{}', '/items/{}/x']), part(['/items/1', '/items/2', '/items/1/x']), part(['', 'a=1', 'a=2']));
+  fc.assert(
+    fc.property(fc.array(parts, { minLength: 1, maxLength: 20 }), (calls) =>
+      // Fresh strings each time, as requests have: equal values, never the same string object.
+      calls.every(([origin, canonical, path, query]) => {
+        const key = primaryKey(origin.slice(0), canonical.slice(0), `${path} `.slice(0, -1), `${query} `.slice(0, -1));
+        return key === (query === '' ? `${origin}${path} ${canonical}` : `${origin}${path}?${query} ${canonical}`);
+      }),
+    ),
+    { numRuns: 300 },
+  );
+  t.pass('every key is the one its parts make');
+});
+
 t.test('the origin: as forwarded, the last hop, lower-cased; a host that could run into the path is encoded', async (t) => {
   t.equal(requestOrigin(false, 'http', 'GW.Test:8080'), 'http://gw.test:8080');
   t.equal(requestOrigin(false, 'http', 'GW.Test:8080'), 'http://gw.test:8080', 'asked again (the remembered answer)');
