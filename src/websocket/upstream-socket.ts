@@ -20,7 +20,7 @@ import { ResponseParser, PARSE_FAILED, type ResponseHead, type ResponseSink } fr
 import { serializeHead } from '../upstream/upstream-request-head.js';
 import { isFieldValue, isToken } from '../upstream/http-chars.js';
 import { tlsConnectOptions, type UpstreamTlsOptions } from '../upstream/pool.js';
-import { closePayload, encodeFrameInto, FrameReader, frameSize, handshakeKey, OPCODE_BINARY, OPCODE_CLOSE, OPCODE_PONG, OPCODE_TEXT, sendableCloseCode, type FrameSink } from './frames.js';
+import { closePayload, encodeFrameInto, FrameBuffer, FrameReader, frameSize, handshakeKey, OPCODE_BINARY, OPCODE_CLOSE, OPCODE_PONG, OPCODE_TEXT, sendableCloseCode, type FrameSink } from './frames.js';
 
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
 const STATUS_LINE = /^HTTP\/1\.[01] ([1-5]\d\d)(?: [^\r\n]*)?$/;
@@ -48,8 +48,9 @@ const READ_BUFFER = Buffer.allocUnsafeSlow(64 * 1024);
  */
 const OUT_BYTES = 16 * 1024;
 const SPARES_MAX = 64;
-const spareOut: Buffer[] = [];
+const spareOut: FrameBuffer[] = [];
 const NO_BYTES = Buffer.alloc(0);
+const NO_FRAMES = new FrameBuffer(NO_BYTES);
 
 export interface UpstreamSocketOptions {
   /** `http://host:port` or `https://host:port`: the upstream's origin. */
@@ -130,7 +131,7 @@ export class UpstreamSocket implements FrameSink {
   private refusalSink: RefusalSink | null = null;
   private paused = false;
   /** Frames encoded this event-loop turn, written at its end in one write (see send): out[0, outLength). */
-  private out: Buffer = NO_BYTES;
+  private out: FrameBuffer = NO_FRAMES;
   private outLength = 0;
   private flushScheduled = false;
   private closeSent = false;
@@ -221,11 +222,11 @@ export class UpstreamSocket implements FrameSink {
     const size = frameSize(payload.length);
     const length = this.outLength;
     let out = this.out;
-    if (length + size > out.length) {
-      if (length === 0 && size <= OUT_BYTES) out = spareOut.pop() ?? Buffer.allocUnsafeSlow(OUT_BYTES);
+    if (length + size > out.bytes.length) {
+      if (length === 0 && size <= OUT_BYTES) out = spareOut.pop() ?? new FrameBuffer(Buffer.allocUnsafeSlow(OUT_BYTES));
       else {
-        const grown = Buffer.allocUnsafeSlow(Math.max(OUT_BYTES, length + size, 2 * out.length));
-        out.copy(grown, 0, 0, length);
+        const grown = new FrameBuffer(Buffer.allocUnsafeSlow(Math.max(OUT_BYTES, length + size, 2 * out.bytes.length)));
+        out.bytes.copy(grown.bytes, 0, 0, length);
         spare(out);
         out = grown;
       }
@@ -244,9 +245,9 @@ export class UpstreamSocket implements FrameSink {
     if (length === 0) return;
     this.outLength = 0;
     const out = this.out;
-    this.out = NO_BYTES;
+    this.out = NO_FRAMES;
     if (this.socket.destroyed) return spare(out);
-    this.socket.write(out.subarray(0, length));
+    this.socket.write(out.bytes.subarray(0, length));
     // A write the kernel did not take whole keeps its buffer until it is sent.
     if (this.socket.writableLength === 0) spare(out);
   };
@@ -528,8 +529,8 @@ export class UpstreamSocket implements FrameSink {
 }
 
 /** A buffer no write holds any more: kept for the next connection that sends, if it has the usual size. */
-function spare(out: Buffer): void {
-  if (out.length === OUT_BYTES && spareOut.length < SPARES_MAX) spareOut.push(out);
+function spare(out: FrameBuffer): void {
+  if (out.bytes.length === OUT_BYTES && spareOut.length < SPARES_MAX) spareOut.push(out);
 }
 
 /** Collects a refused upgrade's answer: status, end-to-end headers, body up to MAX_REFUSAL_BODY. */

@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { createRequire } from 'node:module';
-import { encodeFrameInto, FrameReader, frameSize, OPCODE_BINARY, OPCODE_CLOSE, OPCODE_PING, OPCODE_TEXT, closePayload, type FrameSink } from '../../src/websocket/frames.js';
+import { encodeFrameInto, FrameBuffer, FrameReader, frameSize, OPCODE_BINARY, OPCODE_CLOSE, OPCODE_PING, OPCODE_TEXT, closePayload, type FrameSink } from '../../src/websocket/frames.js';
 
 // ws exports its Sender and Receiver at run time; @types/ws does not declare them.
 interface WsSender {
@@ -43,11 +43,11 @@ function serverFrame(opcode: number, data: Buffer, fin: boolean): Buffer {
 
 /** Frames encoded one after another into one buffer, as the upstream leg writes a turn's messages. */
 function encodeAll(frames: ReadonlyArray<{ opcode: number; data: Buffer }>): Buffer {
-  const out = Buffer.alloc(frames.reduce((size, frame) => size + frameSize(frame.data.length), 0));
+  const out = new FrameBuffer(Buffer.alloc(frames.reduce((size, frame) => size + frameSize(frame.data.length), 0)));
   let at = 0;
   for (const frame of frames) at = encodeFrameInto(out, at, frame.opcode, frame.data);
-  if (at !== out.length) throw new Error(`the frames end at ${at}, their sizes add up to ${out.length}`);
-  return out;
+  if (at !== out.bytes.length) throw new Error(`the frames end at ${at}, their sizes add up to ${out.bytes.length}`);
+  return out.bytes;
 }
 
 const text = fc.string({ unit: 'grapheme', maxLength: 300 }).map((s) => Buffer.from(s));
@@ -116,16 +116,18 @@ t.test("ws's Receiver (as a server) reads what encodeFrameInto writes", async (t
   );
 });
 
-t.test('masked byte by byte and four bytes at a time alike, at every alignment of the buffer', async (t) => {
-  // Payloads from 256 bytes on take the word path (maskInPlace); the frame may start anywhere.
+t.test('masked through the DataView and through the Int32Array alike, at every alignment of the buffer', async (t) => {
+  // Payloads from 256 bytes on take the Int32Array path (maskInPlace), smaller ones the DataView's
+  // (whole words, then up to three bytes); the frame may start anywhere, in a buffer that may itself
+  // start anywhere in its memory.
   const sizes = [0, 1, 3, 4, 5, 125, 126, 255, 256, 257, 258, 259, 260, 1023, 65535, 65536, 70001];
   let checked = 0;
   for (const size of sizes) {
     const data = Buffer.alloc(size);
     for (let i = 0; i < size; i++) data[i] = (i * 31 + size) & 0xff;
     for (let offset = 0; offset < 8; offset++) {
-      const out = Buffer.alloc(offset + frameSize(size));
-      const end = encodeFrameInto(out, offset, OPCODE_BINARY, data);
+      const out = Buffer.alloc(offset % 3 + offset + frameSize(size)).subarray(offset % 3);
+      const end = encodeFrameInto(new FrameBuffer(out), offset, OPCODE_BINARY, data);
       t.equal(end, out.length, `the frame of ${size} bytes ends where its size says`);
       const receiver = new Receiver({ isServer: true, maxPayload: 1 << 20 });
       const got: Buffer[] = [];
