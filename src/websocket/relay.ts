@@ -70,7 +70,7 @@ export class Relay implements UpstreamMessageHandler {
    * the whole read is parsed: uWS writes each uncorked send with a syscall of its own, which was most
    * of the relay's cost per message (profile in docs/websocket.md).
    */
-  private batch: Array<Buffer | boolean> = [];
+  private batch: Array<Uint8Array | boolean> = [];
 
   constructor(
     private readonly host: RelayHost,
@@ -170,7 +170,7 @@ export class Relay implements UpstreamMessageHandler {
   }
 
   /** A message from the upstream (a view of its read: sent on before the next read). */
-  onMessage(data: Buffer, isBinary: boolean): void {
+  onMessage(data: Uint8Array, isBinary: boolean): void {
     const length = data.length;
     this.messagesToClient++;
     this.bytesToClient += length;
@@ -198,7 +198,7 @@ export class Relay implements UpstreamMessageHandler {
     const client = this.client!;
     // One message is one send, a system call either way; more go out in one cork.
     if (batch.length === 2) {
-      const sent = client.send(batch[0] as Buffer, batch[1] as boolean, this.compress);
+      const sent = client.send(batch[0] as Uint8Array, batch[1] as boolean, this.compress);
       batch.length = 0;
       // 1: written whole, nothing buffered for the client (uWS's SendStatus).
       if (sent === 1) return;
@@ -212,7 +212,7 @@ export class Relay implements UpstreamMessageHandler {
   private readonly sendBatch = (): void => {
     const batch = this.batch;
     const client = this.client!;
-    for (let i = 0; i < batch.length; i += 2) client.send(batch[i] as Buffer, batch[i + 1] as boolean, this.compress);
+    for (let i = 0; i < batch.length; i += 2) client.send(batch[i] as Uint8Array, batch[i + 1] as boolean, this.compress);
   };
 
   private toClient(data: Buffer, isBinary: boolean): void {

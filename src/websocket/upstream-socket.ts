@@ -90,7 +90,7 @@ export interface HandshakeHandler {
 /** Where an open connection's traffic goes (set with attach()). */
 export interface UpstreamMessageHandler {
   /** A message; `data` is a view of the read and valid until onReadEnd returns. */
-  onMessage(data: Buffer, isBinary: boolean): void;
+  onMessage(data: Uint8Array, isBinary: boolean): void;
   /** Every message of the current read was delivered. */
   onReadEnd(): void;
   /** A ping or a pong: the upstream is alive (the idle rule counts it). */
@@ -285,7 +285,7 @@ export class UpstreamSocket implements FrameSink {
 
   // ---- FrameSink ------------------------------------------------------------------------------------
 
-  onMessage(data: Buffer, isBinary: boolean): void {
+  onMessage(data: Uint8Array, isBinary: boolean): void {
     if (this.state === State.Open) this.handler!.onMessage(data, isBinary);
   }
 
@@ -295,7 +295,7 @@ export class UpstreamSocket implements FrameSink {
    * unsent, pings go unanswered until the upstream reads again: RFC 6455 5.5.3 lets an endpoint answer
    * only the latest of several pings.
    */
-  onPing(payload: Buffer): void {
+  onPing(payload: Uint8Array): void {
     if (this.state !== State.Open) return;
     this.handler?.onControlFrame();
     if (this.bufferedAmount <= this.maxPayload) this.queue(OPCODE_PONG, payload);
@@ -338,7 +338,11 @@ export class UpstreamSocket implements FrameSink {
 
   /** net's onread callback: `bytes` were read into READ_BUFFER. */
   private readonly onRead = (bytes: number): boolean => {
-    this.onData(READ_BUFFER.subarray(0, bytes));
+    if (this.state === State.Open || this.state === State.Closing) {
+      // No subarray of the read: it would read READ_BUFFER.buffer through V8's C++ on every read.
+      this.reader.push(READ_BUFFER, bytes);
+      this.handler?.onReadEnd();
+    } else this.onData(READ_BUFFER.subarray(0, bytes));
     return true;
   };
 
