@@ -71,6 +71,8 @@ export class Relay implements UpstreamMessageHandler {
    * of the relay's cost per message (profile in docs/websocket.md).
    */
   private batch: Array<Uint8Array | boolean> = [];
+  /** The batch sendBatch sends (inside uWS's cork). */
+  private corked: Array<Uint8Array | boolean> = NO_MESSAGES;
 
   constructor(
     private readonly host: RelayHost,
@@ -191,26 +193,26 @@ export class Relay implements UpstreamMessageHandler {
   private flushBatch(): void {
     const batch = this.batch;
     if (batch.length === 0) return;
-    if (!this.clientOpen) {
-      batch.length = 0;
-      return;
-    }
+    // A new array rather than `length = 0`: optimized code stores to an array's length through a
+    // generic call, and the old storage would be dropped anyway (callgrind: about 450 instructions per read).
+    this.batch = [];
+    if (!this.clientOpen) return;
     const client = this.client!;
     // One message is one send, a system call either way; more go out in one cork.
     if (batch.length === 2) {
       const sent = client.send(batch[0] as Uint8Array, batch[1] as boolean, this.compress);
-      batch.length = 0;
       // 1: written whole, nothing buffered for the client (uWS's SendStatus).
       if (sent === 1) return;
     } else {
+      this.corked = batch;
       client.cork(this.sendBatch);
-      batch.length = 0;
+      this.corked = NO_MESSAGES;
     }
     if (client.getBufferedAmount() > HIGH_WATER && !this.upstream.isPaused) this.upstream.pause();
   }
 
   private readonly sendBatch = (): void => {
-    const batch = this.batch;
+    const batch = this.corked;
     const client = this.client!;
     for (let i = 0; i < batch.length; i += 2) client.send(batch[i] as Uint8Array, batch[i + 1] as boolean, this.compress);
   };
@@ -256,6 +258,8 @@ export class Relay implements UpstreamMessageHandler {
     this.host.ended({ relay: this, code, closedBy });
   }
 }
+
+const NO_MESSAGES: Array<Uint8Array | boolean> = [];
 
 /** A close frame without a code (what a side that closed with none gets; uWS and the upstream leg write it empty). */
 const NO_CODE = 0;
