@@ -22,7 +22,8 @@
 //
 // Needs valgrind (Debian's package); without it, says so and exits 0. BENCH_ONLY=floor,gateway-off,gateway;
 // optional contenders: gateway-log, gateway-metrics, gateway-ids (one feature each), gateway-cache (a
-// response-cache hit) and gateway-ws (a WebSocket echo: BENCH_REQUESTS counts echoes).
+// response-cache hit), gateway-ws (a WebSocket echo: BENCH_REQUESTS counts echoes) and gateway-ws-upgrade
+// (a WebSocket connection opened, one echo, closed: BENCH_REQUESTS counts connections; a few thousand do).
 // BENCH_KEEP_DIR=dir keeps each contender's callgrind files and V8 perf maps in dir/<id> (for
 // callgrind_annotate --tree=caller and the like); otherwise they go with the run.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -64,7 +65,7 @@ function wsUpstreamOrigin(): string {
   if (wsUpstream === '') throw new Error('the WebSocket upstream was not started');
   return wsUpstream;
 }
-if (ONLY?.has('gateway-ws')) {
+if (ONLY?.has('gateway-ws') || ONLY?.has('gateway-ws-upgrade')) {
   const wsPort = await findFreePort('127.0.0.1');
   const echo = start([join(HERE, 'websocket-echo.js'), String(wsPort)]);
   await firstLine(echo, 'websocket upstream');
@@ -77,7 +78,7 @@ interface Contender {
   args: (port: number) => string[];
   optional?: boolean;
   /** What a count is of: a request (the default, compared with the floor's) or a WebSocket echo. */
-  unit?: 'request' | 'echo';
+  unit?: 'request' | 'echo' | 'upgrade';
   /** How it is loaded; HTTP GETs of the bench's path when absent. */
   driver?: (port: number) => Driver;
 }
@@ -142,6 +143,38 @@ function wsDriver(port: number): Driver {
   };
 }
 
+/**
+ * WebSocket upgrades through the gateway (BENCH_ONLY=gateway-ws-upgrade): WS_CONNECTIONS loops, each
+ * opening a connection, echoing one message and closing it, then the next; a count is of connections,
+ * from the upgrade request to the client's close event.
+ */
+function wsUpgradeDriver(port: number): Driver {
+  const url = `ws://127.0.0.1:${port}/echo`;
+  const message = Buffer.alloc(64, 0x61).toString();
+  const once = (): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const socket = new WebSocket(url, { perMessageDeflate: false });
+      socket.once('open', () => socket.send(message));
+      socket.once('message', () => socket.close());
+      socket.once('close', () => resolve());
+      socket.once('error', reject);
+    });
+  return {
+    ready: (child, stderr) => waitForUpgrade(url, 'gateway-ws-upgrade', 300_000, child, stderr, 500),
+    async load(count) {
+      let started = 0;
+      const loop = async (): Promise<void> => {
+        while (started < count) {
+          started++;
+          await once();
+        }
+      };
+      await Promise.all(Array.from({ length: WS_CONNECTIONS }, loop));
+    },
+    close: async () => {},
+  };
+}
+
 interface Features {
   accessLog: boolean;
   metrics: boolean;
@@ -189,6 +222,16 @@ const CONTENDERS: Contender[] = [
     })),
     driver: wsDriver,
     unit: 'echo',
+    optional: true,
+  },
+  {
+    id: 'gateway-ws-upgrade',
+    label: 'gateway, WebSocket connection (upgrade, one echo, close), per connection, all three on (1 worker)',
+    args: gatewayArgs('gateway-ws-upgrade', ALL_ON, () => ({
+      upstreams: [{ serviceType: 'static', serviceLocation: wsUpstreamOrigin(), endpoints: [{ method: 'GET', path: '/echo' }] }],
+    })),
+    driver: wsUpgradeDriver,
+    unit: 'upgrade',
     optional: true,
   },
   // Every request a hit of the shared (LMDB) store after the warm-up, as bench:proxy's gateway-cache: BENCH_ONLY=gateway-cache.
@@ -265,7 +308,7 @@ function readParts(outDir: string): PartCounts[] {
 interface Result {
   id: string;
   label: string;
-  unit: 'request' | 'echo';
+  unit: 'request' | 'echo' | 'upgrade';
   /** Instructions per request: load less idle, all processes. */
   perRequest: number;
   processes: Array<{ role: string; perRequest: number; idlePerRequest: number }>;
@@ -397,7 +440,7 @@ console.log('| contender | the process that serves | / the floor\'s | all proces
 console.log('|---|---:|---:|---:|---|');
 for (const r of results) {
   const processes = r.processes.map((p) => `${Math.round(p.perRequest)} (${p.role})`).join(', ');
-  // An echo is not a request: no ratio to the floor's.
+  // An echo or a connection is not a request: no ratio to the floor's.
   const ratio = floor !== undefined && r.unit === 'request' ? `${(busiest(r) / busiest(floor)).toFixed(2)}x` : '';
   console.log(`| ${r.label} | ${Math.round(busiest(r))} | ${ratio} | ${Math.round(r.perRequest)} | ${processes} |`);
 }
