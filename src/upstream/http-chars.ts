@@ -3,11 +3,14 @@
  * one compare per byte.
  */
 
-export const CR = 0x0d;
-export const LF = 0x0a;
-export const SP = 0x20;
-export const HTAB = 0x09;
-export const COLON = 0x3a;
+/** Bytes the parsers compare against: a const enum, so each use compiles to a literal (an imported const is a module-cell load with a hole check per use). */
+export const enum Byte {
+  CR = 0x0d,
+  LF = 0x0a,
+  SP = 0x20,
+  HTAB = 0x09,
+  COLON = 0x3a,
+}
 
 /** tchar: the characters of a header name (token). */
 export const TOKEN = new Uint8Array(256);
@@ -28,8 +31,8 @@ export const enum ValueByte {
 export const VALUE = new Uint8Array(256);
 for (let c = 0x21; c <= 0x7e; c++) VALUE[c] = ValueByte.Visible;
 for (let c = 0x80; c <= 0xff; c++) VALUE[c] = ValueByte.Visible;
-VALUE[SP] = ValueByte.Space;
-VALUE[HTAB] = ValueByte.Space;
+VALUE[Byte.SP] = ValueByte.Space;
+VALUE[Byte.HTAB] = ValueByte.Space;
 
 /** qdtext of a quoted-string (chunk extension values): VALUE minus DQUOTE and backslash. */
 export const QDTEXT = new Uint8Array(256);
@@ -60,12 +63,4 @@ for (let c = 0; c <= 9; c++) HEX[0x30 + c] = c;
 for (let c = 0; c < 6; c++) {
   HEX[0x41 + c] = 10 + c;
   HEX[0x61 + c] = 10 + c;
-}
-
-/** Lower-case ASCII `name` equals data[start, start + name.length) case-insensitively ('-' compares as itself). */
-export function equalsLowerAt(data: Buffer, start: number, name: string): boolean {
-  for (let i = 0; i < name.length; i++) {
-    if ((data[start + i]! | 0x20) !== name.charCodeAt(i)) return false;
-  }
-  return true;
 }
