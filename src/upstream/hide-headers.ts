@@ -16,7 +16,7 @@ export function withoutHeaders(head: ResponseHead, names: readonly string[]): Re
       kept.push(spans[i]!, spans[i + 1]!, spans[i + 2]!, spans[i + 3]!);
     }
   }
-  return kept === null ? head : new ResponseHead(head.status, source, kept, head.contentLength, head.declaredLength, head.bodyFollows);
+  return kept === null ? head : new ResponseHead(head.status, source, kept, head.contentLength, head.declaredLength, head.bodyFollows, head.sourceWords);
 }
 
 function named(source: Buffer, start: number, end: number, names: readonly string[]): boolean {

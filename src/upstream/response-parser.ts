@@ -41,6 +41,8 @@ export class ResponseHead {
      * False for chunked bodies (the read may hold only framing) and when the head ended the read.
      */
     readonly bodyFollows: boolean,
+    /** A DataView of `source` (the parser's), for copying names and values 4 bytes at a time; null for a head made by fromHeaders. */
+    readonly sourceWords: DataView | null = null,
   ) {}
 
   /**
@@ -252,6 +254,7 @@ export class ResponseParser {
             state === State.Done ? 0 : state === State.Length ? this.remaining : -1,
             this.contentLength,
             p < end && (state === State.Length || state === State.UntilClose),
+            this.words,
           );
           this.spans = [];
           const go = this.sink.onResponseHead(head);
