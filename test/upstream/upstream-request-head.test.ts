@@ -1,8 +1,8 @@
 /**
- * The request head the upstream client writes: nothing a caller passes may split it. The check counts
- * the head's CRs and LFs against the lines written (instead of scanning each name and value), and a
- * method is checked by regex only when it differs from the last valid one: both shortcuts' other
- * paths are reached here.
+ * The request head the upstream client writes: nothing a caller passes may split it. The check
+ * searches the names and values written, joined, once for each forbidden character (instead of scanning
+ * each name and value), and a method is checked only when it differs from the last valid one: both
+ * shortcuts' other paths are reached here.
  */
 import t from 'tap';
 import { serializeHead } from '../../src/upstream/upstream-request-head.js';
