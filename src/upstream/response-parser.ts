@@ -190,6 +190,9 @@ export class ResponseParser {
   /** A DataView of the last buffer parsed from (the connection's read buffer, nearly always): see wordsOf. */
   private wordsData: Buffer = EMPTY_SOURCE;
   private words: DataView = new DataView(EMPTY_SOURCE.buffer, EMPTY_SOURCE.byteOffset, 0);
+  /** That buffer's ArrayBuffer and offset, for the body views (Buffer#buffer is a C++ getter). */
+  private wordsArrayBuffer: ArrayBuffer = EMPTY_SOURCE.buffer as ArrayBuffer;
+  private wordsOffset = 0;
 
   constructor(
     private readonly sink: ResponseSink,
@@ -270,24 +273,24 @@ export class ResponseParser {
           const available = end - p;
           if (available < remaining) {
             this.remaining = remaining - available;
-            this.sink.onResponseBody(view(data, p, end));
+            this.sink.onResponseBody(this.view(data, p, end));
             return end;
           }
           this.remaining = 0;
           this.state = State.Done;
-          this.sink.onResponseBody(view(data, p, p + remaining));
+          this.sink.onResponseBody(this.view(data, p, p + remaining));
           this.sink.onResponseEnd();
           return p + remaining;
         }
         case State.UntilClose:
-          this.sink.onResponseBody(view(data, p, end));
+          this.sink.onResponseBody(this.view(data, p, end));
           return end;
         case State.ChunkData: {
           const remaining = this.remaining;
           const take = end - p < remaining ? end - p : remaining;
           this.remaining = remaining - take;
           if (this.remaining === 0) this.state = State.ChunkDataCr;
-          const go = this.sink.onResponseBody(view(data, p, p + take));
+          const go = this.sink.onResponseBody(this.view(data, p, p + take));
           p += take;
           if (!go) return p;
           continue;
@@ -372,9 +375,17 @@ export class ResponseParser {
   private wordsOf(data: Buffer): DataView {
     if (data !== this.wordsData) {
       this.wordsData = data;
-      this.words = new DataView(data.buffer, data.byteOffset, data.length);
+      this.wordsArrayBuffer = data.buffer as ArrayBuffer;
+      this.wordsOffset = data.byteOffset;
+      this.words = new DataView(this.wordsArrayBuffer, this.wordsOffset, data.length);
     }
     return this.words;
+  }
+
+  /** A body view of data[start, end): see View below. Per parser, so per connection, for the read buffer it keeps. */
+  private view(data: Buffer, start: number, end: number): Buffer {
+    if (data !== this.wordsData) this.wordsOf(data);
+    return new View(this.wordsArrayBuffer, this.wordsOffset + start, end - start) as unknown as Buffer;
   }
 
   /** Status line and header lines from data[start, end). */
@@ -707,8 +718,8 @@ Object.setPrototypeOf(View.prototype, Buffer.prototype);
 /** The parser's source before its first head. */
 const EMPTY_SOURCE = Buffer.alloc(0);
 
-// Buffer#buffer is a C++ builtin, slower than the view it feeds: data is almost always the same
-// connection read buffer as the last call's, so its ArrayBuffer and offset are kept.
+// For ResponseHead.headers (observers; the parser's body views use ResponseParser.view). Buffer#buffer
+// is a C++ builtin, slower than the view it feeds: the source's ArrayBuffer and offset are kept.
 let lastData: Buffer | null = null;
 let lastArrayBuffer: ArrayBuffer | null = null;
 let lastByteOffset = 0;
