@@ -52,8 +52,8 @@ const FIRST_FRAGMENT_BYTES = 4096;
 
 export class FrameReader {
   private phase = Phase.Header;
-  /** A header split over reads: its bytes so far (at most 14). */
-  private readonly header = Buffer.alloc(14);
+  /** A header split over reads: its bytes so far (at most 14); allocated the first time one is. */
+  private header: Buffer = EMPTY;
   private headerLength = 0;
   /** A payload split over reads: its buffer (exact size) and the bytes in it so far. */
   private payload: Buffer = EMPTY;
@@ -121,6 +121,7 @@ export class FrameReader {
       }
       const needed = headerSize(data, end - p, p);
       if (needed > end - p) {
+        if (this.header === EMPTY) this.header = Buffer.allocUnsafe(14);
         data.copy(this.header, 0, p, end);
         this.headerLength = end - p;
         return;

@@ -13,7 +13,7 @@
  * breaking the protocol (a masked frame, bad UTF-8 in a text message, a message over maxPayload) is
  * answered with the close code that says so and reported as a violation.
  */
-import { createHash } from 'node:crypto';
+import crypto from 'node:crypto';
 import net from 'node:net';
 import tls from 'node:tls';
 import { ResponseParser, PARSE_FAILED, type ResponseHead, type ResponseSink } from '../upstream/response-parser.js';
@@ -144,19 +144,18 @@ export class UpstreamSocket implements FrameSink {
 
   /** Throws (before connecting) when the request cannot be written as asked: a header or subprotocol that is not valid. */
   constructor(options: UpstreamSocketOptions, handshake: HandshakeHandler) {
-    const url = new URL(options.origin);
-    const secure = url.protocol === 'https:';
-    const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-    const port = url.port === '' ? (secure ? 443 : 80) : Number(url.port);
-    const seen = new Set<string>();
-    for (const protocol of options.protocols) {
-      if (!isToken(protocol) || seen.has(protocol)) throw new Error(`the subprotocol "${protocol}" is not a token or is offered twice`);
-      seen.add(protocol);
+    const { secure, host, port, authority } = originOf(options.origin);
+    if (options.protocols.length > 0) {
+      const seen = new Set<string>();
+      for (const protocol of options.protocols) {
+        if (!isToken(protocol) || seen.has(protocol)) throw new Error(`the subprotocol "${protocol}" is not a token or is offered twice`);
+        seen.add(protocol);
+      }
     }
     const key = handshakeKey();
-    this.expectedAccept = createHash('sha1').update(key + GUID).digest('base64');
+    this.expectedAccept = acceptFor(key);
     this.offered = options.protocols;
-    let head = serializeHead('GET', options.target, ` HTTP/1.1\r\nhost: ${url.host}\r\n`, options.headers, -2);
+    let head = serializeHead('GET', options.target, ` HTTP/1.1\r\nhost: ${authority}\r\n`, options.headers, -2);
     if (head === null) throw new Error('a header holds a character that cannot be sent');
     for (let i = 1; i < options.headers.length; i += 2) {
       if (!isFieldValue(options.headers[i]!)) throw new Error(`the header ${options.headers[i - 1]} holds a character that cannot be sent`);
@@ -543,6 +542,46 @@ export class UpstreamSocket implements FrameSink {
     clearTimeout(this.timer);
     this.timer = null;
   }
+}
+
+/** An upstream's origin as a connection needs it: `authority` is the Host header's value. */
+interface Origin {
+  secure: boolean;
+  host: string;
+  port: number;
+  authority: string;
+}
+
+/** Origins parsed so far: they come from the configuration, so there are few. */
+const origins = new Map<string, Origin>();
+const MAX_ORIGINS = 1024;
+
+/** The parts of `origin` (a URL parse per upgrade: about 3,900 instructions under callgrind). */
+function originOf(origin: string): Origin {
+  let parsed = origins.get(origin);
+  if (parsed === undefined) {
+    const url = new URL(origin);
+    const secure = url.protocol === 'https:';
+    parsed = {
+      secure,
+      host: url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname,
+      port: url.port === '' ? (secure ? 443 : 80) : Number(url.port),
+      authority: url.host,
+    };
+    if (origins.size >= MAX_ORIGINS) origins.clear();
+    origins.set(origin, parsed);
+  }
+  return parsed;
+}
+
+/**
+ * The Sec-WebSocket-Accept that answers `key` (RFC 6455 4.2.2), with Node's one-shot `hash` where this
+ * Node has it (crypto.hash, 20.12 on): a Hash object per upgrade (createHash, update, digest) cost
+ * about 8,200 instructions under callgrind.
+ */
+export function acceptFor(key: string, hash: typeof crypto.hash | undefined = crypto.hash): string {
+  if (typeof hash === 'function') return hash('sha1', key + GUID, 'base64');
+  return crypto.createHash('sha1').update(key + GUID).digest('base64');
 }
 
 /** A buffer no write holds any more: kept for the next connection that sends, if it has the usual size. */

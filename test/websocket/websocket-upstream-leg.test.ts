@@ -3,7 +3,7 @@
 // the refusal byte by byte (interim 1xx heads, a chunked refusal body, a wrong Sec-WebSocket-Accept,
 // no subprotocol chosen) and then frames a broken peer would send (masked, bad UTF-8); a `wss://`
 // upstream behind TLS with a test CA; and the connection's access line in the access log's file.
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +17,7 @@ import { CertificateDir } from '../helpers/certs.js';
 import { eventually, httpRequest, startGateway, testConfig } from '../helpers/gateway-process.js';
 import { closed, nextMessage, openClient, rssBytes, startWsUpstream, wsUpstreamConfig } from '../helpers/ws-upstream.js';
 import { hungPort } from '../helpers/raw-http.js';
+import { acceptFor } from '../../src/websocket/upstream-socket.js';
 
 type Teardown = Parameters<typeof startGateway>[0];
 
@@ -127,6 +128,16 @@ function rawUpgrade(port: number, ...protocols: string[]): Promise<string> {
 }
 
 const refusal = (err: unknown) => err as { status: number; headers: Record<string, string>; body: string };
+
+t.test('the Sec-WebSocket-Accept expected: the same from crypto.hash and from a Hash object (Node before 20.12)', async (t) => {
+  // RFC 6455 4.2.2's own example, then random keys.
+  t.equal(acceptFor('dGhlIHNhbXBsZSBub25jZQ=='), 's3pPLMBiTxaQ9kYGzzhZRbK+xOo=');
+  t.equal(acceptFor('dGhlIHNhbXBsZSBub25jZQ==', undefined), 's3pPLMBiTxaQ9kYGzzhZRbK+xOo=');
+  for (let i = 0; i < 20; i++) {
+    const key = randomBytes(16).toString('base64');
+    t.equal(acceptFor(key, undefined), acceptFor(key), key);
+  }
+});
 
 t.test('the handshake: interim answers, a 101 cut into pieces, no subprotocol chosen, bad answers', async (t) => {
   let mode = '';
