@@ -112,9 +112,11 @@ t.test('removed, then a worker killed and replaced: one store for both workers a
   await sharedAgain('kill');
   await oneStoreForBoth(t, '/items/after-kill');
 
-  const gone = await gateway.waitForLog((l) => l.role === 'worker' && typeof l.msg === 'string' && l.msg.includes('is gone; the primary is asked for a new one'), 1000, "the replacement worker's warning");
-  t.equal(gone.dir, dir, 'the replacement worker said the directory was gone');
   const move = await gateway.waitForLog(moved(mark), 1000, "the primary's warning");
+  // The replacement worker says the directory is gone when it opens it before the primary's own check
+  // (every 5 s) finds it; on a loaded host that check can come first, and then no worker needs to say so.
+  const gone = gateway.lines.find((l) => l.role === 'worker' && typeof l.msg === 'string' && l.msg.includes('is gone; the primary is asked for a new one'));
+  if (gone !== undefined) t.equal(gone.dir, dir, 'the replacement worker said the directory was gone');
   t.equal(move.was, dir);
   t.not(move.dir, dir);
   t.equal(move.level, 40, 'the primary warned that the workers move');
