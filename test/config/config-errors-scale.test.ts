@@ -9,21 +9,36 @@ import { ConfigError, MAX_LISTED_PROBLEMS, parseConfig } from '../../src/config/
 import { gateway } from '../helpers/cli.js';
 
 const KEYS = 20_000;
-const config: Record<string, unknown> = { port: 0 };
-for (let i = 0; i < KEYS; i++) config[`k${i}`] = i;
-const text = JSON.stringify(config);
+const configText = (keys: number): string => {
+  const config: Record<string, unknown> = { port: 0 };
+  for (let i = 0; i < keys; i++) config[`k${i}`] = i;
+  return JSON.stringify(config);
+};
+const text = configText(KEYS);
 
-t.test(`${KEYS} unknown keys are described in well under a second or two`, async (t) => {
-  const started = performance.now();
+/** The error parseConfig throws for `source`, and the fastest of three runs' milliseconds. */
+function refused(source: string): { error: unknown; ms: number } {
   let error: unknown;
-  try {
-    parseConfig(text, 'big.json');
-  } catch (err) {
-    error = err;
+  let ms = Infinity;
+  for (let run = 0; run < 3; run++) {
+    const started = performance.now();
+    try {
+      parseConfig(source, 'big.json');
+    } catch (err) {
+      error = err;
+    }
+    ms = Math.min(ms, performance.now() - started);
   }
-  const ms = performance.now() - started;
+  return { error, ms };
+}
+
+t.test(`${KEYS} unknown keys are described in time linear in their number`, async (t) => {
+  // A ratio against a tenth of the keys in the same run, not a time: this host's load moves times
+  // several-fold. Linear work reads about 10x; the quadratic description this guards against, 100x.
+  const small = refused(configText(KEYS / 10));
+  const { error, ms } = refused(text);
   t.ok(error instanceof ConfigError);
-  t.ok(ms < 3000, `took ${Math.round(ms)} ms`);
+  t.ok(ms < 30 * Math.max(small.ms, 5), `${KEYS} keys took ${Math.round(ms)} ms, ${KEYS / 10} keys ${Math.round(small.ms)} ms`);
   const problems = (error as ConfigError).problems;
   t.equal(problems.length, KEYS, 'every unknown key is a problem');
   const lines = (error as ConfigError).message.split('\n');
