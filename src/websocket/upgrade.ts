@@ -29,6 +29,7 @@ import { RequestContext } from '../exchange/context.js';
 import type { RoutingTable } from '../routing/table.js';
 import type { ConnectionSummary } from '../exchange/listener.js';
 import { acceptedHeaders } from './accepted-headers.js';
+import { UpgradeCork } from './upgrade-cork.js';
 import { HIGH_WATER, Relay, type ClientSlot, type RelayEnd, type RelayHost } from './relay.js';
 import { WebSocketMetrics, type UpgradeOutcome } from './metrics.js';
 import { webSocketSettings, type WebSocketConfig } from './settings.js';
@@ -99,12 +100,15 @@ export class WebSocketProxy implements RelayHost {
   private readonly head = new RequestHead();
   private readonly sweepTimer: NodeJS.Timeout;
   private onEmpty: (() => void) | null = null;
+  /** Where clients' upgrades are completed (./upgrade-cork.ts says why not in their own cork). */
+  readonly upgradeCork: UpgradeCork;
 
   constructor(
     private readonly host: WebSocketHost,
     private readonly config: GatewayConfig,
     uws: UwsModule,
   ) {
+    this.upgradeCork = new UpgradeCork(uws, (detail) => process.emitWarning(detail, 'WebSocketWarning'));
     const settings = (this.settings = webSocketSettings(config.websocket));
     this.maxPayloadBytes = settings.maxPayloadBytes;
     this.maxUnsent = settings.maxPayloadBytes + 4 * HIGH_WATER;
@@ -418,8 +422,9 @@ class PendingUpgrade implements HandshakeHandler {
       for (let i = 0; i < headers.length; i += 2) res.writeHeader(headers[i]!, Buffer.from(headers[i + 1]!, 'latin1'));
       if (own !== null) writeHeaders(res, own);
       res.writeHeader('via', via);
-      res.upgrade(slot, this.key, socket.protocol, this.extensions, this.context);
     });
+    // Not in res's own cork: uWS 20.30 may close the client right after the 101 there (./upgrade-cork.ts).
+    this.proxy.upgradeCork.upgrade(res, () => res.upgrade(slot, this.key, socket.protocol, this.extensions, this.context));
   }
 
   /** HandshakeHandler: the upstream answered something other than 101; the client gets that answer. */

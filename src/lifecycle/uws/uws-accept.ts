@@ -98,8 +98,9 @@ export class UwsAcceptor {
   }
 
   /** Binds the configured ports (uWS sets SO_REUSEPORT: every worker binds the same ones). */
-  listen(): Promise<void> {
-    return this.edge.listen();
+  async listen(): Promise<void> {
+    await this.webSockets.upgradeCork.open();
+    await this.edge.listen();
   }
 
   /** No new connections; open ones go on. */
@@ -110,6 +111,7 @@ export class UwsAcceptor {
   /** Closes idle keep-alive connections and whatever is still open (their onAborted runs now). */
   closeConnections(): void {
     this.edge.closeAll();
+    this.webSockets.upgradeCork.close();
   }
 
   private readonly onRequest = (res: UwsResponse, req: UwsRequest): void => {
