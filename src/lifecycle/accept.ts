@@ -7,7 +7,7 @@
 import type { GatewayConfig } from '../config/types.js';
 import { problem, type ProblemAnswer } from '../exchange/answer.js';
 import type { RequestContext } from '../exchange/context.js';
-import { normalizePath } from '../http/normalize-path.js';
+import { dropTrailingSlash, isPlainPath, normalizePath } from '../http/normalize-path.js';
 import type { RequestHead } from '../http/client-request-head.js';
 import { hasSlashLookalike, isTargetText } from '../http/request-target.js';
 import { TrustedProxies } from '../http/trusted-proxies.js';
@@ -85,6 +85,7 @@ export class AcceptPhase {
    * and normalization, the length aside.
    */
   routedPath(url: string, query: string): Refusal | string {
+    if (isPlainPath(url) && isTargetText(query)) return dropTrailingSlash(url);
     if (!isTargetText(url) || !isTargetText(query)) {
       return refuse(400, 'the request target holds characters that must be percent-encoded');
     }
