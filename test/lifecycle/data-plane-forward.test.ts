@@ -117,6 +117,35 @@ t.test('method, normalized path, raw query and end-to-end headers are forwarded'
   t.same(res.responses[0]!.headers.via, ['1.1 specgate-test'], 'Via on the response');
 });
 
+// "keep-alive" and "close" as clients write them are read without parsing the list (client-request-head.ts); every
+// other form is parsed. Two requests on one connection, the second a read later (uWS does not pipeline asynchronous
+// answers, native-notes.md): it is answered only if the first kept the connection open.
+t.test("the client's Connection header: close in any form closes after the answer, keep-alive keeps it open", async (t) => {
+  const cases: Array<[string, boolean]> = [
+    ['close', true],
+    ['Close', true],
+    ['keep-alive, close', true],
+    ['keep-alive', false],
+    ['Keep-Alive', false],
+    ['keep-alive, X-Named-Hop', false],
+  ];
+  for (const [value, closes] of cases) {
+    const before = a.requests.length;
+    const res = await rawRequest(
+      plane.port,
+      [`GET /users/1 HTTP/1.1\r\nHost: gw\r\nConnection: ${value}\r\nX-Named-Hop: dropped\r\n\r\n`, 'GET /users/2 HTTP/1.1\r\nHost: gw\r\n\r\n'],
+      { responses: closes ? undefined : 2, waitMs: 3000, partDelayMs: 300 },
+    );
+    t.equal(res.responses[0]?.status, 200, `${value}: answered`);
+    t.equal(res.responses.length, closes ? 1 : 2, `${value}: ${closes ? 'the second request is not read' : 'the second request is answered too'}`);
+    if (closes) t.ok(res.closedByServer && !res.timedOut, `${value}: the connection closed`);
+    t.same(res.responses[0]?.headers.connection, closes ? ['close'] : undefined, `${value}: ${closes ? 'the answer says so' : 'no Connection header'}`);
+    t.equal(a.requests.length, before + (closes ? 1 : 2));
+    const named = /x-named-hop/i.test(value);
+    t.equal('x-named-hop' in a.requests[before]!.headers, !named, `${value}: X-Named-Hop ${named ? 'named, not forwarded' : 'forwarded'}`);
+  }
+});
+
 t.test("a client's empty Via adds no empty list element to the Via forwarded", async (t) => {
   const res = await rawRequest(plane.port, 'GET /users/42 HTTP/1.1\r\nHost: gw.example\r\nVia: \r\n\r\n', { responses: 1 });
   t.equal(res.responses[0]?.status, 200);
