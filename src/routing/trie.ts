@@ -61,6 +61,12 @@ export class TrieNode {
    */
   varCount = 0;
   prefixLength = 0;
+  /**
+   * The first character of the only static child, -1 without static children, -2 with several (set
+   * by seal()): most nodes have one, and staticChild() then needs no array.
+   */
+  onlyCode = -1;
+  onlyChild: TrieNode | null = null;
 
   constructor(readonly kind: NodeKind, prefix: string, readonly regex: SegmentRegex | null) {
     this.prefix = prefix;
@@ -70,6 +76,8 @@ export class TrieNode {
   asciiIndex: Uint16Array | null = null;
 
   staticChild(code: number): TrieNode | undefined {
+    const only = this.onlyCode;
+    if (only !== -2) return only === code ? this.onlyChild! : undefined;
     const index = this.asciiIndex;
     if (index !== null && code < 128) {
       const slot = index[code]!;
@@ -84,6 +92,8 @@ export class TrieNode {
   seal(): void {
     this.varCount = this.varNodes.length;
     this.prefixLength = this.prefix.length;
+    this.onlyCode = this.staticCodes.length === 0 ? -1 : this.staticCodes.length === 1 ? this.staticCodes[0]! : -2;
+    this.onlyChild = this.staticNodes.length === 1 ? this.staticNodes[0]! : null;
     this.slashOnlyNext = this.varNodes.length === 0 && this.staticNodes.length > 0 && this.staticCodes.every((c) => c === SLASH);
     if (this.staticCodes.length >= WIDE_NODE) {
       const index = new Uint16Array(128);
