@@ -95,7 +95,7 @@ export class UpstreamPool implements ConnectionHost, CallHost {
     this.origin = url.origin;
     this.host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
     this.port = url.port === '' ? (https ? 443 : 80) : Number(url.port);
-    this.hostLine = ` HTTP/1.1\r\nhost: ${url.host}\r\n`;
+    this.hostLine = ` HTTP/1.1\r\nhost: ${url.host}`;
     this.maxConnections = positive(options, 'connections');
     this.maxQueue = positive(options, 'maxQueue', true);
     this.connectTimeoutMs = positive(options, 'connectTimeoutMs');

@@ -45,18 +45,41 @@ export function serializeHead(method: string, path: string, hostLine: string, he
   let written = '';
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i]!;
-    if (isPoolOwned(name)) continue;
+    const k = i >> 1;
+    let line = lineStarts[k];
+    if (line === undefined || name !== lineNames[k]) {
+      if (isPoolOwned(name)) continue;
+      line = '\r\n' + name + ': ';
+      line.charCodeAt(0); // flattens it once (in place), not in every head it starts a line of
+      lineNames[k] = name;
+      lineStarts[k] = line;
+      written += name;
+    }
     const value = headers[i + 1]!;
-    head += name + ': ' + value + '\r\n';
-    written += name + value;
+    head = head + line + value;
+    written += value;
   }
-  if (bodyLength >= 0) head += 'content-length: ' + bodyLength + '\r\n\r\n';
-  else if (bodyLength === -1) head += 'transfer-encoding: chunked\r\n\r\n';
-  else if (expectsBody(method)) head += 'content-length: 0\r\n\r\n';
-  else head += '\r\n';
-  if (written.indexOf('\r') !== -1 || written.indexOf('\n') !== -1 || written.indexOf('\0') !== -1 || written.indexOf(REPLACEMENT) !== -1) return null;
+  if (bodyLength >= 0) head += '\r\ncontent-length: ' + bodyLength + '\r\n\r\n';
+  else if (bodyLength === -1) head += '\r\ntransfer-encoding: chunked\r\n\r\n';
+  else if (expectsBody(method)) head += '\r\ncontent-length: 0\r\n\r\n';
+  else head += '\r\n\r\n';
+  if (written.indexOf('\r') !== -1 || written.indexOf('\n') !== -1 || written.indexOf('\0') !== -1 || written.indexOf(REPLACEMENT) !== -1) {
+    // A name cached above may be one of the refused: none is trusted any more.
+    lineNames.length = 0;
+    lineStarts.length = 0;
+    return null;
+  }
   return head;
 }
+
+/**
+ * Per position in a header list, the last name written from there and its line start, "\r\n<name>: ".
+ * The gateway's own headers (X-Forwarded-*, Via, traceparent) come at the same positions request after
+ * request as the same strings: their line starts are made, flattened and checked once, and a name
+ * found here is known to be no pool-owned header and free of what the check looks for.
+ */
+const lineNames: string[] = [];
+const lineStarts: string[] = [];
 
 /**
  * Headers the pool writes itself (Host, the framing) or that govern its connection (hop-by-hop):

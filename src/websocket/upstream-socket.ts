@@ -155,7 +155,7 @@ export class UpstreamSocket implements FrameSink {
     const key = handshakeKey();
     this.expectedAccept = acceptFor(key);
     this.offered = options.protocols;
-    let head = serializeHead('GET', options.target, ` HTTP/1.1\r\nhost: ${authority}\r\n`, options.headers, -2);
+    let head = serializeHead('GET', options.target, ` HTTP/1.1\r\nhost: ${authority}`, options.headers, -2);
     if (head === null) throw new Error('a header holds a character that cannot be sent');
     for (let i = 1; i < options.headers.length; i += 2) {
       if (!isFieldValue(options.headers[i]!)) throw new Error(`the header ${options.headers[i - 1]} holds a character that cannot be sent`);

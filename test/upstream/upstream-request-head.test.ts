@@ -7,7 +7,7 @@
 import t from 'tap';
 import { serializeHead } from '../../src/upstream/upstream-request-head.js';
 
-const HOST = ' HTTP/1.1\r\nhost: 10.0.0.7:8080\r\n';
+const HOST = ' HTTP/1.1\r\nhost: 10.0.0.7:8080';
 
 t.test('a well-formed head: Host, the headers in order, the framing the body needs', async (t) => {
   t.equal(serializeHead('GET', '/a?b=1', HOST, ['accept', '*/*', 'x-forwarded-for', '203.0.113.7'], -2), 'GET /a?b=1 HTTP/1.1\r\nhost: 10.0.0.7:8080\r\naccept: */*\r\nx-forwarded-for: 203.0.113.7\r\n\r\n');
@@ -44,4 +44,22 @@ t.test('method and target: checked; a method other than the last valid one is ch
   t.equal(serializeHead('GET', '/a b', HOST, [], -2), null, 'a space in the target');
   t.equal(serializeHead('GET', '/a\u00e9', HOST, [], -2), null, 'non-ASCII in the target');
   t.equal(serializeHead('GET', '', HOST, [], -2), null, 'an empty target');
+});
+
+t.test('line starts are kept per position in the header list: a name seen before is not trusted for its content alone', async (t) => {
+  const ok = (headers: string[]): string | null => serializeHead('GET', '/a', HOST, headers, -2);
+  t.equal(ok(['x-a', '1', 'x-b', '2']), 'GET /a HTTP/1.1\r\nhost: 10.0.0.7:8080\r\nx-a: 1\r\nx-b: 2\r\n\r\n');
+  // The same names again (kept), then others at the same positions (made anew), then back.
+  t.equal(ok(['x-a', '3', 'x-b', '4']), 'GET /a HTTP/1.1\r\nhost: 10.0.0.7:8080\r\nx-a: 3\r\nx-b: 4\r\n\r\n');
+  t.equal(ok(['x-c', '5', 'x-a', '6']), 'GET /a HTTP/1.1\r\nhost: 10.0.0.7:8080\r\nx-c: 5\r\nx-a: 6\r\n\r\n');
+  t.equal(ok(['x-a', '7', 'x-b', '8']), 'GET /a HTTP/1.1\r\nhost: 10.0.0.7:8080\r\nx-a: 7\r\nx-b: 8\r\n\r\n');
+  // A pool-owned name where a kept one was: still dropped.
+  t.equal(ok(['content-length', '9', 'x-b', '8']), 'GET /a HTTP/1.1\r\nhost: 10.0.0.7:8080\r\nx-b: 8\r\n\r\n');
+  // A refused name is refused every time, at any position, and refusing forgets what was kept.
+  for (let round = 0; round < 2; round++) t.equal(ok(['x-a', '1', 'x-b\r\nx-injected', '2']), null, `round ${round}`);
+  for (let round = 0; round < 2; round++) t.equal(ok(['x-b\r\nx-injected', '2', 'x-a', '1']), null, `round ${round}, first`);
+  t.equal(ok(['x-a', 'bad\nvalue', 'x-b', '2']), null, 'a refused value');
+  t.equal(ok(['x-a', '1', 'x-b', '2']), 'GET /a HTTP/1.1\r\nhost: 10.0.0.7:8080\r\nx-a: 1\r\nx-b: 2\r\n\r\n');
+  // Names differing only in case are different names.
+  t.equal(ok(['X-A', '1', 'x-b', '2']), 'GET /a HTTP/1.1\r\nhost: 10.0.0.7:8080\r\nX-A: 1\r\nx-b: 2\r\n\r\n');
 });
