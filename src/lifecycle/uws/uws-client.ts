@@ -662,8 +662,8 @@ function fillHeadBlock(statusLine: Buffer, head: ResponseHead, ourVia: Buffer): 
   const block = headBlock;
   const blockWords = headBlockWords;
   const words = head.sourceWords;
-  block.set(statusLine, 0);
-  let p = statusLine.length;
+  const status = wordsOf(statusLine);
+  let p = copyBytes(block, blockWords, 0, status.bytes, status.words, 0, statusLine.length);
   let vias = 0;
   for (let i = 0; i < spans.length; i += 4) {
     const nameStart = spans[i]!;
@@ -696,10 +696,40 @@ function fillHeadBlock(statusLine: Buffer, head: ResponseHead, ourVia: Buffer): 
   // "\r\nvia: " and ours in one copy.
   if (ourVia !== viaLineOf) {
     viaLineOf = ourVia;
-    viaLine = Buffer.concat([VIA_LINE, ourVia]);
+    viaLine = padded(Buffer.concat([VIA_LINE, ourVia]));
   }
-  block.set(viaLine, p);
-  return p + viaLine.length;
+  return copyBytes(block, blockWords, p, viaLine.bytes, viaLine.words, 0, viaLine.length);
+}
+
+/** Bytes with 3 more after them, and a DataView of all: what copyBytes copies from a word at a time. */
+interface Padded {
+  readonly bytes: Buffer;
+  readonly words: DataView;
+  readonly length: number;
+}
+
+function padded(bytes: Buffer): Padded {
+  const copy = Buffer.alloc(bytes.length + 3);
+  bytes.copy(copy);
+  return { bytes: copy, words: new DataView(copy.buffer, copy.byteOffset, copy.length), length: bytes.length };
+}
+
+/** Status lines (statusLineBytes keeps one Buffer per status), padded for copyBytes. */
+const statusWords = new Map<Buffer, Padded>();
+let lastStatusLine: Buffer | null = null;
+let lastStatus: Padded | null = null;
+
+function wordsOf(statusLine: Buffer): Padded {
+  if (statusLine === lastStatusLine) return lastStatus!;
+  let found = statusWords.get(statusLine);
+  if (found === undefined) {
+    found = padded(statusLine);
+    // A status line not from statusLineBytes' cache (outside 100-999) is made per answer: not kept.
+    if (statusWords.size < 1000) statusWords.set(statusLine, found);
+  }
+  lastStatusLine = statusLine;
+  lastStatus = found;
+  return found;
 }
 
 /**
@@ -774,7 +804,7 @@ function growHeadBlock(size: number): void {
 
 const VIA_LINE = Buffer.from('\r\nvia: ', 'latin1');
 /** VIA_LINE and the Via value it was made for (ClientSettings.viaBytes: one per worker). */
-let viaLine = VIA_LINE;
+let viaLine: Padded = { bytes: VIA_LINE, words: new DataView(VIA_LINE.buffer, VIA_LINE.byteOffset, VIA_LINE.length), length: VIA_LINE.length };
 let viaLineOf: Buffer | null = null;
 /** CRLF and ": " as little-endian 16-bit words. */
 const CRLF_WORD = 0x0a0d;
