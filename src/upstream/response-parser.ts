@@ -460,7 +460,12 @@ export class ResponseParser {
       if (data[p + 1] !== Byte.LF) return this.fail(BARE_CR);
       p += 2;
 
-      switch (classify(data, words, nameStart, nameEnd - nameStart)) {
+      // Only names that may be framing or hop-by-hop (by first letter and length) are compared: no call for the rest.
+      const length = nameEnd - nameStart;
+      const c0 = first! | 0x20;
+      const special =
+        c0 === 0x63 ? length === 10 || length === 14 : c0 === 0x74 ? length === 2 || length === 7 || length === 17 : c0 === 0x6b ? length === 10 : c0 === 0x75 ? length === 7 : c0 === 0x70 && length > 6;
+      switch (special ? classify(data, words, nameStart, length) : Header.Pass) {
         case Header.Pass:
           spans.push(nameStart, nameEnd, valueStart, valueEnd);
           break;
