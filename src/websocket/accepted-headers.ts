@@ -21,21 +21,21 @@ const LEFT_OUT = new Set([
   'sec-websocket-version',
 ]);
 
-/** Flat [name, value, ...] (names lower case) from an IncomingMessage's rawHeaders. */
-export function acceptedHeaders(raw: readonly string[]): string[] {
+/** The ones of `headers`, the 101's flat [name, value, ...] with names in lower case, that the client's 101 carries. */
+export function acceptedHeaders(headers: readonly string[]): string[] {
   let named: Set<string> | null = null;
-  for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i]!.toLowerCase() !== 'connection') continue;
-    for (const token of raw[i + 1]!.split(',')) {
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i] !== 'connection') continue;
+    for (const token of headers[i + 1]!.split(',')) {
       const name = token.trim().toLowerCase();
       if (name !== '') (named ??= new Set()).add(name);
     }
   }
-  const headers: string[] = [];
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
+  const accepted: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!;
     if (LEFT_OUT.has(name) || name.startsWith('proxy-') || named?.has(name)) continue;
-    headers.push(name, raw[i + 1]!);
+    accepted.push(name, headers[i + 1]!);
   }
-  return headers;
+  return accepted;
 }

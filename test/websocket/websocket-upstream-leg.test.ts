@@ -190,6 +190,15 @@ t.test('the handshake: interim answers, a 101 cut into pieces, no subprotocol ch
       case 'garbage':
         socket.end('HTTP/1.1 abc\r\n\r\n');
         break;
+      case 'name-with-space':
+        peer.accept('X Name: 1\r\n');
+        break;
+      case 'control-in-value':
+        peer.accept('X-Name: a\x01b\r\n');
+        break;
+      case 'folded-line':
+        peer.accept('X-Name: a\r\n b\r\n');
+        break;
       case 'chunked':
         socket.write('HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nX-Why: policy\r\n\r\n5\r\nno, y\r\n');
         setTimeout(() => socket.end('3\r\nou.\r\n0\r\n\r\n'), 50);
@@ -241,6 +250,9 @@ t.test('the handshake: interim answers, a 101 cut into pieces, no subprotocol ch
     ['extension', 'an extension nobody offered'],
     ['other-protocol', 'a subprotocol nobody offered'],
     ['garbage', 'a status line that is not one'],
+    ['name-with-space', 'a header name that is not a token'],
+    ['control-in-value', 'a control character in a header value'],
+    ['folded-line', 'a folded header line'],
   ] as const) {
     mode = which;
     const err = refusal(await openClient(url, which === 'other-protocol' ? ['chat.v1'] : []).then(() => t.fail(which), (e: unknown) => e));
