@@ -27,8 +27,19 @@ function lmdb(): typeof import('lmdb') {
   return (lmdbModule ??= createRequire(import.meta.url)('lmdb') as typeof import('lmdb'));
 }
 
+/** Named databases a worker's environment can have open (LMDB's maxDbs: each slot costs every write transaction a little). */
+export const MAX_DATABASES = 256;
+/** The named databases a shared store opens (shared-store.ts: entries, order, state, locks, generations, versions). */
+export const DATABASES_PER_CACHE = 6;
+/**
+ * How many responseCache entries on the local store one config may have: each opens its databases in
+ * the same environment, and one past the limit failed in every worker at start (MDB_DBS_FULL, the
+ * workers respawned for ever). The config check refuses more (src/config/semantic-checks.ts).
+ */
+export const MAX_LOCAL_CACHES = Math.floor(MAX_DATABASES / DATABASES_PER_CACHE);
+
 function openRoot(path: string): RootDatabase {
-  return lmdb().open({ path, noSync: true, noMetaSync: true, maxDbs: 256, mapSize: 1024 * 1024 * 1024, cache: false });
+  return lmdb().open({ path, noSync: true, noMetaSync: true, maxDbs: MAX_DATABASES, mapSize: 1024 * 1024 * 1024, cache: false });
 }
 
 /** A store on an environment: told when the environment was reopened elsewhere (its databases are new, empty). */

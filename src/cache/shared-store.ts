@@ -126,6 +126,7 @@ export class SharedCacheStore implements CacheStore, EnvUser {
   private openDatabases(): void {
     const { root } = this.env;
     const owner = this.owner;
+    // DATABASES_PER_CACHE (lmdb-env.ts) counts these: the config check's limit on caches follows from it.
     this.entries = root.openDB<Buffer, string>(`${owner}:e`, { encoding: 'binary' });
     this.order = root.openDB<[string, number, number], number>(`${owner}:o`, { encoding: 'json' });
     this.state = root.openDB<number, string>(`${owner}:s`, { encoding: 'json' });

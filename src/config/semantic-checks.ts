@@ -8,6 +8,7 @@ import { middlewareProblems, middlewareWarnings } from '../middleware/registry.j
 import { LOCAL_STORE, kvStoreProblems } from '../stores/config.js';
 import { checkObserveConfig, checkRequestIdHeader } from '../observe/config-checks.js';
 import { listenHostProblem } from './listen-host.js';
+import { DATABASES_PER_CACHE, MAX_DATABASES, MAX_LOCAL_CACHES } from '../cache/lmdb-env.js';
 
 type Rule = (config: GatewayConfig, explicitPathKeys: ReadonlySet<string>) => ConfigProblem[];
 
@@ -23,6 +24,7 @@ const RULES: readonly Rule[] = [
   (config) => middlewareProblems(config.middleware),
   (config) => kvStoreProblems(config.kvStores),
   checkStoreNames,
+  checkLocalCacheCount,
   (config) => bucketProblems(config.metrics.histogramBucketsS).map((reason) => ({ pointer: '/metrics/histogramBucketsS', reason })),
   checkObserveConfig,
   checkRequestIdHeader,
@@ -76,6 +78,23 @@ function checkStoreNames(config: GatewayConfig): ConfigProblem[] {
     if (!('store' in entry) || entry.store === LOCAL_STORE || known.includes(entry.store)) return;
     const choices = [LOCAL_STORE, ...known].map((name) => `"${name}"`).join(', ');
     problems.push({ pointer: `/middleware/${index}/store`, reason: `"${entry.store}" is not a store; known: ${choices} (kvStores defines the others)` });
+  });
+  return problems;
+}
+
+/** The local store's caches share one LMDB environment per worker, which holds MAX_LOCAL_CACHES of them. */
+function checkLocalCacheCount(config: GatewayConfig): ConfigProblem[] {
+  let count = 0;
+  const problems: ConfigProblem[] = [];
+  config.middleware.forEach((entry, index) => {
+    if (entry.type !== 'responseCache' || entry.store !== LOCAL_STORE) return;
+    if (++count !== MAX_LOCAL_CACHES + 1) return;
+    problems.push({
+      pointer: `/middleware/${index}/store`,
+      reason:
+        `responseCache "${entry.id}" is cache ${count} on the "${LOCAL_STORE}" store; at most ${MAX_LOCAL_CACHES} fit in a worker's LMDB environment ` +
+        `(${DATABASES_PER_CACHE} of its ${MAX_DATABASES} databases each): use fewer caches, or a kvStores store for some`,
+    });
   });
   return problems;
 }
