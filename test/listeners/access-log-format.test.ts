@@ -155,6 +155,26 @@ t.test('many lines, written in chunks, all arrive in order', async (t) => {
   t.ok(paths.every((path, i) => path === `/users/${i}`), 'in order');
 });
 
+t.test('a batch whose request strings are too long for the scratch, and one that needs escaping: lines as pino writes them', async (t) => {
+  const { file, fd } = tempLogFile(t);
+  const log = createAccessLog({ workerId: 5, fd, flushIntervalMs: 10_000 });
+  await log.ready;
+  // 64 lines make a batch: 64 paths of 2 KiB do not fit the 64 KiB the plain copy uses, and are written escaped one by one.
+  const long = Array.from({ length: 64 }, (_, i) => ({ ...requests[0]!, path: `/${i}/${'x'.repeat(2048)}` }));
+  // The next batch: all plain but one path with a quote.
+  const quoted = Array.from({ length: 64 }, (_, i) => ({ ...requests[0]!, path: i === 40 ? '/say"hi"' : `/p/${i}` }));
+  for (const request of [...long, ...quoted]) log.record(request);
+  await log.flush();
+  closeSync(fd);
+  const lines = readFileSync(file, 'latin1').trimEnd().split('\n');
+  t.equal(lines.length, 128);
+  const mismatched = [...long, ...quoted].filter((request, i) => {
+    const line = JSON.parse(lines[i]!) as Record<string, unknown>;
+    return JSON.stringify({ ...line, time: 0 }) !== JSON.stringify({ ...pinoLine(5, request), time: 0 });
+  });
+  t.equal(mismatched.length, 0, 'every line is what pino writes');
+});
+
 t.test('jsonString', async (t) => {
   const values = ['', 'plain', 'a"b', 'back\\slash', '\u0000\u001f', 'caf\u00e9', '\u{1f600}', '\ud800 lone', '\u2028\u2029'];
   values.forEach((value, i) => {
