@@ -23,12 +23,15 @@
 // Needs valgrind (Debian's package); without it, says so and exits 0. BENCH_ONLY=floor,gateway-off,gateway;
 // optional contenders: gateway-log, gateway-metrics, gateway-ids (one feature each), gateway-cache (a
 // response-cache hit), gateway-ws (a WebSocket echo: BENCH_REQUESTS counts echoes) and gateway-ws-upgrade
-// (a WebSocket connection opened, one echo, closed: BENCH_REQUESTS counts connections; a few thousand do).
+// (a WebSocket connection opened, one echo, closed: BENCH_REQUESTS counts connections; a few thousand do);
+// gateway-trace-1 and gateway-trace-100: all three on plus span export at 1% and 100% sampling, to an
+// OTLP/HTTP sink in this process that reads and drops them, as bench:proxy's.
 // BENCH_KEEP_DIR=dir keeps each contender's callgrind files and V8 perf maps in dir/<id> (for
 // callgrind_annotate --tree=caller and the like); otherwise they go with the run.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { createServer as createHttpServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -70,6 +73,26 @@ if (ONLY?.has('gateway-ws') || ONLY?.has('gateway-ws-upgrade')) {
   const echo = start([join(HERE, 'websocket-echo.js'), String(wsPort)]);
   await firstLine(echo, 'websocket upstream');
   wsUpstream = `http://127.0.0.1:${wsPort}`;
+}
+
+/** Where the tracing contenders export spans (started for them only): an OTLP/HTTP sink that reads and drops them. */
+let otlpSink = '';
+function otlpSinkUrl(): string {
+  if (otlpSink === '') throw new Error('the OTLP sink was not started');
+  return otlpSink;
+}
+if (ONLY?.has('gateway-trace-1') || ONLY?.has('gateway-trace-100')) {
+  const server = createHttpServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.unref();
+  const address = server.address();
+  otlpSink = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}/v1/traces`;
 }
 
 interface Contender {
@@ -214,6 +237,19 @@ const CONTENDERS: Contender[] = [
   { id: 'gateway-log', label: 'gateway, access log only (1 worker)', args: gatewayArgs('gateway-log', { ...ALL_OFF, accessLog: true }), optional: true },
   { id: 'gateway-metrics', label: 'gateway, metrics only (1 worker)', args: gatewayArgs('gateway-metrics', { ...ALL_OFF, metrics: true }), optional: true },
   { id: 'gateway-ids', label: 'gateway, request IDs only (1 worker)', args: gatewayArgs('gateway-ids', { ...ALL_OFF, requestId: true }), optional: true },
+  // Span export (BENCH_ONLY=gateway-trace-1,gateway-trace-100): the same config as bench:proxy's tracing contenders.
+  {
+    id: 'gateway-trace-1',
+    label: 'gateway + span export (OTLP/HTTP), 1% sampled, all three on (1 worker)',
+    args: gatewayArgs('gateway-trace-1', ALL_ON, () => ({ tracing: { otlpEndpoint: otlpSinkUrl(), sampleRatio: 0.01 } })),
+    optional: true,
+  },
+  {
+    id: 'gateway-trace-100',
+    label: 'gateway + span export (OTLP/HTTP), every request sampled, all three on (1 worker)',
+    args: gatewayArgs('gateway-trace-100', ALL_ON, () => ({ tracing: { otlpEndpoint: otlpSinkUrl(), sampleRatio: 1 } })),
+    optional: true,
+  },
   {
     id: 'gateway-ws',
     label: 'gateway, WebSocket echo of 64 bytes, per echo (a message each way), all three on (1 worker)',
