@@ -31,10 +31,10 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer as createHttpServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startOtlpSink } from './otlp-sink.js';
 import { WebSocket } from 'ws';
 import { findFreePort } from '../src/cluster/free-port.js';
 import { firstLine, nodeChildren, onPath, waitFor200, waitForUpgrade } from './children.js';
@@ -81,19 +81,7 @@ function otlpSinkUrl(): string {
   if (otlpSink === '') throw new Error('the OTLP sink was not started');
   return otlpSink;
 }
-if (ONLY?.has('gateway-trace-1') || ONLY?.has('gateway-trace-100')) {
-  const server = createHttpServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  server.unref();
-  const address = server.address();
-  otlpSink = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}/v1/traces`;
-}
+if (ONLY?.has('gateway-trace-1') || ONLY?.has('gateway-trace-100')) otlpSink = await startOtlpSink();
 
 interface Contender {
   id: string;

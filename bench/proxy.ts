@@ -27,7 +27,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { createServer as createHttpServer } from 'node:http';
 import { createConnection } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -40,6 +39,7 @@ import { formatPairs, pairsFrom, pairTargetLines, summarizePair, type PairRound,
 import { firstLine as firstLineOf, get, onPath, waitFor200 as waitFor200Of } from './children.js';
 import { findFreePort } from '../src/cluster/free-port.js';
 import { median } from './median.js';
+import { startOtlpSink } from './otlp-sink.js';
 
 const env = process.env;
 const DURATION_S = Number(env.BENCH_DURATION_S ?? 8);
@@ -211,18 +211,8 @@ const API_KEY = 'bench-key-0123456789abcdef';
 /** Where the tracing contenders export spans: an OTLP/HTTP sink in this process that reads and drops them. */
 let otlpSinkUrl = '';
 
-async function startOtlpSink(): Promise<void> {
-  const server = createHttpServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  server.unref();
-  const address = server.address();
-  otlpSinkUrl = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}/v1/traces`;
+async function startSink(): Promise<void> {
+  otlpSinkUrl = await startOtlpSink();
 }
 const API_KEY_HEADERS = { 'x-api-key': API_KEY };
 
@@ -575,7 +565,7 @@ async function main(): Promise<void> {
   }
   start('gateway-mw', () => startGateway('gateway-mw', upstream, endpoints, true));
   start('gateway-cache', () => startGateway('gateway-cache', upstream, endpoints, true));
-  if (wanted('gateway-trace-1') || wanted('gateway-trace-100')) await startOtlpSink();
+  if (wanted('gateway-trace-1') || wanted('gateway-trace-100')) await startSink();
   start('gateway-trace-1', () => startGateway('gateway-trace-1', upstream, endpoints, true));
   start('gateway-trace-100', () => startGateway('gateway-trace-100', upstream, endpoints, true));
   if (onPath('redis-server')) start('gateway-mw-redis', async () => startGateway('gateway-mw-redis', upstream, endpoints, true, await startRedis()));
