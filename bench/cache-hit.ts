@@ -212,7 +212,8 @@ function load(url: string): Promise<LoadResult> {
     let text = '';
     child.stdout!.setEncoding('utf8');
     child.stdout!.on('data', (chunk: string) => (text += chunk));
-    child.once('exit', (code) => {
+    // 'close', not 'exit': at 'exit' the last of stdout may not have been read yet.
+    child.once('close', (code) => {
       children.delete(child);
       const line = text.split('\n').find((l) => l.startsWith('{'));
       if (code === 0 && line !== undefined) resolve(JSON.parse(line) as LoadResult);

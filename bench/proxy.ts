@@ -390,7 +390,8 @@ function runLoadChild(job: LoadJob, onMeasuring: () => void = () => {}): Promise
         else result = JSON.parse(line) as LoadResult;
       }
     });
-    child.once('exit', (code) => {
+    // 'close', not 'exit': at 'exit' the last of stdout may not have been read yet (seen: wrk's whole report).
+    child.once('close', (code) => {
       clearTimeout(timer);
       if (result !== null && code === 0) resolve(result);
       else reject(new Error(`load on ${job.url} failed (${code})\n${stderrTail(child)}`));
@@ -413,7 +414,9 @@ function runWrk(url: string, durationS: number, headers: Record<string, string> 
     child.stdout!.setEncoding('utf8');
     child.stdout!.on('data', (chunk: string) => (out += chunk));
     const timer = setTimeout(() => void stopChild(child), (durationS + 30) * 1000);
-    child.once('exit', (code) => {
+    // 'close', not 'exit': at 'exit' the last of stdout may not have been read yet (a paired run once
+    // failed with "wrk ... failed (0):" and an empty report).
+    child.once('close', (code) => {
       clearTimeout(timer);
       const rps = /Requests\/sec:\s*([\d.]+)/.exec(out);
       const total = /(\d+) requests in/.exec(out);
