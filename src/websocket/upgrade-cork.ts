@@ -37,7 +37,10 @@ export class UpgradeCork {
 
   constructor(
     private readonly uws: UwsModule,
-    /** Told once when the held response is lost and cannot be had again (upgrades then use their own cork). */
+    /**
+     * Told when the worker cannot listen on the loopback interface, and each time the held response is
+     * lost (another is asked for at once); meanwhile upgrades use their own cork.
+     */
     private readonly lost: (detail: string) => void = () => {},
   ) {}
 

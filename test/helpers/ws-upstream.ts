@@ -3,9 +3,10 @@
  * came (text stays text, binary stays binary) unless told otherwise, records what it received and the
  * handshake headers, and can refuse upgrades with an HTTP answer.
  */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { Teardown } from './gateway-process.js';
@@ -179,4 +180,52 @@ export function rssBytes(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = /VmRSS:\s+(\d+) kB/.exec(status);
   return kb === null ? 0 : Number(kb[1]) * 1024;
+}
+
+/** An upgrade request reaching a raw upstream (rawUpstream). */
+export interface RawPeer {
+  /** The request head the gateway sent. */
+  head: string;
+  socket: net.Socket;
+  /** The 101 for this request, with `extra` header lines. */
+  accept(extra?: string): void;
+  /** Bytes after the handshake the gateway wrote (its frames), so far. */
+  received(): Buffer;
+}
+
+/** A TCP server that hands each upgrade request's head to `onRequest`, which answers as it likes; resolves with its origin. */
+export async function rawUpstream(t: Teardown, onRequest: (peer: RawPeer) => void): Promise<string> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => {});
+    let buffered = Buffer.alloc(0);
+    let after: Buffer | null = null;
+    socket.on('data', (chunk) => {
+      if (after !== null) {
+        after = Buffer.concat([after, chunk]);
+        return;
+      }
+      buffered = Buffer.concat([buffered, chunk]);
+      const end = buffered.indexOf('\r\n\r\n');
+      if (end === -1) return;
+      const head = buffered.toString('latin1', 0, end);
+      after = buffered.subarray(end + 4);
+      const key = /sec-websocket-key: (.*)/i.exec(head)?.[1]?.trim() ?? '';
+      const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+      onRequest({
+        head,
+        socket,
+        accept: (extra = '') => socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n${extra}\r\n`),
+        received: () => after!,
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }

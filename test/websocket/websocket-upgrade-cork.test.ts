@@ -6,45 +6,21 @@
 // response's cork, none does, and uWS.js prints no "writes must be made from within a corked
 // callback" warning either. Each upstream answers its 101 together with a frame that breaks the
 // protocol (one read for the gateway), and keeps its side open: the case the failure was first seen on.
-import net from 'node:net';
-import type { AddressInfo } from 'node:net';
-import { createHash } from 'node:crypto';
 import t from 'tap';
 import { startGateway, testConfig } from '../helpers/gateway-process.js';
-import { openClient, closed, wsUpstreamConfig } from '../helpers/ws-upstream.js';
+import { openClient, closed, rawUpstream, wsUpstreamConfig } from '../helpers/ws-upstream.js';
 
 const UPGRADES = 400;
 
 t.test('hundreds of upgrades: none is closed without a close frame, and uWS warns of nothing', async (t) => {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => {});
-    let head = Buffer.alloc(0);
-    let open = false;
-    socket.on('data', (chunk) => {
-      if (open) return;
-      head = Buffer.concat([head, chunk]);
-      const end = head.indexOf('\r\n\r\n');
-      if (end === -1) return;
-      open = true;
-      const key = /sec-websocket-key: (.*)/i.exec(head.toString('latin1', 0, end))?.[1]?.trim() ?? '';
-      const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
-      // The 101 and a frame with an RSV bit set (no extension was negotiated) in one write: the
-      // gateway closes the client with 1011 and the upstream with 1002.
-      socket.write(Buffer.concat([
-        Buffer.from(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`),
-        Buffer.from([0xc1, 0x01, 0x61]),
-      ]));
-    });
+  const location = await rawUpstream(t, (peer) => {
+    // The 101 and a frame with an RSV bit set (no extension was negotiated) in one write: the
+    // gateway closes the client with 1011 and the upstream with 1002.
+    peer.socket.cork();
+    peer.accept();
+    peer.socket.write(Buffer.from([0xc1, 0x01, 0x61]));
+    peer.socket.uncork();
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => {
-    for (const socket of sockets) socket.destroy();
-    return new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  const location = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const gateway = await startGateway(t, {
     config: testConfig([wsUpstreamConfig(location, ['/w'])]),
     waitFor: (line) => line.msg === 'gateway operational',

@@ -15,58 +15,11 @@ import t from 'tap';
 import { WebSocketServer } from 'ws';
 import { CertificateDir } from '../helpers/certs.js';
 import { eventually, httpRequest, startGateway, testConfig } from '../helpers/gateway-process.js';
-import { closed, nextMessage, openClient, rssBytes, startWsUpstream, wsUpstreamConfig } from '../helpers/ws-upstream.js';
+import { closed, nextMessage, openClient, rawUpstream, rssBytes, startWsUpstream, wsUpstreamConfig, type RawPeer } from '../helpers/ws-upstream.js';
 import { hungPort } from '../helpers/raw-http.js';
 import { acceptFor } from '../../src/websocket/upstream-socket.js';
 
 type Teardown = Parameters<typeof startGateway>[0];
-
-interface RawPeer {
-  /** The request head the gateway sent. */
-  head: string;
-  socket: net.Socket;
-  /** The 101 for this request, with `extra` header lines. */
-  accept(extra?: string): void;
-  /** Bytes after the handshake the gateway wrote (its frames), so far. */
-  received(): Buffer;
-}
-
-/** A TCP server that hands each upgrade request's head to `onRequest`, which answers as it likes. */
-async function rawUpstream(t: Teardown, onRequest: (peer: RawPeer) => void): Promise<string> {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => {});
-    let buffered = Buffer.alloc(0);
-    let after: Buffer | null = null;
-    socket.on('data', (chunk) => {
-      if (after !== null) {
-        after = Buffer.concat([after, chunk]);
-        return;
-      }
-      buffered = Buffer.concat([buffered, chunk]);
-      const end = buffered.indexOf('\r\n\r\n');
-      if (end === -1) return;
-      const head = buffered.toString('latin1', 0, end);
-      after = buffered.subarray(end + 4);
-      const key = /sec-websocket-key: (.*)/i.exec(head)?.[1]?.trim() ?? '';
-      const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
-      onRequest({
-        head,
-        socket,
-        accept: (extra = '') => socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n${extra}\r\n`),
-        received: () => after!,
-      });
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => {
-    for (const socket of sockets) socket.destroy();
-    return new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
 
 /** An unmasked server frame. */
 function frame(opcode: number, payload: Buffer, masked = false): Buffer {
