@@ -7,7 +7,8 @@
  * writeStatus call (src/lifecycle/uws/uws-client.ts writeHeadBlock); a reference model says what must arrive:
  * every end-to-end header in order with its value as sent (outer whitespace trimmed), no upstream Date
  * (uWS writes one), one Via with the upstream's values then ours, no hop-by-hop header. Headers a
- * middleware adds follow them as it added them (uWS writes them, UTF-8), in a spilled head too.
+ * middleware adds follow them as it added them, in a spilled head too: copied into the head block when
+ * all are ASCII, else (a value past ASCII, even after ASCII ones) written by uWS as UTF-8.
  */
 import fc from 'fast-check';
 import t from 'tap';

@@ -295,6 +295,9 @@ export class UwsClient implements ClientSide {
     const ctx = this.ctx;
     let bytes: number;
     const held = this.heldHead;
+    // uWS frames Sized/Chunked bodies itself; a headers-only answer carries the length a GET would have had.
+    const declaredLength = this.mode === BodyMode.None && ctx.status !== 204 && head.declaredLength >= 0;
+    let added = ctx.responseHeaders;
     if (this.headSpilled) {
       bytes = 0;
     } else if (held !== null) {
@@ -302,13 +305,11 @@ export class UwsClient implements ClientSide {
       res.writeStatus(held);
       bytes = held.length + 2;
     } else {
-      bytes = writeHeadBlock(res, statusLineBytes(ctx.status), head, this.settings.viaBytes);
+      // The middleware's headers (X-Request-Id) ride in the block too when nothing comes between.
+      bytes = writeHeadBlock(res, statusLineBytes(ctx.status), head, this.settings.viaBytes, declaredLength ? null : added);
+      if (blockTookAdded) added = null;
     }
-    // uWS frames Sized/Chunked bodies itself; a headers-only answer carries the length a GET would have had.
-    if (this.mode === BodyMode.None && ctx.status !== 204 && head.declaredLength >= 0) {
-      res.writeHeader(CONTENT_LENGTH, String(head.declaredLength));
-    }
-    const added = ctx.responseHeaders;
+    if (declaredLength) res.writeHeader(CONTENT_LENGTH, String(head.declaredLength));
     if (added !== null) {
       for (let i = 0; i < added.length; i += 2) {
         const name = added[i]!;
@@ -638,8 +639,16 @@ export class UwsClient implements ClientSide {
  * LF and NUL. Date is left out (uWS writes its own); the upstream's Via values come first in ours.
  * Returns the bytes written (the cork budget).
  */
-function writeHeadBlock(res: UwsResponse, statusLine: Buffer, head: ResponseHead, ourVia: Buffer): number {
-  const p = fillHeadBlock(statusLine, head, ourVia);
+function writeHeadBlock(res: UwsResponse, statusLine: Buffer, head: ResponseHead, ourVia: Buffer, added: readonly string[] | null): number {
+  let p = fillHeadBlock(statusLine, head, ourVia);
+  blockTookAdded = false;
+  if (added !== null) {
+    const withAdded = appendHeaderLines(p, added);
+    if (withAdded !== -1) {
+      p = withAdded;
+      blockTookAdded = true;
+    }
+  }
   // A view of the block's first p bytes: the last one again when the length is the same (an upstream's
   // answers to one route usually are, Date and Content-Length being left out).
   if (p !== headViewLength) {
@@ -649,6 +658,53 @@ function writeHeadBlock(res: UwsResponse, statusLine: Buffer, head: ResponseHead
   res.writeStatus(headView);
   return p + 2;
 }
+
+/** writeHeadBlock wrote the `added` headers it was given into the block. */
+let blockTookAdded = false;
+
+/**
+ * Appends "\r\n<name>: <value>" for each pair of `headers` to headBlock from `p`; returns the new
+ * length, or -1 when a character is past ASCII (uWS writes a string's UTF-8 and replaces what is not
+ * valid: such headers go to writeHeader as before) or the block has no room. What was written past `p`
+ * then lies outside the block's length. callgrind: one writeHeader call with two strings costs about
+ * 2,500 instructions (uWS makes a Utf8Value of each), X-Request-Id appended here about 1,500 (its name
+ * line kept encoded, its value written by Buffer#write: a character loop from JavaScript cost more).
+ */
+function appendHeaderLines(p: number, headers: readonly string[]): number {
+  const block = headBlock;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i]!;
+    const value = headers[i + 1]!;
+    const start = nameLineOf(name);
+    // Room for 3 bytes a character (the most UTF-8 takes for one): write() never stops short, so
+    // that it writes as many bytes as there are characters exactly when they are all ASCII.
+    if (start === null || p + start.length + 3 * value.length > block.length) return -1;
+    block.set(start, p);
+    p += start.length;
+    const written = block.write(value, p, 'utf8');
+    if (written !== value.length) return -1;
+    p += written;
+  }
+  return p;
+}
+
+/** "\r\n<name>: " as bytes for an ASCII name, else null; the last few names kept (the middleware's are a handful). */
+function nameLineOf(name: string): Buffer | null {
+  if (name === lastName) return lastNameLine;
+  let line = nameLines.get(name);
+  if (line === undefined) {
+    const bytes = Buffer.from(`\r\n${name}: `, 'utf8');
+    line = bytes.length === name.length + 4 ? bytes : null;
+    if (nameLines.size >= 64) nameLines.clear();
+    nameLines.set(name, line);
+  }
+  lastName = name;
+  lastNameLine = line;
+  return line;
+}
+const nameLines = new Map<string, Buffer | null>();
+let lastName = '';
+let lastNameLine: Buffer | null = null;
 
 /** Writes status line, headers and Via into headBlock (see writeHeadBlock); returns the length. */
 function fillHeadBlock(statusLine: Buffer, head: ResponseHead, ourVia: Buffer): number {
