@@ -2,6 +2,10 @@
  * Random lower-case hex ids (trace and span ids) cut from a pooled hex string: one randomFillSync and
  * one hex conversion per 4 KiB of randomness instead of a crypto call and a conversion per id (an id is
  * then a slice of that string). Ids are never all zero (W3C Trace Context forbids it).
+ *
+ * V8 keeps a slice's whole parent alive: an id pins its pool's 8 KiB string for as long as the id
+ * lives. That is free for ids that die with their request. Whatever keeps an id longer takes
+ * `ownedId(id)` instead (see there).
  */
 import { randomFillSync } from 'node:crypto';
 
@@ -24,4 +28,17 @@ export function randomHex(bytes: number): string {
     at += length;
     for (let i = start; i < at; i++) if (hex.charCodeAt(i) !== 0x30) return hex.slice(start, at);
   }
+}
+
+/**
+ * A copy of a randomHex id that holds no reference to the pool. Spans queued for export keep their
+ * request's ids for up to a second: at 1% sampling each kept request pinned a pool string of its
+ * own, and a gateway under load promoted 55 KB to the old generation per 1,000 requests against 2 KB
+ * without sampling (`--trace-gc-nvp`, wrk -c50 for 20 s), a mark-compact every 7 s instead of one in
+ * 2 minutes. With the copies: 13 KB.
+ */
+export function ownedId(id: string): string {
+  // The concatenation is a cons string; slice() first flattens it into a new string of 1 + id.length
+  // characters, and the slice's parent is that string, not the pool.
+  return (' ' + id).slice(1);
 }

@@ -45,7 +45,7 @@ import {
 } from '@opentelemetry/semantic-conventions';
 import { buildInfo } from '../builtins/build-info.js';
 import type { RequestTrace } from '../exchange/request-trace.js';
-import { randomHex } from './random-hex.js';
+import { ownedId, randomHex } from './random-hex.js';
 
 export interface TracingConfig {
   /** OTLP/HTTP traces endpoint, e.g. http://127.0.0.1:4318/v1/traces. */
@@ -281,7 +281,7 @@ export class SpanExport {
 
   /** The spans of one finished, sampled request go into the export queue (or are dropped and counted). */
   record(request: TracedRequest): void {
-    const t = request.trace;
+    const trace = request.trace;
     const spans = 1 + (request.middlewareStartedAt > 0 ? 1 : 0) + (request.upstreamStartedAt > 0 ? 1 : 0);
     if (this.exporter.pending + spans > this.maxQueueSize) {
       this.counters.add(SPANS_DROPPED, spans);
@@ -293,9 +293,12 @@ export class SpanExport {
     const failed = request.status >= 500 || request.cut;
     const endedAt = hrTime(request.endedAt);
     // The caller's tracestate (as passed upstream) goes on every span of the trace, as a Tracer's children inherit it.
-    const traceState = t.traceState === '' ? undefined : new TraceState(t.traceState);
-    const parent: SpanContext | undefined = t.parentId === '' ? undefined : { traceId: t.traceId, spanId: t.parentId, traceFlags: TraceFlags.SAMPLED, isRemote: true, traceState };
-    const inServer: SpanContext = { traceId: t.traceId, spanId: t.spanId, traceFlags: TraceFlags.SAMPLED, isRemote: false, traceState };
+    const traceState = trace.traceState === '' ? undefined : new TraceState(trace.traceState);
+    // The queued spans keep these ids until the export: copies that do not pin randomHex's pool.
+    const traceId = ownedId(trace.traceId);
+    const spanId = ownedId(trace.spanId);
+    const parent: SpanContext | undefined = trace.parentId === '' ? undefined : { traceId, spanId: trace.parentId, traceFlags: TraceFlags.SAMPLED, isRemote: true, traceState };
+    const inServer: SpanContext = { traceId, spanId, traceFlags: TraceFlags.SAMPLED, isRemote: false, traceState };
     const name = request.routeTemplate === null ? request.method : `${request.method} ${request.routeTemplate}`;
     const attributes: Attributes = {
       [ATTR_HTTP_REQUEST_METHOD]: request.method,
@@ -320,7 +323,7 @@ export class SpanExport {
     // Children first, as a Tracer's spans end: the server span ends last.
     if (request.middlewareStartedAt > 0) {
       const ended = request.middlewareEndedAt > 0 ? hrTime(request.middlewareEndedAt) : endedAt;
-      processor.onEnd(new FinishedSpan(resource, 'middleware', SpanKind.INTERNAL, t.traceId, randomSpanId(), inServer, hrTime(request.middlewareStartedAt), ended, {}, UNSET, traceState));
+      processor.onEnd(new FinishedSpan(resource, 'middleware', SpanKind.INTERNAL, traceId, randomSpanId(), inServer, hrTime(request.middlewareStartedAt), ended, {}, UNSET, traceState));
     }
     if (request.upstreamStartedAt > 0 && request.upstream !== null) {
       const clientAttributes: Attributes = {
@@ -334,11 +337,11 @@ export class SpanExport {
       if (errorType !== null) clientAttributes[ATTR_ERROR_TYPE] = errorType;
       const ended = request.upstreamEndedAt > 0 ? hrTime(request.upstreamEndedAt) : endedAt;
       processor.onEnd(
-        new FinishedSpan(resource, `${request.upstreamMethod} upstream`, SpanKind.CLIENT, t.traceId, t.upstreamSpanId, inServer, hrTime(request.upstreamStartedAt), ended, clientAttributes, errorType !== null ? FAILED : UNSET, traceState),
+        new FinishedSpan(resource, `${request.upstreamMethod} upstream`, SpanKind.CLIENT, traceId, ownedId(trace.upstreamSpanId), inServer, hrTime(request.upstreamStartedAt), ended, clientAttributes, errorType !== null ? FAILED : UNSET, traceState),
       );
     }
     // A 5xx or a cut answer is the server's failure; a 4xx is the client's (left unset, as the conventions ask).
-    processor.onEnd(new FinishedSpan(resource, name, SpanKind.SERVER, t.traceId, t.spanId, parent, hrTime(request.startedAt), endedAt, attributes, failed ? FAILED : UNSET, traceState));
+    processor.onEnd(new FinishedSpan(resource, name, SpanKind.SERVER, traceId, spanId, parent, hrTime(request.startedAt), endedAt, attributes, failed ? FAILED : UNSET, traceState));
   }
 
   /** Exports what is queued (bounded by the export timeout). */
@@ -352,7 +355,7 @@ export class SpanExport {
 }
 
 function randomSpanId(): string {
-  return randomHex(8);
+  return ownedId(randomHex(8));
 }
 
 /**
