@@ -54,8 +54,11 @@ export class Relay implements UpstreamMessageHandler {
   bytesToUpstream = 0;
   messagesToClient = 0;
   bytesToClient = 0;
-  /** Counts not yet reported to the metrics (reported every sweep and at the end). */
-  unreported = { messagesToUpstream: 0, bytesToUpstream: 0, messagesToClient: 0, bytesToClient: 0 };
+  /**
+   * The counts above as last reported to the metrics (every sweep and at the end): a report sends the
+   * difference, so a message updates the two totals only.
+   */
+  readonly reported = { messagesToUpstream: 0, bytesToUpstream: 0, messagesToClient: 0, bytesToClient: 0 };
   /** Pings either way and the upstream's pongs: a heartbeat without messages keeps a connection (idleFor). */
   private controlFrames = 0;
   /** The idle rule's state (idleFor): messages and control frames when the sweep last looked, and since when it saw none. */
@@ -105,8 +108,6 @@ export class Relay implements UpstreamMessageHandler {
     const length = message.byteLength;
     this.messagesToUpstream++;
     this.bytesToUpstream += length;
-    this.unreported.messagesToUpstream++;
-    this.unreported.bytesToUpstream += length;
     const upstream = this.upstream;
     if (!upstream.isOpen) return;
     if (length > this.host.maxPayloadBytes) return this.closeBoth(1009, 'message too big', 'client');
@@ -176,8 +177,6 @@ export class Relay implements UpstreamMessageHandler {
     const length = data.length;
     this.messagesToClient++;
     this.bytesToClient += length;
-    this.unreported.messagesToClient++;
-    this.unreported.bytesToClient += length;
     if (!this.clientOpen) {
       if (!this.finished) (this.early ??= []).push([Buffer.from(data), isBinary]);
       return;

@@ -312,10 +312,18 @@ export class WebSocketProxy implements RelayHost {
   }
 
   private report(relay: Relay): void {
-    const u = relay.unreported;
-    if (u.messagesToUpstream === 0 && u.messagesToClient === 0) return;
-    this.metrics.flow(u.messagesToUpstream, u.bytesToUpstream, u.messagesToClient, u.bytesToClient);
-    u.messagesToUpstream = u.bytesToUpstream = u.messagesToClient = u.bytesToClient = 0;
+    const r = relay.reported;
+    if (relay.messagesToUpstream === r.messagesToUpstream && relay.messagesToClient === r.messagesToClient) return;
+    this.metrics.flow(
+      relay.messagesToUpstream - r.messagesToUpstream,
+      relay.bytesToUpstream - r.bytesToUpstream,
+      relay.messagesToClient - r.messagesToClient,
+      relay.bytesToClient - r.bytesToClient,
+    );
+    r.messagesToUpstream = relay.messagesToUpstream;
+    r.bytesToUpstream = relay.bytesToUpstream;
+    r.messagesToClient = relay.messagesToClient;
+    r.bytesToClient = relay.bytesToClient;
   }
 
 }
