@@ -153,6 +153,44 @@ t.test('every frame encodeFrameInto writes is masked, with a fresh key', async (
   t.not(a.subarray(6).toString(), 'same', 'the payload is not sent in the clear');
 });
 
+t.test('text messages of one read checked for UTF-8 together: the same messages and the same 1007 as checked one by one', async (t) => {
+  // Runs of small whole text frames in one read take FrameReader's one-call check (checkTextRun); a
+  // run with a message that is not UTF-8 falls back to one check per message. Either way: the messages
+  // before the first bad one, then 1007; and the read's bytes as they were.
+  const utf8 = fc.string({ unit: 'grapheme', maxLength: 40 }).map((s) => Buffer.from(s));
+  const notUtf8 = fc.constantFrom(Buffer.from([0xc3]), Buffer.from([0x61, 0xff, 0x62]), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from([0x80]), Buffer.from([0xe2, 0x82]));
+  const frame = fc.oneof(
+    { weight: 8, arbitrary: utf8.map((data) => ({ kind: 'text' as const, data })) },
+    { weight: 2, arbitrary: notUtf8.map((data) => ({ kind: 'bad' as const, data })) },
+    { weight: 1, arbitrary: fc.uint8Array({ maxLength: 20 }).map((a) => ({ kind: 'binary' as const, data: Buffer.from(a) })) },
+    { weight: 1, arbitrary: fc.integer({ min: 126, max: 400 }).map((n) => ({ kind: 'text' as const, data: Buffer.alloc(n, 0x61) })) },
+    { weight: 1, arbitrary: fc.constant({ kind: 'ping' as const, data: Buffer.from('p') }) },
+  );
+  fc.assert(
+    fc.property(fc.array(frame, { minLength: 1, maxLength: 12 }), fc.integer({ min: 0, max: 3 }), (frames, lead) => {
+      const expected: Event[] = [];
+      for (const f of frames) {
+        if (f.kind === 'bad') {
+          expected.push(['violation', 1007]);
+          break;
+        }
+        if (f.kind === 'ping') expected.push(['ping', f.data.toString('hex')]);
+        else expected.push(['message', f.data.toString('hex'), f.kind === 'binary']);
+      }
+      const bytes = Buffer.concat(frames.map((f) => serverFrame(f.kind === 'binary' ? OPCODE_BINARY : f.kind === 'ping' ? OPCODE_PING : OPCODE_TEXT, f.data, true)));
+      // Somewhere in a larger buffer, with bytes after the read's end that must not be read.
+      const read = Buffer.concat([Buffer.alloc(lead, 0x81), bytes, Buffer.alloc(3, 0x81)]);
+      const before = Buffer.from(read);
+      const { sink, events } = collector();
+      new FrameReader(sink, 1 << 20).push(read.subarray(lead), bytes.length);
+      t.same(events, expected);
+      t.ok(read.equals(before), 'the read is left as it was');
+      return true;
+    }),
+    { numRuns: 300 },
+  );
+});
+
 t.test('what the reader refuses, and the close code it gives', async (t) => {
   const cases: Array<[string, Buffer, number, number]> = [
     ['a masked frame', Buffer.from([0x81, 0x81, 1, 2, 3, 4, 0x61]), 1002, 1 << 20],
