@@ -94,14 +94,13 @@ export class FrameReader {
     return this.phase === Phase.Stopped;
   }
 
-  /** Reads data[0, end). */
-  push(data: Buffer, end = data.length): void {
+  /**
+   * Reads data[0, end). `memory` is data.buffer, passed by a caller that read it once for all its
+   * reads, else read here once per push when a frame is whole in it: Buffer's subarray reads it for
+   * each view, a call into V8's C++ (callgrind: about 250 instructions each, a view per message).
+   */
+  push(data: Buffer, end = data.length, memory: ArrayBufferLike | null = null): void {
     let p = 0;
-    /**
-     * data.buffer, read once per push when a frame is whole in it: Buffer's subarray reads it for each
-     * view, a call into V8's C++ (callgrind: about 250 instructions each, a view per message).
-     */
-    let memory: ArrayBufferLike | null = null;
     this.utf8Until = this.scannedUntil = 0;
     while (p < end) {
       if (this.phase === Phase.Stopped) return;
