@@ -8,7 +8,7 @@ import type { RequestContext } from '../exchange/context.js';
 import type { TrustedProxies } from '../http/trusted-proxies.js';
 import { isAcceptableRequestId, nextRequestId } from './request-id.js';
 import { formatTraceparent, parseTraceparent, passTracestate, SAMPLED } from './trace-context.js';
-import { randomHex } from './random-hex.js';
+import { ownedId, randomHex } from './random-hex.js';
 import { RequestTrace } from '../exchange/request-trace.js';
 // Types only: the SDK (about a second to load on a busy machine) is imported when tracing is configured.
 import type { ExportLimits, SpanExport, TracingConfig, TracingCounters } from './tracing.js';
@@ -214,4 +214,16 @@ export function headerValue(headers: readonly string[] | null, name: string): st
   if (headers === null) return null;
   for (let i = 0; i < headers.length; i += 2) if (headers[i] === name) return headers[i + 1]!;
   return null;
+}
+
+/**
+ * The same trace with ids that do not pin randomHex's pool string (see ownedId), for a context kept
+ * long after its request: an open WebSocket connection's, for its access-log line at the end.
+ */
+export function ownedTrace(trace: RequestTrace): RequestTrace {
+  const owned = new RequestTrace(ownedId(trace.traceId), ownedId(trace.spanId), ownedId(trace.upstreamSpanId), trace.parentId, trace.sampled);
+  owned.traceState = trace.traceState;
+  owned.middlewareStartedAt = trace.middlewareStartedAt;
+  owned.middlewareEndedAt = trace.middlewareEndedAt;
+  return owned;
 }

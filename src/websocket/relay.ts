@@ -15,6 +15,7 @@
 import { performance } from 'node:perf_hooks';
 import type { UwsWebSocket } from '../native/uws-types.js';
 import type { RequestContext } from '../exchange/context.js';
+import { ownedTrace } from '../observe/request-observe.js';
 import { MESSAGE_TOO_BIG, sendableCloseCode } from './frames.js';
 import type { UpstreamMessageHandler, UpstreamSocket } from './upstream-socket.js';
 
@@ -87,6 +88,8 @@ export class Relay implements UpstreamMessageHandler {
   ) {
     this.upstream = upstream;
     this.startedAt = this.quietSince = performance.now();
+    // The context lives as long as the connection: its trace ids are copied off randomHex's pool.
+    if (ctx.trace !== null) ctx.trace = ownedTrace(ctx.trace);
     upstream.attach(this);
   }
 

@@ -8,6 +8,7 @@ import { runInNewContext } from 'node:vm';
 import t from 'tap';
 import { RequestTrace } from '../../src/exchange/request-trace.js';
 import { ownedId, randomHex } from '../../src/observe/random-hex.js';
+import { ownedTrace } from '../../src/observe/request-observe.js';
 import { SpanExport, type TracedRequest } from '../../src/observe/tracing.js';
 
 setFlagsFromString('--expose-gc');
@@ -81,4 +82,12 @@ t.test('ownedId is the same id', async (t) => {
     t.equal(own, id);
     t.equal(own.length, bytes * 2);
   }
+});
+
+t.test('ownedTrace is the same trace (a WebSocket connection keeps it for its access-log line)', async (t) => {
+  const trace = newTrace();
+  trace.traceState = 'vendor=1';
+  trace.middlewareStartedAt = 5;
+  trace.middlewareEndedAt = 6;
+  t.same({ ...ownedTrace(trace) }, { ...trace });
 });
