@@ -75,6 +75,8 @@ export function summarizePair(spec: PairSpec, rounds: PairRound[]): PairSummary 
 }
 
 const pct = (share: number): string => `${(share * 100).toFixed(1)}%`;
+/** A change with its sign: +4.1%, -2.7%. */
+const signed = (share: number): string => (share < 0 ? pct(share) : `+${pct(share)}`);
 
 /** The paired section of the report: a table, then one target line per pair. */
 export function formatPairs(summaries: readonly PairSummary[], connections: number, durationS: number): string[] {
@@ -103,7 +105,7 @@ export function pairTargetLines(summaries: readonly PairSummary[]): string[] {
   return summaries.filter((s) => !Number.isNaN(s.spec.limit)).map((s) => {
     const worst = Math.max(s.cpuAdded, s.rpsLost);
     const limit = s.spec.limit;
-    const measured = `CPU +${pct(s.cpuAdded)}, req/s -${pct(s.rpsLost)} (median of ${s.rounds.length})`;
+    const measured = `CPU ${signed(s.cpuAdded)}, req/s ${signed(-s.rpsLost)} (median of ${s.rounds.length})`;
     return `- ${s.spec.what} costs <= ${limit * 100}% (paired, wrk): ${measured} — ${worst <= limit ? 'met' : `MISSED by ${(((worst - limit) / limit) * 100).toFixed(0)}%`}`;
   });
 }
