@@ -305,9 +305,16 @@ export class UwsClient implements ClientSide {
       res.writeStatus(held);
       bytes = held.length + 2;
     } else {
+      let length = fillHeadBlock(statusLineBytes(ctx.status), head, this.settings.viaBytes);
       // The middleware's headers (X-Request-Id) ride in the block too when nothing comes between.
-      bytes = writeHeadBlock(res, statusLineBytes(ctx.status), head, this.settings.viaBytes, declaredLength ? null : added);
-      if (blockTookAdded) added = null;
+      if (added !== null && !declaredLength) {
+        const withAdded = appendHeaderLines(length, added);
+        if (withAdded !== -1) {
+          length = withAdded;
+          added = null;
+        }
+      }
+      bytes = writeHeadBlock(res, length);
     }
     if (declaredLength) res.writeHeader(CONTENT_LENGTH, String(head.declaredLength));
     if (added !== null) {
@@ -637,18 +644,10 @@ export class UwsClient implements ClientSide {
  * and no view per name and value instead of a call and two views per header (a GitHub-like answer has
  * 20-30 headers). Safe because the upstream client admitted only token names and values free of CR,
  * LF and NUL. Date is left out (uWS writes its own); the upstream's Via values come first in ours.
- * Returns the bytes written (the cork budget).
+ * Writes headBlock's first `p` bytes (fillHeadBlock, then appendHeaderLines); returns the bytes written
+ * (the cork budget).
  */
-function writeHeadBlock(res: UwsResponse, statusLine: Buffer, head: ResponseHead, ourVia: Buffer, added: readonly string[] | null): number {
-  let p = fillHeadBlock(statusLine, head, ourVia);
-  blockTookAdded = false;
-  if (added !== null) {
-    const withAdded = appendHeaderLines(p, added);
-    if (withAdded !== -1) {
-      p = withAdded;
-      blockTookAdded = true;
-    }
-  }
+function writeHeadBlock(res: UwsResponse, p: number): number {
   // A view of the block's first p bytes: the last one again when the length is the same (an upstream's
   // answers to one route usually are, Date and Content-Length being left out).
   if (p !== headViewLength) {
@@ -658,9 +657,6 @@ function writeHeadBlock(res: UwsResponse, statusLine: Buffer, head: ResponseHead
   res.writeStatus(headView);
   return p + 2;
 }
-
-/** writeHeadBlock wrote the `added` headers it was given into the block. */
-let blockTookAdded = false;
 
 /**
  * Appends "\r\n<name>: <value>" for each pair of `headers` to headBlock from `p`; returns the new
