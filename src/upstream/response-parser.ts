@@ -460,12 +460,8 @@ export class ResponseParser {
       if (data[p + 1] !== Byte.LF) return this.fail(BARE_CR);
       p += 2;
 
-      // Only names that may be framing or hop-by-hop (by first letter and length) are compared: no call for the rest.
       const length = nameEnd - nameStart;
-      const c0 = first! | 0x20;
-      const special =
-        c0 === 0x63 ? length === 10 || length === 14 : c0 === 0x74 ? length === 2 || length === 7 || length === 17 : c0 === 0x6b ? length === 10 : c0 === 0x75 ? length === 7 : c0 === 0x70 && length > 6;
-      switch (special ? classify(data, words, nameStart, length) : Header.Pass) {
+      switch (mayClassify(first!, length) ? classify(data, words, nameStart, length) : Header.Pass) {
         case Header.Pass:
           spans.push(nameStart, nameEnd, valueStart, valueEnd);
           break;
@@ -800,6 +796,28 @@ function parseLength(data: Buffer, start: number, end: number): number {
     if (n > MAX_LENGTH) return -1;
   }
   return n;
+}
+
+/**
+ * Whether a name with this first byte and length can be one classify() tells apart from Pass: the
+ * first letters and lengths of its cases, kept in step with them. Small enough to be inlined, so most
+ * names (content-type, date, ...) take no call at all.
+ */
+function mayClassify(first: number, length: number): boolean {
+  switch (first | 0x20) {
+    case 0x63: // c: connection, content-length
+      return length === 10 || length === 14;
+    case 0x6b: // k: keep-alive
+      return length === 10;
+    case 0x70: // p: proxy-*
+      return length > 6;
+    case 0x74: // t: te, trailer, transfer-encoding
+      return length === 2 || length === 7 || length === 17;
+    case 0x75: // u: upgrade
+      return length === 7;
+    default:
+      return false;
+  }
 }
 
 /**
