@@ -1,7 +1,6 @@
 // Spans wait in the export queue for up to a second. Trace and span ids are slices of randomHex's
-// pooled 8 KiB string, and V8 keeps a slice's whole parent: a queued span holding a slice kept a pool
-// string alive for each sampled request, which at 1% sampling is nearly one pool per kept request
-// (the unsampled requests in between use up the rest). This measures what the queue keeps per
+// pooled string (32 KiB), and V8 keeps a slice's whole parent: a queued span holding a slice kept a pool
+// string alive for each sampled request until its export. This measures what the queue keeps per
 // sampled request, with ids made exactly as the gateway makes them.
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
