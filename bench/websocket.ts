@@ -12,6 +12,7 @@
 // built> adds its gateway as "gateway-base" and prints this build's CPU per echo against it round by
 // round (the two alternate, so both meet the host in the same state: whole runs of one build here
 // differ by more than most changes); BENCH_ONLY=gateway,gateway-base,nginx,direct picks contenders.
+// BENCH_GATEWAY_NODE_FLAGS: node flags for the gateways' processes (e.g. --perf-basic-prof for `perf record`).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -31,6 +32,7 @@ const WINDOW = Number(env.BENCH_WS_WINDOW ?? 4);
 const WORKERS = Number(env.BENCH_WORKERS ?? 2);
 const DEADLINE_S = Number(env.BENCH_DEADLINE_S ?? 240);
 const BASE_DIR = env.BENCH_BASE_DIR ?? '';
+const GATEWAY_NODE_FLAGS = (env.BENCH_GATEWAY_NODE_FLAGS ?? '').split(' ').filter((flag) => flag !== '');
 const ONLY = env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(',').map((id) => id.trim())) : null;
 const wanted = (id: string): boolean => ONLY === null || ONLY.has(id);
 const MESSAGE = Buffer.alloc(64, 0x61).toString();
@@ -203,7 +205,7 @@ async function main(): Promise<void> {
   writeFileSync(join(workDir, 'gateway.json'), JSON.stringify(config));
   const startGateway = async (id: string, main: string): Promise<void> => {
     const port = await findFreePort('127.0.0.1');
-    await startChild(id, process.execPath, [main, 'start', '--config', join(workDir, 'gateway.json'), '--workers', String(WORKERS), '--port', String(port)], /gateway operational/);
+    await startChild(id, process.execPath, [...GATEWAY_NODE_FLAGS, main, 'start', '--config', join(workDir, 'gateway.json'), '--workers', String(WORKERS), '--port', String(port)], /gateway operational/);
     contenders.push({ id, url: `ws://127.0.0.1:${port}/echo` });
   };
   if (wanted('gateway')) await startGateway('gateway', GATEWAY_MAIN);
