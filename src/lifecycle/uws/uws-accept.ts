@@ -15,7 +15,7 @@ import { EdgeListeners } from '../../edge/listeners.js';
 import type { RequestLifecycle } from '../request-lifecycle.js';
 import { reportBug } from '../report-bug.js';
 import type { DataPlaneState } from '../state.js';
-import { UwsClient } from './uws-client.js';
+import { handlerBegan, handlerReturned, UwsClient } from './uws-client.js';
 import type { Counters } from '../../metrics/counters.js';
 import { WebSocketProxy, type WebSocketHost } from '../../websocket/upgrade.js';
 
@@ -115,11 +115,21 @@ export class UwsAcceptor {
   }
 
   private readonly onRequest = (res: UwsResponse, req: UwsRequest): void => {
-    this.handle(res, req, false);
+    handlerBegan(res);
+    try {
+      this.handle(res, req, false);
+    } finally {
+      handlerReturned();
+    }
   };
 
   private readonly onTlsRequest = (res: UwsResponse, req: UwsRequest): void => {
-    this.handle(res, req, true);
+    handlerBegan(res);
+    try {
+      this.handle(res, req, true);
+    } finally {
+      handlerReturned();
+    }
   };
 
   private handle(res: UwsResponse, req: UwsRequest, secure: boolean): void {
