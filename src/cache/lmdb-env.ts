@@ -42,6 +42,13 @@ function openRoot(path: string): RootDatabase {
   return lmdb().open({ path, noSync: true, noMetaSync: true, maxDbs: MAX_DATABASES, mapSize: 1024 * 1024 * 1024, cache: false });
 }
 
+/** A store as its owner's group on an environment sees it. */
+export interface OwnerStore {
+  readonly closed: boolean;
+  /** Its database handles are closed, or about to be: it must not touch them again. */
+  shut(): void;
+}
+
 /** A store on an environment: told when the environment was reopened elsewhere (its databases are new, empty). */
 export interface EnvUser {
   reopened(): void;
@@ -49,6 +56,11 @@ export interface EnvUser {
 
 export class CacheEnv {
   readonly users = new Set<EnvUser>();
+  /**
+   * The stores of each owner (cache id) on it, open or retired, until the last of them closes: then
+   * the owner's databases are closed and every one of its stores shut (see shared-store.ts close()).
+   */
+  readonly owners = new Map<string, Set<OwnerStore>>();
 
   constructor(
     /** Its directory, or `private:<n>`. */

@@ -30,7 +30,7 @@
 import type { Database } from 'lmdb';
 import { LRUCache } from 'lru-cache';
 import { CacheRecordError, decodeRecord, encodeRecord } from './codec.js';
-import { acquireEnv, releaseEnv, type CacheEnv, type EnvUser } from './lmdb-env.js';
+import { acquireEnv, releaseEnv, type CacheEnv, type EnvUser, type OwnerStore } from './lmdb-env.js';
 import { lmdbKey, rangeStart } from './lmdb-keys.js';
 import type { CacheRecord } from './record.js';
 import type { CacheStore } from './store.js';
@@ -95,7 +95,7 @@ export interface Unchanged {
   generation: number;
 }
 
-export class SharedCacheStore implements CacheStore, EnvUser {
+export class SharedCacheStore implements CacheStore, EnvUser, OwnerStore {
   private readonly env: CacheEnv;
   private entries!: Database<Buffer, string>;
   private order!: Database<[string, number, number], number>;
@@ -106,7 +106,9 @@ export class SharedCacheStore implements CacheStore, EnvUser {
   private readonly memo: LRUCache<string, Memo>;
   /** bytesStored as this worker counted it (added less removed): what leaves when the environment is reopened. */
   private counted = 0;
-  private closed = false;
+  closed = false;
+  /** This store's database handles are closed (see close()): every call answers as an empty cache. */
+  private isShut = false;
 
   /** `dir`: the instance's directory (instance-dir.ts); undefined: a directory of this store's own. */
   constructor(
@@ -116,6 +118,9 @@ export class SharedCacheStore implements CacheStore, EnvUser {
     private readonly events: SharedStoreEvents,
   ) {
     this.env = acquireEnv(dir, this);
+    let group = this.env.owners.get(owner);
+    if (group === undefined) this.env.owners.set(owner, (group = new Set()));
+    group.add(this);
     this.openDatabases();
     this.memo = new LRUCache({
       maxSize: Math.max(1, Math.min(MEMO_MAX_BYTES, Math.floor(maxBytes * MEMO_SHARE))),
@@ -144,6 +149,7 @@ export class SharedCacheStore implements CacheStore, EnvUser {
   }
 
   get(key: string): CacheRecord | undefined {
+    if (this.isShut) return undefined;
     // Read first: the entry read below (if any) is of the same snapshot.
     const version = this.version();
     const memo = this.memo.get(key);
@@ -208,6 +214,7 @@ export class SharedCacheStore implements CacheStore, EnvUser {
    * lock still goes): false then.
    */
   setAndUnlock(key: string, record: CacheRecord, ttlMs: number, lock: HeldLock | null, unchanged: Unchanged | null = null): boolean {
+    if (this.isShut) return false;
     const bytes = encodeRecord(record);
     const expiresAt = Date.now() + Math.max(1, Math.ceil(ttlMs));
     const stored = lmdbKey(key);
@@ -248,6 +255,7 @@ export class SharedCacheStore implements CacheStore, EnvUser {
   }
 
   delete(key: string): void {
+    if (this.isShut) return;
     const removed: Array<[number, boolean]> = [];
     this.env.root.transactionSync(() => {
       const size = this.removeEntry(lmdbKey(key), removed, false);
@@ -266,7 +274,7 @@ export class SharedCacheStore implements CacheStore, EnvUser {
    * (generation()), so that an answer fetched before it is not stored after it.
    */
   deletePrefix(prefix: string): number {
-    if (prefix === '') return 0;
+    if (prefix === '' || this.isShut) return 0;
     const start = rangeStart(prefix);
     const end = start.slice(0, -1) + String.fromCharCode(start.charCodeAt(start.length - 1) + 1);
     const removed: Array<[number, boolean]> = [];
@@ -294,6 +302,7 @@ export class SharedCacheStore implements CacheStore, EnvUser {
    * PUT succeeded must not be stored after it). A shared slot costs at worst one answer not stored.
    */
   generation(url: string): number {
+    if (this.isShut) return 0;
     return this.generations.get(urlSlot(url)) ?? 0;
   }
 
@@ -362,10 +371,12 @@ export class SharedCacheStore implements CacheStore, EnvUser {
 
   /** Bytes the instance holds for this cache. */
   get bytes(): number {
+    if (this.isShut) return 0;
     return this.state.get('bytes') ?? 0;
   }
 
   get count(): number {
+    if (this.isShut) return 0;
     return this.entries.getCount();
   }
 
@@ -376,6 +387,8 @@ export class SharedCacheStore implements CacheStore, EnvUser {
 
   /** Takes the lock on `key` for `ttlMs` unless someone else holds it unexpired. */
   tryLock(key: string, token: string, ttlMs: number): boolean {
+    // A retired cache's miss goes upstream as a lead would; what it stores goes nowhere.
+    if (this.isShut) return true;
     const now = Date.now();
     const stored = lmdbKey(key);
     return this.env.root.transactionSync(() => {
@@ -388,6 +401,7 @@ export class SharedCacheStore implements CacheStore, EnvUser {
 
   /** Gives up the lock on `key` if `token` holds it. */
   unlock(key: string, token: string): void {
+    if (this.isShut) return;
     const stored = lmdbKey(key);
     this.env.root.transactionSync(() => {
       if (this.locks.get(stored)?.o === token) this.locks.remove(stored);
@@ -396,6 +410,7 @@ export class SharedCacheStore implements CacheStore, EnvUser {
 
   /** Someone holds an unexpired lock on `key`. */
   locked(key: string): boolean {
+    if (this.isShut) return false;
     const held = this.locks.get(lmdbKey(key));
     return held !== undefined && held.x > Date.now();
   }
@@ -414,7 +429,31 @@ export class SharedCacheStore implements CacheStore, EnvUser {
       const held = this.bytes;
       if (held > 0) this.events.removed(held, false);
     }
+    const group = this.env.owners.get(this.owner);
+    if (group !== undefined && [...group].every((store) => store.closed)) {
+      this.env.owners.delete(this.owner);
+      // The environment stays open for this worker's other caches: this owner's databases are closed,
+      // or every reload that renames a cache would keep six more open until LMDB's maxDbs is full and
+      // no reload applies (MDB_DBS_FULL). A handle closes for every store of that name in the process,
+      // and its slot goes to the next database opened: so only once all of them are closed, and each
+      // then answers as an empty cache (a retired cache may still be finishing a request) instead of
+      // touching a slot that may be another cache's.
+      if (this.env.users.size > 1) {
+        for (const store of group) store.shut();
+        for (const db of [this.entries, this.order, this.state, this.locks, this.generations, this.versions]) {
+          try {
+            void db.close().catch(() => undefined);
+          } catch {
+            // Already closed: nothing is held.
+          }
+        }
+      }
+    }
     releaseEnv(this.env, this);
     return Promise.resolve();
+  }
+
+  shut(): void {
+    this.isShut = true;
   }
 }
