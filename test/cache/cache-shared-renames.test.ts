@@ -24,13 +24,18 @@ function response(body: string): StoredResponse {
   return new StoredResponse(200, headers, Buffer.from(body), policy, KEY, Date.now());
 }
 
+/** A store of `owner` on the test's environment, as a worker's cache opens it. */
+function open(owner: string): SharedCacheStore {
+  return new SharedCacheStore(dir, owner, 1 << 24, events);
+}
+
 function bodyOf(store: SharedCacheStore): string | undefined {
   const record = store.get(KEY);
   return record instanceof StoredResponse ? record.body.toString() : undefined;
 }
 
 // Another cache of the worker keeps the environment open throughout, as in a gateway with two caches.
-const keeper = new SharedCacheStore(dir, 'keeper', 1 << 24, events);
+const keeper = open('keeper');
 t.teardown(() => keeper.close());
 
 t.test('a cache renamed far more often than the environment has database slots keeps working', async (t) => {
@@ -39,7 +44,7 @@ t.test('a cache renamed far more often than the environment has database slots k
   const failures: string[] = [];
   for (let i = 0; i < renames; i++) {
     try {
-      const store: SharedCacheStore = new SharedCacheStore(dir, `renamed-${i}`, 1 << 24, events);
+      const store = open(`renamed-${i}`);
       store.set(KEY, response(`body ${i}`), 60_000);
       if (bodyOf(store) !== `body ${i}`) failures.push(`rename ${i}: its own entry not read back`);
       // The new cache is open before the old one closes, as a reload does it.
@@ -57,8 +62,7 @@ t.test('a cache renamed far more often than the environment has database slots k
 });
 
 t.test('two stores of one name: closing one leaves the other working', async (t) => {
-  const first = new SharedCacheStore(dir, 'twice', 1 << 24, events);
-  const second = new SharedCacheStore(dir, 'twice', 1 << 24, events);
+  const [first, second] = [open('twice'), open('twice')];
   first.set(KEY, response('one'), 60_000);
   await first.close();
   t.equal(bodyOf(second), 'one', 'the entry the closed store wrote is read by the open one');
@@ -70,14 +74,13 @@ t.test('two stores of one name: closing one leaves the other working', async (t)
 t.test('a retired store whose databases were closed answers as an empty cache and writes nowhere', async (t) => {
   // Retired twice over: `old` closes while `current` (same name) is open, then `current` closes too,
   // which closes the name's databases; `old` may still be finishing a request after that.
-  const old = new SharedCacheStore(dir, 'retired', 1 << 24, events);
-  const current = new SharedCacheStore(dir, 'retired', 1 << 24, events);
+  const [old, current] = [open('retired'), open('retired')];
   current.set(KEY, response('before'), 60_000);
   await old.close();
   t.equal(bodyOf(old), 'before', 'closed while another store of its name is open: it still reads');
   await current.close();
   // Whatever opens next may take the freed slots.
-  const next = new SharedCacheStore(dir, 'next-after-retired', 1 << 24, events);
+  const next = open('next-after-retired');
   t.teardown(() => next.close());
   t.equal(old.get(KEY), undefined, 'get: a miss');
   t.equal(old.setAndUnlock(KEY, response('late'), 60_000, null), false, 'a late answer is not stored');
