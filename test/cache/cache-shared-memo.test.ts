@@ -2,24 +2,12 @@
 // stand for two workers. A record one of them decoded is served again without reading its entry while
 // no entry changed, and never once another store replaced, deleted, invalidated or evicted it, or once
 // it expired.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { SharedCacheStore } from '../../src/cache/shared-store.js';
 import { StoredResponse, type CacheRecord } from '../../src/cache/record.js';
-import { judge } from '../../src/cache/rules.js';
+import { KEY, NO_EVENTS as events, storedResponse as response, storeDir } from '../helpers/shared-store-fixtures.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'specgate-memo-test-'));
-t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-const events = { added: () => {}, removed: () => {} };
-const headers = ['cache-control', 'max-age=600'];
-const policy = judge('/k', [], 200, headers, 0).policy!;
-const KEY = 'http://gw/items/1 /items/{}';
-
-function response(body: string, key = KEY): StoredResponse {
-  return new StoredResponse(200, headers, Buffer.from(body), policy, key, Date.now());
-}
+const dir = storeDir(t, 'memo');
 
 function bodyOf(record: CacheRecord | undefined): string | undefined {
   return record instanceof StoredResponse ? record.body.toString() : undefined;

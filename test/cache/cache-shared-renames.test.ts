@@ -4,25 +4,13 @@
 // with MDB_DBS_FULL (a gateway then refused every reload until restarted). Closing a name's handle frees
 // its slot for the next database opened, so a retired store must never touch its databases again:
 // it answers as an empty cache.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import t from 'tap';
 import { SharedCacheStore } from '../../src/cache/shared-store.js';
 import { StoredResponse } from '../../src/cache/record.js';
-import { judge } from '../../src/cache/rules.js';
 import { MAX_DATABASES, DATABASES_PER_CACHE } from '../../src/cache/lmdb-env.js';
+import { KEY, NO_EVENTS as events, storedResponse as response, storeDir } from '../helpers/shared-store-fixtures.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'specgate-renames-test-'));
-t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-const events = { added: () => {}, removed: () => {} };
-const headers = ['cache-control', 'max-age=600'];
-const policy = judge('/k', [], 200, headers, 0).policy!;
-const KEY = 'http://gw/items/1 /items/{}';
-
-function response(body: string): StoredResponse {
-  return new StoredResponse(200, headers, Buffer.from(body), policy, KEY, Date.now());
-}
+const dir = storeDir(t, 'renames');
 
 /** A store of `owner` on the test's environment, as a worker's cache opens it. */
 function open(owner: string): SharedCacheStore {

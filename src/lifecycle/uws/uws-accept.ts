@@ -115,22 +115,22 @@ export class UwsAcceptor {
   }
 
   private readonly onRequest = (res: UwsResponse, req: UwsRequest): void => {
-    handlerBegan(res);
-    try {
-      this.handle(res, req, false);
-    } finally {
-      handlerReturned();
-    }
+    this.handleInHandler(res, req, false);
   };
 
   private readonly onTlsRequest = (res: UwsResponse, req: UwsRequest): void => {
+    this.handleInHandler(res, req, true);
+  };
+
+  /** handle(), marked as inside uWS's request handler for `res` (uws-client.ts, handlerResponse). */
+  private handleInHandler(res: UwsResponse, req: UwsRequest, secure: boolean): void {
     handlerBegan(res);
     try {
-      this.handle(res, req, true);
+      this.handle(res, req, secure);
     } finally {
       handlerReturned();
     }
-  };
+  }
 
   private handle(res: UwsResponse, req: UwsRequest, secure: boolean): void {
     const startedAt = performance.now();
