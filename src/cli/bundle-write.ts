@@ -12,7 +12,7 @@
 //   (src/stores/verbatim-string-shim.ts replaces one of its modules in Node's require cache), and
 //   jsonc-parser, whose entry is a UMD build that hands `require` to a factory (hidden from a bundler).
 import { build, type Plugin } from 'esbuild';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -61,6 +61,19 @@ function moduleUrls(): Plugin {
   };
 }
 
+/**
+ * The bundle with every character past ASCII (UTF-16 unit by unit) written as a \\uXXXX escape.
+ * esbuild escapes them in strings, templates, regular expressions and names (its default `charset`)
+ * but leaves comments as they are, and the compiled modules' comments carry a few (a section sign,
+ * curly quotes): in a comment the escape is just text. One such character makes V8 hold the whole
+ * source as a two-byte string, kept for lazy compilation. Measured on this project's 2-core machine,
+ * starts of the bundles with and without them alternated (2 workers): the ASCII ones left the primary
+ * 3.4 MB and each worker 3.2 MB smaller in RSS (3 starts each) and cost 2% less CPU to start (8 each).
+ */
+function asciiOnly(text: string): string {
+  return text.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 const started = Date.now();
 const result = await build({
   absWorkingDir: DIST,
@@ -78,7 +91,12 @@ const result = await build({
   plugins: [moduleUrls()],
   metafile: true,
   logLevel: 'warning',
+  write: false,
 });
+await mkdir(OUT_DIR, { recursive: true });
+for (const file of result.outputFiles) {
+  await writeFile(file.path, file.path.endsWith('.mjs') ? asciiOnly(file.text) : file.contents);
+}
 const sizes = Object.entries(result.metafile.outputs)
   .filter(([file]) => file.endsWith('.mjs'))
   .map(([file, output]) => `${file.split('/').pop()} ${(output.bytes / 1e6).toFixed(1)} MB`);

@@ -1,7 +1,8 @@
 // Both ways to run the gateway: the bundles `npm start` and the `gateway` bin run (dist/bundle/) and the
 // compiled modules (dist/src/). Each starts its workers from its own kind of file (src/cluster/entry-files.ts),
 // compiles the upstream's doc into a table on the primary's compile thread, and routes by it.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import t from 'tap';
 import { httpRequest, MAIN, MODULE_MAIN, startGateway, startUpstream, swaggerDoc, testConfig } from '../helpers/gateway-process.js';
 
@@ -35,3 +36,16 @@ for (const way of ways) {
     }
   });
 }
+
+// V8 keeps a module's source for lazy compilation, as a two-byte string if one character of it is
+// past ASCII: each process would hold its bundle at twice the size (src/cli/bundle-write.ts).
+t.test('the bundles are ASCII only', async (t) => {
+  const dir = dirname(MAIN);
+  const bundles = readdirSync(dir).filter((name) => name.endsWith('.mjs'));
+  t.same(bundles.sort(), ['compile-task.mjs', 'gateway.mjs', 'worker.mjs']);
+  for (const name of bundles) {
+    const bytes = readFileSync(join(dir, name));
+    const at = bytes.findIndex((byte) => byte > 0x7f);
+    t.equal(at, -1, `${name}: no byte past ASCII${at === -1 ? '' : ` (at ${at}: ${JSON.stringify(bytes.subarray(Math.max(0, at - 40), at + 10).toString())})`}`);
+  }
+});
