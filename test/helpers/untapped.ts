@@ -1,5 +1,7 @@
 /** tap's option in NODE_OPTIONS, quoted as tap writes it ("--import=file:///…", a path may hold spaces) or bare. */
 const TAP_PROCESSINFO = /"--(?:import|loader)=[^"]*@tapjs\/processinfo[^"]*"|--(?:import|loader)=\S*@tapjs\/processinfo\S*/g;
+/** The test processes' own preload (./skip-tap-loader.ts, a path relative to the project): not the child's. */
+const SKIP_TAP_LOADER = /--import=\S*skip-tap-loader\.js/g;
 
 /**
  * A command line for spawn/execFile that runs `command args` without tap's module loader: the
@@ -16,6 +18,6 @@ const TAP_PROCESSINFO = /"--(?:import|loader)=[^"]*@tapjs\/processinfo[^"]*"|--(
  * process group, and any NODE_OPTIONS of the user's.
  */
 export function untapped(command: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env): [string, string[]] {
-  const kept = (env.NODE_OPTIONS ?? '').replace(TAP_PROCESSINFO, '').trim();
+  const kept = (env.NODE_OPTIONS ?? '').replace(TAP_PROCESSINFO, '').replace(SKIP_TAP_LOADER, '').trim();
   return ['env', [...(kept === '' ? ['-u', 'NODE_OPTIONS'] : [`NODE_OPTIONS=${kept}`]), command, ...args]];
 }

@@ -2,9 +2,12 @@
 // tap's coverage loader rides along in the child's NODE_OPTIONS and doubles what a gateway start costs,
 // which the suite's time on two cores (README) cannot afford. This finds spawns that bypass it.
 import { readFileSync } from 'node:fs';
+import module from 'node:module';
 import { join, relative } from 'node:path';
 import t from 'tap';
 import { REPO_ROOT as root, typeScriptFiles } from '../helpers/repo-files.js';
+import type { SkippedTapLoader } from '../helpers/skip-tap-loader.js';
+import { untapped } from '../helpers/untapped.js';
 
 /** A child_process call whose command is node itself or npm (a Node.js program), not built by untapped(). */
 const DIRECT = /\b(?:spawn|spawnSync|execFile|execFileSync|fork)\(\s*(?:process\.execPath|'npm'|'node')/g;
@@ -27,4 +30,20 @@ t.test('the check finds a direct spawn', async (t) => {
   t.match("const child = spawn(process.execPath, [MAIN, 'start']);", direct);
   t.match("spawnSync('npm', ['start'])", direct);
   t.notMatch("spawn(...untapped(process.execPath, [MAIN, 'start']), {})", direct);
+});
+
+// The test process itself runs without tap's loader thread (test/helpers/skip-tap-loader.ts, preloaded
+// through package.json's "tap" "test-env"), and its children lose the preload with tap's option.
+t.test("tap's loader is not registered in test processes, and children get neither option", async (t) => {
+  const state = (globalThis as Record<symbol, unknown>)[Symbol.for('specgate.skippedTapLoader')] as SkippedTapLoader | undefined;
+  t.ok(state, 'test/helpers/skip-tap-loader.ts was preloaded');
+  // processinfo registers its loader with module.register() unless Node has working synchronous hooks.
+  const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+  const syncHooks = typeof (module as { registerHooks?: unknown }).registerHooks === 'function' && (major > 25 || (major === 25 && minor >= 1) || (major === 24 && minor >= 13));
+  if (!syncHooks) t.equal(state?.refused, 1, "processinfo's one module.register() was refused");
+  const tapOption = '"--import=file:///x/node_modules/@tapjs/processinfo/dist/esm/import.mjs"';
+  const [, args] = untapped('node', ['-v'], { NODE_OPTIONS: `--import=./dist/test/helpers/skip-tap-loader.js ${tapOption}` });
+  t.same(args, ['-u', 'NODE_OPTIONS', 'node', '-v'], 'both removed');
+  const [, kept] = untapped('node', ['-v'], { NODE_OPTIONS: `--max-old-space-size=512 --import=./dist/test/helpers/skip-tap-loader.js ${tapOption}` });
+  t.same(kept, ['NODE_OPTIONS=--max-old-space-size=512', 'node', '-v'], "the user's own options stay");
 });
