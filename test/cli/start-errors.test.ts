@@ -1,12 +1,13 @@
 // A start that fails says why on stderr as readable text (file, JSON pointer, reason), the same text
 // `gateway routes` prints for that config, and keeps the JSON log line for log collectors.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { gateway } from '../helpers/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'specgate-start-errors-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const file = join(dir, 'bad.json');
 writeFileSync(
   file,

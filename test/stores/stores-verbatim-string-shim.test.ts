@@ -3,7 +3,7 @@
 // (src/stores/verbatim-string-shim.ts). Each case runs in a fresh Node process: the effect is
 // process-wide and lasts.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -86,5 +86,6 @@ t.test('the stand-in', async (t) => {
   t.notOk(shimInEffect(undefined));
   t.equal(installVerbatimStringShim(), 'installed', 'installing again finds it in place');
   const empty = mkdtempSync(join(tmpdir(), 'no-redis-'));
+  t.teardown(() => rmSync(empty, { recursive: true, force: true }));
   t.equal(installVerbatimStringShim(join(empty, 'x.js')), 'not-found', 'no @redis/client to resolve from');
 });
