@@ -47,3 +47,15 @@ t.test("tap's loader is not registered in test processes, and children get neith
   const [, kept] = untapped('node', ['-v'], { NODE_OPTIONS: `--max-old-space-size=512 --import=./dist/test/helpers/skip-tap-loader.js ${tapOption}` });
   t.same(kept, ['NODE_OPTIONS=--max-old-space-size=512', 'node', '-v'], "the user's own options stay");
 });
+
+// tap computes the test processes' command line (a loader per plugin) before it rebuilds itself for a
+// changed plugin list, so the first run after `npm ci` would load the TypeScript and mock plugins
+// package.json turns off (a loader thread each, and tsimp), as every fresh-clone CI run did until
+// `npm ci` built the list (package.json "prepare": `tap build`).
+t.test('test files run with the plugin list package.json gives, not the default one', async (t) => {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { tap: { plugin: string[] } };
+  const off = pkg.tap.plugin.filter((plugin) => plugin.startsWith('!')).map((plugin) => plugin.slice(1));
+  t.ok(off.includes('@tapjs/typescript'), 'the TypeScript plugin is off (the tests run compiled)');
+  const loaded = process.execArgv.filter((arg) => off.some((plugin) => arg.includes(`/${plugin}/`)));
+  t.same(loaded, [], "no loader of a plugin that is off (after changing the list: `npx tap build`)");
+});
