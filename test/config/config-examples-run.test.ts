@@ -2,7 +2,10 @@
 // with a Redis store, a local redis-server) and answers. Two things are changed for the test only: the
 // Redis URL (the test's own redis-server, not 6379) and the admin port (any free one), so that the test
 // cannot collide with a gateway or Redis already running on the machine. The public port is --port 0.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+// A shadow listener's mismatch log goes to the test's own directory instead of the example's /tmp path.
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'jsonc-parser';
 import t from 'tap';
@@ -20,6 +23,8 @@ const examples = await startExampleUpstreams();
 t.teardown(() => examples.close().finally(releasePorts));
 const redis = await startRedisServer();
 t.teardown(() => redis.stop());
+const scratch = mkdtempSync(join(tmpdir(), 'specgate-examples-run-'));
+t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
 
 /** The request each example answers, with the key its comment gives. */
 const probes: Record<string, { path: string; headers?: Record<string, string>; service: string }> = {
@@ -37,6 +42,9 @@ for (const file of files) {
     t.match(text, new RegExp(probes[file]!.headers ? probes[file]!.headers!['x-api-key']! : '', 'u'), 'the comment gives the key behind the digest');
     const config = parse(text.replaceAll('redis://127.0.0.1:6379', redis.url.replace(/\/$/, ''))) as Record<string, unknown>;
     if (config.admin) config.admin = { ...(config.admin as object), port: 0 };
+    for (const listener of (config.listeners ?? []) as Array<Record<string, unknown>>) {
+      if (typeof listener.mismatchLog === 'string') listener.mismatchLog = join(scratch, `${file}-mismatches.jsonl`);
+    }
     const gateway = await startGateway(t, { config, workers: 1, waitFor: (l) => l.msg === 'gateway operational', startTimeoutMs: 60_000 });
     const probe = probes[file]!;
     const answer = await httpRequest(gateway.port, probe.path, { headers: probe.headers });
