@@ -62,7 +62,7 @@ function moduleUrls(): Plugin {
 }
 
 /**
- * The bundle with every character past ASCII (UTF-16 unit by unit) written as a \\uXXXX escape.
+ * The bundle with every character past ASCII (UTF-16 unit by unit) written as a \uXXXX escape.
  * esbuild escapes them in strings, templates, regular expressions and names (its default `charset`)
  * but leaves comments as they are, and the compiled modules' comments carry a few (a section sign,
  * curly quotes): in a comment the escape is just text. One such character makes V8 hold the whole

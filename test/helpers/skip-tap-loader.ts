@@ -7,9 +7,9 @@
 // versions without synchronous module hooks (before 24.13) its loader is registered with
 // module.register(), and then every module the test process loads goes through a loader thread: a
 // test file as small as test/cluster/breaker-hub.test.ts took 1.1 s of CPU with it and 0.6 s
-// without (/usr/bin/time, this project's 2-core machine, alternated), about 110 s of CPU over the
-// 200-odd files of the suite. The processes a test starts lose tap's option another way
-// (./untapped.ts).
+// without (/usr/bin/time, this project's 2-core machine, alternated), and the suite's tests took
+// 378-404 s instead of 490-503 s on one host the same day. The processes a test starts lose tap's
+// option another way (./untapped.ts).
 import module from 'node:module';
 
 export interface SkippedTapLoader {
