@@ -1,5 +1,5 @@
-import * as hdr from 'hdr-histogram-js';
-import type { JsHistogram } from 'hdr-histogram-js';
+import * as hdr from './hdr.js';
+import type { JsHistogram } from './hdr.js';
 import { histogramSettings, MAX_LATENCY_MICROS, type Precision } from './histogram.js';
 
 /**

@@ -1,6 +1,6 @@
 import { Buffer } from 'node:buffer';
-import * as hdr from 'hdr-histogram-js';
-import type { Histogram } from 'hdr-histogram-js';
+import * as hdr from './hdr.js';
+import type { Histogram } from './hdr.js';
 
 /** Latencies are recorded in microseconds; a `le` bound of the exposition is at most this (60 s). */
 export const MAX_LATENCY_MICROS = 60_000_000;

@@ -1,5 +1,5 @@
-import * as hdr from 'hdr-histogram-js';
-import type { Histogram } from 'hdr-histogram-js';
+import * as hdr from './hdr.js';
+import type { Histogram } from './hdr.js';
 import type { MetricsDelta, PartDelta, SeriesDelta } from './delta.js';
 import { encodeHistogram, HIGHEST_RECORDED_MICROS, histogramSettings, roundLatency, webAssemblyReady, type Precision } from './histogram.js';
 

@@ -49,3 +49,13 @@ t.test('the bundles are ASCII only', async (t) => {
     t.equal(at, -1, `${name}: no byte past ASCII${at === -1 ? '' : ` (at ${at}: ${JSON.stringify(bytes.subarray(Math.max(0, at - 40), at + 10).toString())})`}`);
   }
 });
+
+// src/metrics/hdr.ts takes hdr-histogram-js's parts without its index, whose log writer makes an
+// Intl.NumberFormat as it loads (ICU's start-up in every process).
+t.test("no bundle carries hdr-histogram-js's log writer or reader", async (t) => {
+  const dir = dirname(MAIN);
+  for (const name of ['gateway.mjs', 'worker.mjs', 'compile-task.mjs']) {
+    const text = readFileSync(join(dir, name), 'utf8');
+    t.notMatch(text, /hdr-histogram-js\/dist\/HistogramLog(?:Writer|Reader)\.js/, name);
+  }
+});
