@@ -74,20 +74,30 @@ const moved = (after: number) => (line: LogLine) => line.role !== 'worker' && ty
 
 /** Waits until what one worker stores is a HIT on the other (each worker may take a moment to move). */
 async function sharedAgain(label: string): Promise<void> {
-  await eventually(
-    async () => {
-      const path = `/items/probe-${label}-${Math.random()}`;
-      const first = await ask('GET', path);
-      for (let i = 0; i < 20; i++) {
-        const other = await ask('GET', path);
-        if (other.worker !== first.worker) return other.xCache === 'HIT' ? true : undefined;
-      }
-      return undefined;
-    },
-    15_000,
-    100,
-    `both workers on one store again (${label})`,
-  );
+  let last = '';
+  try {
+    await eventually(
+      async () => {
+        const path = `/items/probe-${label}-${Math.random()}`;
+        const first = await ask('GET', path);
+        for (let i = 0; i < 20; i++) {
+          const other = await ask('GET', path);
+          if (other.worker !== first.worker) {
+            last = `worker ${first.worker} then ${other.worker}: ${other.xCache}`;
+            return other.xCache === 'HIT' ? true : undefined;
+          }
+        }
+        return undefined;
+      },
+      15_000,
+      100,
+      `both workers on one store again (${label})`,
+    );
+  } catch (err) {
+    // The gateway's last warnings and errors (the move included) tell which worker did not move, and why.
+    const said = gateway.lines.filter((line) => Number(line.level) >= 40).slice(-8);
+    throw new Error(`${(err as Error).message}; last probe: ${last}; the gateway's last warnings: ${JSON.stringify(said)}`);
+  }
 }
 
 t.test('removed, then a worker killed and replaced: one store for both workers again, said in the log', async (t) => {
