@@ -11,7 +11,7 @@ import { createLogger, levelFromEnv, type Logger } from '../log.js';
 import { ACCESS_LOG_LISTENER } from '../listeners/access-log.js';
 import { startExamplesChild, type ExampleUpstreams } from './examples.js';
 import { WORKER_ENTRY } from './entry-files.js';
-import { findFreePort } from './free-port.js';
+import { holdFreePort, type HeldPort } from './port-hold.js';
 import { probePort } from './port-probe.js';
 import { olderSharer } from './port-holder.js';
 import { reportStartupFailure } from './startup-failure.js';
@@ -91,11 +91,21 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
       return 1;
     }
   }
-  if (config.port === 0) config = { ...config, port: await findFreePort(config.host) };
-  // Every worker binds the admin port too: it must be concrete (SO_REUSEPORT needs a non-zero port).
-  if (config.tls?.port === 0) config = { ...config, tls: { ...config.tls, port: await findFreePort(config.host) } };
-  if (config.admin?.port === 0) config = { ...config, admin: { ...config.admin, port: await findFreePort(config.admin.host) } };
-  return new Primary(log, options, config, examples).run();
+  // A port of 0 becomes a concrete free one (SO_REUSEPORT needs a non-zero port; every worker binds the
+  // TLS and admin ports too), held until a worker listens on it (./port-hold.ts).
+  const holds: HeldPort[] = [];
+  const hold = async (host: string): Promise<number> => {
+    const held = await holdFreePort(host);
+    holds.push(held);
+    return held.port;
+  };
+  if (config.port === 0) config = { ...config, port: await hold(config.host) };
+  if (config.tls?.port === 0) config = { ...config, tls: { ...config.tls, port: await hold(config.host) } };
+  if (config.admin?.port === 0) config = { ...config, admin: { ...config.admin, port: await hold(config.admin.host) } };
+  const releasePorts = (): void => {
+    for (const held of holds) held.release();
+  };
+  return new Primary(log, options, config, examples, releasePorts).run();
 }
 
 /** The first of the ports the config opens (public, TLS, admin) another process listens on, as one line; null when none. */
@@ -147,6 +157,8 @@ class Primary {
     private readonly options: PrimaryOptions,
     config: GatewayConfig,
     private readonly examples: ExampleUpstreams | null,
+    /** Lets go of the ports picked for port 0 (./port-hold.ts): once a worker listens, or at shutdown. */
+    private readonly releasePorts: () => void = () => {},
   ) {
     const count = config.workers > 0 ? config.workers : availableParallelism();
     this.supervisor = new Supervisor({ log, count });
@@ -338,6 +350,7 @@ class Primary {
   private onWorkerMessage(slot: number, worker: Worker, message: SupervisorEvents['message'][2]): void {
     switch (message.type) {
       case 'listening':
+        this.releasePorts();
         if (this.announcedPort) break;
         this.announcedPort = true;
         this.log.info({ host: this.config.host, port: message.port, ...(this.config.tls ? { tlsPort: this.config.tls.port } : {}) }, 'gateway listening');
@@ -502,6 +515,7 @@ class Primary {
       return;
     }
     this.shuttingDown = true;
+    this.releasePorts();
     this.reloader.stop();
     this.rediscovery?.stop();
     // A gateway giving way to another on its port (exit code 1) serves nothing worth draining.
