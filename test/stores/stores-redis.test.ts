@@ -289,7 +289,11 @@ t.test('Redis killed mid-test: each take fails within the timeout, the breaker t
   t.teardown(() => shared.close());
   await shared.settled();
   const policy = gcraPolicy(5, 600_000);
-  t.ok((await shared.take('k', policy)).admitted);
+  // On a loaded host a live Redis can take longer than 50 ms to answer (seen once in CI): the take before
+  // the kill may be tried again, twice at most so that the breaker (3 failures) stays closed.
+  let admitted = false;
+  for (let i = 0; i < 3 && !admitted; i++) admitted = await shared.take('k', policy).then((decision) => decision.admitted, () => false);
+  t.ok(admitted, 'a take is admitted while Redis runs');
 
   await redis.kill();
   const codes: string[] = [];
