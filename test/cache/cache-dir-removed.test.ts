@@ -96,7 +96,7 @@ async function sharedAgain(label: string): Promise<void> {
   } catch (err) {
     // The gateway's last warnings and errors (the move included) tell which worker did not move, and why.
     const said = gateway.lines.filter((line) => Number(line.level) >= 40).slice(-8);
-    throw new Error(`${(err as Error).message}; last probe: ${last}; the gateway's last warnings: ${JSON.stringify(said)}`);
+    throw new Error(`${(err as Error).message}; last probe: ${last}; the gateway's last warnings: ${JSON.stringify(said)}`, { cause: err });
   }
 }
 
