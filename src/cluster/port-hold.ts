@@ -13,7 +13,7 @@
  * nobody knows a port-0 gateway's port before it says which it is.
  */
 import { loadUws } from '../native/uws.js';
-import type { UwsApp, UwsListenSocket } from '../native/uws-types.js';
+import type { UwsListenSocket } from '../native/uws-types.js';
 import { findFreePort } from './free-port.js';
 
 export interface HeldPort {
@@ -36,18 +36,18 @@ export async function holdFreePort(host: string): Promise<HeldPort> {
     app.listen(host, port, (listening) => {
       socket = listening;
     });
-    if (socket !== false) return { port, release: releaser(uws.us_listen_socket_close, socket, app) };
+    if (socket !== false) {
+      const listening: UwsListenSocket = socket;
+      let held = true;
+      const release = (): void => {
+        if (!held) return;
+        held = false;
+        uws.us_listen_socket_close(listening);
+        app.close?.();
+      };
+      return { port, release };
+    }
     app.close?.();
   }
   return { port, release: () => {} };
-}
-
-function releaser(close: (socket: UwsListenSocket) => void, socket: UwsListenSocket, app: UwsApp): () => void {
-  let held = true;
-  return () => {
-    if (!held) return;
-    held = false;
-    close(socket);
-    app.close?.();
-  };
 }

@@ -1,6 +1,5 @@
 import * as hdr from './hdr.js';
-import type { Histogram } from './hdr.js';
-import type { JsHistogram } from './hdr.js';
+import type { Histogram, JsHistogram } from './hdr.js';
 import type { MetricsDelta, PartDelta, SeriesDelta } from './delta.js';
 import { addEncodedHistogram, HIGHEST_RECORDED_MICROS, histogramSettings, type Precision } from './histogram.js';
 import { BUCKET_PRECISION, bucketEdgesMicros, cumulativeCounts, DEFAULT_BUCKETS_S } from './buckets.js';

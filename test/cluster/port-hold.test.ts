@@ -1,21 +1,17 @@
 // `port: 0` becomes a concrete port the primary holds until a worker listens (src/cluster/port-hold.ts):
 // meanwhile nothing else can listen on it, the workers (SO_REUSEPORT) can join it, and once released
 // the primary holds nothing there.
-import { createServer } from 'node:net';
 import t from 'tap';
 import { loadUws } from '../../src/native/uws.js';
 import type { UwsListenSocket } from '../../src/native/uws-types.js';
 import { holdFreePort } from '../../src/cluster/port-hold.js';
 import { portHolders } from '../../src/cluster/port-holder.js';
+import { probePort } from '../../src/cluster/port-probe.js';
 import { httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 
-/** Whether a plain listener (no SO_REUSEPORT, as any other program's) can take `port`. */
-function plainListenerCan(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen({ host: '127.0.0.1', port, exclusive: true }, () => server.close(() => resolve(true)));
-  });
+/** Whether a plain listener (no SO_REUSEPORT, as any other program's) can take `port`: the primary's own probe. */
+async function plainListenerCan(port: number): Promise<boolean> {
+  return (await probePort('127.0.0.1', port)) === null;
 }
 
 t.test('a held port: taken for others, joinable by a SO_REUSEPORT listener, free once both let go', async (t) => {
