@@ -3,7 +3,8 @@
  * directory (`<tmpdir>/specgate-cache-<primary pid>-<random>`), created by the primary before it forks
  * its workers and removed when the primary exits. Workers learn it from GATEWAY_CACHE_DIR (inherited
  * through cluster.fork). A primary killed with SIGKILL cannot remove its directory: the next primary
- * to start removes the directories of primaries that are no longer running.
+ * to start removes the directories of primaries that are no longer running, and any named with its own
+ * pid (pids are reused: 32,768 of them by default on Linux).
  *
  * The primary creates LMDB's two files in it too, empty (LMDB sets up an empty file as a new
  * environment), so that what makes the environment is known from the start: the directory and those
@@ -11,7 +12,7 @@
  * cleaner, by hand) and creates a new directory, which every worker then moves to (lmdb-env.ts); a
  * worker that finds one missing as it opens the environment says so at once (instanceDirIntact).
  */
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -22,8 +23,15 @@ const PARTS = ['', 'data.mdb', 'lock.mdb'] as const;
 
 export class InstanceCacheDir {
   private identity: string;
+  /**
+   * The directory and its files held open: an inode number is free for a new file once the last link
+   * and descriptor of the old one are gone, and ext4 and tmpfs hand it out again at once (a lock file
+   * removed and made anew had the same number), so without these the check would miss a replaced file.
+   */
+  private pins: number[];
 
   constructor(public path: string) {
+    this.pins = pin(path);
     this.identity = identity(path);
   }
 
@@ -42,9 +50,34 @@ export class InstanceCacheDir {
     } catch {
       // Left to the next primary's sweep of directories of primaries no longer running.
     }
+    unpin(this.pins);
     this.path = now;
+    this.pins = pin(now);
     this.identity = identity(now);
     return { was, now };
+  }
+}
+
+/** Descriptors of the directory and its files (those that exist). */
+function pin(dir: string): number[] {
+  const fds: number[] = [];
+  for (const name of PARTS) {
+    try {
+      fds.push(openSync(join(dir, name), 'r'));
+    } catch {
+      // Missing already: check() finds it so.
+    }
+  }
+  return fds;
+}
+
+function unpin(fds: number[]): void {
+  for (const fd of fds) {
+    try {
+      closeSync(fd);
+    } catch {
+      // Closed already.
+    }
   }
 }
 
@@ -105,7 +138,9 @@ function removeOrphans(): void {
   for (const name of names) {
     if (!name.startsWith(PREFIX)) continue;
     const pid = Number.parseInt(name.slice(PREFIX.length), 10);
-    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || alive(pid)) continue;
+    // One named with this process's pid is not this process's (it has made none yet): the pid was
+    // reused after the primary that made it was killed.
+    if (!Number.isInteger(pid) || pid <= 0 || (pid !== process.pid && alive(pid))) continue;
     rmSync(join(tmpdir(), name), { recursive: true, force: true });
   }
 }
