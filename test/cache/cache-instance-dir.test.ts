@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { CACHE_DIR_ENV, createInstanceCacheDir } from '../../src/cache/instance-dir.js';
+import { untapped } from '../helpers/untapped.js';
 
 const outer = mkdtempSync(join(tmpdir(), 'specgate-instance-dir-test-'));
 const savedTmp = process.env.TMPDIR;
@@ -20,7 +21,7 @@ t.teardown(() => {
 
 t.test('a start sweeps the dead and its own pid, keeps the living, and check() moves on a replaced lock file', async (t) => {
   t.equal(tmpdir(), outer, 'os.tmpdir() follows TMPDIR');
-  const exited = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+  const exited = spawnSync(...untapped(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']), { encoding: 'utf8' });
   const deadPid = Number(exited.stdout);
   const dirs = {
     dead: join(outer, `specgate-cache-${deadPid}-aaaaaa`),
