@@ -25,7 +25,7 @@ export class InstanceCacheDir {
   private identity: string;
   /**
    * The directory and its files held open: an inode number is free for a new file once the last link
-   * and descriptor of the old one are gone, and ext4 and tmpfs hand it out again at once (a lock file
+   * and descriptor of the old one are gone, and ext4 hands it out again at once (a lock file
    * removed and made anew had the same number), so without these the check would miss a replaced file.
    */
   private pins: number[];
