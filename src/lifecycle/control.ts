@@ -6,6 +6,7 @@
 import type { GatewayConfig } from '../config/types.js';
 import type { RequestListener } from '../exchange/listener.js';
 import type { Pipeline } from '../middleware/pipeline.js';
+import type { FetchUpstream } from '../middleware/types.js';
 import type { CircuitReport } from '../proxy/upstream-breakers.js';
 import type { DataPlane, UnboundDataPlane } from '../proxy/data-plane-types.js';
 import type { RoutingTable } from '../routing/table.js';
@@ -13,6 +14,7 @@ import { HostRoutes } from '../edge/host-routes.js';
 import type { UpstreamWeight } from './forward.js';
 import type { RequestLifecycle } from './request-lifecycle.js';
 import type { DataPlaneState } from './state.js';
+import { fetchThrough } from './upstream-fetch.js';
 
 /** The transport's listening side, as the control surface drives it. */
 export interface Acceptor {
@@ -33,13 +35,17 @@ export interface Acceptor {
 
 export class DataPlaneControl implements UnboundDataPlane {
   private closed: Promise<void> | null = null;
+  /** What a pipeline's middleware fetch from upstreams with, outside client requests. */
+  private readonly fetchUpstream: FetchUpstream;
 
   constructor(
     readonly uws: DataPlane['uws'],
     private readonly state: DataPlaneState,
     private readonly lifecycle: RequestLifecycle,
     private readonly acceptor: Acceptor,
-  ) {}
+  ) {
+    this.fetchUpstream = fetchThrough(lifecycle.forwarder);
+  }
 
   /**
    * Binds the configured ports: the kernel hands this data plane connections from then on, so the
@@ -80,6 +86,7 @@ export class DataPlaneControl implements UnboundDataPlane {
   }
 
   setPipeline(pipeline: Pipeline): void {
+    pipeline.useUpstream(this.fetchUpstream);
     this.state.pipeline = pipeline;
   }
 

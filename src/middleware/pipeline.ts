@@ -9,7 +9,7 @@
  */
 import type { Route } from '../routing/table.js';
 import type { RequestContext } from '../exchange/context.js';
-import { CONSUMER_HEADER, LongDecision, problem, type Answer, type Decision, type Middleware, type MiddlewareMetrics } from './types.js';
+import { CONSUMER_HEADER, LongDecision, problem, type Answer, type Decision, type FetchUpstream, type Middleware, type MiddlewareMetrics } from './types.js';
 import { counterPart } from '../metrics/counters.js';
 import { stripQueryParameters } from '../http/query-parameters.js';
 
@@ -210,6 +210,11 @@ export class Pipeline {
       // Its own failure handler failing changes nothing: the request goes on as decided here.
     }
     return middleware.failClosed ? problem(503, `${middleware.id} failed to decide`) : undefined;
+  }
+
+  /** The data plane installing this pipeline hands its upstream client to the middleware that want it. */
+  useUpstream(fetch: FetchUpstream): void {
+    for (const middleware of this.entries) middleware.useUpstream?.(fetch);
   }
 
   close(): Promise<void> {

@@ -42,7 +42,7 @@ import { CACHE_STORE, type CacheStore } from '../cache/store.js';
 import { FailureLog } from '../cache/failure-log.js';
 import type { RequestContext, ResponseObserver } from '../exchange/context.js';
 import { SEND_AGAIN } from '../exchange/observer.js';
-import { LongDecision, problem, type ContentAnswer, type Decision, type Middleware, type MiddlewareContext, type MiddlewareMetrics } from './types.js';
+import { LongDecision, problem, type ContentAnswer, type Decision, type FetchedAnswer, type FetchUpstream, type Middleware, type MiddlewareContext, type MiddlewareMetrics } from './types.js';
 import { counterPart } from '../metrics/counters.js';
 import { MAX_LIFETIME_MS, MAX_TIMER_MS, timerDelay } from '../config/durations.js';
 import type { EntryProblem } from '../config/typed-list-schema.js';
@@ -156,6 +156,7 @@ class Names {
   readonly notModified: string;
   readonly invalidations: string;
   readonly backgroundRefreshes: string;
+  readonly backgroundRefreshFailures: string;
 
   constructor(id: string) {
     const prefix = `middleware.${counterPart(id)}.`;
@@ -172,6 +173,7 @@ class Names {
     this.notModified = `${prefix}notModified`;
     this.invalidations = `${prefix}invalidations`;
     this.backgroundRefreshes = `${prefix}backgroundRefreshes`;
+    this.backgroundRefreshFailures = `${prefix}backgroundRefreshFailures`;
     this.storeErrors = `${prefix}storeErrors`;
   }
 }
@@ -200,6 +202,8 @@ export class ResponseCache implements Middleware {
   readonly passMarks = new PassMarks();
   /** Keys this worker refreshes in the background now. */
   private readonly refreshing = new Set<string>();
+  /** The data plane's upstream client, for background refreshes (none before the pipeline is installed). */
+  private fetchUpstream: FetchUpstream | null = null;
   readonly names: Names;
   readonly metrics: MiddlewareMetrics;
   readonly store: CacheStore;
@@ -435,70 +439,67 @@ export class ResponseCache implements Middleware {
 
   /**
    * stale-while-revalidate (RFC 5861): refreshes `entry` in the background, once per key for the
-   * instance (the shared store's lock; per worker with another store). The request goes straight to
-   * the endpoint's first host, conditional when the entry has validators: a 304 that selects the entry
-   * (RFC 9111 4.3.4) freshens it; one naming another representation leaves it as it is, and the
-   * refresh asks again without conditions; a storable 200 replaces it. Counted in backgroundRefreshes.
+   * instance (the shared store's lock; per worker with another store). The request goes through the
+   * data plane's upstream client (useUpstream) to the host the request's endpoint would be forwarded
+   * to now, conditional when the entry has validators: a 304 that selects the entry (RFC 9111 4.3.4)
+   * freshens it; one naming another representation leaves it as it is, and the refresh asks again
+   * without conditions; a storable 200 replaces it. Counted in backgroundRefreshes; one that fails (no
+   * host, the call failed or ran past lockTimeoutMs) in backgroundRefreshFailures.
    */
   refreshInBackground(key: string, primary: string, entry: StoredResponse, ctx: RequestContext, requestHeaders: readonly string[]): void {
-    const target = ctx.targets[0];
-    if (target === undefined || this.refreshing.has(key)) return;
+    const fetch = this.fetchUpstream;
+    if (fetch === null || this.refreshing.has(key)) return;
     const token = SharedCacheStore.newToken();
     if (this.shared !== null && !this.shared.tryLock(key, token, this.lockTimeoutMs)) return;
     this.refreshing.add(key);
     this.metrics.add(this.names.backgroundRefreshes);
-    const headers: Record<string, string> = {};
+    const conditions: string[] = [];
+    if (entry.etag !== undefined) conditions.push('if-none-match', entry.etag);
+    if (entry.lastModified !== undefined) conditions.push('if-modified-since', entry.lastModified);
+    const plain: string[] = [];
+    const conditional: string[] = [];
     for (let i = 0; i < requestHeaders.length; i += 2) {
       const name = requestHeaders[i]!;
-      const value = requestHeaders[i + 1]!;
-      if (!HOP_BY_HOP.has(name)) headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
+      if (HOP_BY_HOP.has(name)) continue;
+      plain.push(name, requestHeaders[i + 1]!);
+      // The entry's validators in place of the client's own.
+      if (name !== 'if-none-match' && name !== 'if-modified-since') conditional.push(name, requestHeaders[i + 1]!);
     }
-    const conditions: Record<string, string> = {};
-    if (entry.etag !== undefined) conditions['if-none-match'] = entry.etag;
-    if (entry.lastModified !== undefined) conditions['if-modified-since'] = entry.lastModified;
+    conditional.push(...conditions);
     const generation = this.generation(primary);
-    const url = `${target.upstream.replace(/\/$/, '')}${ctx.path}${ctx.query === '' ? '' : `?${ctx.query}`}`;
+    const target = ctx.query === '' ? ctx.path : `${ctx.path}?${ctx.query}`;
+    const limits = { timeoutMs: this.lockTimeoutMs, maxBodyBytes: this.maxEntryBytes };
+    const ask = (headers: readonly string[]): Promise<FetchedAnswer> => fetch(ctx, target, headers, limits) ?? Promise.reject(new Error('no host may take the refresh'));
+    // The host is picked now, with the request's endpoint and breakers as they are.
+    const first = ask(conditions.length > 0 ? conditional : plain);
     const finish = (): void => {
       this.refreshing.delete(key);
       if (this.shared !== null) void this.write(() => this.shared!.unlock(key, token));
     };
     void (async () => {
-      // undici is loaded by the first background refresh, not by every worker at start.
-      const { request } = await import('undici');
-      const ask = async (conditional: boolean) => {
-        const answer = await request(url, { method: 'GET', headers: conditional ? { ...headers, ...conditions } : headers, headersTimeout: this.lockTimeoutMs, bodyTimeout: this.lockTimeoutMs });
-        const flat: string[] = [];
-        for (const [name, value] of Object.entries(answer.headers)) {
-          if (value === undefined || HOP_BY_HOP.has(name)) continue;
-          for (const item of Array.isArray(value) ? value : [value]) flat.push(name, item);
-        }
-        return { answer, flat };
-      };
-      let { answer, flat } = await ask(true);
-      if (answer.statusCode === 304 && selects(entry, flat)) {
-        await answer.body.dump();
-        const merged = freshenedHeaders(entry, flat, this.targeted);
+      let answer = await first;
+      if (answer.status === 304 && selects(entry, answer.headers)) {
+        const merged = freshenedHeaders(entry, answer.headers, this.targeted);
         const verdict = judge(primary, requestHeaders, entry.status, merged, this.defaultTtlMs, this.heuristic, Date.now(), this.targeted);
         if (verdict.policy !== null) await this.save(primary, requestHeaders, entry.status, merged, entry.body, verdict.policy, verdict.vary, null, generation).done;
         return;
       }
-      if (answer.statusCode === 304) {
+      if (answer.status === 304) {
         // It names another representation than the stored one (RFC 9111 4.3.4): that one is fetched whole.
-        await answer.body.dump();
-        ({ answer, flat } = await ask(false));
-        if (answer.statusCode === 304) {
-          await answer.body.dump();
-          return;
-        }
+        answer = await ask(plain);
+        if (answer.status === 304) return;
       }
-      const body = Buffer.from(await answer.body.arrayBuffer());
-      const verdict = judge(primary, requestHeaders, answer.statusCode, flat, this.defaultTtlMs, this.heuristic, Date.now(), this.targeted);
-      if (verdict.policy !== null && body.length <= this.maxEntryBytes) {
-        await this.save(primary, requestHeaders, answer.statusCode, flat, body, verdict.policy, verdict.vary, null, generation).done;
+      const verdict = judge(primary, requestHeaders, answer.status, answer.headers, this.defaultTtlMs, this.heuristic, Date.now(), this.targeted);
+      if (verdict.policy !== null) {
+        await this.save(primary, requestHeaders, answer.status, answer.headers, answer.body, verdict.policy, verdict.vary, null, generation).done;
       }
     })()
-      .catch(() => this.metrics.add(this.names.storeErrors))
+      .catch(() => this.metrics.add(this.names.backgroundRefreshFailures))
       .finally(finish);
+  }
+
+  useUpstream(fetch: FetchUpstream): void {
+    this.fetchUpstream = fetch;
   }
 
   /** A store write or delete that never throws or rejects; a Promise when the store answers later. */

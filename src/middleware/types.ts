@@ -29,6 +29,22 @@ export interface Credentials {
   readonly hide: boolean;
 }
 
+/** What FetchUpstream brings back: the status, the end-to-end headers (names lower-case) and the whole body. */
+export interface FetchedAnswer {
+  readonly status: number;
+  readonly headers: readonly string[];
+  readonly body: Buffer;
+}
+
+/**
+ * A GET a middleware makes of its own, outside any client's request (the response cache's background
+ * refresh), through the data plane's upstream client: to the host `ctx`'s endpoint would be forwarded
+ * to now (balancer and breakers), over that host's connections, TLS settings and timeouts. One try.
+ * `target` is the path and query. Null when no host may take it; rejects when the call fails, takes
+ * longer than `timeoutMs` or brings a body larger than `maxBodyBytes`.
+ */
+export type FetchUpstream = (ctx: RequestContext, target: string, headers: readonly string[], limits: { timeoutMs: number; maxBodyBytes: number }) => Promise<FetchedAnswer> | null;
+
 export interface Middleware {
   readonly id: string;
   readonly type: string;
@@ -50,6 +66,8 @@ export interface Middleware {
   failed?(ctx: RequestContext, err: unknown): void;
   /** apiKeyAuth: where it reads a key, and whether it hides it (the pipeline guards every routed request with them). */
   readonly credentials?: Credentials;
+  /** Optional: the data plane that installs the pipeline hands over its FetchUpstream. */
+  useUpstream?(fetch: FetchUpstream): void;
   /** Resolves once the middleware can decide as configured (its store answered, or its attempts ran out). */
   ready(): Promise<void>;
   /** Frees what it holds (store connections); in-flight decisions may still settle. */
