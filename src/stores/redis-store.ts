@@ -21,6 +21,7 @@ import { StoreError } from './store-errors.js';
 import type { GcraPolicy, RateDecision } from './gcra.js';
 import { boundKey } from './keys.js';
 import { GCRA_TAKE_EACH_LUA, GCRA_TAKE_EACH_SHA1, GCRA_TAKE_LUA, GCRA_TAKE_SHA1 } from './redis-gcra.js';
+import { DELETE_GROUP_LUA, DELETE_GROUP_SHA1, SET_IN_GROUP_LUA, SET_IN_GROUP_SHA1 } from './redis-groups.js';
 import type { KeyValueStore, RateLimitStore } from './types.js';
 
 // Required here, after the shim, by Node's own loader: the bundles (src/cli/bundle-write.ts) leave
@@ -348,12 +349,13 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
   }
 
   /** A script by its SHA1; the script itself when the server lost its script cache (restart, SCRIPT FLUSH), within the same budget. */
-  private async runScript(sha1: string, lua: string, bucket: string, args: string[], deadline: number): Promise<unknown> {
+  private async runScript(sha1: string, lua: string, keys: string | readonly string[], args: ReadonlyArray<string | Buffer>, deadline: number): Promise<unknown> {
+    const named = typeof keys === 'string' ? ['1', keys] : [String(keys.length), ...keys];
     try {
-      return await this.run(['EVALSHA', sha1, '1', bucket, ...args], deadline);
+      return await this.run(['EVALSHA', sha1, ...named, ...args], deadline);
     } catch (error) {
       if (!(error instanceof StoreError && error.cause instanceof ErrorReply && error.cause.message.startsWith('NOSCRIPT'))) throw error;
-      return this.run(['EVAL', lua, '1', bucket, ...args], deadline);
+      return this.run(['EVAL', lua, ...named, ...args], deadline);
     }
   }
 
@@ -367,6 +369,19 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
   async set(key: string, value: Buffer, ttlMs: number, maxWaitMs = Infinity): Promise<void> {
     if (!Number.isInteger(ttlMs) || ttlMs < 1) throw new RangeError(`set: ttlMs must be an integer >= 1, got ${ttlMs}`);
     await this.run(['SET', this.valueKey(key), value, 'PX', String(ttlMs)], Date.now() + Math.min(this.commandTimeoutMs, maxWaitMs));
+  }
+
+  /** set(), with `key` filed under `group` (src/stores/redis-groups.ts). */
+  async setInGroup(key: string, group: string, value: Buffer, ttlMs: number, maxWaitMs = Infinity): Promise<void> {
+    if (!Number.isInteger(ttlMs) || ttlMs < 1) throw new RangeError(`setInGroup: ttlMs must be an integer >= 1, got ${ttlMs}`);
+    const deadline = Date.now() + Math.min(this.commandTimeoutMs, maxWaitMs);
+    await this.runScript(SET_IN_GROUP_SHA1, SET_IN_GROUP_LUA, [this.valueKey(key), this.groupKey(group)], [value, String(ttlMs)], deadline);
+  }
+
+  /** Removes every key filed under `group`, and the group; how many keys were filed. */
+  async deleteGroup(group: string, maxWaitMs = Infinity): Promise<number> {
+    const deadline = Date.now() + Math.min(this.commandTimeoutMs, maxWaitMs);
+    return Number(await this.runScript(DELETE_GROUP_SHA1, DELETE_GROUP_LUA, this.groupKey(group), [], deadline));
   }
 
   /** Removes `key`; true when it was there. */
@@ -390,6 +405,10 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
 
   private valueKey(key: string): string {
     return `${this.keyPrefix}kv:${boundKey(key)}`;
+  }
+
+  private groupKey(group: string): string {
+    return `${this.keyPrefix}kvg:${boundKey(group)}`;
   }
 
   /**

@@ -19,4 +19,11 @@ export interface KeyValueStore {
   get(key: string, maxWaitMs?: number): Promise<Buffer | null>;
   set(key: string, value: Buffer, ttlMs: number, maxWaitMs?: number): Promise<void>;
   delete(key: string, maxWaitMs?: number): Promise<boolean>;
+  /**
+   * Optional: set() that also files `key` under `group`, so that deleteGroup() removes it with the
+   * group's other keys (the response cache files every entry of a URL under the URL).
+   */
+  setInGroup?(key: string, group: string, value: Buffer, ttlMs: number, maxWaitMs?: number): Promise<void>;
+  /** Optional, with setInGroup: removes every key filed under `group`; how many were filed. */
+  deleteGroup?(group: string, maxWaitMs?: number): Promise<number>;
 }

@@ -1,0 +1,90 @@
+// Invalidation on a `redis` store (docs/cache.md#invalidation), against a real redis-server: two
+// instances (data planes, each with a RedisStore of its own) share the cache; a POST on one drops the
+// URL's every variant and the URL its answer's Location names, and the other instance then misses.
+// The URL's group of keys goes with them, and a URL nobody invalidated keeps its entries.
+import { createClient } from 'redis';
+import t from 'tap';
+import { RemoteCacheStore } from '../../src/cache/remote-store.js';
+import { Counters } from '../../src/metrics/counters.js';
+import { buildPipeline } from '../../src/middleware/registry.js';
+import type { DataPlane } from '../../src/proxy/data-plane.js';
+import { RedisStore } from '../../src/stores/redis-store.js';
+import { planeInFrontOf } from '../helpers/data-plane.js';
+import { rawRequest } from '../helpers/raw-http.js';
+import { startRedisServer } from '../helpers/redis-server.js';
+import { storeLookup } from '../helpers/stores.js';
+import { entry, startUpstream } from '../helpers/upstream-server.js';
+
+const redis = await startRedisServer();
+t.teardown(() => redis.stop());
+
+let version = 0;
+const upstream = await startUpstream((req, res) => {
+  if (req.method === 'POST') {
+    res.writeHead(201, { location: '/items/listed', 'content-length': '0' });
+    res.end();
+    return;
+  }
+  const body = `${req.url} ${req.headers['accept-language'] ?? '-'} v${++version}`;
+  res.writeHead(200, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(body), 'cache-control': 'max-age=600', vary: 'Accept-Language' });
+  res.end(body);
+});
+t.teardown(() => upstream.close());
+
+async function instance(): Promise<DataPlane> {
+  const plane = await planeInFrontOf(t, upstream.url, [entry('GET', '/items/{id}', upstream.url), entry('POST', '/items/{id}', upstream.url)]);
+  const store = new RedisStore({ name: 'shared', url: redis.url, keyPrefix: 'gw:', connectTimeoutMs: 2000, commandTimeoutMs: 1000, connectAttempts: 3, breakerFailures: 5, breakerResetMs: 1000 });
+  t.teardown(() => store.close());
+  const cache = new RemoteCacheStore(store, 'cache', () => Promise.resolve());
+  const pipeline = buildPipeline(
+    [{ id: 'cache', type: 'responseCache', slaMs: 1000, store: 'shared', maxEntryBytes: 131072, maxBytes: 1 << 24, defaultTtlMs: 0, staleIfErrorMs: 0 }],
+    { metrics: new Counters(), warn: () => {}, stores: storeLookup({ cache: (name) => (name === 'shared' ? cache : undefined) }) },
+  );
+  t.teardown(() => pipeline.close());
+  plane.setPipeline(pipeline);
+  return plane;
+}
+const [a, b] = [await instance(), await instance()];
+
+async function ask(plane: DataPlane, method: string, path: string, language?: string): Promise<{ status: number; xCache: string | undefined; body: string }> {
+  const extra = (language === undefined ? '' : `Accept-Language: ${language}\r\n`) + (method === 'POST' ? 'Content-Length: 0\r\n' : '');
+  const [answer] = (await rawRequest(plane.port, `${method} ${path} HTTP/1.1\r\nHost: gw\r\n${extra}\r\n`, { responses: 1, waitMs: 10_000 })).responses;
+  if (answer === undefined || !answer.complete) throw new Error(`${method} ${path}: no complete answer`);
+  return { status: answer.status, xCache: answer.headers['x-cache']?.[0], body: answer.body.toString() };
+}
+
+t.test("a POST on one instance drops the URL's every variant and its Location's entry for the other", async (t) => {
+  const asked: Array<[string, string | undefined]> = [
+    ['/items/7', 'en'],
+    ['/items/7', 'de'],
+    ['/items/listed', undefined],
+    ['/items/8', 'en'],
+  ];
+  for (const [path, language] of asked) t.equal((await ask(a, 'GET', path, language)).xCache, 'MISS', `${path} ${language ?? ''}: stored by A`);
+  const before = new Map<string, string>();
+  for (const [path, language] of asked) {
+    const hit = await ask(b, 'GET', path, language);
+    t.equal(hit.xCache, 'HIT', `${path} ${language ?? ''}: a HIT on B`);
+    before.set(`${path} ${language}`, hit.body);
+  }
+  const inspect = createClient({ url: redis.url });
+  inspect.on('error', () => {});
+  await inspect.connect();
+  t.teardown(() => inspect.destroy());
+  const groups = async () => (await inspect.keys('gw:kvg:*')).length;
+  t.equal(await groups(), 3, "one group per URL: /items/7's two variants in one");
+  for (const key of await inspect.keys('gw:kvg:*')) {
+    const ttl = await inspect.pTTL(key);
+    t.ok(ttl > 0 && ttl <= 600_000, `${key} expires with its entries (${ttl} ms)`);
+  }
+
+  const post = await ask(a, 'POST', '/items/7');
+  t.equal(post.status, 201);
+  for (const [path, language] of asked.slice(0, 3)) {
+    const after = await ask(b, 'GET', path, language);
+    t.equal(after.xCache, 'MISS', `${path} ${language ?? ''}: dropped for B too`);
+    t.not(after.body, before.get(`${path} ${language}`), 'fetched anew');
+  }
+  t.same(await ask(b, 'GET', '/items/8', 'en'), { status: 200, xCache: 'HIT', body: before.get('/items/8 en') }, 'another URL keeps its entry');
+  t.equal(await groups(), 3, 'the dropped groups are gone, and filled again by the refetches');
+});
