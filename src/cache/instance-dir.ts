@@ -27,6 +27,8 @@ export class InstanceCacheDir {
    * The directory and its files held open: an inode number is free for a new file once the last link
    * and descriptor of the old one are gone, and ext4 hands it out again at once (a lock file
    * removed and made anew had the same number), so without these the check would miss a replaced file.
+   * Safe beside LMDB's locks only because the primary never opens the environment itself: closing any
+   * descriptor of a file drops every POSIX record lock the closing process holds on it.
    */
   private pins: number[];
 
