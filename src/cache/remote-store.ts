@@ -25,8 +25,7 @@ export class RemoteCacheStore implements CacheStore {
     private readonly maxWaitMs?: number,
   ) {
     this.prefix = `cache:${owner}:`;
-    const { deleteGroup } = store;
-    if (store.setInGroup !== undefined && deleteGroup !== undefined) this.deletePrefix = (prefix) => deleteGroup.call(store, this.prefix + prefix, this.maxWaitMs);
+    if (store.setInGroup !== undefined && store.deleteGroup !== undefined) this.deletePrefix = (prefix) => store.deleteGroup!(this.prefix + prefix, this.maxWaitMs);
   }
 
   async get(key: string): Promise<CacheRecord | undefined> {

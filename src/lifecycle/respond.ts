@@ -84,8 +84,8 @@ export class ResponseChain {
   }
 }
 
-/** The headers the client gets of the upstream's, as strings (flat, names lower-case): built only for observers. */
-function endToEndHeaders(raw: readonly Buffer[]): string[] {
+/** The headers the client gets of the upstream's, as strings (flat, names lower-case): built only for observers and middleware fetches. */
+export function endToEndHeaders(raw: readonly Buffer[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;

@@ -11,6 +11,7 @@ import type { UpstreamCall, UpstreamHandler } from '../upstream/call.js';
 import type { UpstreamError } from '../upstream/call-errors.js';
 import type { ResponseHead } from '../upstream/response-parser.js';
 import type { ForwardPhase } from './forward.js';
+import { endToEndHeaders } from './respond.js';
 
 export function fetchThrough(forwarder: ForwardPhase): FetchUpstream {
   return (ctx: RequestContext, target: string, headers: readonly string[], limits: { timeoutMs: number; maxBodyBytes: number }) => {
@@ -31,7 +32,7 @@ class Collector implements UpstreamHandler {
   private call: UpstreamCall | null = null;
   private timer: NodeJS.Timeout | null = null;
   private status = 0;
-  private readonly headers: string[] = [];
+  private headers: string[] = [];
   private readonly chunks: Buffer[] = [];
   private bytes = 0;
   private settled = false;
@@ -52,8 +53,7 @@ class Collector implements UpstreamHandler {
 
   onHead(status: number, head: ResponseHead): boolean {
     this.status = status;
-    const raw = head.headers;
-    for (let i = 0; i < raw.length; i += 2) this.headers.push(raw[i]!.toString('latin1').toLowerCase(), raw[i + 1]!.toString('latin1'));
+    this.headers = endToEndHeaders(head.headers);
     return true;
   }
 

@@ -456,12 +456,10 @@ export class ResponseCache implements Middleware {
     const conditions: string[] = [];
     if (entry.etag !== undefined) conditions.push('if-none-match', entry.etag);
     if (entry.lastModified !== undefined) conditions.push('if-modified-since', entry.lastModified);
-    const plain: string[] = [];
+    // Host, the framing and hop-by-hop fields are the upstream client's own: it drops a caller's copies.
     const conditional: string[] = [];
     for (let i = 0; i < requestHeaders.length; i += 2) {
       const name = requestHeaders[i]!;
-      if (HOP_BY_HOP.has(name)) continue;
-      plain.push(name, requestHeaders[i + 1]!);
       // The entry's validators in place of the client's own.
       if (name !== 'if-none-match' && name !== 'if-modified-since') conditional.push(name, requestHeaders[i + 1]!);
     }
@@ -471,7 +469,7 @@ export class ResponseCache implements Middleware {
     const limits = { timeoutMs: this.lockTimeoutMs, maxBodyBytes: this.maxEntryBytes };
     const ask = (headers: readonly string[]): Promise<FetchedAnswer> => fetch(ctx, target, headers, limits) ?? Promise.reject(new Error('no host may take the refresh'));
     // The host is picked now, with the request's endpoint and breakers as they are.
-    const first = ask(conditions.length > 0 ? conditional : plain);
+    const first = ask(conditions.length > 0 ? conditional : requestHeaders);
     const finish = (): void => {
       this.refreshing.delete(key);
       if (this.shared !== null) void this.write(() => this.shared!.unlock(key, token));
@@ -486,7 +484,7 @@ export class ResponseCache implements Middleware {
       }
       if (answer.status === 304) {
         // It names another representation than the stored one (RFC 9111 4.3.4): that one is fetched whole.
-        answer = await ask(plain);
+        answer = await ask(requestHeaders);
         if (answer.status === 304) return;
       }
       const verdict = judge(primary, requestHeaders, answer.status, answer.headers, this.defaultTtlMs, this.heuristic, Date.now(), this.targeted);
@@ -1023,7 +1021,6 @@ class CacheRequest implements ResponseObserver {
   }
 }
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length']);
 
 /** How long a stale entry with validators is kept for a conditional request. */
 const REVALIDATE_KEEP_MS = 10 * 60_000;
