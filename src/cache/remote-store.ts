@@ -4,7 +4,9 @@
  * its middleware id. Entries expire in the store too (the TTL the cache gives). Bytes that do not
  * decode (another version's format, a corrupted value) count as absent. On a store that files keys in
  * groups (setInGroup/deleteGroup), every entry is filed under its URL (key.ts urlOfKey), so that an
- * invalidation drops the URL's every variant (deletePrefix) as the local store does.
+ * invalidation drops the URL's every variant (deletePrefix) as the local store does, and moves the
+ * URL's generation on: a lookup reads the URL's generation with the entry, and an answer fetched after
+ * it is stored only if no invalidation came since (setIfUnchanged), as with the local store.
  */
 import type { KeyValueStore } from '../stores/types.js';
 import { CacheRecordError, decodeRecord, encodeRecord } from './codec.js';
@@ -12,10 +14,15 @@ import { urlOfKey } from './key.js';
 import type { CacheRecord } from './record.js';
 import type { CacheStore } from './store.js';
 
+/** URLs whose generation a store remembers; a lookup and its forward are microseconds apart. */
+const REMEMBERED_URLS = 4096;
+
 export class RemoteCacheStore implements CacheStore {
   private readonly prefix: string;
   /** Every entry of one URL (key.ts urlPrefix): present when the store files keys in groups. */
   readonly deletePrefix?: (prefix: string) => Promise<number>;
+  /** The generation each URL's last lookup read (bounded: a URL not found here is stored unchecked). */
+  private readonly generations = new Map<string, number>();
 
   constructor(
     private readonly store: KeyValueStore,
@@ -29,7 +36,13 @@ export class RemoteCacheStore implements CacheStore {
   }
 
   async get(key: string): Promise<CacheRecord | undefined> {
-    const bytes = await this.store.get(this.prefix + key, this.maxWaitMs);
+    let bytes: Buffer | null;
+    if (this.deletePrefix !== undefined && this.store.getInGroup !== undefined) {
+      const url = urlOfKey(key);
+      const read = await this.store.getInGroup(this.prefix + key, this.prefix + url, this.maxWaitMs);
+      this.remember(url, read.generation);
+      bytes = read.value;
+    } else bytes = await this.store.get(this.prefix + key, this.maxWaitMs);
     if (bytes === null) return undefined;
     try {
       return decodeRecord(bytes);
@@ -41,8 +54,31 @@ export class RemoteCacheStore implements CacheStore {
 
   set(key: string, record: CacheRecord, ttlMs: number): Promise<void> {
     const ttl = Math.max(1, Math.ceil(ttlMs));
-    if (this.deletePrefix !== undefined) return this.store.setInGroup!(this.prefix + key, this.prefix + urlOfKey(key), encodeRecord(record), ttl, this.maxWaitMs);
+    if (this.deletePrefix !== undefined) return this.store.setInGroup!(this.prefix + key, this.prefix + urlOfKey(key), encodeRecord(record), ttl, this.maxWaitMs).then(() => undefined);
     return this.store.set(this.prefix + key, encodeRecord(record), ttl, this.maxWaitMs);
+  }
+
+  /**
+   * The generation of `url` its last lookup read: how many times it was invalidated by then, on any
+   * instance. Undefined when this store keeps none (no groups) or forgot it.
+   */
+  generation(url: string): number | undefined {
+    return this.generations.get(url);
+  }
+
+  /** set(), unless `url` was invalidated since generation() said `generation`: false then, nothing stored. */
+  setIfUnchanged(key: string, record: CacheRecord, ttlMs: number, url: string, generation: number): Promise<boolean> {
+    if (this.deletePrefix === undefined) return this.set(key, record, ttlMs).then(() => true);
+    const ttl = Math.max(1, Math.ceil(ttlMs));
+    return this.store.setInGroup!(this.prefix + key, this.prefix + url, encodeRecord(record), ttl, this.maxWaitMs, generation);
+  }
+
+  private remember(url: string, generation: number): void {
+    const generations = this.generations;
+    // Re-inserted, so the oldest read is the first to go.
+    generations.delete(url);
+    if (generations.size >= REMEMBERED_URLS) generations.delete(generations.keys().next().value!);
+    generations.set(url, generation);
   }
 
   async delete(key: string): Promise<void> {

@@ -21,6 +21,14 @@ export interface CacheStore {
    * Absent when the store cannot list keys by prefix cheaply: the cache then deletes the keys it knows.
    */
   deletePrefix?(prefix: string): number | Promise<number>;
+  /**
+   * Optional: how many times `url` was invalidated (deletePrefix of its entries, on any instance), as
+   * far as the store knows now; undefined when it cannot say. Read before an answer is fetched, and
+   * given back to setIfUnchanged() with it.
+   */
+  generation?(url: string): number | undefined;
+  /** Optional, with generation(): set(), unless `url` was invalidated since it was `generation`: false then, nothing stored. */
+  setIfUnchanged?(key: string, record: CacheRecord, ttlMs: number, url: string, generation: number): boolean | Promise<boolean>;
   /** Resolves once the store can answer (or has given up trying to connect). */
   ready(): Promise<void>;
   /** The cache that uses it is closed: free what is held for it. */

@@ -386,7 +386,7 @@ export class ResponseCache implements Middleware {
     vary: readonly string[],
     lock: HeldLock | null = null,
     generation: number | null = null,
-  ): { record: StoredResponse; done: void | Promise<void>; unlocked: boolean; stored: boolean } {
+  ): { record: StoredResponse; done: void | Promise<void>; unlocked: boolean; stored: boolean | Promise<boolean> } {
     const now = Date.now();
     const targeted = this.targeted;
     const record = new StoredResponse(status, served(headers, targeted), body, policy, primary, now, targetedValue(headers, targeted));
@@ -398,20 +398,27 @@ export class ResponseCache implements Middleware {
     if (vary.length === 0) return { record, ...this.writeEntry(primary, record, ttl, lock, unchanged) };
     const key = variantKey(primary, vary, requestHeaders);
     const index = this.writeEntry(primary, new VaryIndex(vary, now), ttl, null, unchanged);
-    if (!index.stored) return { record, done: undefined, unlocked: false, stored: false };
+    if (index.stored === false) return { record, done: undefined, unlocked: false, stored: false };
     const variant = this.writeEntry(key, record, ttl, lock, unchanged);
     const done = index.done instanceof Promise || variant.done instanceof Promise ? Promise.all([index.done, variant.done]).then(() => undefined) : undefined;
-    return { record, done, unlocked: variant.unlocked, stored: variant.stored };
+    const stored = index.stored instanceof Promise || variant.stored instanceof Promise ? Promise.all([index.stored, variant.stored]).then(([a, b]) => a && b) : variant.stored;
+    return { record, done, unlocked: variant.unlocked, stored };
   }
 
   /**
    * A write of a save. With the shared store and a lock held, the lock goes in the same transaction
    * (SharedCacheStore.setAndUnlock); `unlocked` says whether it did. A failed write leaves the lock to
    * the caller's own unlock. With `unchanged`, the shared store checks the URL's generation in that
-   * transaction: `stored` false, nothing written, when it moved (another store has no generations).
+   * transaction: `stored` false, nothing written, when it moved. Another store that keeps generations
+   * (a Redis one) checks in its own write (setIfUnchanged): `stored` is then a Promise, false also when
+   * the write failed.
    */
-  private writeEntry(key: string, record: CacheRecord, ttl: number, lock: HeldLock | null, unchanged: Unchanged | null): { done: void | Promise<void>; unlocked: boolean; stored: boolean } {
+  private writeEntry(key: string, record: CacheRecord, ttl: number, lock: HeldLock | null, unchanged: Unchanged | null): { done: void | Promise<void>; unlocked: boolean; stored: boolean | Promise<boolean> } {
     const shared = this.shared;
+    if (shared === null && unchanged !== null && this.store.setIfUnchanged !== undefined) {
+      const stored = this.setIfUnchanged(key, record, ttl, unchanged);
+      return { done: stored instanceof Promise ? stored.then(() => undefined) : undefined, unlocked: false, stored };
+    }
     if (shared === null || (lock === null && unchanged === null)) return { done: this.write(() => this.store.set(key, record, ttl)), unlocked: false, stored: true };
     let unlocked = false;
     let stored = true;
@@ -422,15 +429,32 @@ export class ResponseCache implements Middleware {
     return { done, unlocked, stored };
   }
 
+  /** The store's setIfUnchanged, which never throws or rejects: a write that failed stored nothing. */
+  private setIfUnchanged(key: string, record: CacheRecord, ttl: number, unchanged: Unchanged): boolean | Promise<boolean> {
+    let stored: boolean | Promise<boolean>;
+    try {
+      stored = this.store.setIfUnchanged!(key, record, ttl, unchanged.url, unchanged.generation);
+    } catch (err) {
+      this.storeFailed(err);
+      return false;
+    }
+    if (!(stored instanceof Promise)) return stored;
+    return stored.catch((err: unknown) => {
+      this.storeFailed(err);
+      return false;
+    });
+  }
+
   /**
-   * How many times the URL of `primary` was invalidated (SharedCacheStore.generation), read before its
-   * answer is fetched; null without the shared store, or when the store cannot say.
+   * How many times the URL of `primary` was invalidated (the store's generation(): the shared store's
+   * own count, or what a Redis store's last lookup of the URL read), read before its answer is
+   * fetched; null when the store keeps no generations or cannot say.
    */
   generation(primary: string): number | null {
-    const shared = this.shared;
-    if (shared === null) return null;
+    const store = this.store;
+    if (store.generation === undefined) return null;
     try {
-      return shared.generation(urlOfKey(primary));
+      return store.generation(urlOfKey(primary)) ?? null;
     } catch (err) {
       this.storeFailed(err);
       return null;
@@ -1015,8 +1039,13 @@ class CacheRequest implements ResponseObserver {
     const { record, done, unlocked, stored } = this.cache.save(this.primary, this.requestHeaders, this.status, this.headers, body, this.policy!, this.storedVary, lock, this.generation);
     // Let go with the entry (one commit): land() has no lock left to release.
     if (unlocked) this.lockToken = null;
-    if (!stored) this.invalidated = true;
     this.lastStored = record;
+    if (stored === false) this.invalidated = true;
+    else if (stored instanceof Promise) {
+      return stored.then((kept) => {
+        if (!kept) this.invalidated = true;
+      });
+    }
     return done;
   }
 }

@@ -4,14 +4,42 @@ import { createHash } from 'node:crypto';
  * Keys filed in groups, so that a group's keys go in one command (the response cache's every entry of
  * one URL: its variants, whatever their Vary values). A group is a set of full key names that lives as
  * long as its longest-lived member; a key that expires or is replaced alone stays in the set until the
- * group goes, which costs a DEL of nothing at most. Both scripts touch keys they are not given in
- * KEYS (the members): fine on one Redis server, which is what RedisStore speaks to. Not loaded at
- * connect as the rate limit's scripts are: the first EVALSHA of each on a server answers NOSCRIPT and
- * is sent again as EVAL, once per server (it keeps the script until it restarts or SCRIPT FLUSH).
+ * group goes, which costs a DEL of nothing at most. The scripts touch keys they are not given in KEYS
+ * (the members): fine on one Redis server, which is what RedisStore speaks to. Not loaded at connect
+ * as the rate limit's scripts are: the first EVALSHA of each on a server answers NOSCRIPT and is sent
+ * again as EVAL, once per server (it keeps the script until it restarts or SCRIPT FLUSH).
  *
- * KEYS[1] the value's key, KEYS[2] the group's; ARGV[1] the value, ARGV[2] its TTL in ms.
+ * Generations: each deleteGroup counts one more in the group's slot of one hash (GROUP_SLOTS fields,
+ * so bounded whatever the number of groups; groups that share a slot share a count). A value read
+ * with its group's generation and written back only if the generation has not moved cannot outlive a
+ * deleteGroup that came between the two: the response cache's answer fetched while its URL was
+ * invalidated elsewhere is not stored. A shared slot only ever makes a write be refused that could
+ * have been let in, never the other way.
+ */
+
+/** Slots of the generations hash. */
+export const GROUP_SLOTS = 65536;
+
+/** The slot of `group` in the generations hash (FNV-1a of its UTF-16 code units). */
+export function groupSlot(group: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < group.length; i++) hash = Math.imul(hash ^ group.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) % GROUP_SLOTS;
+}
+
+/** KEYS[1] the value's key, KEYS[2] the generations hash; ARGV[1] the group's slot. {value or nil, generation}. */
+export const GET_IN_GROUP_LUA = `
+return {redis.call('GET', KEYS[1]), redis.call('HGET', KEYS[2], ARGV[1]) or '0'}
+`;
+export const GET_IN_GROUP_SHA1 = createHash('sha1').update(GET_IN_GROUP_LUA).digest('hex');
+
+/**
+ * KEYS[1] the value's key, KEYS[2] the group's, KEYS[3] the generations hash; ARGV[1] the value,
+ * ARGV[2] its TTL in ms, ARGV[3] the group's slot, ARGV[4] the generation the value was read at ('' :
+ * whatever it is now). 1 when stored, 0 when the generation moved (nothing written).
  */
 export const SET_IN_GROUP_LUA = `
+if ARGV[4] ~= '' and (redis.call('HGET', KEYS[3], ARGV[3]) or '0') ~= ARGV[4] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 redis.call('SADD', KEYS[2], KEYS[1])
 if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
@@ -19,13 +47,18 @@ return 1
 `;
 export const SET_IN_GROUP_SHA1 = createHash('sha1').update(SET_IN_GROUP_LUA).digest('hex');
 
-/** KEYS[1] the group's key. Deletes its members (in batches: unpack has a stack limit) and itself; how many members. */
+/**
+ * KEYS[1] the group's key, KEYS[2] the generations hash; ARGV[1] the group's slot. Deletes the members
+ * (in batches: unpack has a stack limit) and the group, and moves the slot's generation on; how many
+ * members.
+ */
 export const DELETE_GROUP_LUA = `
 local members = redis.call('SMEMBERS', KEYS[1])
 for i = 1, #members, 1000 do
   redis.call('DEL', unpack(members, i, math.min(i + 999, #members)))
 end
 redis.call('DEL', KEYS[1])
+redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
 return #members
 `;
 export const DELETE_GROUP_SHA1 = createHash('sha1').update(DELETE_GROUP_LUA).digest('hex');

@@ -21,8 +21,8 @@ import { StoreError } from './store-errors.js';
 import type { GcraPolicy, RateDecision } from './gcra.js';
 import { boundKey } from './keys.js';
 import { GCRA_TAKE_EACH_LUA, GCRA_TAKE_EACH_SHA1, GCRA_TAKE_LUA, GCRA_TAKE_SHA1 } from './redis-gcra.js';
-import { DELETE_GROUP_LUA, DELETE_GROUP_SHA1, SET_IN_GROUP_LUA, SET_IN_GROUP_SHA1 } from './redis-groups.js';
-import type { KeyValueStore, RateLimitStore } from './types.js';
+import { DELETE_GROUP_LUA, DELETE_GROUP_SHA1, GET_IN_GROUP_LUA, GET_IN_GROUP_SHA1, groupSlot, SET_IN_GROUP_LUA, SET_IN_GROUP_SHA1 } from './redis-groups.js';
+import type { GroupRead, KeyValueStore, RateLimitStore } from './types.js';
 
 // Required here, after the shim, by Node's own loader: the bundles (src/cli/bundle-write.ts) leave
 // node-redis to Node, and would load a statically imported external before any module's code ran.
@@ -349,13 +349,13 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
   }
 
   /** A script by its SHA1; the script itself when the server lost its script cache (restart, SCRIPT FLUSH), within the same budget. */
-  private async runScript(sha1: string, lua: string, keys: string | readonly string[], args: ReadonlyArray<string | Buffer>, deadline: number): Promise<unknown> {
+  private async runScript(sha1: string, lua: string, keys: string | readonly string[], args: ReadonlyArray<string | Buffer>, deadline: number, typeMapping?: typeof BUFFER_REPLIES): Promise<unknown> {
     const named = typeof keys === 'string' ? ['1', keys] : [String(keys.length), ...keys];
     try {
-      return await this.run(['EVALSHA', sha1, ...named, ...args], deadline);
+      return await this.run(['EVALSHA', sha1, ...named, ...args], deadline, typeMapping);
     } catch (error) {
       if (!(error instanceof StoreError && error.cause instanceof ErrorReply && error.cause.message.startsWith('NOSCRIPT'))) throw error;
-      return this.run(['EVAL', lua, ...named, ...args], deadline);
+      return this.run(['EVAL', lua, ...named, ...args], deadline, typeMapping);
     }
   }
 
@@ -371,17 +371,26 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
     await this.run(['SET', this.valueKey(key), value, 'PX', String(ttlMs)], Date.now() + Math.min(this.commandTimeoutMs, maxWaitMs));
   }
 
-  /** set(), with `key` filed under `group` (src/stores/redis-groups.ts). */
-  async setInGroup(key: string, group: string, value: Buffer, ttlMs: number, maxWaitMs = Infinity): Promise<void> {
+  /** set(), with `key` filed under `group`; with `generation`, only if the group was not deleted since (src/stores/redis-groups.ts). */
+  async setInGroup(key: string, group: string, value: Buffer, ttlMs: number, maxWaitMs = Infinity, generation?: number): Promise<boolean> {
     if (!Number.isInteger(ttlMs) || ttlMs < 1) throw new RangeError(`setInGroup: ttlMs must be an integer >= 1, got ${ttlMs}`);
     const deadline = Date.now() + Math.min(this.commandTimeoutMs, maxWaitMs);
-    await this.runScript(SET_IN_GROUP_SHA1, SET_IN_GROUP_LUA, [this.valueKey(key), this.groupKey(group)], [value, String(ttlMs)], deadline);
+    const keys = [this.valueKey(key), this.groupKey(group), this.generationsKey()];
+    const args = [value, String(ttlMs), String(groupSlot(group)), generation === undefined ? '' : String(generation)];
+    return Number(await this.runScript(SET_IN_GROUP_SHA1, SET_IN_GROUP_LUA, keys, args, deadline)) === 1;
   }
 
-  /** Removes every key filed under `group`, and the group; how many keys were filed. */
+  /** Removes every key filed under `group`, and the group, and moves its generation on; how many keys were filed. */
   async deleteGroup(group: string, maxWaitMs = Infinity): Promise<number> {
     const deadline = Date.now() + Math.min(this.commandTimeoutMs, maxWaitMs);
-    return Number(await this.runScript(DELETE_GROUP_SHA1, DELETE_GROUP_LUA, this.groupKey(group), [], deadline));
+    return Number(await this.runScript(DELETE_GROUP_SHA1, DELETE_GROUP_LUA, [this.groupKey(group), this.generationsKey()], [String(groupSlot(group))], deadline));
+  }
+
+  /** get(), with the generation of `group` read in the same script. */
+  async getInGroup(key: string, group: string, maxWaitMs = Infinity): Promise<GroupRead> {
+    const deadline = Date.now() + Math.min(this.commandTimeoutMs, maxWaitMs);
+    const reply = (await this.runScript(GET_IN_GROUP_SHA1, GET_IN_GROUP_LUA, [this.valueKey(key), this.generationsKey()], [String(groupSlot(group))], deadline, BUFFER_REPLIES)) as [Buffer | null, Buffer];
+    return { value: reply[0], generation: Number(reply[1].toString('latin1')) };
   }
 
   /** Removes `key`; true when it was there. */
@@ -409,6 +418,11 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
 
   private groupKey(group: string): string {
     return `${this.keyPrefix}kvg:${boundKey(group)}`;
+  }
+
+  /** The hash of every group's generation (redis-groups.ts). */
+  private generationsKey(): string {
+    return `${this.keyPrefix}kvgen`;
   }
 
   /**

@@ -13,6 +13,12 @@ export interface RateLimitStore {
   take(key: string, policy: GcraPolicy, maxWaitMs?: number): RateDecision | Promise<RateDecision>;
 }
 
+/** A value read with its group's generation (KeyValueStore.getInGroup). */
+export interface GroupRead {
+  value: Buffer | null;
+  generation: number;
+}
+
 /** Buffer values with a TTL, for the response cache (the caller bounds value sizes). */
 export interface KeyValueStore {
   readonly name: string;
@@ -21,9 +27,13 @@ export interface KeyValueStore {
   delete(key: string, maxWaitMs?: number): Promise<boolean>;
   /**
    * Optional: set() that also files `key` under `group`, so that deleteGroup() removes it with the
-   * group's other keys (the response cache files every entry of a URL under the URL).
+   * group's other keys (the response cache files every entry of a URL under the URL). With
+   * `generation` (what getInGroup() said), nothing is written if deleteGroup() ran on the group since:
+   * false then.
    */
-  setInGroup?(key: string, group: string, value: Buffer, ttlMs: number, maxWaitMs?: number): Promise<void>;
+  setInGroup?(key: string, group: string, value: Buffer, ttlMs: number, maxWaitMs?: number, generation?: number): Promise<boolean>;
   /** Optional, with setInGroup: removes every key filed under `group`; how many were filed. */
   deleteGroup?(group: string, maxWaitMs?: number): Promise<number>;
+  /** Optional, with setInGroup: get(), and how many times deleteGroup() ran on `group` so far, in one read. */
+  getInGroup?(key: string, group: string, maxWaitMs?: number): Promise<GroupRead>;
 }

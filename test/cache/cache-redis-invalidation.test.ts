@@ -1,7 +1,8 @@
 // Invalidation on a `redis` store (docs/cache.md#invalidation), against a real redis-server: two
 // instances (data planes, each with a RedisStore of its own) share the cache; a POST on one drops the
 // URL's every variant and the URL its answer's Location names, and the other instance then misses.
-// The URL's group of keys goes with them, and a URL nobody invalidated keeps its entries.
+// The URL's group of keys goes with them, and a URL nobody invalidated keeps its entries. An answer
+// one instance is still fetching when another invalidates its URL is not stored.
 import { createClient } from 'redis';
 import t from 'tap';
 import { RemoteCacheStore } from '../../src/cache/remote-store.js';
@@ -19,6 +20,8 @@ const redis = await startRedisServer();
 t.teardown(() => redis.stop());
 
 let version = 0;
+/** Set: the next GET's answer waits until it is called with a function that releases it. */
+let holdNext: ((release: () => void) => void) | null = null;
 const upstream = await startUpstream((req, res) => {
   if (req.method === 'POST') {
     res.writeHead(201, { location: '/items/listed', 'content-length': '0' });
@@ -26,8 +29,14 @@ const upstream = await startUpstream((req, res) => {
     return;
   }
   const body = `${req.url} ${req.headers['accept-language'] ?? '-'} v${++version}`;
-  res.writeHead(200, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(body), 'cache-control': 'max-age=600', vary: 'Accept-Language' });
-  res.end(body);
+  const answer = (): void => {
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(body), 'cache-control': 'max-age=600', vary: 'Accept-Language' });
+    res.end(body);
+  };
+  const held = holdNext;
+  holdNext = null;
+  if (held === null) answer();
+  else held(answer);
 });
 t.teardown(() => upstream.close());
 
@@ -87,4 +96,24 @@ t.test("a POST on one instance drops the URL's every variant and its Location's 
   }
   t.same(await ask(b, 'GET', '/items/8', 'en'), { status: 200, xCache: 'HIT', body: before.get('/items/8 en') }, 'another URL keeps its entry');
   t.equal(await groups(), 3, 'the dropped groups are gone, and filled again by the refetches');
+});
+
+t.test('an answer fetched on one instance while another invalidates its URL is not stored', async (t) => {
+  let release: (() => void) | null = null;
+  const arrived = new Promise<void>((resolve) => {
+    holdNext = (answer) => {
+      release = answer;
+      resolve();
+    };
+  });
+  const inFlight = ask(a, 'GET', '/items/9', 'en');
+  await arrived;
+  t.equal((await ask(b, 'POST', '/items/9')).status, 201, 'the POST on B succeeds while A waits for the upstream');
+  release!();
+  const first = await inFlight;
+  t.equal(first.xCache, 'MISS', 'A serves the answer it fetched');
+  const after = await ask(b, 'GET', '/items/9', 'en');
+  t.equal(after.xCache, 'MISS', 'the answer that predates the POST was not stored');
+  t.not(after.body, first.body, 'fetched anew');
+  t.same(await ask(a, 'GET', '/items/9', 'en'), { status: 200, xCache: 'HIT', body: after.body }, 'the answer fetched after the POST is stored');
 });
