@@ -9,7 +9,16 @@ import { keepRestartOnlyTls } from '../edge/reload.js';
 export const RESTART_ONLY = ['port', 'host', 'workers', 'admin'] as const;
 
 /** Settings a worker reads once, when it starts: a reload that changes them replaces the workers. */
-export const WORKER_START = ['name', 'trustedProxies', 'encodedSlashes', 'timeouts', 'limits', 'circuitBreaker', 'upstreamWeighting', 'accessLog', 'websocket', 'requestId', 'tracing'] as const;
+export const WORKER_START = ['name', 'trustedProxies', 'encodedSlashes', 'timeouts', 'limits', 'circuitBreaker', 'upstreamWeighting', 'upstreamPool', 'accessLog', 'websocket', 'requestId', 'tracing'] as const;
+
+/**
+ * Settings a reload applies to the running workers: logLevel, paths, metrics and tls (certificates and
+ * HSTS; its ports are restart-only, keepRestartOnlyTls) as a worker applies the published config;
+ * upstreams, discovery, kvStores, middleware and listeners with the new table and components. Every
+ * top-level setting is in exactly one of RESTART_ONLY, WORKER_START and this list
+ * (test/cluster/reload-settings.test.ts), so a new one cannot be left out of a reload unnoticed.
+ */
+export const APPLIED_LIVE = ['logLevel', 'tls', 'paths', 'upstreams', 'discovery', 'kvStores', 'middleware', 'listeners', 'metrics'] as const;
 
 function changed<K extends keyof GatewayConfig>(keys: readonly K[], before: GatewayConfig, after: GatewayConfig): K[] {
   return keys.filter((key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]));

@@ -22,8 +22,8 @@ export class AcceptPhase {
   private readonly maxBodyBytes: number;
   private readonly maxUrlBytes: number;
   private readonly chunkedBodies: boolean;
-  /** Strict-Transport-Security for answers over TLS; null when not configured. */
-  private readonly hsts: string | null;
+  /** Strict-Transport-Security for answers over TLS; null when not configured. Follows a reload (setHsts). */
+  private hsts: string | null;
 
   constructor(
     config: GatewayConfig,
@@ -36,7 +36,12 @@ export class AcceptPhase {
     this.maxBodyBytes = config.limits.maxBodyBytes;
     this.maxUrlBytes = config.limits.maxUrlBytes ?? DEFAULT_MAX_URL_BYTES;
     this.chunkedBodies = config.limits.chunkedRequestBodies !== false;
-    this.hsts = config.tls !== undefined && config.tls.hstsMaxAgeS > 0 ? `max-age=${config.tls.hstsMaxAgeS}` : null;
+    this.hsts = hstsValue(config);
+  }
+
+  /** A reloaded config's tls.hstsMaxAgeS, for answers from now on. */
+  setHsts(config: GatewayConfig): void {
+    this.hsts = hstsValue(config);
   }
 
   /** The refusal of a head that cannot go on (its `close`: the connection is closed after it), or null. */
@@ -142,6 +147,10 @@ export class AcceptPhase {
 export interface Refusal {
   readonly answer: ProblemAnswer;
   readonly close: boolean;
+}
+
+function hstsValue(config: GatewayConfig): string | null {
+  return config.tls !== undefined && config.tls.hstsMaxAgeS > 0 ? `max-age=${config.tls.hstsMaxAgeS}` : null;
 }
 
 function refuse(status: number, detail: string, close = false): Refusal {

@@ -69,9 +69,13 @@ export class DataPlaneControl implements UnboundDataPlane {
     return this.acceptor.tlsPort;
   }
 
-  /** A config's edge settings: TLS certificates (new handshakes get them) and the upstreams' hosts, which the next setTable uses. */
+  /**
+   * A config's edge settings: TLS certificates (new handshakes get them), Strict-Transport-Security
+   * (answers from now on) and the upstreams' hosts, which the next setTable uses.
+   */
   applyEdge(config: GatewayConfig): void {
     this.acceptor.setCertificates(config);
+    this.lifecycle.accept.setHsts(config);
     this.state.hostedUpstreams = config.upstreams;
   }
 

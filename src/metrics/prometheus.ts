@@ -218,7 +218,7 @@ const MIDDLEWARE_EVENTS: Readonly<Record<string, string>> = {
   errors: 'Middleware decisions that failed with an error.',
   storeErrors: 'Failed calls of a middleware to its key-value store.',
   evictions: 'Responses a cache evicted to stay within its size.',
-  waitTimeouts: 'Requests that waited for another request\'s cache fill longer than slaMs and went upstream themselves.',
+  waitTimeouts: 'Requests that waited for another request\'s cache fill longer than lockTimeoutMs (with a kvStores store, slaMs) and went upstream themselves.',
 };
 
 /**

@@ -81,7 +81,7 @@ export const kvStoresSchema = {
   type: 'object',
   default: {},
   description:
-    'Named stores middleware refer to by `store`. "local" (the instance\'s own memory, consistent across its workers) ' +
+    'Named stores middleware refer to by `store`. "local" (this instance\'s own, consistent across its workers: memory for rate limits, an LMDB file for a response cache) ' +
     'always exists and cannot be redefined; names are 1-64 letters, digits, "_" or "-".',
   // "local" is refused by kvStoreProblems, with a clearer message than a schema `not` gives.
   propertyNames: { pattern: STORE_NAME_PATTERN },

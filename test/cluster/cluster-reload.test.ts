@@ -95,7 +95,7 @@ t.test('settings read at worker start are applied by replacing the workers, one 
   const reloadsBefore = gateway.lines.filter((l) => l.msg === 'config reloaded').length;
   const traffic = trafficLoop();
   await traffic.answered(6);
-  gateway.writeConfig({ ...after, trustedProxies: ['127.0.0.1'] });
+  gateway.writeConfig({ ...after, trustedProxies: ['127.0.0.1'], upstreamPool: { connections: 64 } });
   gateway.signal('SIGHUP');
   await gateway.waitForLog(
     () => gateway.lines.filter((l) => l.msg === 'config reloaded').length > reloadsBefore,
@@ -116,6 +116,8 @@ t.test('settings read at worker start are applied by replacing the workers, one 
   t.same(failures.filter((f) => !/ECONNRESET|socket hang up/.test(f)), [], 'no request failed otherwise');
   t.ok(failures.length <= 5, `at most a few connections reset at the listener close (${failures.length})`);
 
+  const replacing = gateway.lines.filter((l) => l.msg === 'replacing workers to apply settings read at worker start').pop();
+  t.same(replacing?.settings, ['trustedProxies', 'upstreamPool'], 'both changed settings are named (the upstream client reads upstreamPool at worker start)');
   const current = [...workerPids()].filter((pid) => !before.has(pid));
   t.equal(current.length, 2, 'two new worker processes');
   for (let i = 0; i < 10; i++) await httpRequest(gateway.port, '/new', { headers: { 'x-forwarded-for': '192.0.2.44' } });

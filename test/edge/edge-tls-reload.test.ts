@@ -236,3 +236,36 @@ t.test('a name a reload drops: connections open under it keep being answered; ne
   t.equal((await presented(tlsPort, 'a.wild.test')).cn, 'wild', 'one for the dropped a.wild.test gets the wildcard that covers it');
   t.equal((await presented(tlsPort, 'b.wild.test')).cn, 'wild');
 });
+
+t.test('a reload that changes tls.hstsMaxAgeS: answers over TLS carry the new Strict-Transport-Security at once', async (t) => {
+  const certs = new CertificateDir(t);
+  const first = certs.make('first', 'first');
+  const app = await startUpstream(t, { name: 'app' });
+  const withHsts = (hstsMaxAgeS: number): Record<string, unknown> =>
+    testConfig([{ serviceType: 'static', serviceLocation: app.location, endpoints: [{ method: 'GET', path: '/items/{id}' }] }], {
+      tls: { port: 0, hstsMaxAgeS, certificates: [{ ...files(first), serverNames: ['first.test'] }] },
+    });
+  const gateway = await startGateway(t, { config: withHsts(600), waitFor: (line) => line.msg === 'gateway operational', workers: 1, startTimeoutMs: 60_000 });
+  const tlsPort = Number((await gateway.waitForLog((line) => line.msg === 'gateway listening')).tlsPort);
+  const hsts = (): Promise<string | undefined> =>
+    new Promise((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port: tlsPort, path: '/items/1', servername: 'first.test', rejectUnauthorized: false, agent: false }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.headers['strict-transport-security'] as string | undefined));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  t.equal(await hsts(), 'max-age=600', 'before the reload');
+  const reload = async (hstsMaxAgeS: number): Promise<void> => {
+    gateway.writeConfig(withHsts(hstsMaxAgeS));
+    const reloads = gateway.lines.filter((l) => l.msg === 'config reloaded').length;
+    gateway.signal('SIGHUP');
+    await gateway.waitForLog(() => gateway.lines.filter((l) => l.msg === 'config reloaded').length > reloads, 20_000, 'config reloaded');
+  };
+  await reload(60);
+  t.equal(await hsts(), 'max-age=60', 'a new max-age after the reload');
+  await reload(0);
+  t.equal(await hsts(), undefined, 'none once it is set to 0');
+  t.notOk(gateway.lines.some((l) => l.msg === 'replacing workers to apply settings read at worker start'), 'applied on the running worker');
+});
