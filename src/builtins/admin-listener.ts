@@ -60,7 +60,24 @@ export function startAdminListener(
       writeProblem(res, 404, 'the admin listener serves only the health report, metrics and spec', { via, headersOnly: method === 'HEAD', headers: id });
       return;
     }
-    writeBuiltinAnswer(res, answer, method === 'HEAD', false, id);
+    const headersOnly = method === 'HEAD';
+    if (!(answer instanceof Promise)) {
+      writeBuiltinAnswer(res, answer, headersOnly, false, id);
+      return;
+    }
+    // The metrics: asked of the primary process, written when they come.
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+    });
+    answer.then(
+      (later) => {
+        if (!aborted) res.cork(() => writeBuiltinAnswer(res, later, headersOnly, false, id));
+      },
+      () => {
+        if (!aborted) res.cork(() => writeProblem(res, 500, 'the gateway failed to handle the request', { via, headersOnly, headers: id }));
+      },
+    );
   });
   return new Promise((resolve, reject) => {
     app.listen(host, port, (socket: UwsListenSocket | false) => {

@@ -5,7 +5,7 @@ import { hostValueProblem } from '../edge/host-value.js';
 import { dropTrailingSlash } from '../http/normalize-path.js';
 import { PROBLEM_CONTENT_TYPE, problemBody } from '../http/problem-json.js';
 import { PROMETHEUS_CONTENT_TYPE } from '../metrics/prometheus.js';
-import { metricsFormat } from './metrics.js';
+import { metricsFormat, type MetricsFormat } from './metrics.js';
 
 export interface BuiltinResponse {
   status: number;
@@ -32,13 +32,25 @@ interface SpecDocs {
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
+/** The current metrics report in one format, or null when it could not be had. */
+export type MetricsSource = (format: MetricsFormat) => Promise<string | null>;
+
+function metricsAnswer(format: MetricsFormat, body: Buffer, byAccept: boolean): Rendered {
+  const rendered: Rendered = { status: 200, contentType: format === 'json' ? JSON_TYPE : PROMETHEUS_CONTENT_TYPE, body };
+  if (byAccept) rendered.vary = 'Accept';
+  return rendered;
+}
+
 function problem(status: number, detail: string): Rendered {
   return { status, contentType: PROBLEM_CONTENT_TYPE, body: Buffer.from(problemBody(status, detail)) };
 }
 
 /**
- * The worker's answers to /healthcheck, /metrics and /spec. Everything is rendered by the primary and
- * pushed here, so every worker gives the same answer and a request costs no IPC round trip.
+ * The worker's answers to /healthcheck, /metrics and /spec, all rendered by the primary so that every
+ * worker gives the same answer. The health report and the spec are pushed here as they change, and a
+ * request for them costs no IPC round trip; the metrics are asked for when a request comes
+ * (setMetricsSource: one round trip to the primary, which renders them on demand), since they change
+ * with every request and are large with many endpoints.
  */
 export class Builtins {
   private paths: Paths;
@@ -47,9 +59,11 @@ export class Builtins {
   private adminListener: boolean;
   /** A placeholder until setHealth: a cluster worker binds its port only once it has been given a report. */
   private health: Rendered = { status: 503, contentType: JSON_TYPE, body: Buffer.from('{}') };
-  /** Placeholders until setMetrics: a cluster worker binds its port only once it has been given a snapshot. */
+  /** Fixed reports (setMetrics), answered when there is no source to ask. */
   private metricsJson: Buffer = Buffer.from('{}');
   private metricsText: Buffer = Buffer.from('');
+  /** Where the current report is asked for (the primary); null: the fixed reports. */
+  private metricsSource: MetricsSource | null = null;
   private spec: Buffer = Buffer.from('{}');
   private specOpenApi3: Buffer = Buffer.from('{}');
   /** The documents of each set of upstreams a host can get; null when no upstream lists hosts. */
@@ -73,9 +87,15 @@ export class Builtins {
     this.health = { status, contentType: JSON_TYPE, body: Buffer.from(body) };
   }
 
+  /** Fixed reports to answer with (a data plane outside the cluster). */
   setMetrics(json: string, prometheus: string): void {
     this.metricsJson = Buffer.from(json);
     this.metricsText = Buffer.from(prometheus);
+  }
+
+  /** Each /metrics request asks `source` for the report (a cluster worker: the primary). */
+  setMetricsSource(source: MetricsSource): void {
+    this.metricsSource = source;
   }
 
   setSpec(swagger2: string, openapi3: string, hosts?: { upstreams: readonly HostedUpstream[]; sets: readonly HostSpec[] }): void {
@@ -95,7 +115,7 @@ export class Builtins {
    * The data plane's synchronous hook: a response for a built-in path, or null to route normally. With
    * an admin listener, /metrics and /spec are 404 here (the health check stays, for load balancers).
    */
-  readonly handle = (method: string, path: string, query: string, headers: BuiltinHeaders): BuiltinResponse | null => {
+  readonly handle = (method: string, path: string, query: string, headers: BuiltinHeaders): BuiltinResponse | Promise<BuiltinResponse> | null => {
     const builtin = this.builtinFor(path);
     if (builtin === null) return null;
     if (this.adminListener && builtin !== 'healthcheck') {
@@ -106,16 +126,20 @@ export class Builtins {
   };
 
   /** The admin listener's hook: every built-in; null (404) for anything else. */
-  readonly handleAdmin = (method: string, path: string, query: string, headers: BuiltinHeaders): BuiltinResponse | null => {
+  readonly handleAdmin = (method: string, path: string, query: string, headers: BuiltinHeaders): BuiltinResponse | Promise<BuiltinResponse> | null => {
     const builtin = this.builtinAt(dropTrailingSlash(path));
     return builtin === null ? null : this.answer(builtin, method, path, query, headers);
   };
 
-  private answer(builtin: 'healthcheck' | 'metrics' | 'spec', method: string, path: string, query: string, headers: BuiltinHeaders): BuiltinResponse {
-    let rendered: Rendered;
+  private answer(builtin: 'healthcheck' | 'metrics' | 'spec', method: string, path: string, query: string, headers: BuiltinHeaders): BuiltinResponse | Promise<BuiltinResponse> {
+    let rendered: Rendered | Promise<Rendered>;
     if (method === 'GET' || method === 'HEAD') rendered = this.render(builtin, query, headers);
     else if (method === 'OPTIONS') rendered = { status: 200, contentType: '', body: Buffer.alloc(0) };
     else rendered = problem(405, `${method} is not allowed on ${path}; use GET`);
+    return rendered instanceof Promise ? rendered.then((later) => this.respond(later, method)) : this.respond(rendered, method);
+  }
+
+  private respond(rendered: Rendered, method: string): BuiltinResponse {
     const responseHeaders: Record<string, string> = { 'cache-control': 'no-store', ...this.extraHeaders };
     if (rendered.contentType) responseHeaders['content-type'] = rendered.contentType;
     if (rendered.vary !== undefined) responseHeaders.vary = rendered.vary;
@@ -135,7 +159,7 @@ export class Builtins {
     return null;
   }
 
-  private render(builtin: 'healthcheck' | 'metrics' | 'spec', query: string, headers: BuiltinHeaders): Rendered {
+  private render(builtin: 'healthcheck' | 'metrics' | 'spec', query: string, headers: BuiltinHeaders): Rendered | Promise<Rendered> {
     if (builtin === 'healthcheck') return this.health;
     if (builtin === 'spec') return query === '' ? { status: 200, contentType: JSON_TYPE, body: this.spec } : this.renderSpec(new URLSearchParams(query));
     return this.renderMetrics(query, headers);
@@ -161,7 +185,7 @@ export class Builtins {
     return { status: 200, contentType: JSON_TYPE, body: openapi3 ? docs.openapi3 : docs.swagger2 };
   }
 
-  private renderMetrics(query: string, headers: BuiltinHeaders): Rendered {
+  private renderMetrics(query: string, headers: BuiltinHeaders): Rendered | Promise<Rendered> {
     const choice = metricsFormat(query, headers.accept);
     switch (choice.kind) {
       case 'bad-format':
@@ -169,12 +193,12 @@ export class Builtins {
       case 'not-acceptable':
         return { ...problem(406, 'metrics are available as application/json or text/plain'), vary: 'Accept' };
       case 'format': {
-        const rendered: Rendered =
-          choice.format === 'json'
-            ? { status: 200, contentType: JSON_TYPE, body: this.metricsJson }
-            : { status: 200, contentType: PROMETHEUS_CONTENT_TYPE, body: this.metricsText };
-        if (choice.byAccept) rendered.vary = 'Accept';
-        return rendered;
+        const { format, byAccept } = choice;
+        const source = this.metricsSource;
+        if (source === null) return metricsAnswer(format, format === 'json' ? this.metricsJson : this.metricsText, byAccept);
+        return source(format).then((body) =>
+          body === null ? problem(503, 'the metrics report did not come from the primary process in time') : metricsAnswer(format, Buffer.from(body), byAccept),
+        );
       }
     }
   }

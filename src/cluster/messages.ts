@@ -32,11 +32,11 @@ export interface HealthMessage {
   body: string;
 }
 
-/** The merged metrics report, pre-rendered in both formats. */
-export interface MetricsReportMessage {
-  type: 'metrics';
-  json: string;
-  prometheus: string;
+/** The merged metrics report in the format a worker asked for (MetricsAskMessage with the same id); null: it could not be rendered. */
+export interface MetricsAnswerMessage {
+  type: 'metrics-answer';
+  id: number;
+  body: string | null;
 }
 
 /** Stop accepting, finish in-flight requests within the grace, then exit 0. */
@@ -71,7 +71,7 @@ export type PrimaryToWorker =
   | PublishMessage
   | CacheDirMessage
   | HealthMessage
-  | MetricsReportMessage
+  | MetricsAnswerMessage
   | ShutdownMessage
   | BreakerTripMessage
   | ReopenLogsMessage
@@ -117,6 +117,13 @@ export interface MetricsDeltaMessage {
   delta: MetricsDelta;
 }
 
+/** A /metrics request arrived: the primary renders the merged report in `format` and answers this worker. */
+export interface MetricsAskMessage {
+  type: 'metrics-ask';
+  id: number;
+  format: 'json' | 'prometheus';
+}
+
 /** The worker's breakers changed: every circuit it tracks, as it stands now. */
 export interface BreakersMessage {
   type: 'breakers';
@@ -135,7 +142,16 @@ export interface CacheDirGoneMessage {
   dir: string;
 }
 
-export type WorkerToPrimary = HelloMessage | ListeningMessage | ReadyMessage | ApplyFailedMessage | MetricsDeltaMessage | BreakersMessage | StoresMessage | CacheDirGoneMessage;
+export type WorkerToPrimary =
+  | HelloMessage
+  | ListeningMessage
+  | ReadyMessage
+  | ApplyFailedMessage
+  | MetricsDeltaMessage
+  | MetricsAskMessage
+  | BreakersMessage
+  | StoresMessage
+  | CacheDirGoneMessage;
 
 function hasType(value: unknown): value is { type: unknown } {
   return typeof value === 'object' && value !== null && 'type' in value;
@@ -149,6 +165,7 @@ export function isWorkerMessage(value: unknown): value is WorkerToPrimary {
       value.type === 'ready' ||
       value.type === 'apply-failed' ||
       value.type === 'metrics-delta' ||
+      value.type === 'metrics-ask' ||
       value.type === 'breakers' ||
       value.type === 'stores' ||
       value.type === 'cache-dir-gone')
@@ -161,7 +178,7 @@ export function isPrimaryMessage(value: unknown): value is PrimaryToWorker {
     (value.type === 'publish' ||
       value.type === 'cache-dir' ||
       value.type === 'health' ||
-      value.type === 'metrics' ||
+      value.type === 'metrics-answer' ||
       value.type === 'shutdown' ||
       value.type === 'breaker-trip' ||
       value.type === 'reopen-logs')

@@ -3,44 +3,49 @@ import type { MetricsDelta } from '../metrics/delta.js';
 import { ProcessMetricsMerger } from '../metrics/process-metrics.js';
 import { buildInfo } from '../builtins/build-info.js';
 import type { Logger } from '../log.js';
-import type { MetricsReportMessage } from './messages.js';
+import type { MetricsAskMessage } from './messages.js';
 
 export interface MetricsHubOptions {
-  /** Broadcasts happen at most this often, and only when a delta arrived. */
-  broadcastIntervalMs?: number;
-  /** Re-broadcast at least this often anyway, so time-based fields such as uptime stay fresh. */
+  /** A rendered report is reused while nothing changed, but never when older than this (uptime moves on). */
   refreshIntervalMs?: number;
-  broadcast: (message: MetricsReportMessage) => void;
   log: Logger;
 }
 
-/** The primary's side of /metrics: merges worker deltas and pushes the rendered report to every worker. */
+type MetricsFormat = MetricsAskMessage['format'];
+
+interface Rendered {
+  body: string;
+  /** Date.now() of the render. */
+  at: number;
+}
+
+/**
+ * The primary's side of /metrics: merges worker deltas and renders the report when a worker asks for
+ * it (a /metrics request), in the format asked. Rendering on demand, not pushed to every worker on a
+ * timer: with 398 endpoints serving, the Prometheus text is about 1 MB, and rendering it and sending it
+ * to every worker four times a second cost the primary 11% of a core and each worker as much again in
+ * parsing it, at 40 requests a second (docs/benchmarks.md). A report is reused while nothing changed,
+ * for at most refreshIntervalMs.
+ */
 export class MetricsHub {
   private readonly aggregator = new MetricsAggregator();
-  /** process_* and nodejs_* of the primary and every worker (refreshed with the report). */
-  private readonly processes = new ProcessMetricsMerger(() => (this.changed = true));
+  /** process_* and nodejs_* of the primary and every worker (rendered in the background, PROCESS_METRICS_INTERVAL_MS). */
+  private readonly processes = new ProcessMetricsMerger(() => this.touch());
   private uws = '';
-  private changed = true;
-  private lastBroadcast = 0;
-  private rendered: MetricsReportMessage | null = null;
-  private readonly timer: NodeJS.Timeout;
+  private readonly rendered: Record<MetricsFormat, Rendered | null> = { json: null, prometheus: null };
   private readonly refreshIntervalMs: number;
-  private readonly broadcast: (message: MetricsReportMessage) => void;
   private readonly log: Logger;
   private prometheusExtra: () => string = () => '';
 
-  constructor({ broadcastIntervalMs = 250, refreshIntervalMs = 1000, broadcast, log }: MetricsHubOptions) {
-    this.broadcast = broadcast;
+  constructor({ refreshIntervalMs = 1000, log }: MetricsHubOptions) {
     this.log = log;
     this.refreshIntervalMs = refreshIntervalMs;
-    this.timer = setInterval(() => this.tick(), broadcastIntervalMs);
-    this.timer.unref();
   }
 
   addDelta(workerId: number, delta: MetricsDelta): void {
     try {
       this.aggregator.addDelta(workerId, delta);
-      this.changed = true;
+      this.touch();
       if (delta.process !== undefined) this.processes.set(workerId, delta.process);
       if (typeof delta.uws === 'string' && delta.uws !== this.uws) {
         this.uws = delta.uws;
@@ -54,60 +59,51 @@ export class MetricsHub {
   workerGone(workerId: number): void {
     this.aggregator.workerGone(workerId);
     this.processes.gone(workerId);
-    this.changed = true;
+    this.touch();
   }
 
   /** `metrics.histogramBucketsS` of the config in service. */
   setHistogramBuckets(boundsS: readonly number[]): void {
     this.aggregator.setHistogramBuckets(boundsS);
-    this.changed = true;
+    this.touch();
   }
 
   setWorkerCount(count: number): void {
     this.aggregator.setWorkerCount(count);
-    this.changed = true;
+    this.touch();
   }
 
   setExtra(key: string, value: unknown): void {
     this.aggregator.setExtra(key, value);
-    this.changed = true;
+    this.touch();
   }
 
   /** Text appended to the Prometheus rendering (e.g. the TLS certificates' expiry gauge), called at each render. */
   setPrometheusExtra(render: () => string): void {
     this.prometheusExtra = render;
-    this.changed = true;
+    this.touch();
   }
 
-  /** Something a lazy extra shows changed: render again at the next tick. */
+  /** Something a lazy extra shows changed: the next answer is rendered anew. */
   touch(): void {
-    this.changed = true;
+    this.rendered.json = null;
+    this.rendered.prometheus = null;
   }
 
-  /** The latest report, for a worker that just started. */
-  latest(): MetricsReportMessage {
-    return (this.rendered ??= this.render());
+  /** The merged report in `format`, for a worker's /metrics answer. */
+  answer(format: MetricsFormat): string {
+    const now = Date.now();
+    const kept = this.rendered[format];
+    if (kept !== null && now - kept.at < this.refreshIntervalMs) return kept.body;
+    // The primary's own process figures: read again in the background at most every PROCESS_METRICS_INTERVAL_MS.
+    this.processes.refresh();
+    const report = this.aggregator.report();
+    const body = format === 'json' ? JSON.stringify(report) : this.aggregator.prometheus(report) + this.processes.text + this.prometheusExtra();
+    this.rendered[format] = { body, at: now };
+    return body;
   }
 
   stop(): void {
-    clearInterval(this.timer);
     this.processes.stop();
-  }
-
-  private tick(): void {
-    const now = Date.now();
-    if (!this.changed && now - this.lastBroadcast < this.refreshIntervalMs) return;
-    // The primary's own process metrics move on their own: read again (at most every
-    // PROCESS_METRICS_INTERVAL_MS, src/metrics/process-metrics.ts).
-    if (now - this.lastBroadcast >= this.refreshIntervalMs) this.processes.refresh();
-    this.changed = false;
-    this.lastBroadcast = now;
-    this.rendered = this.render();
-    this.broadcast(this.rendered);
-  }
-
-  private render(): MetricsReportMessage {
-    const report = this.aggregator.report();
-    return { type: 'metrics', json: JSON.stringify(report), prometheus: this.aggregator.prometheus(report) + this.processes.text + this.prometheusExtra() };
   }
 }

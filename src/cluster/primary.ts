@@ -163,7 +163,7 @@ class Primary {
     const count = config.workers > 0 ? config.workers : availableParallelism();
     this.supervisor = new Supervisor({ log, count });
     this.publisher = new Publisher(log, (published) => this.onPublished(published));
-    this.metrics = new MetricsHub({ log, broadcast: (message) => this.supervisor.broadcast(message) });
+    this.metrics = new MetricsHub({ log });
     this.metrics.setWorkerCount(0);
     this.breakers = new BreakerHub(
       () => this.config.circuitBreaker,
@@ -211,6 +211,15 @@ class Primary {
     this.supervisor.on('message', (slot, worker, message) => this.onWorkerMessage(slot.index, worker, message));
     this.supervisor.on('exit', (slot, workerId) => this.onWorkerExit(workerId));
     this.supervisor.on('delta', (workerId, delta) => this.metrics.addDelta(workerId, delta));
+    this.supervisor.on('metrics-ask', (worker, ask) => {
+      let body: string | null = null;
+      try {
+        body = this.metrics.answer(ask.format);
+      } catch (err) {
+        this.log.error({ err }, 'could not render the metrics report');
+      }
+      this.supervisor.send(worker, { type: 'metrics-answer', id: ask.id, body });
+    });
     this.supervisor.on('retired', (workerId) => {
       this.metrics.workerGone(workerId);
       this.breakers.workerGone(workerId);
@@ -332,7 +341,7 @@ class Primary {
   }
 
   /**
-   * A new worker gets the current state: table, health (latched readiness included), metrics. It binds
+   * A new worker gets the current state: table, health (latched readiness included). It binds
    * its port only once it holds the health report (there always is one: refreshHealth runs before the
    * first worker starts).
    */
@@ -343,7 +352,6 @@ class Primary {
     const published = this.publisher.current;
     if (published) this.supervisor.send(worker, published.message);
     if (this.health.current) this.supervisor.send(worker, this.health.current);
-    this.supervisor.send(worker, this.metrics.latest());
     this.refreshHealth();
   }
 

@@ -8,6 +8,7 @@ import { timerDelay } from '../config/durations.js';
 import {
   isWorkerMessage,
   type HelloMessage,
+  type MetricsAskMessage,
   type MetricsDeltaMessage,
   type PrimaryToWorker,
   type ReadyMessage,
@@ -59,8 +60,10 @@ export interface SupervisorEvents {
   /** A new worker (a slot's own, or a successor) is up and listening for messages. */
   hello: [slot: WorkerSlot, worker: Worker];
   /** From a slot's worker or a successor; a `ready` has already been recorded in the slot when it is the slot's. */
-  message: [slot: WorkerSlot, worker: Worker, message: Exclude<WorkerToPrimary, HelloMessage | MetricsDeltaMessage>];
+  message: [slot: WorkerSlot, worker: Worker, message: Exclude<WorkerToPrimary, HelloMessage | MetricsDeltaMessage | MetricsAskMessage>];
   delta: [workerId: number, delta: MetricsDelta];
+  /** A worker (any: a retiring one still answers its requests) asks for the merged metrics. */
+  'metrics-ask': [worker: Worker, ask: MetricsAskMessage];
   /** The slot's worker died (it is replaced as usual). */
   exit: [slot: WorkerSlot, workerId: number];
   /** A worker that no longer held a slot has exited: a predecessor replaced on purpose, or a successor that failed. */
@@ -271,6 +274,7 @@ export class Supervisor extends EventEmitter<SupervisorEvents> {
     if (!isWorkerMessage(message)) return;
     // A retiring worker's last requests still count.
     if (message.type === 'metrics-delta') return void this.emit('delta', worker.id, message.delta);
+    if (message.type === 'metrics-ask') return void this.emit('metrics-ask', worker, message);
     const succession = this.successions.get(slot);
     if (slot.worker === worker) {
       if (message.type === 'hello') {

@@ -19,10 +19,10 @@ import { handleWorkerSignals } from './worker-signals.js';
 import { timerDelay } from '../config/durations.js';
 import { isLeaseBankMessage, type LeaseBankMessage, type LeaseBatchMessage, type LeaseWorkerMessage } from '../stores/lease-messages.js';
 import { LeaseOutbox, receiveLeases } from './lease-outbox.js';
+import { MetricsAsker } from './metrics-asker.js';
 import {
   isPrimaryMessage,
   type HealthMessage,
-  type MetricsReportMessage,
   type PrimaryToWorker,
   type PublishMessage,
   type WorkerToPrimary,
@@ -69,8 +69,6 @@ function testDelay(variable: string): Promise<void> | null {
  * messages sent back to back can reach the worker in different event-loop turns).
  */
 const healthDelayed = testDelay('GATEWAY_TEST_WORKER_HEALTH_DELAY_MS');
-/** Test-only, inert unless set: the same for the primary's metrics snapshots (/metrics). */
-const metricsDelayed = testDelay('GATEWAY_TEST_WORKER_METRICS_DELAY_MS');
 /**
  * Test-only, inert unless set: the worker's first `components.prepare` settles no sooner than this many
  * milliseconds after the worker starts, as a prepare that waits on I/O does (with `kvStores`, a
@@ -88,14 +86,12 @@ const builtins = new Builtins(
   { workerHeader: workerHeaderEnabled ? String(process.pid) : undefined },
 );
 /**
- * The primary's first health report and metrics snapshot: the port is bound only once the worker holds
- * both. Each is a message of its own, sent right after the table, but IPC is a byte stream: they can
- * reach the worker event-loop turns after the table. Bound before them, the worker answered
- * /healthcheck (503, `{}`) and /metrics (`{}`) with the Builtins placeholders however long the gateway
- * had been operational.
+ * The primary's first health report: the port is bound only once the worker holds it. It is a message
+ * of its own, sent right after the table, but IPC is a byte stream: it can reach the worker event-loop
+ * turns after the table. Bound before it, the worker answered /healthcheck (503, `{}`) with the
+ * Builtins placeholder however long the gateway had been operational.
  */
 const healthReport = arrival();
-const metricsSnapshot = arrival();
 const recorder = new MetricsRecorder();
 const counters = new Counters();
 const processMetrics = new ProcessMetricsSampler();
@@ -124,6 +120,17 @@ let lastShippedInFlight = 0;
 function send(message: WorkerToPrimary | LeaseWorkerMessage | LeaseBatchMessage<LeaseWorkerMessage>): void {
   if (process.connected) process.send?.(message);
 }
+
+/**
+ * /metrics asks the primary for the merged report. This worker's own requests so far go first (IPC
+ * keeps the order), so its client sees them counted; other workers' within their shipping interval.
+ */
+const metricsAsker = new MetricsAsker((ask) => {
+  if (!process.connected || process.send === undefined) return false;
+  shipMetrics();
+  return process.send(ask);
+});
+builtins.setMetricsSource((format) => metricsAsker.ask(format));
 
 /** To the primary's lease bank: one message per event-loop turn (lease-outbox.ts). */
 const toBank = new LeaseOutbox<LeaseWorkerMessage>(send);
@@ -231,7 +238,7 @@ async function createServing(message: PublishMessage): Promise<UnboundDataPlane>
  * kernel hands this worker connections from the moment it binds.
  */
 async function listen(plane: UnboundDataPlane, message: PublishMessage): Promise<DataPlane> {
-  await Promise.all([healthReport.held, metricsSnapshot.held]);
+  await healthReport.held;
   await plane.listen();
   log.info({ port: plane.port }, 'worker listening');
   const admin = message.config.admin;
@@ -349,10 +356,6 @@ function takeHealth(message: HealthMessage): void {
   healthReport.take();
 }
 
-function takeMetrics(message: MetricsReportMessage): void {
-  builtins.setMetrics(message.json, message.prometheus);
-  metricsSnapshot.take();
-}
 
 // Messages are applied one at a time, in order, so a table never overtakes the one before it.
 let queue: Promise<void> = Promise.resolve();
@@ -373,9 +376,8 @@ function onMessage(message: PrimaryToWorker): void {
       if (healthDelayed !== null) void healthDelayed.then(() => takeHealth(message));
       else takeHealth(message);
       break;
-    case 'metrics':
-      if (metricsDelayed !== null) void metricsDelayed.then(() => takeMetrics(message));
-      else takeMetrics(message);
+    case 'metrics-answer':
+      metricsAsker.answered(message);
       break;
     case 'cache-dir':
       if (moveInstanceEnv(message.dir)) log.info({ dir: message.dir }, 'the response cache moved to a new directory');

@@ -12,7 +12,7 @@
  * and the client's side, and calls handle() inside its handler. Nothing here knows the transport.
  */
 import type { Counters } from '../metrics/counters.js';
-import { problem, type Answer, type LocalReply } from '../exchange/answer.js';
+import { problem, type Answer, type BuiltinAnswer, type LocalReply } from '../exchange/answer.js';
 import type { BuiltinsHook } from '../exchange/builtins.js';
 import type { RequestObserve } from '../observe/request-observe.js';
 import type { Warn } from '../proxy/upstream-tls-failures.js';
@@ -26,6 +26,7 @@ import { DonePhase } from './done.js';
 import { ForwardPhase } from './forward.js';
 import { ResponseChain } from './respond.js';
 import { RoutePhase } from './route.js';
+import { reportBug } from './report-bug.js';
 import type { DataPlaneState } from './state.js';
 
 export interface LifecycleOptions {
@@ -72,7 +73,10 @@ export class RequestLifecycle implements DecisionTaker {
     if (refusal !== null) return this.chain.reply(ctx, client, refusal.answer, refusal.close || unread);
 
     const routed = this.router.route(head, ctx);
-    if (routed !== null) return this.chain.reply(ctx, client, routed, unread);
+    if (routed !== null) {
+      if (routed.kind === 'later') return this.replyLater(ctx, client, routed.answer, unread);
+      return this.chain.reply(ctx, client, routed, unread);
+    }
     const tooLarge = this.accept.bodyRefusal(ctx);
     if (tooLarge !== null) return this.chain.reply(ctx, client, tooLarge, unread);
     this.accept.addForwardingHeaders(head, ctx);
@@ -98,6 +102,38 @@ export class RequestLifecycle implements DecisionTaker {
   /** Request ID and trace context (src/observe/); a WebSocket upgrade's handler calls it too. */
   begin(ctx: RequestContext): void {
     this.observe?.begin(ctx, this.accept.trust);
+  }
+
+  /**
+   * A built-in answered later (the metrics): the request is held, counted in flight and its client
+   * watched, until the answer comes. A body it carries is read and dropped meanwhile (`close`: the
+   * connection is closed after the answer, as for a built-in answered at once).
+   */
+  private replyLater(ctx: RequestContext, client: ClientSide, answer: Promise<BuiltinAnswer>, close: boolean): void {
+    ctx.inFlight = true;
+    this.state.inFlight++;
+    let over = false;
+    client.watch({
+      onClientAborted: () => {
+        if (over) return;
+        over = true;
+        ctx.status = 499;
+        this.chain.over(ctx, false);
+      },
+      onClientData: () => {},
+    });
+    const reply = (local: LocalReply): void => {
+      if (over) return;
+      over = true;
+      this.chain.reply(ctx, client, local, close);
+    };
+    answer.then(
+      (builtin) => reply({ kind: 'builtin', answer: builtin }),
+      (err: unknown) => {
+        reportBug(err);
+        reply(problem(500, 'the gateway failed to handle the request'));
+      },
+    );
   }
 
   /** A bug of ours reached the handler: a 500 if nothing was written yet. */

@@ -3,15 +3,21 @@
  * routing table: the most specific endpoint whose template matches the path and that declares the
  * method, its hosts narrowed by content negotiation. Fills ctx.route, ctx.targets and ctx.headAsGet,
  * or returns the local reply (a built-in's answer, 404/405/406/415, 200 to OPTIONS, 503 before the
- * first table).
+ * first table), or a built-in's answer still to come (LaterBuiltin).
  */
-import { problem, type LocalReply } from '../exchange/answer.js';
+import { problem, type BuiltinAnswer, type LocalReply } from '../exchange/answer.js';
 import type { BuiltinsHook } from '../exchange/builtins.js';
 import type { RequestContext } from '../exchange/context.js';
 import type { RequestHead } from '../http/client-request-head.js';
 import { emptySelection } from '../routing/table.js';
 import { notFoundDetail } from './not-found-detail.js';
 import type { DataPlaneState } from './state.js';
+
+/** A built-in whose answer comes later (the metrics, which the primary process renders when asked). */
+export interface LaterBuiltin {
+  readonly kind: 'later';
+  readonly answer: Promise<BuiltinAnswer>;
+}
 
 export class RoutePhase {
   /** Reused by every select (the table fills it; read before the next request). */
@@ -22,14 +28,14 @@ export class RoutePhase {
     private readonly builtins: BuiltinsHook | null,
   ) {}
 
-  /** Null when routed to an endpoint; else the reply. */
-  route(head: RequestHead, ctx: RequestContext): LocalReply | null {
+  /** Null when routed to an endpoint; else the reply, or the built-in answer to wait for. */
+  route(head: RequestHead, ctx: RequestContext): LocalReply | LaterBuiltin | null {
     const method = ctx.method;
     const path = ctx.path;
     const view = head.view;
     if (this.builtins !== null) {
       const answer = this.builtins(method, path, ctx.query, view);
-      if (answer !== null) return { kind: 'builtin', answer };
+      if (answer !== null) return answer instanceof Promise ? { kind: 'later', answer } : { kind: 'builtin', answer };
     }
     const table = this.state.table;
     if (table === null) return problem(503, 'the routing table is not loaded yet');

@@ -62,7 +62,7 @@ class Exposition {
  * The lines of one series, kept while its report object is unchanged: the aggregator hands out the
  * same SeriesReport (and HistogramPart) until a delta changes that series, and a table of thousands
  * of endpoints is mostly quiet between two renders (5,000 series took 85-140 ms to render in full,
- * every 250 ms while requests flow).
+ * which was every 250 ms while requests flowed when the report was pushed on a timer).
  */
 interface CachedLines {
   /** What the lines were rendered for: the family and labels (one report object, one series). */

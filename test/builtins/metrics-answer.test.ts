@@ -1,16 +1,22 @@
 import t from 'tap';
-import { Builtins } from '../../src/builtins/index.js';
+import { Builtins, type BuiltinResponse } from '../../src/builtins/index.js';
+
+/** An answer given at once (fixed reports: no source to ask). */
+function now(answer: BuiltinResponse | Promise<BuiltinResponse> | null): BuiltinResponse {
+  if (answer === null || answer instanceof Promise) throw new Error('expected an answer at once');
+  return answer;
+}
 
 const builtins = new Builtins({ paths: { healthcheck: '/healthcheck', metrics: '/metrics', spec: '/spec' }, metrics: { enabled: true } });
 builtins.setMetrics('{"requests":{}}', '# metrics\n');
-const get = (query: string, accept?: string) => builtins.handle('GET', '/metrics', query, accept === undefined ? {} : { accept })!;
+const get = (query: string, accept?: string) => now(builtins.handle('GET', '/metrics', query, accept === undefined ? {} : { accept }));
 
 t.test('an answer the Accept header chose says Vary: Accept', async (t) => {
   for (const accept of [undefined, 'application/json', 'text/plain', 'image/png']) {
     t.equal(get('', accept).headers.vary, 'Accept', `Accept: ${accept ?? '(none)'}`);
   }
   t.equal(get('', 'image/png').status, 406);
-  t.equal(builtins.handle('HEAD', '/metrics', '', { accept: 'text/plain' })!.headers.vary, 'Accept', 'HEAD too');
+  t.equal(now(builtins.handle('HEAD', '/metrics', '', { accept: 'text/plain' })).headers.vary, 'Accept', 'HEAD too');
   t.equal(get('format=json', 'text/plain').headers.vary, undefined, '?format= decides alone');
 });
 
@@ -28,7 +34,7 @@ t.test('?format= other than json or prometheus is a 400 problem naming both', as
 
 t.test('/spec: ?format= other than swagger2 or openapi3 is a 400 problem naming both', async (t) => {
   builtins.setSpec('{"swagger":"2.0"}', '{"openapi":"3.0.3"}');
-  const spec = (query: string) => builtins.handle('GET', '/spec', query, {})!;
+  const spec = (query: string) => now(builtins.handle('GET', '/spec', query, {}));
   for (const query of ['format=yaml', 'format=', 'format=OPENAPI3', 'format=openapi3&format=swagger2']) {
     const res = spec(query);
     t.equal(res.status, 400, query);
@@ -37,4 +43,26 @@ t.test('/spec: ?format= other than swagger2 or openapi3 is a 400 problem naming 
   t.equal(spec('format=openapi3').body.toString(), '{"openapi":"3.0.3"}');
   t.equal(spec('format=swagger2').body.toString(), '{"swagger":"2.0"}');
   t.equal(spec('').body.toString(), '{"swagger":"2.0"}');
+});
+
+t.test('with a source, /metrics asks it for the format chosen, and is a 503 problem when it has nothing', async (t) => {
+  const asking = new Builtins({ paths: { healthcheck: '/healthcheck', metrics: '/metrics', spec: '/spec' }, metrics: { enabled: true } });
+  const asked: string[] = [];
+  let reply: string | null = '{"uptime":1}';
+  asking.setMetricsSource((format) => {
+    asked.push(format);
+    return Promise.resolve(format === 'json' ? reply : reply && '# text\n');
+  });
+  const json = await asking.handle('GET', '/metrics', '', { accept: 'application/json' })!;
+  t.same([json.status, json.headers['content-type'], json.headers.vary, json.body.toString()], [200, 'application/json; charset=utf-8', 'Accept', '{"uptime":1}']);
+  const text = await asking.handle('GET', '/metrics', 'format=prometheus', {})!;
+  t.same([text.status, text.body.toString()], [200, '# text\n']);
+  t.equal(now(asking.handle('GET', '/metrics', 'format=xml', {})).status, 400, 'a bad format is answered at once, nothing asked');
+  t.equal(now(asking.handle('GET', '/healthcheck', '', {})).status, 503, 'the health report is answered at once (the placeholder here)');
+  t.same(asked, ['json', 'prometheus']);
+  reply = null;
+  const none = await asking.handle('GET', '/metrics', '', {})!;
+  t.equal(none.status, 503);
+  t.equal(none.headers['content-type'], 'application/problem+json');
+  t.match(JSON.parse(none.body.toString()), { status: 503, detail: /primary/ });
 });

@@ -1,14 +1,14 @@
 // A worker binds the gateway's port only once it can serve: a client never meets one that has not yet
 // applied its table with the middleware that go with it (503 "the routing table is not loaded yet"),
-// nor one that answers /metrics with nothing the primary gave it (`{}`). At the gateway's first start,
-// for the replacement of a killed worker, and for a reload's successors alike.
+// and its /metrics is the primary's merged report (asked of the primary per request), never a
+// placeholder. At the gateway's first start, for the replacement of a killed worker, and for a
+// reload's successors alike.
 //
-// Test-only delays (see src/cluster/worker.ts) widen the moments a worker that bound too early would be
-// seen in: GATEWAY_TEST_WORKER_PREPARE_DELAY_MS holds back the end of a worker's first
-// `components.prepare` (as with `kvStores`, whose prepare waits on a dynamic import), and
-// GATEWAY_TEST_WORKER_METRICS_DELAY_MS the primary's metrics snapshots. A worker that bound its port
-// right after the table and the health report arrived answered routed requests 503 and /metrics `{}`
-// until they ended.
+// A test-only delay (see src/cluster/worker.ts) widens the moment a worker that bound too early would
+// be seen in: GATEWAY_TEST_WORKER_PREPARE_DELAY_MS holds back the end of a worker's first
+// `components.prepare` (as with `kvStores`, whose prepare waits on a dynamic import). A worker that
+// bound its port right after the table and the health report arrived answered routed requests 503
+// until it ended.
 import t from 'tap';
 import { findFreePort } from '../../src/cluster/free-port.js';
 import { rawRequest } from '../helpers/raw-http.js';
@@ -29,7 +29,7 @@ const gateway = await startGateway(t, {
   config: config('first'),
   port,
   waitForListening: false,
-  env: { GATEWAY_TEST_WORKER_PREPARE_DELAY_MS: String(DELAY_MS), GATEWAY_TEST_WORKER_METRICS_DELAY_MS: String(DELAY_MS) },
+  env: { GATEWAY_TEST_WORKER_PREPARE_DELAY_MS: String(DELAY_MS) },
 });
 
 /** What one worker answered on one fresh connection: /metrics, then a routed request. */
@@ -40,14 +40,16 @@ interface Answer {
 }
 
 /**
- * One fresh connection (SO_REUSEPORT hands it to any worker) with two pipelined requests: /metrics,
+ * One fresh connection (SO_REUSEPORT hands it to any worker) with two requests in turn: /metrics,
  * whose x-gateway-worker header names the worker, then a routed request, answered by the same worker
- * (proxied responses carry no worker header of their own). Null when the connection gave no two
- * answers (refused before the first bind, or accepted by a worker that was killed).
+ * (proxied responses carry no worker header of their own). Not pipelined: both are answered
+ * asynchronously, and uWS closes a connection on which a request arrives while an answer is pending
+ * (native-notes.md). Null when the connection gave no two answers (refused before the first bind, or
+ * accepted by a worker that was killed).
  */
 async function ask(): Promise<Answer | null> {
   const head = (path: string): string => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`;
-  const result = await rawRequest(port, head('/metrics') + head('/work/1'), { responses: 2, waitMs: 5000 });
+  const result = await rawRequest(port, [head('/metrics'), head('/work/1')], { responses: 2, waitMs: 5000, inTurn: true });
   const [metrics, routed] = result.responses;
   const pid = metrics?.headers['x-gateway-worker']?.[0];
   if (!metrics?.complete || !routed?.complete || pid === undefined) return null;

@@ -38,12 +38,17 @@ export interface RawOptions {
   responses?: number;
   /** Pause between the parts of an array payload. */
   partDelayMs?: number;
+  /**
+   * Send each part of an array payload only once the answers to the parts before it are complete
+   * (keep-alive requests one after the other on one connection, not pipelined), instead of partDelayMs.
+   */
+  inTurn?: boolean;
   /** Parse bodies as HEAD responses (no body). */
   head?: boolean;
 }
 
 export function rawRequest(port: number, payload: string | Buffer | ReadonlyArray<string | Buffer>, options: RawOptions = {}): Promise<RawResult> {
-  const { waitMs = 5000, responses: wanted, partDelayMs = 20, head = false } = options;
+  const { waitMs = 5000, responses: wanted, partDelayMs = 20, head = false, inTurn = false } = options;
   const parts = typeof payload === 'string' || Buffer.isBuffer(payload) ? [payload] : payload;
   return new Promise((resolve) => {
     const started = Date.now();
@@ -61,7 +66,12 @@ export function rawRequest(port: number, payload: string | Buffer | ReadonlyArra
       resolve({ data, closedByServer, timedOut, reset, elapsedMs: Date.now() - started, responses: parseResponses(data, head) });
     };
     const timer = setTimeout(() => finish(false, true), waitMs);
+    let sent = 0;
     socket.on('connect', async () => {
+      if (inTurn) {
+        socket.write(parts[sent++]!);
+        return;
+      }
       for (let i = 0; i < parts.length; i++) {
         if (i > 0) await new Promise((r) => setTimeout(r, partDelayMs));
         if (socket.destroyed) return;
@@ -70,9 +80,12 @@ export function rawRequest(port: number, payload: string | Buffer | ReadonlyArra
     });
     socket.on('data', (chunk) => {
       chunks.push(chunk);
-      if (wanted !== undefined && parseResponses(Buffer.concat(chunks), head).filter((r) => r.complete).length >= wanted) {
+      const complete = parseResponses(Buffer.concat(chunks), head).filter((r) => r.complete).length;
+      if (wanted !== undefined && complete >= wanted) {
         finish(false, false);
+        return;
       }
+      if (inTurn && complete >= sent && sent < parts.length && !socket.destroyed) socket.write(parts[sent++]!);
     });
     socket.on('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'ECONNRESET' || err.code === 'EPIPE') reset = true;

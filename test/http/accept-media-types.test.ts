@@ -31,14 +31,14 @@ t.test('/metrics: Accept with a charset picks the format it names', async (t) =>
   builtins.setMetrics('{"requests":{}}', '# metrics\n');
   const get = (accept: string) => builtins.handle('GET', '/metrics', '', { accept })!;
   for (const accept of ['application/json; charset=utf-8', 'application/json;charset=UTF-8']) {
-    const res = get(accept);
+    const res = await get(accept);
     t.equal(res.status, 200, accept);
     t.match(res.headers['content-type'], /^application\/json/);
   }
-  const text = get('text/plain; charset=utf-8');
+  const text = await get('text/plain; charset=utf-8');
   t.equal(text.status, 200);
   t.match(text.headers['content-type'], /^text\/plain/);
-  t.equal(get('image/png').status, 406);
+  t.equal((await get('image/png')).status, 406);
 });
 
 // Headers built from pieces, so that the reference can drop the charset parameters exactly.
