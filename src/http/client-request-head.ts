@@ -74,6 +74,12 @@ export class RequestHead {
   /** Forwarded (RFC 7239) and X-Real-IP: kept only from a trusted proxy (docs/reference/accept.md#trusted-proxies). */
   forwarded: string | undefined = undefined;
   xRealIp: string | undefined = undefined;
+  /**
+   * The client's other X-Forwarded-* fields (Port, Prefix, Ssl, Server, ...), flat [name, value, ...]:
+   * frameworks build links and decide what is secure from them, so only a trusted proxy's go upstream.
+   * Null when there are none.
+   */
+  xForwardedOther: string[] | null = null;
   /** End-to-end headers to forward, flat [name, value, ...]; a fresh array per request (the upstream pool may queue it). */
   forward: string[] = [];
   readonly view: HeaderView = emptyHeaderView();
@@ -99,6 +105,7 @@ export class RequestHead {
     this.via = undefined;
     this.forwarded = undefined;
     this.xRealIp = undefined;
+    this.xForwardedOther = null;
     this.forward = [];
     const view = this.view;
     view.accept = undefined;
@@ -125,7 +132,7 @@ export class RequestHead {
     else if (connection === 'close') this.closeRequested = true;
     else if (connection !== undefined) {
       this.closeRequested = hasCloseOption(connection);
-      dropConnectionNamed(this.forward, connection);
+      dropConnectionNamed(this, connection);
     }
     if (this.transferEncoding !== undefined) {
       if (this.contentLength >= 0) this.badFraming = true;
@@ -237,6 +244,10 @@ function collectHeader(name: string, value: string): void {
     default:
       // Proxy-Connection, Proxy-Authorization, ...
       if (name.charCodeAt(0) === 0x70 && name.startsWith('proxy-')) return;
+      if (name.charCodeAt(0) === 0x78 && name.startsWith('x-forwarded-')) {
+        (head.xForwardedOther ??= []).push(name, value);
+        return;
+      }
   }
   head.forward.push(name, value);
 }
@@ -261,8 +272,13 @@ export function hasCloseOption(connection: string): boolean {
   return CLOSE_OPTION.test(connection);
 }
 
-/** Removes the headers the Connection header names (rare: only tokens other than close/keep-alive count). */
-function dropConnectionNamed(forward: string[], connection: string): void {
+/**
+ * Removes the headers the Connection header names (rare: only tokens other than close/keep-alive
+ * count), the forwarding fields kept apart from `forward` (Via, X-Forwarded-*, Forwarded, X-Real-IP)
+ * included: a field named there was meant for this hop alone (RFC 9110 7.6.1).
+ */
+function dropConnectionNamed(head: RequestHead, connection: string): void {
+  const forward = head.forward;
   // The usual values name no header: no split per request.
   if (connection.length <= 10 && PLAIN_CONNECTION.has(connection.toLowerCase())) return;
   let named: string[] | null = null;
@@ -272,6 +288,24 @@ function dropConnectionNamed(forward: string[], connection: string): void {
     (named ??= []).push(name);
   }
   if (named === null) return;
+  for (const name of named) {
+    if (name === 'via') head.via = undefined;
+    else if (name === 'forwarded') head.forwarded = undefined;
+    else if (name === 'x-real-ip') head.xRealIp = undefined;
+    else if (name === 'x-forwarded-for') head.xForwardedFor = undefined;
+    else if (name === 'x-forwarded-proto') head.xForwardedProto = undefined;
+    else if (name === 'x-forwarded-host') head.xForwardedHost = undefined;
+  }
+  const other = head.xForwardedOther;
+  if (other !== null) {
+    let kept = 0;
+    for (let from = 0; from < other.length; from += 2) {
+      if (named.includes(other[from]!)) continue;
+      other[kept++] = other[from]!;
+      other[kept++] = other[from + 1]!;
+    }
+    other.length = kept;
+  }
   let to = 0;
   for (let from = 0; from < forward.length; from += 2) {
     if (named.includes(forward[from]!)) continue;

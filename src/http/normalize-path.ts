@@ -83,7 +83,12 @@ function removeDotSegments(path: string): string | null {
 
 /** `/a/b/` → `/a/b`; the root stays `/`. */
 export function dropTrailingSlash(path: string): string {
-  return path.length > 1 && path.charCodeAt(path.length - 1) === 0x2f ? path.slice(0, -1) : path;
+  if (path.length < 2 || path.charCodeAt(path.length - 1) !== 0x2f) return path;
+  // Every trailing slash: the router reads one as absent, so a path left with one would be routed
+  // without it but forwarded with it.
+  let end = path.length - 1;
+  while (end > 0 && path.charCodeAt(end - 1) === 0x2f) end--;
+  return end === 0 ? '/' : path.slice(0, end);
 }
 
 function hexValue(c: number): number {

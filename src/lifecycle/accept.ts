@@ -121,7 +121,7 @@ export class AcceptPhase {
 
   /**
    * End-to-end request headers plus X-Forwarded-*, Via and, from a trusted proxy only, the client's
-   * Forwarded and X-Real-IP (docs/reference/forward.md). From any other peer the gateway speaks for
+   * Forwarded, X-Real-IP and other X-Forwarded-* fields (docs/reference/forward.md). From any other peer the gateway speaks for
    * the client itself. Only for routed requests: nothing else goes upstream.
    */
   addForwardingHeaders(head: RequestHead, ctx: RequestContext): void {
@@ -135,6 +135,8 @@ export class AcceptPhase {
       if (forwardedHost) headers.push('x-forwarded-host', forwardedHost);
       if (head.forwarded !== undefined) headers.push('forwarded', `${head.forwarded}, for=${forwardedNode(peer)}`);
       if (head.xRealIp !== undefined) headers.push('x-real-ip', head.xRealIp);
+      const other = head.xForwardedOther;
+      if (other !== null) for (let i = 0; i < other.length; i++) headers.push(other[i]!);
     } else {
       headers.push('x-forwarded-for', peer, 'x-forwarded-proto', ctx.secure ? 'https' : 'http');
       if (host) headers.push('x-forwarded-host', host);

@@ -32,6 +32,7 @@ t.test('named cases', async (t) => {
     t.notOk(isPlainPath(other), `${JSON.stringify(other)} is not plain`);
   }
   t.equal(keep.routedPath('/a/b/', ''), '/a/b', 'a plain path loses its trailing slash');
+  t.equal(keep.routedPath('/a/b//', ''), '/a/b', 'every one of them');
   t.equal(keep.routedPath('/.well-known/x', ''), '/.well-known/x', 'a segment starting with a dot that is not a dot-segment');
   t.equal(keep.routedPath('/a/./b/../c', ''), '/a/c', 'dot-segments are resolved by the checks one by one');
   t.equal(outcome(keep.routedPath('/a/b', 'x#y')), 400, 'a plain path with a fragment in the query is refused');

@@ -200,11 +200,13 @@ t.test('untrusted peer: its X-Forwarded-*, Forwarded and X-Real-IP are replaced 
   const res = await rawRequest(
     plane.port,
     'GET /users/1 HTTP/1.1\r\nHost: gw.example\r\nX-Forwarded-For: 6.6.6.6\r\nX-Forwarded-Proto: https\r\n' +
-      'X-Forwarded-Host: evil.example\r\nForwarded: for=6.6.6.6\r\nX-Real-IP: 6.6.6.6\r\n\r\n',
+      'X-Forwarded-Host: evil.example\r\nForwarded: for=6.6.6.6\r\nX-Real-IP: 6.6.6.6\r\n' +
+      'X-Forwarded-Port: 443\r\nX-Forwarded-Prefix: /admin\r\nX-Forwarded-Ssl: on\r\nx-forwarded-server: evil\r\n\r\n',
     { responses: 1 },
   );
   t.equal(res.responses[0]?.status, 200);
   const seen = echo.requests[echo.requests.length - 1]!.headers;
+  for (const name of ['x-forwarded-port', 'x-forwarded-prefix', 'x-forwarded-ssl', 'x-forwarded-server']) t.notOk(name in seen, `${name} dropped`);
   t.equal(seen['x-forwarded-for'], '127.0.0.1', 'the peer only');
   t.equal(seen['x-forwarded-proto'], 'http');
   t.equal(seen['x-forwarded-host'], 'gw.example', 'the Host the client sent');
@@ -219,11 +221,14 @@ t.test('trusted peer: headers kept and extended, client = rightmost hop that is 
   const res = await rawRequest(
     plane.port,
     'GET /users/1 HTTP/1.1\r\nHost: internal\r\nX-Forwarded-For: 1.1.1.1, 203.0.113.7, 10.1.2.3\r\n' +
-      'X-Forwarded-Proto: https\r\nX-Forwarded-Host: api.example.com\r\nForwarded: for=203.0.113.7\r\nX-Real-IP: 203.0.113.7\r\n\r\n',
+      'X-Forwarded-Proto: https\r\nX-Forwarded-Host: api.example.com\r\nForwarded: for=203.0.113.7\r\nX-Real-IP: 203.0.113.7\r\n' +
+      'X-Forwarded-Port: 443\r\nX-Forwarded-Prefix: /api\r\n\r\n',
     { responses: 1 },
   );
   t.equal(res.responses[0]?.status, 200);
   const seen = echo.requests[echo.requests.length - 1]!.headers;
+  t.equal(seen['x-forwarded-port'], '443', "a trusted proxy's X-Forwarded-Port is kept");
+  t.equal(seen['x-forwarded-prefix'], '/api');
   t.equal(seen['x-forwarded-for'], '1.1.1.1, 203.0.113.7, 10.1.2.3, 127.0.0.1', 'extended with the peer');
   t.equal(seen['x-forwarded-proto'], 'https');
   t.equal(seen['x-forwarded-host'], 'api.example.com');
@@ -250,3 +255,33 @@ t.test('encoded slashes: rejected by default, routed as one segment with "keep"'
 });
 
 echo.setHandler(echoHandler);
+
+t.test('forwarding fields a trusted client names in Connection are dropped, not extended (RFC 9110 7.6.1)', async (t) => {
+  const plane = await planeFor(t, echo.url, { trustedProxies: ['127.0.0.0/8'] });
+  const res = await rawRequest(
+    plane.port,
+    'GET /users/1 HTTP/1.1\r\nHost: gw\r\nConnection: via, X-Forwarded-For, x-forwarded-port\r\nVia: 1.1 client-hop\r\n' +
+      'X-Forwarded-For: 203.0.113.7\r\nX-Forwarded-Port: 8443\r\nX-Forwarded-Prefix: /kept\r\n\r\n',
+    { responses: 1 },
+  );
+  t.equal(res.responses[0]?.status, 200);
+  const seen = echo.requests[echo.requests.length - 1]!.headers;
+  t.match(seen.via, /^1\.1 [^,]+$/, `only the gateway's own Via (${String(seen.via)})`);
+  t.equal(seen['x-forwarded-for'], '127.0.0.1', 'X-Forwarded-For starts at the peer');
+  t.notOk('x-forwarded-port' in seen, 'X-Forwarded-Port named in Connection is dropped');
+  t.equal(seen['x-forwarded-prefix'], '/kept', 'one not named is kept');
+});
+
+t.test('trailing slashes: every one is dropped, so what is routed is what is forwarded', async (t) => {
+  const plane = await planeFor(t, echo.url);
+  for (const [sent, forwarded] of [
+    ['/users/1/', '/users/1'],
+    ['/users/1//', '/users/1'],
+    ['/users/1/.//', '/users/1'],
+    ['/files/a/b///', '/files/a/b'],
+  ] as const) {
+    const res = await rawRequest(plane.port, `GET ${sent} HTTP/1.1\r\nHost: gw\r\n\r\n`, { responses: 1 });
+    t.equal(res.responses[0]?.status, 200, sent);
+    t.equal(echo.requests[echo.requests.length - 1]!.url, forwarded, `${sent} goes upstream as ${forwarded}`);
+  }
+});
