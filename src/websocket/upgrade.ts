@@ -30,6 +30,7 @@ import type { RoutingTable } from '../routing/table.js';
 import type { ConnectionSummary } from '../exchange/listener.js';
 import { acceptedHeaders } from './accepted-headers.js';
 import { UpgradeCork } from './upgrade-cork.js';
+import { handshakeRequestProblem } from './handshake-request.js';
 import { HIGH_WATER, Relay, type ClientSlot, type RelayEnd, type RelayHost } from './relay.js';
 import { WebSocketMetrics, type UpgradeOutcome } from './metrics.js';
 import { webSocketSettings, type WebSocketConfig } from './settings.js';
@@ -216,6 +217,12 @@ export class WebSocketProxy implements RelayHost {
     if (!this.settings.enabled || req.getHeader('upgrade').toLowerCase() !== 'websocket') return host.serveAsHttp(res, req, secure);
     if (host.closing()) {
       writeProblem(res, 503, 'the gateway is shutting down', { via: host.via, closeConnection: true });
+      this.metrics.upgrade('rejected');
+      return;
+    }
+    const malformed = handshakeRequestProblem(req);
+    if (malformed !== null) {
+      writeProblem(res, 400, malformed, { via: host.via, closeConnection: true });
       this.metrics.upgrade('rejected');
       return;
     }

@@ -91,6 +91,8 @@ export interface UpstreamSocketOptions {
   handshakeTimeoutMs: number;
   maxResponseHeaderBytes: number;
   tls?: UpstreamTlsOptions | undefined;
+  /** How long the upstream has to close the connection after the close handshake (default CLOSE_TIMEOUT_MS). */
+  closeTimeoutMs?: number;
 }
 
 /**
@@ -164,6 +166,7 @@ export class UpstreamSocket implements FrameSink {
   private readonly maxHeadBytes: number;
   private readonly maxPayload: number;
   private readonly handshakeTimeoutMs: number;
+  private readonly closeTimeoutMs: number;
 
   /** Throws (before connecting) when the request cannot be written as asked: a header or subprotocol that is not valid. */
   constructor(options: UpstreamSocketOptions, handshake: HandshakeHandler) {
@@ -191,6 +194,7 @@ export class UpstreamSocket implements FrameSink {
     this.maxHeadBytes = options.maxResponseHeaderBytes;
     this.maxPayload = options.maxPayload;
     this.handshakeTimeoutMs = options.handshakeTimeoutMs;
+    this.closeTimeoutMs = options.closeTimeoutMs ?? CLOSE_TIMEOUT_MS;
     this.reader = new FrameReader(this, options.maxPayload);
     if (secure) {
       this.tlsPending = true;
@@ -311,7 +315,7 @@ export class UpstreamSocket implements FrameSink {
     this.state = State.Closing;
     this.resume();
     this.sendClose(code, reason);
-    this.timer = setTimeout(this.onCloseTimeout, CLOSE_TIMEOUT_MS);
+    this.timer = setTimeout(this.onCloseTimeout, this.closeTimeoutMs);
     this.timer.unref();
   }
 
@@ -350,19 +354,14 @@ export class UpstreamSocket implements FrameSink {
     // The upstream's close: answered with the same code (none when it sent none), then the socket ends.
     if (!this.closeSent) this.sendClose(code === 1005 ? 0 : code, '');
     this.state = State.Closed;
-    this.clearTimer();
-    this.socket.end();
+    this.endSocket();
     this.report(code, reason, 0);
   }
 
   onViolation(code: number, detail: string): void {
     if (!this.closeSent) this.sendClose(code, '');
     this.state = State.Closed;
-    this.clearTimer();
-    this.socket.end();
-    // Should the upstream never close its side, the socket does not stay.
-    this.timer = setTimeout(this.onCloseTimeout, CLOSE_TIMEOUT_MS);
-    this.timer.unref();
+    this.endSocket();
     this.report(1006, detail, code);
   }
 
@@ -535,6 +534,18 @@ export class UpstreamSocket implements FrameSink {
     this.timer = null;
     if (this.state === State.Handshake || this.state === State.Refusal) this.fail('timeout', 'the upstream did not answer the upgrade in time');
   };
+
+  /**
+   * Ends our side of the TCP connection. Should the upstream never close its side (RFC 6455 7.1.1 has
+   * the server close first; a server that only answers the close frame keeps the socket, FIN-WAIT-2
+   * here, for good), the socket is destroyed after CLOSE_TIMEOUT_MS.
+   */
+  private endSocket(): void {
+    this.clearTimer();
+    this.socket.end();
+    this.timer = setTimeout(this.onCloseTimeout, this.closeTimeoutMs);
+    this.timer.unref();
+  }
 
   private readonly onCloseTimeout = (): void => {
     this.timer = null;
