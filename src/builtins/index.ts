@@ -112,8 +112,9 @@ export class Builtins {
   }
 
   /**
-   * The data plane's synchronous hook: a response for a built-in path, or null to route normally. With
-   * an admin listener, /metrics and /spec are 404 here (the health check stays, for load balancers).
+   * The data plane's hook: a response for a built-in path (a Promise of one for the metrics asked of a
+   * source), or null to route normally. With an admin listener, /metrics and /spec are 404 here (the
+   * health check stays, for load balancers).
    */
   readonly handle = (method: string, path: string, query: string, headers: BuiltinHeaders): BuiltinResponse | Promise<BuiltinResponse> | null => {
     const builtin = this.builtinFor(path);
