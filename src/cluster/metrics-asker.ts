@@ -14,7 +14,10 @@ export class MetricsAsker {
   private readonly inFlight = new Map<MetricsFormat, Promise<string | null>>();
 
   constructor(
-    /** Sends the ask to the primary; false or a throw when it cannot go. */
+    /**
+     * Sends the ask to the primary; false when there is no channel to it. (process.send's own false
+     * only says its queue is long: the message still goes, so it is not passed on as false.)
+     */
     private readonly send: (message: MetricsAskMessage) => boolean,
     readonly timeoutMs = 2000,
   ) {}

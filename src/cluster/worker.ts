@@ -128,7 +128,8 @@ function send(message: WorkerToPrimary | LeaseWorkerMessage | LeaseBatchMessage<
 const metricsAsker = new MetricsAsker((ask) => {
   if (!process.connected || process.send === undefined) return false;
   shipMetrics();
-  return process.send(ask);
+  process.send(ask);
+  return true;
 });
 builtins.setMetricsSource((format) => metricsAsker.ask(format));
 
