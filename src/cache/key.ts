@@ -1,6 +1,7 @@
 /**
  * Cache keys (docs/reference/response-cache.md#keys-and-vary): the request's origin as the upstream is
- * told it (X-Forwarded-Proto and X-Forwarded-Host), the normalized path and the raw query, then the
+ * told it (X-Forwarded-Proto and X-Forwarded-Host, the other forwarding fields a trusted proxy's
+ * request carries: requestOrigin), the normalized path and the raw query, then the
  * endpoint: its canonical template (identifiers erased), so GET /items/{id} and DELETE /items/{itemId}
  * address the same entries. Keys are printable: a remote store shows them as they are. The URL comes
  * first so that every entry of one URL (under any endpoint, every variant) shares the prefix
@@ -58,22 +59,58 @@ export function urlOfKey(primary: string): string {
 let lastProto: string | undefined;
 let lastHost: string | undefined;
 let lastSecure = false;
+let lastExtra = '';
 let lastOrigin = 'http://';
 
 /**
- * `scheme://host` of a request as the gateway forwards it: the last item of `proto` (X-Forwarded-Proto;
- * else the connection's) and of `host` (X-Forwarded-Host), lower-cased. A host with a character a host
- * cannot have (from a trusted proxy's header, which the gateway does not check) is percent-encoded,
- * so no host can run into the path. The last answer is kept: requests mostly repeat their origin.
+ * The origin part of a key: the request's origin as the upstream is told it, in full. `proto` and
+ * `host` are the whole X-Forwarded-Proto and X-Forwarded-Host values the upstream gets (a trusted
+ * proxy's lists included: an upstream that reads the first item of `evil.test, good.test` must not
+ * have its answer filed under `good.test`); `extra` the other forwarding fields it gets
+ * (forwardingField()). A plain `http`/`https` (or none: the connection's) makes the scheme; any other
+ * proto value is kept beside it. The host is lower-cased, its default port dropped (`a.test:80` is
+ * `http://a.test`, RFC 9110 4.2.3), and percent-encoded when it holds a character a host cannot
+ * have, so no host runs into the path. The last answer is kept: requests mostly repeat their origin.
  */
-export function requestOrigin(secure: boolean, proto: string | undefined, host: string | undefined): string {
-  if (proto === lastProto && host === lastHost && secure === lastSecure) return lastOrigin;
-  const hostPart = (lastItem(host) ?? '').toLowerCase();
-  const origin = `${forwardedScheme(secure, proto)}://${PLAIN_HOST.test(hostPart) ? hostPart : encodeURIComponent(hostPart)}`;
+export function requestOrigin(secure: boolean, proto: string | undefined, host: string | undefined, extra = ''): string {
+  if (proto === lastProto && host === lastHost && secure === lastSecure && extra === lastExtra) return lastOrigin;
+  const connection = secure ? 'https' : 'http';
+  const claimed = proto?.trim().toLowerCase();
+  const scheme = claimed === undefined || claimed === '' ? connection : claimed === 'https' || claimed === 'http' ? claimed : `${connection}+${encodeURIComponent(claimed)}`;
+  let hostPart = (host ?? '').trim().toLowerCase();
+  const defaultPort = scheme === 'https' ? ':443' : scheme === 'http' ? ':80' : '';
+  if (defaultPort !== '' && hostPart.endsWith(defaultPort)) hostPart = hostPart.slice(0, -defaultPort.length);
+  const origin = `${scheme}://${PLAIN_HOST.test(hostPart) ? hostPart : encodeURIComponent(hostPart)}${extra === '' ? '' : encodeURIComponent(extra)}`;
   lastProto = proto;
   lastHost = host;
   lastSecure = secure;
+  lastExtra = extra;
   return (lastOrigin = origin);
+}
+
+/**
+ * Whether a request header is a forwarding field the key must hold beside X-Forwarded-Proto and -Host:
+ * the other X-Forwarded-* fields (Port, Prefix, Ssl, ...: frameworks build links from them) and
+ * Forwarded. X-Forwarded-For is not (it names the client, and would make an entry per client); the
+ * gateway passes these on from a trusted proxy only (docs/reference/accept.md#trusted-proxies).
+ */
+export function isKeyedForwardingField(name: string): boolean {
+  return name === 'forwarded' || (name.length > 12 && name.charCodeAt(0) === 0x78 && name.startsWith('x-forwarded-') && name !== 'x-forwarded-for' && name !== 'x-forwarded-host' && name !== 'x-forwarded-proto');
+}
+
+/** `;name=value` of a keyed forwarding field; Forwarded without its `for=` parameters (they name clients). */
+export function forwardingField(name: string, value: string): string {
+  if (name !== 'forwarded') return `;${name}=${value}`;
+  const elements: string[] = [];
+  for (const element of value.split(',')) {
+    const kept: string[] = [];
+    for (const pair of element.split(';')) {
+      const trimmed = pair.trim();
+      if (trimmed !== '' && !trimmed.toLowerCase().startsWith('for=')) kept.push(trimmed);
+    }
+    if (kept.length > 0) elements.push(kept.join(';'));
+  }
+  return elements.length === 0 ? '' : `;forwarded=${elements.join(',')}`;
 }
 
 const PLAIN_HOST = /^[a-z0-9.\-_~:[\]]*$/;

@@ -41,9 +41,17 @@ function opaqueTag(tag: string): string {
 }
 
 /**
+ * Fields of the stored answer a 304 does not replace: the framing, and those that say what the stored
+ * bytes are. RFC 9111 3.2 lets a cache keep such fields to keep the stored response intact, and RFC
+ * 9110 15.4.5 says a 304 should not send them; a 304 naming `text/html` or `gzip` for a stored
+ * `text/plain` body would have every later hit serve the same bytes as something else.
+ */
+const DESCRIBE_THE_BODY = new Set(['content-length', 'transfer-encoding', 'x-cache', 'content-type', 'content-encoding', 'content-range']);
+
+/**
  * The entry's headers as the upstream sent them with those of the 304 in their place (RFC 9111 3.2,
- * 4.3.4; framing headers kept). Its targeted field (kept aside, not among the served headers) is put
- * back unless the 304 brings one of its own, which replaces it.
+ * 4.3.4; framing and the body's description kept: DESCRIBE_THE_BODY). Its targeted field (kept aside,
+ * not among the served headers) is put back unless the 304 brings one of its own, which replaces it.
  */
 export function freshenedHeaders(entry: StoredResponse, update: readonly string[], targeted: readonly string[]): string[] {
   const value = entry.targetedCacheControl;
@@ -51,7 +59,7 @@ export function freshenedHeaders(entry: StoredResponse, update: readonly string[
   const replaced = new Set<string>();
   for (let i = 0; i < update.length; i += 2) {
     const name = update[i]!;
-    if (name !== 'content-length' && name !== 'transfer-encoding' && name !== 'x-cache') replaced.add(name);
+    if (!DESCRIBE_THE_BODY.has(name)) replaced.add(name);
   }
   const merged: string[] = [];
   for (let i = 0; i < stored.length; i += 2) if (!replaced.has(stored[i]!)) merged.push(stored[i]!, stored[i + 1]!);

@@ -36,35 +36,48 @@ const NO_TARGETS: readonly string[] = [];
 const MAX_DELTA_SECONDS = 2147483648;
 
 /**
- * The value of the first targeted field (lower-case names) present and valid (its lines joined), or
- * undefined. RFC 9213 2.1: a targeted field is a Structured Field Dictionary; one that does not parse
- * as one, or whose lifetime directives are not non-negative Integers (`max-age="60"`), is ignored as
- * a whole, and the next field (at last Cache-Control) applies.
+ * The first targeted field (lower-case names) present and valid (its lines joined), as Cache-Control
+ * directives, or undefined. RFC 9213 2.1: a targeted field is a Structured Field Dictionary; one that
+ * does not parse as one, or whose lifetime directives are not non-negative Integers (`max-age="60"`),
+ * is ignored as a whole, and the next field (at last Cache-Control) applies. It is written back from
+ * the parsed dictionary, so a directive given twice counts as its last (RFC 8941 4.2.2: `max-age=3600,
+ * max-age=0` is 0), not as Cache-Control's first.
  */
 export function targetedValue(headers: readonly string[], targeted: readonly string[]): string | undefined {
   for (const name of targeted) {
     const value = fieldValue(headers, name);
-    if (value !== undefined && validTargeted(value)) return value;
+    if (value === undefined) continue;
+    const directives = targetedDirectives(value);
+    if (directives !== null) return directives;
   }
   return undefined;
 }
 
 const INTEGER_DIRECTIVES = ['max-age', 's-maxage', 'stale-while-revalidate', 'stale-if-error'];
 
-function validTargeted(value: string): boolean {
+/** A targeted field's value as Cache-Control directives (each once), or null when it is not valid. */
+function targetedDirectives(value: string): string | null {
   let members: ReturnType<typeof parseDictionary>;
   try {
     members = parseDictionary(value);
   } catch {
-    return false;
+    return null;
   }
   for (const name of INTEGER_DIRECTIVES) {
     const member = members.get(name);
     if (member === undefined) continue;
     const item = member[0];
-    if (typeof item !== 'number' || !Number.isInteger(item) || item < 0) return false;
+    if (typeof item !== 'number' || !Number.isInteger(item) || item < 0) return null;
   }
-  return true;
+  const directives: string[] = [];
+  for (const [name, [item]] of members) {
+    if (item === true) directives.push(name);
+    else if (typeof item === 'string') directives.push(`${name}=${JSON.stringify(item)}`);
+    else if (typeof item === 'number' || typeof item === 'boolean') directives.push(`${name}=${String(item)}`);
+    else if (item !== null && typeof item === 'object' && 'value' in item && typeof item.value === 'string') directives.push(`${name}=${item.value}`);
+    // Inner lists, byte sequences and the like are no cache directive this cache knows: left out.
+  }
+  return directives.join(', ');
 }
 
 const POLICY_OPTIONS: CachePolicy.Options = { shared: true, cacheHeuristic: 0, immutableMinTimeToLive: 0 };
@@ -107,7 +120,12 @@ export function judge(
   // Targeted cache control (RFC 9213): the first of the configured fields present replaces
   // Cache-Control for this cache.
   const targetedControl = targetedValue(headers, targeted);
-  if (targetedControl !== undefined) response['cache-control'] = targetedControl;
+  if (targetedControl !== undefined) {
+    response['cache-control'] = targetedControl;
+    // RFC 9213 2.2: with a valid targeted field, Cache-Control and Expires are both ignored.
+    delete response.expires;
+    delete response.pragma;
+  }
   readAsTheRfcSays(response, now);
   let vary: readonly string[] = [];
   if (typeof response.vary === 'string') {

@@ -32,7 +32,7 @@ export interface ParsedRequestHead {
   /** End-to-end headers to forward, flat [name, value, ...]; a fresh array per request. */
   readonly forward: string[];
   /** The client's Host header (it is not among `forward`: the upstream gets its own). */
-  readonly view?: { readonly host: string | undefined };
+  readonly view?: { readonly host: string | undefined; readonly authorization?: string | undefined };
   /** The client's Connection header lists "close", or the body comes chunked: the connection ends after the answer. */
   readonly closeRequested?: boolean;
   /** ... in the one form the server library closes for by itself (see RequestContext.libraryCloses). */
@@ -93,6 +93,12 @@ export class RequestContext {
 
   /** End-to-end request headers for the upstream, flat [name, value, ...], names lower-case. */
   headers: string[];
+  /**
+   * The client's Authorization as it arrived (its first line), whatever a middleware does to the
+   * headers the upstream gets (apiKeyAuth's hideCredentials removes it): the response cache's rules
+   * are about the request the client sent (RFC 9111 3.5). Undefined when it sent none.
+   */
+  readonly clientAuthorization: string | undefined;
   /** Who apiKeyAuth admitted; null when no key was checked. */
   consumer: string | null = null;
   /** Headers middleware adds to whatever answer the client gets, flat [name, value, ...]; null when none. */
@@ -152,6 +158,7 @@ export class RequestContext {
     this.peer = head.peer;
     this.forwardedFor = head.xForwardedFor;
     this.host = head.view?.host;
+    this.clientAuthorization = head.view?.authorization;
     this.startedAt = head.startedAt;
     this.hasBody = head.hasBody;
     this.secure = head.secure;

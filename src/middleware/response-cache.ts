@@ -28,7 +28,7 @@
  */
 import type CachePolicy from 'http-cache-semantics';
 import { Flights, type Flight, type FlightOutcome } from '../cache/flights.js';
-import { primaryKey, requestOrigin, urlOfKey, urlPrefix, variantKey } from '../cache/key.js';
+import { forwardingField, isKeyedForwardingField, primaryKey, requestOrigin, urlOfKey, urlPrefix, variantKey } from '../cache/key.js';
 import { invalidates, locationUrls } from '../cache/invalidation.js';
 import { instanceCacheDir } from '../cache/instance-dir.js';
 import { SharedCacheStore, type HeldLock, type Unchanged } from '../cache/shared-store.js';
@@ -36,6 +36,7 @@ import { PassMarks } from '../cache/pass-marks.js';
 import { freshenedHeaders, selects } from '../cache/not-modified.js';
 import { hasDirective, StoredResponse, VaryIndex, type CacheRecord } from '../cache/record.js';
 import { fieldValue } from '../http/header-list.js';
+import type { RouteTarget } from '../routing/types.js';
 import { parseHttpDate } from '../cache/http-date.js';
 import { judge, policyRequest, targetedValue, type Heuristic } from '../cache/rules.js';
 import { CACHE_STORE, type CacheStore } from '../cache/store.js';
@@ -259,19 +260,22 @@ export class ResponseCache implements Middleware {
     if (this.hidden !== null) ctx.hideResponseHeaders(this.hidden);
     const method = ctx.method;
     if ((method !== 'GET' && method !== 'HEAD') || ctx.hasBody) return this.bypass(ctx);
-    const headers = ctx.headers;
+    const headers = cacheView(ctx);
     let directives = false;
     let authorization = false;
     let proto: string | undefined;
     let host: string | undefined;
+    let extra = '';
     for (let i = 0; i < headers.length; i += 2) {
-      const name = headers[i];
+      const name = headers[i]!;
       if (name === 'cache-control' || name === 'pragma' || name === 'if-none-match' || name === 'if-modified-since' || name === 'range') directives = true;
       else if (name === 'authorization') authorization = true;
-      else if (name === 'x-forwarded-host') host = headers[i + 1];
-      else if (name === 'x-forwarded-proto') proto = headers[i + 1];
+      // Every line, joined as fieldValue() joins them: the upstream gets them all.
+      else if (name === 'x-forwarded-host') host = host === undefined ? headers[i + 1] : `${host}, ${headers[i + 1]}`;
+      else if (name === 'x-forwarded-proto') proto = proto === undefined ? headers[i + 1] : `${proto}, ${headers[i + 1]}`;
+      else if (isKeyedForwardingField(name)) extra += forwardingField(name, headers[i + 1]!);
     }
-    const key = primaryKey(requestOrigin(ctx.secure, proto, host), ctx.route!.canonical, ctx.path, ctx.query);
+    const key = primaryKey(requestOrigin(ctx.secure, proto, host, extra), keyedEndpoint(ctx), ctx.path, ctx.query);
     if (directives) return this.armed(new CacheRequest(this, ctx, key, authorization).start());
     const found = this.get(key);
     if (found !== undefined && !(found instanceof Promise)) {
@@ -480,12 +484,15 @@ export class ResponseCache implements Middleware {
     const conditions: string[] = [];
     if (entry.etag !== undefined) conditions.push('if-none-match', entry.etag);
     if (entry.lastModified !== undefined) conditions.push('if-modified-since', entry.lastModified);
-    // Host, the framing and hop-by-hop fields are the upstream client's own: it drops a caller's copies.
+    // What the upstream got for the request (ctx.headers), not the cache's view of it (cacheView puts
+    // back an Authorization a middleware withheld). Host, the framing and hop-by-hop fields are the
+    // upstream client's own: it drops a caller's copies.
+    const sent = ctx.headers;
     const conditional: string[] = [];
-    for (let i = 0; i < requestHeaders.length; i += 2) {
-      const name = requestHeaders[i]!;
+    for (let i = 0; i < sent.length; i += 2) {
+      const name = sent[i]!;
       // The entry's validators in place of the client's own.
-      if (name !== 'if-none-match' && name !== 'if-modified-since') conditional.push(name, requestHeaders[i + 1]!);
+      if (name !== 'if-none-match' && name !== 'if-modified-since') conditional.push(name, sent[i + 1]!);
     }
     conditional.push(...conditions);
     const generation = this.generation(primary);
@@ -493,7 +500,7 @@ export class ResponseCache implements Middleware {
     const limits = { timeoutMs: this.lockTimeoutMs, maxBodyBytes: this.maxEntryBytes };
     const ask = (headers: readonly string[]): Promise<FetchedAnswer> => fetch(ctx, target, headers, limits) ?? Promise.reject(new Error('no host may take the refresh'));
     // The host is picked now, with the request's endpoint and breakers as they are.
-    const first = ask(conditions.length > 0 ? conditional : requestHeaders);
+    const first = ask(conditions.length > 0 ? conditional : sent);
     const finish = (): void => {
       this.refreshing.delete(key);
       if (this.shared !== null) void this.write(() => this.shared!.unlock(key, token));
@@ -508,7 +515,7 @@ export class ResponseCache implements Middleware {
       }
       if (answer.status === 304) {
         // It names another representation than the stored one (RFC 9111 4.3.4): that one is fetched whole.
-        answer = await ask(requestHeaders);
+        answer = await ask(sent);
         if (answer.status === 304) return;
       }
       const verdict = judge(primary, requestHeaders, answer.status, answer.headers, this.defaultTtlMs, this.heuristic, Date.now(), this.targeted);
@@ -565,7 +572,9 @@ class Invalidation implements ResponseObserver {
     this.secure = ctx.secure;
     this.path = ctx.path;
     this.query = ctx.query;
-    this.canonical = ctx.route!.canonical;
+    // The URL is what is dropped (every endpoint and negotiated target under it); the endpoint only
+    // names the key a store without prefixes deletes.
+    this.canonical = keyedEndpoint(ctx);
     // Read at the answer: later middleware may change ctx.headers, but not X-Forwarded-*.
     this.requestHeaders = ctx.headers;
   }
@@ -573,7 +582,9 @@ class Invalidation implements ResponseObserver {
   /** The request's origin, which every URL it invalidates shares (locationUrls keeps same-origin ones only). */
   private origin(): string {
     const headers = this.requestHeaders;
-    return requestOrigin(this.secure, fieldValue(headers, 'x-forwarded-proto'), fieldValue(headers, 'x-forwarded-host'));
+    let extra = '';
+    for (let i = 0; i < headers.length; i += 2) if (isKeyedForwardingField(headers[i]!)) extra += forwardingField(headers[i]!, headers[i + 1]!);
+    return requestOrigin(this.secure, fieldValue(headers, 'x-forwarded-proto'), fieldValue(headers, 'x-forwarded-host'), extra);
   }
 
   onHead(status: number, headers: readonly string[]): void {
@@ -666,7 +677,7 @@ class CacheRequest implements ResponseObserver {
     private readonly primary: string,
     private readonly authorization: boolean,
   ) {
-    this.requestHeaders = ctx.headers.slice();
+    this.requestHeaders = cacheView(ctx).slice();
     this.conditional = fieldValue(this.requestHeaders, 'if-none-match') !== undefined || fieldValue(this.requestHeaders, 'if-modified-since') !== undefined;
     this.deadline = performance.now() + cache.slaMs;
     this.isGet = ctx.method === 'GET';
@@ -1078,6 +1089,44 @@ function served(headers: readonly string[], targeted: readonly string[]): string
     if (name !== 'age' && name !== 'x-cache' && name !== 'date' && !targeted.includes(name)) out.push(name, headers[i + 1]!);
   }
   return out;
+}
+
+/**
+ * The request headers as the cache judges them: ctx.headers, with the client's Authorization put back
+ * when a middleware before the cache removed it (apiKeyAuth reading the key from it, hideCredentials).
+ * RFC 9111 3.5 is about the request the client sent: an answer to it is personal unless the upstream
+ * says otherwise, whatever goes upstream. Only the cache reads this view; nothing of it is sent.
+ */
+function cacheView(ctx: RequestContext): string[] {
+  const sent = ctx.clientAuthorization;
+  const headers = ctx.headers;
+  if (sent === undefined) return headers;
+  for (let i = 0; i < headers.length; i += 2) if (headers[i] === 'authorization') return headers;
+  return [...headers, 'authorization', sent];
+}
+
+const negotiated = new WeakMap<readonly RouteTarget[], string>();
+
+/**
+ * The endpoint part of a key: the route's canonical template, and, when Content-Type / Accept
+ * negotiation narrowed its targets (upstreams that produce different media types for one endpoint),
+ * the upstreams it narrowed them to. The gateway chose the answer by the request's Accept there, and
+ * no upstream can say so with Vary: without this, one client's XML would be served to the next one's
+ * Accept: application/json.
+ */
+function keyedEndpoint(ctx: RequestContext): string {
+  const route = ctx.route!;
+  const targets = ctx.targets;
+  if (targets.length >= route.targets.length) return route.canonical;
+  let names = negotiated.get(targets);
+  if (names === undefined) {
+    names = targets
+      .map((target) => target.upstream)
+      .sort()
+      .join(',');
+    negotiated.set(targets, names);
+  }
+  return `${route.canonical} ${names}`;
 }
 
 export function createResponseCache(config: ResponseCacheConfig, context: MiddlewareContext): Middleware {

@@ -39,12 +39,19 @@ t.test('keys asked one after the other, any part changed or not: each is the key
   t.pass('every key is the one its parts make');
 });
 
-t.test('the origin: as forwarded, the last hop, lower-cased; a host that could run into the path is encoded', async (t) => {
+t.test('the origin: as forwarded, whole, lower-cased, default port dropped; a host that could run into the path is encoded', async (t) => {
   t.equal(requestOrigin(false, 'http', 'GW.Test:8080'), 'http://gw.test:8080');
   t.equal(requestOrigin(false, 'http', 'GW.Test:8080'), 'http://gw.test:8080', 'asked again (the remembered answer)');
   t.equal(requestOrigin(true, undefined, 'gw.test'), 'https://gw.test', 'no X-Forwarded-Proto: the connection\'s scheme');
-  t.equal(requestOrigin(false, 'https, http', 'a.test, b.test'), 'http://b.test', 'a trusted proxy\'s list: the last hop');
-  t.equal(requestOrigin(false, 'gopher', 'gw.test'), 'http://gw.test', 'a scheme other than http(s) is not taken');
+  t.equal(requestOrigin(false, 'http', 'gw.test:80'), 'http://gw.test', 'the default port is the same URI (RFC 9110 4.2.3)');
+  t.equal(requestOrigin(false, 'https', 'gw.test:443'), 'https://gw.test');
+  t.equal(requestOrigin(false, 'https', 'gw.test:80'), 'https://gw.test:80', 'another scheme\'s default is a port like any');
+  // An upstream may read the first item of a list: the key keeps the whole value apart from its last item.
+  t.not(requestOrigin(false, 'https, http', 'a.test, b.test'), requestOrigin(false, 'http', 'b.test'), "a trusted proxy's list is not its last hop");
+  t.not(requestOrigin(false, 'evil, https', 'b.test'), requestOrigin(false, 'https', 'b.test'));
+  t.not(requestOrigin(false, 'gopher', 'gw.test'), requestOrigin(false, 'http', 'gw.test'), 'a scheme other than http(s) is kept apart');
+  t.not(requestOrigin(false, 'http', 'gw.test', ';x-forwarded-prefix=/evil'), requestOrigin(false, 'http', 'gw.test'), 'other forwarding fields too');
+  t.notMatch(requestOrigin(false, 'evil, https', 'a b, c', ';x-forwarded-port=1 2'), / /, 'never a space (it ends the URL part of a key)');
   t.equal(requestOrigin(false, 'http', '[::1]:8080'), 'http://[::1]:8080');
   t.equal(requestOrigin(false, 'http', 'a.test/x'), 'http://a.test%2Fx', 'a "/" cannot make host and path another URL');
   t.not(requestOrigin(false, 'http', 'a.test/x') + '/y', requestOrigin(false, 'http', 'a.test') + '/x/y');
