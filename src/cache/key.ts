@@ -147,9 +147,22 @@ const SENSITIVE = new Set(['authorization', 'cookie', 'proxy-authorization']);
  * a credential instead of the credential. Undefined when the request has none.
  */
 export function comparedValue(headers: readonly string[], name: string): string | undefined {
-  const value = fieldValue(headers, name);
+  const value = name === 'cookie' ? cookieValue(headers) : fieldValue(headers, name);
   if (value === undefined || !SENSITIVE.has(name)) return value;
   return `sha256:${createHash('sha256').update(value, 'latin1').digest('base64url')}`;
+}
+
+/**
+ * Cookie lines joined as a server reads them, with "; " (RFC 6265 5.4; HTTP/2 splits them so, RFC 9113
+ * 8.2.3), not with ", ": two lines `a=1` and `b=2` are one cookie string `a=1; b=2`, and a line
+ * `a=1, b=2` is another.
+ */
+function cookieValue(headers: readonly string[]): string | undefined {
+  let value: string | undefined;
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i] === 'cookie') value = value === undefined ? headers[i + 1] : `${value}; ${headers[i + 1]}`;
+  }
+  return value;
 }
 
 /** The key of the variant of `primary` that a request with `headers` selects. */

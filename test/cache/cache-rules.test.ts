@@ -84,6 +84,9 @@ t.test('credentials are kept as digests only', async (t) => {
   t.notOk(value.includes('secret'));
   t.equal(comparedValue(['cookie', 'a=1'], 'cookie'), comparedValue(['cookie', 'a=1'], 'cookie'));
   t.not(comparedValue(['cookie', 'a=1'], 'cookie'), comparedValue(['cookie', 'a=2'], 'cookie'));
+  // Cookie lines join with "; ", as a server reads them: two lines are the one line with both cookies.
+  t.equal(comparedValue(['cookie', 'a=1', 'cookie', 'b=2'], 'cookie'), comparedValue(['cookie', 'a=1; b=2'], 'cookie'));
+  t.not(comparedValue(['cookie', 'a=1', 'cookie', 'b=2'], 'cookie'), comparedValue(['cookie', 'a=1, b=2'], 'cookie'));
   t.equal(comparedValue(['accept', 'text/html'], 'accept'), 'text/html');
 });
 
