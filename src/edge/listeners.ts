@@ -10,14 +10,14 @@
 import type { GatewayConfig } from '../config/types.js';
 import type { LoadedUws } from '../native/uws.js';
 import type { UwsApp, UwsHandler, UwsListenSocket, UwsRequest, UwsResponse, UwsTlsOptions, UwsWebSocketBehavior } from '../native/uws-types.js';
-import { isValidHost } from '../http/host-header.js';
-import { writeProblem } from '../http/problem-json.js';
 import type { ListenerCertificateConfig, ListenerTlsConfig } from './types.js';
 import { withTextFiles } from './uws-files.js';
 
 export interface EdgeHandlers {
   /** A request that arrived on the plain port. */
   plain: UwsHandler;
+  /** A request on the plain port with `plainPort: "redirect"`: answered 308 to https but for the built-ins. */
+  plainRedirect: UwsHandler;
   /** A request that arrived over TLS. */
   tls: UwsHandler;
   /** WebSocket upgrades on the plain port: registered before the request handler. */
@@ -51,7 +51,7 @@ export class EdgeListeners {
     if (mode !== 'off') {
       this.plainApp = uws.uws.App();
       if (mode !== 'redirect' && handlers.ws !== undefined) this.plainApp.ws('/*', handlers.ws);
-      this.plainApp.any('/*', mode === 'redirect' ? this.redirecting() : handlers.plain);
+      this.plainApp.any('/*', mode === 'redirect' ? handlers.plainRedirect : handlers.plain);
     }
   }
 
@@ -87,47 +87,10 @@ export class EdgeListeners {
     this.tls?.closeAll();
   }
 
-  private redirecting(): UwsHandler {
-    const builtins = new Set(Object.values(this.config.paths));
-    const plain = this.handlers.plain;
-    const tlsPort = this.config.tls!.port;
-    return (res: UwsResponse, req: UwsRequest) => {
-      const url = req.getUrl();
-      if (builtins.has(url)) return plain(res, req);
-      const host = req.getHeader('host');
-      // It becomes the Location's authority: "evil.com/x" or "a@b" would point the client elsewhere.
-      if (host !== '' && !isValidHost(host)) {
-        writeProblem(res, 400, 'the Host header is not a host and optional port', { via: `1.1 ${this.config.name}` });
-        return;
-      }
-      const name = hostWithoutPort(host);
-      if (name === '') {
-        writeProblem(res, 400, 'a request to the plain port is redirected to https and needs a Host header', { via: `1.1 ${this.config.name}` });
-        return;
-      }
-      const query = req.getQuery();
-      const authority = tlsPort === 443 ? name : `${name}:${this.tlsPortForRedirect()}`;
-      res.writeStatus('308 Permanent Redirect');
-      res.writeHeader('location', `https://${authority}${url}${query ? `?${query}` : ''}`);
-      res.writeHeader('via', `1.1 ${this.config.name}`);
-      // An unread request body would be read and thrown away otherwise.
-      res.end('', req.getHeader('content-length') !== '' || req.getHeader('transfer-encoding') !== '');
-    };
+  /** The TLS port a plain-port request is redirected to (the bound one once it listens). */
+  get redirectPort(): number {
+    return this.tlsPort === 0 ? (this.config.tls?.port ?? 0) : this.tlsPort;
   }
-
-  private tlsPortForRedirect(): number {
-    return this.tlsPort === 0 ? this.config.tls!.port : this.tlsPort;
-  }
-}
-
-/** The host of a Host header without its port (IPv6 literals keep their brackets). */
-function hostWithoutPort(host: string): string {
-  if (host.startsWith('[')) {
-    const close = host.indexOf(']');
-    return close === -1 ? '' : host.slice(0, close + 1);
-  }
-  const colon = host.indexOf(':');
-  return colon === -1 ? host : host.slice(0, colon);
 }
 
 function listenOn(app: UwsApp, host: string, port: number): Promise<UwsListenSocket> {

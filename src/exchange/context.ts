@@ -99,6 +99,11 @@ export class RequestContext {
    * are about the request the client sent (RFC 9111 3.5). Undefined when it sent none.
    */
   readonly clientAuthorization: string | undefined;
+  /**
+   * A request on the plain port with `plainPort: "redirect"`: the https authority it is sent to ('' when
+   * it named no host: a 400). Null on every other request. The route phase answers it after the built-ins.
+   */
+  tlsRedirect: string | null = null;
   /** Who apiKeyAuth admitted; null when no key was checked. */
   consumer: string | null = null;
   /** Headers middleware adds to whatever answer the client gets, flat [name, value, ...]; null when none. */

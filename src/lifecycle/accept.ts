@@ -24,6 +24,13 @@ export class AcceptPhase {
   private readonly chunkedBodies: boolean;
   /** Strict-Transport-Security for answers over TLS; null when not configured. Follows a reload (setHsts). */
   private hsts: string | null;
+  /**
+   * The gateway terminates TLS itself: an upstream's Strict-Transport-Security is kept off answers on
+   * its plain port (RFC 6797 7.2: never over a non-secure transport), unless a trusted proxy says the
+   * client's connection was https. Without `tls` a front terminates it, and the plain answers are that
+   * front's to pass on over TLS.
+   */
+  private readonly terminatesTls: boolean;
 
   constructor(
     config: GatewayConfig,
@@ -37,6 +44,7 @@ export class AcceptPhase {
     this.maxUrlBytes = config.limits.maxUrlBytes ?? DEFAULT_MAX_URL_BYTES;
     this.chunkedBodies = config.limits.chunkedRequestBodies !== false;
     this.hsts = hstsValue(config);
+    this.terminatesTls = config.tls !== undefined;
   }
 
   /** A reloaded config's tls.hstsMaxAgeS, for answers from now on. */
@@ -130,7 +138,9 @@ export class AcceptPhase {
     const host = head.view.host;
     if (this.trust.isTrusted(peer)) {
       headers.push('x-forwarded-for', head.xForwardedFor === undefined ? peer : `${head.xForwardedFor}, ${peer}`);
-      headers.push('x-forwarded-proto', head.xForwardedProto ?? (ctx.secure ? 'https' : 'http'));
+      const proto = head.xForwardedProto ?? (ctx.secure ? 'https' : 'http');
+      headers.push('x-forwarded-proto', proto);
+      if (!ctx.secure && this.terminatesTls && proto.trim().toLowerCase() !== 'https') ctx.hideResponseHeaders(HSTS);
       const forwardedHost = head.xForwardedHost ?? host;
       if (forwardedHost) headers.push('x-forwarded-host', forwardedHost);
       if (head.forwarded !== undefined) headers.push('forwarded', `${head.forwarded}, for=${forwardedNode(peer)}`);
@@ -139,6 +149,7 @@ export class AcceptPhase {
       if (other !== null) for (let i = 0; i < other.length; i++) headers.push(other[i]!);
     } else {
       headers.push('x-forwarded-for', peer, 'x-forwarded-proto', ctx.secure ? 'https' : 'http');
+      if (!ctx.secure && this.terminatesTls) ctx.hideResponseHeaders(HSTS);
       if (host) headers.push('x-forwarded-host', host);
     }
     headers.push('via', head.via === undefined || head.via === '' ? this.via : `${head.via}, ${this.via}`);

@@ -37,6 +37,7 @@ export class RoutePhase {
       const answer = this.builtins(method, path, ctx.query, view);
       if (answer !== null) return answer instanceof Promise ? { kind: 'later', answer } : { kind: 'builtin', answer };
     }
+    if (ctx.tlsRedirect !== null) return tlsRedirect(ctx, ctx.tlsRedirect);
     const table = this.state.table;
     if (table === null) return problem(503, 'the routing table is not loaded yet');
     const hostRoutes = this.state.hostRoutes;
@@ -53,6 +54,15 @@ export class RoutePhase {
     return null;
   }
 }
+
+/** `plainPort: "redirect"` (src/edge/tls-redirect.ts): 308 to the same path and query over https. */
+function tlsRedirect(ctx: RequestContext, authority: string): LocalReply {
+  if (authority === '') return problem(400, 'a request to the plain port is redirected to https and needs a Host header');
+  const location = `https://${authority}${ctx.path}${ctx.query === '' ? '' : `?${ctx.query}`}`;
+  return { kind: 'content', status: 308, headers: ['location', location], body: EMPTY };
+}
+
+const EMPTY = new Uint8Array(0);
 
 function rejectionDetail(status: number, method: string, undiscovered: number): string {
   switch (status) {

@@ -12,7 +12,7 @@ import { REPO_ROOT } from '../helpers/repo-files.js';
 import { tlsSchema } from '../../src/edge/schema.js';
 import { loadListenerCertificates } from '../../src/edge/certificates.js';
 import { files, httpsGet, presented } from '../helpers/tls-client.js';
-import { httpRequest, startGateway, startUpstream, testConfig, type Teardown } from '../helpers/gateway-process.js';
+import { eventually, httpRequest, startGateway, startUpstream, testConfig, type Teardown } from '../helpers/gateway-process.js';
 
 export async function tlsGateway(t: Teardown, certificates: unknown[], tls: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
   const app = await startUpstream(t, {
@@ -112,6 +112,19 @@ t.test('plainPort redirect answers 308 to https, built-ins are still served; HST
   t.equal(redirected.status, 308);
   t.equal(redirected.headers.location, `https://first.test:${tlsPort}/items/7?x=1`);
   t.equal((await httpRequest(gateway.port, '/healthcheck')).status, 200, 'the health check is served on the plain port');
+  // Built-ins are matched after path normalization, as on any port.
+  for (const path of ['/healthcheck/', '/./healthcheck', '/x/../healthcheck', '/%68ealthcheck']) {
+    t.equal((await httpRequest(gateway.port, path)).status, 200, `${path} is the health check too`);
+  }
+  // A redirect is an answer like any: a request ID, counted in /metrics, in the access log.
+  t.match(redirected.headers['x-request-id'], /\S/, 'the 308 carries a request ID');
+  const counted = async (): Promise<true | undefined> => {
+    const metrics = JSON.parse((await httpRequest(gateway.port, '/metrics')).body) as { requests: { byStatus: Record<string, number> } };
+    return (metrics.requests.byStatus['308'] ?? 0) >= 1 ? true : undefined;
+  };
+  t.ok(await eventually(counted, 5000, 100, 'the 308 in /metrics'), 'counted in /metrics');
+  t.ok(await eventually(async () => (gateway.accessLines().some((line) => line.status === 308 && line.path === '/items/7') ? true : undefined), 5000, 100, 'the access line'), 'written to the access log');
+  t.equal((await httpRequest(gateway.port, '/items/./7/')).headers.location, `https://127.0.0.1:${tlsPort}/items/7`, 'to the normalized path');
   const ipv6 = await httpRequest(gateway.port, '/items/7', { headers: { host: '[::1]:8080' } });
   t.same([ipv6.status, ipv6.headers.location], [308, `https://[::1]:${tlsPort}/items/7`], 'an IPv6 literal keeps its brackets');
   // The Host becomes the Location's authority: one that is not a host and optional port is refused, as nginx does.
@@ -148,4 +161,7 @@ t.test('plainPort off: only TLS is served; serve: both', async (t) => {
   const plain = await httpRequest(serve.gateway.port, '/items/1');
   t.equal(plain.status, 200);
   t.equal(JSON.parse(plain.body).proto, 'http', 'plain requests say http');
+  // RFC 6797 7.2: an HSTS host never sends Strict-Transport-Security over plain HTTP, the upstream's included.
+  t.equal((await httpRequest(serve.gateway.port, '/items/hsts')).headers['strict-transport-security'], undefined, "the upstream's HSTS is withheld on the plain port");
+  t.equal((await httpsGet(serve.tlsPort, '/items/hsts', 'first.test')).headers['strict-transport-security'], 'max-age=1; includeSubDomains', 'and passed on over TLS (no hstsMaxAgeS of its own)');
 });

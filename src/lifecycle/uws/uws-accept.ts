@@ -18,6 +18,7 @@ import type { DataPlaneState } from '../state.js';
 import { handlerBegan, handlerReturned, UwsClient } from './uws-client.js';
 import type { Counters } from '../../metrics/counters.js';
 import { WebSocketProxy, type WebSocketHost } from '../../websocket/upgrade.js';
+import { redirectAuthority } from '../../edge/tls-redirect.js';
 
 export class UwsAcceptor {
   /** The plain app and the TLS app with its certificates (src/edge/listeners.ts). */
@@ -37,6 +38,7 @@ export class UwsAcceptor {
     this.webSockets = new WebSocketProxy(this.webSocketHost(counters), state.config, uws.uws);
     this.edge = new EdgeListeners(uws, state.config, {
       plain: this.onRequest,
+      plainRedirect: this.onRedirectedRequest,
       tls: this.onTlsRequest,
       ws: this.webSockets.behavior as UwsWebSocketBehavior<never>,
       wss: this.webSockets.tlsBehavior as UwsWebSocketBehavior<never>,
@@ -122,23 +124,29 @@ export class UwsAcceptor {
     this.handleInHandler(res, req, true);
   };
 
+  /** The plain port with `plainPort: "redirect"` (src/edge/tls-redirect.ts). */
+  private readonly onRedirectedRequest = (res: UwsResponse, req: UwsRequest): void => {
+    this.handleInHandler(res, req, false, true);
+  };
+
   /** handle(), marked as inside uWS's request handler for `res` (uws-client.ts, handlerResponse). */
-  private handleInHandler(res: UwsResponse, req: UwsRequest, secure: boolean): void {
+  private handleInHandler(res: UwsResponse, req: UwsRequest, secure: boolean, redirect = false): void {
     handlerBegan(res);
     try {
-      this.handle(res, req, secure);
+      this.handle(res, req, secure, redirect);
     } finally {
       handlerReturned();
     }
   }
 
-  private handle(res: UwsResponse, req: UwsRequest, secure: boolean): void {
+  private handle(res: UwsResponse, req: UwsRequest, secure: boolean, redirect = false): void {
     const startedAt = performance.now();
     const head = this.head.read(req);
     head.startedAt = startedAt;
     head.secure = secure;
     head.peer = remoteAddress(res.getRemoteAddress());
     const ctx = new RequestContext(head);
+    if (redirect) ctx.tlsRedirect = redirectAuthority(head.view.host, this.edge.redirectPort);
     const client = new UwsClient(res, ctx, this.state);
     try {
       this.lifecycle.handle(head, ctx, client);
