@@ -9,7 +9,7 @@
  */
 import type { GatewayConfig } from '../config/types.js';
 import type { LoadedUws } from '../native/uws.js';
-import type { UwsApp, UwsHandler, UwsListenSocket, UwsRequest, UwsResponse, UwsTlsOptions, UwsWebSocketBehavior } from '../native/uws-types.js';
+import type { UwsApp, UwsHandler, UwsListenSocket, UwsTlsOptions, UwsWebSocketBehavior } from '../native/uws-types.js';
 import type { ListenerCertificateConfig, ListenerTlsConfig } from './types.js';
 import { withTextFiles } from './uws-files.js';
 
