@@ -32,7 +32,7 @@ export interface ParsedRequestHead {
   /** End-to-end headers to forward, flat [name, value, ...]; a fresh array per request. */
   readonly forward: string[];
   /** The client's Host header (it is not among `forward`: the upstream gets its own). */
-  readonly view?: { readonly host: string | undefined; readonly authorization?: string | undefined };
+  readonly view?: { readonly host: string | undefined };
   /** The client's Connection header lists "close", or the body comes chunked: the connection ends after the answer. */
   readonly closeRequested?: boolean;
   /** ... in the one form the server library closes for by itself (see RequestContext.libraryCloses). */
@@ -94,11 +94,14 @@ export class RequestContext {
   /** End-to-end request headers for the upstream, flat [name, value, ...], names lower-case. */
   headers: string[];
   /**
-   * The client's Authorization as it arrived (its first line), whatever a middleware does to the
-   * headers the upstream gets (apiKeyAuth's hideCredentials removes it): the response cache's rules
-   * are about the request the client sent (RFC 9111 3.5). Undefined when it sent none.
+   * Request header lines a middleware took out of what the upstream gets (withhold(): apiKeyAuth's
+   * hideCredentials, the pipeline's guard of hidden keys), flat [name, value, ...]; null when none.
+   * What the client sent still decides for the middleware after it (clientFieldValue): a second
+   * apiKeyAuth on the same header, a rate limit keyed on it, the response cache's Authorization rule.
    */
-  readonly clientAuthorization: string | undefined;
+  withheld: string[] | null = null;
+  /** The query as the client sent it (ctx.query loses hidden keys). */
+  readonly clientQuery: string;
   /**
    * A request on the plain port with `plainPort: "redirect"`: the https authority it is sent to ('' when
    * it named no host: a 400). Null on every other request. The route phase answers it after the built-ins.
@@ -163,7 +166,7 @@ export class RequestContext {
     this.peer = head.peer;
     this.forwardedFor = head.xForwardedFor;
     this.host = head.view?.host;
-    this.clientAuthorization = head.view?.authorization;
+    this.clientQuery = head.query;
     this.startedAt = head.startedAt;
     this.hasBody = head.hasBody;
     this.secure = head.secure;
@@ -201,6 +204,28 @@ export class RequestContext {
   }
 
   /** Removes every request header of that (lower-case) name before forwarding. */
+  /** Takes every line of header `name` out of what the upstream gets, keeping it in `withheld`. */
+  withhold(name: string): void {
+    const headers = this.headers;
+    let to = 0;
+    for (let from = 0; from < headers.length; from += 2) {
+      if (headers[from] === name) {
+        (this.withheld ??= []).push(name, headers[from + 1]!);
+        continue;
+      }
+      headers[to++] = headers[from]!;
+      headers[to++] = headers[from + 1]!;
+    }
+    if (to !== headers.length) headers.length = to;
+  }
+
+  /** A request header's field value as the client sent it: what the upstream gets, else what a middleware withheld. */
+  clientFieldValue(name: string): string | undefined {
+    const value = fieldValue(this.headers, name);
+    if (value !== undefined || this.withheld === null) return value;
+    return fieldValue(this.withheld, name);
+  }
+
   removeRequestHeader(name: string): void {
     const headers = this.headers;
     let to = 0;

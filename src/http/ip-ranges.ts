@@ -54,6 +54,35 @@ export function parseRange(text: string): IpRange | string {
   return { base, prefix };
 }
 
+/**
+ * An address written one way (RFC 5952 for IPv6: lower case, no leading zeros, the longest run of two
+ * or more zero words as "::", the first of equal runs; an IPv4-mapped address as IPv4), so that one
+ * client written several ways (`::FFFF:5.5.5.5`, `0:0:0:0:0:ffff:505:505`) is one rate-limit key and
+ * one access-log client.
+ */
+export function formatIp(ip: ParsedIp): string {
+  const words = ip.v6;
+  if (words === null) return `${ip.v4 >>> 24}.${(ip.v4 >>> 16) & 0xff}.${(ip.v4 >>> 8) & 0xff}.${ip.v4 & 0xff}`;
+  let bestStart = -1;
+  let bestLength = 1;
+  for (let i = 0; i < 8; ) {
+    if (words[i] !== 0) {
+      i++;
+      continue;
+    }
+    let end = i;
+    while (end < 8 && words[end] === 0) end++;
+    if (end - i > bestLength) {
+      bestStart = i;
+      bestLength = end - i;
+    }
+    i = end;
+  }
+  const hex = (from: number, to: number): string => Array.from(words.subarray(from, to), (word) => word.toString(16)).join(':');
+  if (bestStart === -1) return hex(0, 8);
+  return `${hex(0, bestStart)}::${hex(bestStart + bestLength, 8)}`;
+}
+
 export function inRange(ip: ParsedIp, range: IpRange): boolean {
   const base = range.base;
   if ((ip.v6 === null) !== (base.v6 === null)) return false;

@@ -2,7 +2,7 @@
  * Which peers may speak for a client (`trustedProxies`, docs/reference/accept.md#trusted-proxies), and the one function that decides
  * a request's client address: the access log, metrics and rate limits all use it.
  */
-import { inRange, parseIp, parseRange, type IpRange } from './ip-ranges.js';
+import { formatIp, inRange, parseIp, parseRange, type IpRange } from './ip-ranges.js';
 
 export class TrustedProxies {
   private readonly ranges: readonly IpRange[];
@@ -71,18 +71,22 @@ export function rangeProblem(entry: string): string | null {
   return typeof range === 'string' ? range : null;
 }
 
-/** An X-Forwarded-For hop as an address: "1.2.3.4", "1.2.3.4:5678", "2001:db8::1", "[2001:db8::1]:443". */
+/**
+ * An X-Forwarded-For hop as an address: "1.2.3.4", "1.2.3.4:5678", "2001:db8::1", "[2001:db8::1]:443",
+ * written one way (formatIp: `::ffff:1.2.3.4` is `1.2.3.4`, `2001:DB8:0::1` is `2001:db8::1`).
+ */
 function hopAddress(hop: string): string | null {
-  if (parseIp(hop) !== null) return hop;
+  const direct = parseIp(hop);
+  if (direct !== null) return formatIp(direct);
   if (hop.charCodeAt(0) === 0x5b) {
     const close = hop.indexOf(']');
-    const inner = close === -1 ? '' : hop.slice(1, close);
-    return parseIp(inner) !== null ? inner : null;
+    const inner = close === -1 ? null : parseIp(hop.slice(1, close));
+    return inner === null ? null : formatIp(inner);
   }
   const colon = hop.indexOf(':');
   if (colon !== -1 && hop.indexOf(':', colon + 1) === -1) {
-    const host = hop.slice(0, colon);
-    return parseIp(host) !== null ? host : null;
+    const host = parseIp(hop.slice(0, colon));
+    return host === null ? null : formatIp(host);
   }
   return null;
 }

@@ -137,10 +137,11 @@ class ApiKeyAuth implements Middleware {
 
   decide(ctx: RequestContext): Decision {
     // Several field lines are one value ("a, b"), which is no key: refused, whatever their order.
-    let key: string | null | undefined = ctx.requestFieldValue(this.header);
+    // As the client sent it: another apiKeyAuth before this one may have withheld the same header.
+    let key: string | null | undefined = ctx.clientFieldValue(this.header);
     // An empty header is no header: the query parameter is read then (a proxy in front may send the
     // header empty rather than not at all).
-    const inQuery = this.query === null ? undefined : queryValue(ctx.query, this.query);
+    const inQuery = this.query === null ? undefined : queryValue(ctx.clientQuery, this.query);
     if ((key === undefined || key === '') && inQuery !== undefined) key = inQuery;
     // Hidden keys leave the query before any answer (every occurrence, readable or not). The pipeline
     // takes them out of every other routed request, and the access log leaves them out whatever the answer.
@@ -157,7 +158,7 @@ class ApiKeyAuth implements Middleware {
     ctx.consumer = consumer;
     ctx.removeRequestHeader(CONSUMER_HEADER);
     ctx.headers.push(CONSUMER_HEADER, consumer);
-    if (this.hide) ctx.removeRequestHeader(this.header);
+    if (this.hide) ctx.withhold(this.header);
     return undefined;
   }
 

@@ -96,7 +96,7 @@ export class Pipeline {
   /** The route's middleware admitted the request (guarded only): hidden keys go, where apiKeyAuth did not run too. */
   admitted(ctx: RequestContext): void {
     const headers = this.hiddenHeaders;
-    for (let i = 0; i < headers.length; i++) ctx.removeRequestHeader(headers[i]!);
+    for (let i = 0; i < headers.length; i++) ctx.withhold(headers[i]!);
     const query = this.hiddenQuery;
     if (query !== null) ctx.query = stripQueryParameters(ctx.query, query);
   }

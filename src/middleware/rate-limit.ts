@@ -140,8 +140,32 @@ class RateLimit implements Middleware {
     } catch (error) {
       return this.storeFailed(error);
     }
-    if (result instanceof Promise) return result.then((decision) => this.apply(ctx, decision), (error: unknown) => this.storeFailed(error));
+    if (result instanceof Promise) {
+      const bounded = this.store.boundsWait === true ? result : this.bounded(result);
+      return bounded.then((decision) => this.apply(ctx, decision), (error: unknown) => this.storeFailed(error));
+    }
     return this.apply(ctx, result);
+  }
+
+  /**
+   * A take from a store that does not bound its own wait (the local store: a lease request waits on
+   * the primary), failed as a timeout at storeWaitMs, so that onStoreError decides it ("deny": 503),
+   * not the pipeline's SLA, which lets it through. The take itself goes on and spends its token.
+   */
+  private bounded(pending: Promise<RateDecision>): Promise<RateDecision> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new StoreError(this.store.name, 'timeout', `no answer within ${this.storeWaitMs} ms`)), this.storeWaitMs);
+      pending.then(
+        (decision) => {
+          clearTimeout(timer);
+          resolve(decision);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
   }
 
   ready(): Promise<void> {
@@ -159,7 +183,8 @@ class RateLimit implements Middleware {
     let subject: string | undefined;
     let tag = 'ip:';
     if (this.header !== null) {
-      subject = ctx.requestFieldValue(this.header);
+      // As the client sent it: an apiKeyAuth before this may have withheld the header from the upstream.
+      subject = ctx.clientFieldValue(this.header);
       if (subject === '') subject = undefined;
       else if (subject !== undefined) tag = 'h:';
     } else if (this.byConsumer && ctx.consumer !== null) {

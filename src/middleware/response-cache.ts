@@ -1093,13 +1093,16 @@ function served(headers: readonly string[], targeted: readonly string[]): string
 
 /**
  * The request headers as the cache judges them: ctx.headers, with the client's Authorization put back
- * when a middleware before the cache removed it (apiKeyAuth reading the key from it, hideCredentials).
- * RFC 9111 3.5 is about the request the client sent: an answer to it is personal unless the upstream
- * says otherwise, whatever goes upstream. Only the cache reads this view; nothing of it is sent.
+ * when a middleware before the cache withheld it (apiKeyAuth reading the key from it with
+ * hideCredentials, or the pipeline's guard of hidden keys). RFC 9111 3.5 is about the request the
+ * client sent: an answer to it is personal unless the upstream says otherwise, whatever goes upstream.
+ * Only the cache reads this view; nothing of it is sent.
  */
 function cacheView(ctx: RequestContext): string[] {
-  const sent = ctx.clientAuthorization;
+  const withheld = ctx.withheld;
   const headers = ctx.headers;
+  if (withheld === null) return headers;
+  const sent = fieldValue(withheld, 'authorization');
   if (sent === undefined) return headers;
   for (let i = 0; i < headers.length; i += 2) if (headers[i] === 'authorization') return headers;
   return [...headers, 'authorization', sent];

@@ -132,6 +132,8 @@ if (!shimInEffect(VerbatimString)) {
 }
 
 export class RedisStore implements RateLimitStore, KeyValueStore {
+  /** Every command settles by its deadline (run()). */
+  readonly boundsWait = true;
   readonly name: string;
   private readonly client: ReturnType<typeof createClient>;
   private readonly keyPrefix: string;

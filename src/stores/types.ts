@@ -9,6 +9,11 @@ import type { GcraPolicy, RateDecision } from './gcra.js';
 export interface RateLimitStore {
   /** `local`, or the store's key in `kvStores`. */
   readonly name: string;
+  /**
+   * take() settles within its `maxWaitMs` by itself (a StoreError `timeout` past it); absent or false:
+   * the caller bounds the wait itself (the local store, whose lease requests wait on the primary).
+   */
+  readonly boundsWait?: boolean;
   /** One token of `key`'s bucket. `maxWaitMs`: the caller's budget (the redis store honours it; see README for local). */
   take(key: string, policy: GcraPolicy, maxWaitMs?: number): RateDecision | Promise<RateDecision>;
 }

@@ -4,7 +4,7 @@ import { BlockList } from 'node:net';
 import fc from 'fast-check';
 import t from 'tap';
 import { parseConfig } from '../../src/config/load.js';
-import { inRange, parseIp, parseRange, type IpRange } from '../../src/http/ip-ranges.js';
+import { formatIp, inRange, parseIp, parseRange, type IpRange } from '../../src/http/ip-ranges.js';
 import { TrustedProxies } from '../../src/http/trusted-proxies.js';
 
 const SEED = Number(process.env.TRUST_SEED ?? Date.now() % 2 ** 31);
@@ -103,6 +103,11 @@ t.test('client address: the rightmost hop that is not a trusted proxy', async (t
   t.equal(trust.clientAddress('10.0.0.1', '[2001:db9::1]:443'), '2001:db9::1', 'bracketed IPv6 with a port');
   t.equal(trust.clientAddress('2001:db8::5', '2001:db9::1, 2001:db8::7'), '2001:db9::1', 'IPv6 ranges');
   t.equal(trust.clientAddress('10.0.0.1', ''), '10.0.0.1', 'an empty header: the peer');
+  // One client, one spelling: a rate-limit key and an access-log client per address, not per way of writing it.
+  for (const spelling of ['::ffff:5.5.5.5', '::FFFF:5.5.5.5', '0:0:0:0:0:ffff:505:505', '[::ffff:5.5.5.5]:80']) {
+    t.equal(trust.clientAddress('10.0.0.1', spelling), '5.5.5.5', `${spelling} is 5.5.5.5`);
+  }
+  t.equal(trust.clientAddress('10.0.0.1', '2001:DB9:0:0::1'), '2001:db9::1');
   t.notOk(new TrustedProxies([]).isTrusted('127.0.0.1'), 'an empty list trusts nobody');
 });
 
@@ -121,4 +126,19 @@ t.test('config: trustProxies is refused naming trustedProxies; bad entries name 
   t.match(error('{"port": 9000, "admin": {"port": 9000}}'), /\/admin\/port: 9000 is also the public port/);
   t.match(error('{"encodedSlashes": "allow"}'), /\/encodedSlashes: must be one of "reject", "keep"/);
   t.same(parseConfig('{"trustedProxies": ["::1", "10.0.0.0/8"]}', 'gw.json').trustedProxies, ['::1', '10.0.0.0/8']);
+});
+
+t.test('formatIp writes IPv6 as the WHATWG URL serializer does (RFC 5952), IPv4-mapped as IPv4', async () => {
+  fc.assert(
+    fc.property(v6, (text) => {
+      const ip = parseIp(text)!;
+      if (ip.v6 === null) return formatIp(ip) === new URL(`http://[${text}]`).hostname.replace(/^\[::ffff:(.*)\]$/, '$1') || /^[\d.]+$/.test(formatIp(ip));
+      return formatIp(ip) === new URL(`http://[${text}]`).hostname.slice(1, -1);
+    }),
+    { numRuns: 2000, seed: SEED },
+  );
+  fc.assert(
+    fc.property(v4, (text) => formatIp(parseIp(text)!) === text && formatIp(parseIp(`::ffff:${text}`)!) === text),
+    { numRuns: 500, seed: SEED },
+  );
 });

@@ -9,6 +9,7 @@ import { RequestContext } from '../../src/exchange/context.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { entry, startUpstream } from '../helpers/upstream-server.js';
 import { planeInFrontOf } from '../helpers/data-plane.js';
+import { storeLookup } from '../helpers/stores.js';
 
 const upstream = await startUpstream();
 t.teardown(() => upstream.close());
@@ -141,4 +142,23 @@ t.test('counted per middleware id', async (t) => {
   const counted = counters.take() ?? {};
   t.ok(counted['middleware.auth.admitted']! >= 5, `admitted ${counted['middleware.auth.admitted']}`);
   t.ok(counted['middleware.auth.rejected.401']! >= 4, `rejected.401 ${counted['middleware.auth.rejected.401']}`);
+});
+
+t.test('a key withheld by one apiKeyAuth still decides for the middleware after it', async (t) => {
+  // Two entries on one header, the first hiding it (docs/reference/api-key-auth.md): a request needs a
+  // good key for each, and the second reads the header as the client sent it.
+  const second = { ...auth({ id: 'auth2', hideCredentials: false }), keys: [{ consumer: 'alice2', sha256: sha256Hex('alice-secret') }] } as MiddlewareConfig;
+  plane.setPipeline(buildPipeline([auth(), second], { metrics: counters, warn: () => {} }));
+  const both = await get('/items/1', 'X-Api-Key: alice-secret\r\n');
+  t.equal(both.status, 200, 'the second entry reads the key the first withheld');
+  t.equal(upstream.requests[upstream.requests.length - 1]!.headers['x-api-key'], undefined, 'and the upstream still does not get it');
+  t.equal((await get('/items/1', 'X-Api-Key: bob-secret\r\n')).status, 401, "a key only the first knows is refused by the second");
+
+  // A rate limit keyed on that header, after the entry that withheld it, keys on the client's key, not on its address.
+  const keys: string[] = [];
+  const recording = { name: 'recording', take: (key: string) => (keys.push(key), { admitted: true, remaining: 1, resetMs: 0, retryAfterMs: 0 }) };
+  const limit = { id: 'limit', type: 'rateLimit', slaMs: 200, limit: 5, windowMs: 10_000, key: 'header:x-api-key', scope: 'global', store: 'recording', onStoreError: 'deny' } as MiddlewareConfig;
+  plane.setPipeline(buildPipeline([auth(), limit], { metrics: counters, warn: () => {}, stores: storeLookup({ rateLimit: (name) => (name === 'recording' ? recording : undefined) }) }));
+  t.equal((await get('/items/1', 'X-Api-Key: alice-secret\r\n')).status, 200);
+  t.match(keys, [/\|h:alice-secret$/], 'the bucket is the key\'s');
 });

@@ -1,5 +1,7 @@
 // rateLimit when its store fails (docs/reference/rate-limit.md#store-failures): what the client gets with
-// onStoreError allow and deny, against a real data plane.
+// onStoreError allow and deny, against a real data plane. A store that does not answer and does not
+// bound its own wait (the local store while the primary stalls) is failed by the rate limit before
+// slaMs: "deny" must not become the pipeline's SLA skip, which lets the request through.
 import t from 'tap';
 import { Counters } from '../../src/metrics/counters.js';
 import { buildPipeline, type MiddlewareConfig } from '../../src/middleware/registry.js';
@@ -21,6 +23,8 @@ const failing: Record<string, RateLimitStore> = {
     },
   },
   rejecting: { name: 'rejecting', take: () => Promise.reject(new Error('store down')) },
+  // As the local store while the primary's lease bank does not answer: it does not bound its own wait.
+  stalled: { name: 'stalled', take: () => new Promise(() => {}) },
 };
 
 function use(store: string, onStoreError: 'allow' | 'deny'): void {
@@ -49,3 +53,15 @@ for (const store of Object.keys(failing)) {
     t.equal(res.headers['retry-after'], undefined);
   });
 }
+
+t.test('a store that never answers and does not bound its wait: deny answers 503 before slaMs, allow admits', async (t) => {
+  const seen = upstream.requests.length;
+  use('stalled', 'deny');
+  const started = Date.now();
+  const denied = await get();
+  t.equal(denied.status, 503, 'deny: 503, not the SLA skip');
+  t.ok(Date.now() - started < 1000, 'within about slaMs');
+  t.equal(upstream.requests.length, seen, 'nothing reached the upstream');
+  use('stalled', 'allow');
+  t.equal((await get()).status, 200, 'allow: admitted');
+});
