@@ -48,13 +48,81 @@ const PROPERTY_KEYWORDS = new Set(['additionalProperties', 'unevaluatedPropertie
  * only when the value fits none of the alternatives; and only when nothing else is wrong there is a
  * missing field (the one most alternatives miss) or a misplaced field reported.
  */
-export function schemaObjections(doc: Json): Objection[] {
+export function schemaObjections(whole: Json): Objection[] {
+  const doc = withShortArrays(whole);
+  // OpenAPI 3.1 goes through swagger-parser's own check, which compiles its schema at every call: one
+  // check, whatever the size (the compiled ones are checked in parts below).
+  if (schemaOf(doc, loadCheckers().schemas) === loadCheckers().schemas.v31) return checkedWhole(doc);
+  const paths = doc.paths;
+  const names = paths !== null && typeof paths === 'object' && !Array.isArray(paths) ? Object.keys(paths as object) : [];
+  if (names.length <= PATHS_PER_CHECK) return checkedWhole(doc);
+  // ajv gathers a failing validation's errors by concatenating arrays, so its time grows with the
+  // square of the errors: 4,000 operations with one bad schema each took 39 s, 16,000 several minutes,
+  // on the primary's event loop. Checked PATHS_PER_CHECK paths at a time (the first share with the
+  // rest of the doc, the others beside only what the schema requires), the errors of one check stay
+  // few and the time grows with the doc. An objection repeated by several checks is said once.
+  const seen = new Set<string>();
+  const objections: Objection[] = [];
+  const head: Json = doc.swagger !== undefined ? { swagger: doc.swagger, info: doc.info } : { openapi: doc.openapi, info: doc.info };
+  for (let start = 0; start < names.length; start += PATHS_PER_CHECK) {
+    const chunk: Json = {};
+    for (const name of names.slice(start, start + PATHS_PER_CHECK)) chunk[name] = (paths as Json)[name];
+    for (const objection of checkedWhole(start === 0 ? { ...doc, paths: chunk } : { ...head, paths: chunk })) {
+      const key = `${objection.pointer.join('\u0000')}\u0001${objection.message}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      objections.push(objection);
+    }
+  }
+  return objections;
+}
+
+/**
+ * The schema without its `uniqueItems` (an `enum`'s values, a parameter list): ajv checks them by
+ * comparing every pair, so one `enum` of 80,000 values took 85 s and one of 500,000 did not end.
+ * A value listed twice changes nothing the gateway routes or serves; it goes unremarked.
+ */
+function withoutUniqueItems(schema: object): object {
+  // The keyword only (a boolean): a Schema Object's own "uniqueItems" field is described under that name too.
+  return JSON.parse(JSON.stringify(schema), (key: string, value: unknown) => (key === 'uniqueItems' && typeof value === 'boolean' ? undefined : value)) as object;
+}
+
+/** Items of one array the schema check reads (withShortArrays). */
+const CHECKED_ITEMS = 1000;
+
+/**
+ * The doc as the schema check reads it: an array of more than CHECKED_ITEMS items cut to its first
+ * ones. The draft-04 meta-schema that the Swagger and OpenAPI schemas refer to for `enum` asks for
+ * unique items, which ajv checks by comparing every pair: one `enum` of 80,000 values took 85 s on the
+ * primary's event loop. What the items past the cut hold goes unremarked; the doc itself is not
+ * changed (routes and /spec read all of it).
+ */
+function withShortArrays(doc: Json): Json {
+  const stack: unknown[] = [doc];
+  let long = false;
+  while (stack.length > 0 && !long) {
+    const value = stack.pop();
+    if (Array.isArray(value)) {
+      if (value.length > CHECKED_ITEMS) long = true;
+      else for (const item of value) if (item !== null && typeof item === 'object') stack.push(item);
+    } else if (value !== null && typeof value === 'object') {
+      for (const item of Object.values(value)) if (item !== null && typeof item === 'object') stack.push(item);
+    }
+  }
+  if (!long) return doc;
+  return JSON.parse(JSON.stringify(doc), (_key: string, value: unknown) => (Array.isArray(value) && value.length > CHECKED_ITEMS ? value.slice(0, CHECKED_ITEMS) : value)) as Json;
+}
+
+/** Paths one schema check takes at most (schemaObjections). */
+const PATHS_PER_CHECK = 200;
+
+function checkedWhole(doc: Json): Objection[] {
   const { validateSchema, schemas, AjvDraft4 } = loadCheckers();
   const schema = schemaOf(doc, schemas);
   if (schema !== schemas.v31) {
     let validate = compiled.get(schema);
     if (validate === undefined) {
-      validate = new AjvDraft4(SWAGGER_PARSER_AJV_OPTIONS).compile(schema);
+      validate = new AjvDraft4(SWAGGER_PARSER_AJV_OPTIONS).compile(withoutUniqueItems(schema));
       compiled.set(schema, validate);
     }
     if (validate(doc)) return [];
@@ -93,35 +161,57 @@ function explain(errors: readonly AjvError[], doc: Json, known: Vocabulary): Obj
   }
   const messages = new Map<string, string[]>();
   for (const [location, list] of byLocation) messages.set(location, explainLocation(list, location, valueAt(doc, location), known));
+  // Sorted, so that "is something said at or inside this location" is a binary search, not a scan of
+  // every location per location (a doc with thousands of bad operations took minutes).
+  const said = [...messages].filter(([, m]) => m.length > 0).map(([location]) => location).sort();
   const objections: Objection[] = [];
+  const objectionAt: string[] = [];
   for (const [location, list] of messages) {
     const pointer = location === '' ? [] : location.slice(1).split('/').map(unescapeToken);
-    let said = list;
-    if (said.length === 0) {
+    let here = list;
+    if (here.length === 0) {
       // The value fits some alternative here, or a field is missing or misplaced: the latter is said
       // only when no location inside this one explains the failure better.
       const errorsHere = byLocation.get(location)!;
       const structural = errorsHere.some((e) => e.keyword === 'required' || PROPERTY_KEYWORDS.has(e.keyword));
-      const inner = [...messages].some(([other, m]) => m.length > 0 && other.startsWith(`${location}/`));
-      if (!structural || inner) continue;
-      said = [fallback(errorsHere, known)];
+      if (!structural || hasUnder(said, location)) continue;
+      here = [fallback(errorsHere, known)];
     }
-    for (const message of said) objections.push({ pointer, message });
+    for (const message of here) {
+      objections.push({ pointer, message });
+      objectionAt.push(location);
+    }
   }
   // A "some alternative / not this" failure with nothing said at or inside its location (a `not`, or
   // alternatives whose own errors were all beside the point) must still be said.
+  objectionAt.sort();
   for (const location of summarized) {
-    const explained = objections.some((o) => {
-      const at = o.pointer.length === 0 ? '' : `/${o.pointer.map(escapeToken).join('/')}`;
-      return at === location || at.startsWith(`${location}/`);
-    });
-    if (!explained) objections.push({ pointer: location === '' ? [] : location.slice(1).split('/').map(unescapeToken), message: 'does not match the schema' });
+    if (hasAt(objectionAt, location) || hasUnder(objectionAt, location)) continue;
+    objections.push({ pointer: location === '' ? [] : location.slice(1).split('/').map(unescapeToken), message: 'does not match the schema' });
   }
   return objections;
 }
 
-function escapeToken(token: string): string {
-  return token.replace(/~/g, '~0').replace(/\//g, '~1');
+/** The first index of `sorted` whose entry is not below `value`. */
+function lowerBound(sorted: readonly string[], value: string): number {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (sorted[middle]! < value) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+function hasAt(sorted: readonly string[], location: string): boolean {
+  return sorted[lowerBound(sorted, location)] === location;
+}
+
+/** Whether a location of `sorted` is inside `location` (starts with it and a "/"): those sort together. */
+function hasUnder(sorted: readonly string[], location: string): boolean {
+  const prefix = `${location}/`;
+  return sorted[lowerBound(sorted, prefix)]?.startsWith(prefix) === true;
 }
 
 function explainLocation(errors: readonly AjvError[], location: string, value: unknown, known: Vocabulary): string[] {

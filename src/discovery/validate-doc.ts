@@ -13,9 +13,9 @@ export interface ValidatedDoc {
 
 /**
  * The most paths one doc may declare. Validation runs on the primary and its cost grows with the doc,
- * and with the square of the schema's objections (the schema validator collects every error): a valid
- * doc of 100,000 paths took 5.7 s, one of 100,000 paths that each broke the schema 37 s (node, on the
- * 2-core machine of docs/benchmarks.md); at this bound, 1.6 and 3.6 s. Public APIs
+ * (the schema check's share is linear since it reads the doc in parts: schema-objections.ts): a valid
+ * doc of 100,000 paths took 5.7 s (node, on the 2-core machine of docs/benchmarks.md); at this bound,
+ * 1.6 s. Public APIs
  * declare far fewer: GitHub's REST API about 900.
  */
 export const MAX_DOC_PATHS = 30_000;
