@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { FileReadError, readBoundedFile } from './read-file.js';
 import { configValidators } from './schema-validator.js';
 import { describeSchemaErrors } from './schema-errors.js';
 import { parseConfigText, utf16Problem } from './parse-json.js';
@@ -107,15 +107,17 @@ function readConfig(text: string, file: string, env: NodeJS.ProcessEnv): Gateway
   return normalize(valid);
 }
 
+/** The largest config file read: a config of thousands of upstreams and keys is well under 1 MiB. */
+const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
+
 /** Reads and parses a config file (see parseConfig). */
 export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
   let bytes: Buffer;
   try {
-    bytes = readFileSync(file);
+    bytes = readBoundedFile(file, MAX_CONFIG_BYTES);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const reason = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory, not a file' : (error as Error).message;
-    throw new ConfigError(file, [{ pointer: '', reason: `cannot read the config: ${reason}` }]);
+    if (!(error instanceof FileReadError)) throw error;
+    throw new ConfigError(file, [{ pointer: '', reason: `cannot read the config: ${error.message}` }]);
   }
   const utf16 = utf16Problem(bytes);
   if (utf16 !== null) throw new ConfigError(file, [{ pointer: '', reason: utf16 }]);

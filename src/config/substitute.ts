@@ -8,6 +8,7 @@ import { escapePointerToken, type ConfigProblem } from './config-problem.js';
  */
 const REFERENCE = /\$\$\{|\$\{([^}]*)\}/g;
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const LITERAL = /\$\$\{/g;
 
 /** A string value that took a variable's value: the file's text, what it became, and the variables whose values it took. */
 export interface Substitution {
@@ -57,6 +58,10 @@ function substitute(template: string, pointer: string, env: NodeJS.ProcessEnv, f
 }
 
 function replaceReferences(text: string, pointer: string, env: NodeJS.ProcessEnv, problems: ConfigProblem[], variables: Substitution['variables']): string {
+  // Past the last "}" no reference can close: there only "$${" means anything. Left to REFERENCE, each
+  // "${" there would scan to the end of the text (100,000 of them took 9 s).
+  const end = text.lastIndexOf('}') + 1;
+  if (end < text.length) return replaceReferences(text.slice(0, end), pointer, env, problems, variables) + text.slice(end).replace(LITERAL, '${');
   return text.replace(REFERENCE, (match, inner: string | undefined) => {
     if (inner === undefined) return '${';
     const split = inner.indexOf(':-');

@@ -5,7 +5,7 @@
  * not match its certificate, refuses the config with the file and the key named.
  */
 import { X509Certificate } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { FileReadError, MAX_PEM_BYTES, readBoundedFile } from './read-file.js';
 import { dirname, resolve } from 'node:path';
 import tls from 'node:tls';
 import type { ConfigProblem } from './config-problem.js';
@@ -33,11 +33,10 @@ export function loadUpstreamTls(config: GatewayConfig, configFile: string): Conf
       if (file === undefined) return undefined;
       const path = resolve(baseDir, file);
       try {
-        return readFileSync(path, 'utf8');
+        return readBoundedFile(path, MAX_PEM_BYTES).toString('utf8');
       } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a directory' : (err as Error).message;
-        problems.push({ pointer: `${pointer}/${key}`, reason: `cannot read ${JSON.stringify(path)}: ${why}` });
+        if (!(err instanceof FileReadError)) throw err;
+        problems.push({ pointer: `${pointer}/${key}`, reason: `cannot read ${JSON.stringify(path)}: ${err.message}` });
         return undefined;
       }
     };

@@ -8,7 +8,7 @@
  * form BoringSSL reads whatever form the file had (some encryptions, like scrypt or Camellia, it does not).
  */
 import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { FileReadError, MAX_PEM_BYTES, readBoundedFile } from '../config/read-file.js';
 import { dirname, resolve } from 'node:path';
 import type { ConfigProblem } from '../config/config-problem.js';
 import { unservableKey } from './key-types.js';
@@ -111,10 +111,9 @@ function loadCertificate(certificate: ListenerCertificateConfig, baseDir: string
 
 function readPem(path: string): string | { why: string } {
   try {
-    return readFileSync(path, 'utf8');
+    return readBoundedFile(path, MAX_PEM_BYTES).toString('utf8');
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a directory' : (err as Error).message;
-    return { why: `cannot read ${path}: ${why}` };
+    if (!(err instanceof FileReadError)) throw err;
+    return { why: `cannot read ${path}: ${err.message}` };
   }
 }
