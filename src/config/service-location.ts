@@ -26,7 +26,10 @@ export function normalizeServiceLocation(raw: string): { origin: string } | { re
   return { origin: url.origin };
 }
 
-/** Never echo a password into logs. */
+/**
+ * Never echo credentials into logs: the whole user info goes, user name included (a token is often
+ * the user name: `https://ghp_...:x-oauth-basic@host`).
+ */
 function redactPassword(raw: string): string {
-  return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*:)[^/@]*@/i, '$1***@');
+  return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1***@');
 }

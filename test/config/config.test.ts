@@ -170,7 +170,7 @@ t.test('serviceLocation must be scheme://host:port', async (t) => {
   t.equal(at('http://a:1#top'), `${FILE}: /upstreams/1/serviceLocation: "http://a:1#top" has a fragment; give only scheme://host:port`);
   t.equal(
     at('http://bob:hunter2@a:1'),
-    `${FILE}: /upstreams/1/serviceLocation: "http://bob:***@a:1" has user info; give only scheme://host:port (credentials do not belong in serviceLocation)`,
+    `${FILE}: /upstreams/1/serviceLocation: "http://***@a:1" has user info; give only scheme://host:port (credentials do not belong in serviceLocation)`,
     'the password is not echoed',
   );
   t.equal(at('ftp://a:1'), `${FILE}: /upstreams/1/serviceLocation: "ftp://a:1" must use http:// or https://`);
