@@ -296,21 +296,17 @@ function dropConnectionNamed(head: RequestHead, connection: string): void {
     else if (name === 'x-forwarded-proto') head.xForwardedProto = undefined;
     else if (name === 'x-forwarded-host') head.xForwardedHost = undefined;
   }
-  const other = head.xForwardedOther;
-  if (other !== null) {
-    let kept = 0;
-    for (let from = 0; from < other.length; from += 2) {
-      if (named.includes(other[from]!)) continue;
-      other[kept++] = other[from]!;
-      other[kept++] = other[from + 1]!;
-    }
-    other.length = kept;
-  }
+  if (head.xForwardedOther !== null) withoutNamed(head.xForwardedOther, named);
+  withoutNamed(forward, named);
+}
+
+/** Drops the [name, value] pairs of flat `list` whose name is among `named`, in place. */
+function withoutNamed(list: string[], named: readonly string[]): void {
   let to = 0;
-  for (let from = 0; from < forward.length; from += 2) {
-    if (named.includes(forward[from]!)) continue;
-    forward[to++] = forward[from]!;
-    forward[to++] = forward[from + 1]!;
+  for (let from = 0; from < list.length; from += 2) {
+    if (named.includes(list[from]!)) continue;
+    list[to++] = list[from]!;
+    list[to++] = list[from + 1]!;
   }
-  forward.length = to;
+  list.length = to;
 }

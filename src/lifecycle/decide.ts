@@ -7,6 +7,7 @@ import type { Answer } from '../exchange/answer.js';
 import type { RequestContext } from '../exchange/context.js';
 import { DECIDING, type PipelineDone } from '../middleware/pipeline.js';
 import { BodyPump } from './body-pump.js';
+import { holdRequest } from './held.js';
 import type { DataPlaneState } from './state.js';
 import type { RequestObserve } from '../observe/request-observe.js';
 
@@ -46,24 +47,18 @@ export class DecidePhase {
 
   /** A middleware decides asynchronously: called inside the handler, so the client can be watched now. */
   private readonly hold = (ctx: RequestContext): PipelineDone => {
-    const client = ctx.client!;
-    const pump = new BodyPump(ctx, client, this.state.config.limits.maxBodyBytes);
-    ctx.inFlight = true;
-    this.state.inFlight++;
-    let over = false;
-    client.watch({
-      onClientAborted: () => {
-        if (over) return;
-        over = true;
+    const pump = new BodyPump(ctx, ctx.client!, this.state.config.limits.maxBodyBytes);
+    const settle = holdRequest(
+      ctx,
+      this.state,
+      () => {
         pump.stop();
-        ctx.status = 499;
         this.taker.abandoned(ctx);
       },
-      onClientData: (chunk, isLast) => pump.onClientData(chunk, isLast),
-    });
+      (chunk, isLast) => pump.onClientData(chunk, isLast),
+    );
     return (answer) => {
-      if (over) return;
-      over = true;
+      if (!settle()) return;
       this.observe?.middlewareEnded(ctx);
       this.taker.decided(ctx, pump, answer);
     };

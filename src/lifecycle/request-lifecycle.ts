@@ -27,6 +27,7 @@ import { ForwardPhase } from './forward.js';
 import { ResponseChain } from './respond.js';
 import { RoutePhase } from './route.js';
 import { reportBug } from './report-bug.js';
+import { holdRequest } from './held.js';
 import type { DataPlaneState } from './state.js';
 
 export interface LifecycleOptions {
@@ -110,22 +111,9 @@ export class RequestLifecycle implements DecisionTaker {
    * connection is closed after the answer, as for a built-in answered at once).
    */
   private replyLater(ctx: RequestContext, client: ClientSide, answer: Promise<BuiltinAnswer>, close: boolean): void {
-    ctx.inFlight = true;
-    this.state.inFlight++;
-    let over = false;
-    client.watch({
-      onClientAborted: () => {
-        if (over) return;
-        over = true;
-        ctx.status = 499;
-        this.chain.over(ctx, false);
-      },
-      onClientData: () => {},
-    });
+    const settle = holdRequest(ctx, this.state, () => this.chain.over(ctx, false), () => {});
     const reply = (local: LocalReply): void => {
-      if (over) return;
-      over = true;
-      this.chain.reply(ctx, client, local, close);
+      if (settle()) this.chain.reply(ctx, client, local, close);
     };
     answer.then(
       (builtin) => reply({ kind: 'builtin', answer: builtin }),
