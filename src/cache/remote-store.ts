@@ -53,9 +53,7 @@ export class RemoteCacheStore implements CacheStore {
   }
 
   set(key: string, record: CacheRecord, ttlMs: number): Promise<void> {
-    const ttl = Math.max(1, Math.ceil(ttlMs));
-    if (this.deletePrefix !== undefined) return this.store.setInGroup!(this.prefix + key, this.prefix + urlOfKey(key), encodeRecord(record), ttl, this.maxWaitMs).then(() => undefined);
-    return this.store.set(this.prefix + key, encodeRecord(record), ttl, this.maxWaitMs);
+    return this.write(key, record, ttlMs, urlOfKey(key)).then(() => undefined);
   }
 
   /**
@@ -68,8 +66,13 @@ export class RemoteCacheStore implements CacheStore {
 
   /** set(), unless `url` was invalidated since generation() said `generation`: false then, nothing stored. */
   setIfUnchanged(key: string, record: CacheRecord, ttlMs: number, url: string, generation: number): Promise<boolean> {
-    if (this.deletePrefix === undefined) return this.set(key, record, ttlMs).then(() => true);
+    return this.write(key, record, ttlMs, url, generation);
+  }
+
+  /** Stores `record`, filed under `url` on a store with groups (only if its generation is `generation`, when given); false when it was not. */
+  private write(key: string, record: CacheRecord, ttlMs: number, url: string, generation?: number): Promise<boolean> {
     const ttl = Math.max(1, Math.ceil(ttlMs));
+    if (this.deletePrefix === undefined) return this.store.set(this.prefix + key, encodeRecord(record), ttl, this.maxWaitMs).then(() => true);
     return this.store.setInGroup!(this.prefix + key, this.prefix + url, encodeRecord(record), ttl, this.maxWaitMs, generation);
   }
 

@@ -357,7 +357,6 @@ function takeHealth(message: HealthMessage): void {
   healthReport.take();
 }
 
-
 // Messages are applied one at a time, in order, so a table never overtakes the one before it.
 let queue: Promise<void> = Promise.resolve();
 

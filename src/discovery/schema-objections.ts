@@ -52,7 +52,8 @@ export function schemaObjections(whole: Json): Objection[] {
   const doc = withShortArrays(whole);
   // OpenAPI 3.1 goes through swagger-parser's own check, which compiles its schema at every call: one
   // check, whatever the size (the compiled ones are checked in parts below).
-  if (schemaOf(doc, loadCheckers().schemas) === loadCheckers().schemas.v31) return checkedWhole(doc);
+  const { schemas } = loadCheckers();
+  if (schemaOf(doc, schemas) === schemas.v31) return checkedWhole(doc);
   const paths = doc.paths;
   const names = paths !== null && typeof paths === 'object' && !Array.isArray(paths) ? Object.keys(paths as object) : [];
   if (names.length <= PATHS_PER_CHECK) return checkedWhole(doc);

@@ -203,20 +203,9 @@ export class RequestContext {
     return fieldValue(this.headers, name);
   }
 
-  /** Removes every request header of that (lower-case) name before forwarding. */
   /** Takes every line of header `name` out of what the upstream gets, keeping it in `withheld`. */
   withhold(name: string): void {
-    const headers = this.headers;
-    let to = 0;
-    for (let from = 0; from < headers.length; from += 2) {
-      if (headers[from] === name) {
-        (this.withheld ??= []).push(name, headers[from + 1]!);
-        continue;
-      }
-      headers[to++] = headers[from]!;
-      headers[to++] = headers[from + 1]!;
-    }
-    if (to !== headers.length) headers.length = to;
+    this.takeOut(name, true);
   }
 
   /** A request header's field value as the client sent it: what the upstream gets, else what a middleware withheld. */
@@ -226,11 +215,20 @@ export class RequestContext {
     return fieldValue(this.withheld, name);
   }
 
+  /** Removes every request header of that (lower-case) name before forwarding. */
   removeRequestHeader(name: string): void {
+    this.takeOut(name, false);
+  }
+
+  /** Every line of header `name` out of `headers`; into `withheld` when `keep`. */
+  private takeOut(name: string, keep: boolean): void {
     const headers = this.headers;
     let to = 0;
     for (let from = 0; from < headers.length; from += 2) {
-      if (headers[from] === name) continue;
+      if (headers[from] === name) {
+        if (keep) (this.withheld ??= []).push(name, headers[from + 1]!);
+        continue;
+      }
       headers[to++] = headers[from]!;
       headers[to++] = headers[from + 1]!;
     }
