@@ -2,8 +2,9 @@
  * The upstream call's handler, composed the way undici composes its RetryHandler: each try at one host
  * is an Attempt (the pool's handler, with that try's state), and the RetryHandler around them decides,
  * on a failure, whether a new Attempt goes to another host of the endpoint (once, before any of the
- * answer reached the client, and only with a body still held whole) or the failure goes on to the
- * ProxiedResponse. Breakers and failure counters are fed per attempt.
+ * answer reached the client, and only with a body it can send again: held whole, or streamed but none
+ * of it sent yet) or the failure goes on to the ProxiedResponse. Breakers and failure counters are fed
+ * per attempt.
  */
 // The module binding, not the global: globalThis.performance is an accessor, read on every call.
 import { performance } from 'node:perf_hooks';
@@ -37,8 +38,15 @@ export class RetryHandler implements UpstreamLeg, BodySink {
   private attempt: Attempt | null = null;
   private retried = false;
   private sentAgain = false;
-  /** The body goes to the upstream as it arrives: it cannot be sent twice. */
-  private streamed = false;
+  /** The body goes to the upstream as it arrives: once some of it was sent, it cannot be sent twice. */
+  private streamed: { length: number } | null = null;
+  /**
+   * A streamed body's chunks so far, while no byte of the request has left (the call holds them until
+   * it has a connection, PENDING_BODY_LIMIT at most): what a retry after a refused or timed-out connect
+   * sends again. Null once the request went out.
+   */
+  private unsentChunks: Buffer[] | null = null;
+  private unsentEnded = false;
   private body: Buffer | null = null;
   /** Called when a streamed body's writer may write more. */
   onBodyDrain: (() => void) | null = null;
@@ -57,18 +65,35 @@ export class RetryHandler implements UpstreamLeg, BodySink {
     this.attempt = new Attempt(this, upstream, this.host.poolFor(upstream), body);
   }
 
-  /** Sends the request while its body still arrives (`length` -1: chunked): never retried. */
+  /** Sends the request while its body still arrives (`length` -1: chunked): retried only while none of it left. */
   sendStreamed(upstream: string, length: number): void {
-    this.streamed = true;
-    this.attempt = new Attempt(this, upstream, this.host.poolFor(upstream), length >= 0 ? { length } : UNKNOWN_LENGTH);
+    this.streamed = length >= 0 ? { length } : UNKNOWN_LENGTH;
+    this.unsentChunks = [];
+    this.attempt = new Attempt(this, upstream, this.host.poolFor(upstream), this.streamed);
   }
 
   writeBody(chunk: Buffer): boolean {
-    return this.attempt?.call?.writeBody(chunk) ?? true;
+    const call = this.attempt?.call;
+    if (call === null || call === undefined) return true;
+    this.keepUnsent(call, chunk);
+    return call.writeBody(chunk);
   }
 
   endBody(): void {
-    this.attempt?.call?.endBody();
+    const call = this.attempt?.call;
+    if (call === null || call === undefined) return;
+    this.keepUnsent(call, null);
+    call.endBody();
+  }
+
+  private keepUnsent(call: UpstreamCall, chunk: Buffer | null): void {
+    if (this.unsentChunks === null) return;
+    if (call.requestSent) {
+      this.unsentChunks = null;
+      return;
+    }
+    if (chunk === null) this.unsentEnded = true;
+    else this.unsentChunks.push(chunk);
   }
 
   abort(): void {
@@ -81,7 +106,7 @@ export class RetryHandler implements UpstreamLeg, BodySink {
 
   sendAgain(): boolean {
     const upstream = this.response.ctx.upstream;
-    if (this.sentAgain || this.streamed || upstream === null) return false;
+    if (this.sentAgain || this.streamed !== null || upstream === null) return false;
     this.sentAgain = true;
     this.attempt?.stop();
     this.attempt = new Attempt(this, upstream, this.host.poolFor(upstream), this.body);
@@ -100,11 +125,23 @@ export class RetryHandler implements UpstreamLeg, BodySink {
       if (next !== null) {
         this.retried = true;
         ctx.status = 0;
-        this.attempt = new Attempt(this, next, this.host.poolFor(next), this.body);
+        if (this.streamed === null) this.attempt = new Attempt(this, next, this.host.poolFor(next), this.body);
+        else this.sendUnsentTo(next);
         return;
       }
     }
     this.response.failed(failure);
+  }
+
+  /** A streamed body none of which was sent: what arrived of it goes to `upstream`, the rest follows. */
+  private sendUnsentTo(upstream: string): void {
+    const chunks = this.unsentChunks!;
+    const attempt = (this.attempt = new Attempt(this, upstream, this.host.poolFor(upstream), this.streamed!));
+    let writable = true;
+    for (let i = 0; i < chunks.length && attempt.call !== null; i++) writable = attempt.call.writeBody(chunks[i]!);
+    if (this.unsentEnded) attempt.call?.endBody();
+    // The pump may be waiting for the failed call's drain; this call owes one only when it said wait.
+    if (writable) attempt.onBodyDrain();
   }
 
   /**
@@ -140,11 +177,13 @@ export class RetryHandler implements UpstreamLeg, BodySink {
   }
 
   /**
-   * Once, before any of the answer reached the client, and only with a body we still hold whole (a
-   * streamed one was consumed by the failed attempt).
+   * Once, before any of the answer reached the client, and only with a body we can send again: held
+   * whole, or streamed while none of the request has left (the failed call had no connection yet).
    */
   private mayRetry(failure: ForwardFailure): boolean {
-    if (this.retried || this.response.client.ended || this.response.client.streaming || failure.retry === 'never' || this.streamed) return false;
+    if (this.retried || this.response.client.ended || this.response.client.streaming || failure.retry === 'never') return false;
+    // 'unsent' means the failed call never had a connection: every chunk so far is in unsentChunks.
+    if (this.streamed !== null) return failure.retry === 'unsent' && this.unsentChunks !== null;
     return failure.retry === 'unsent' || isIdempotent(this.method);
   }
 }

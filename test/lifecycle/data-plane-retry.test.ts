@@ -1,6 +1,7 @@
 // docs/reference/forward.md#retries: a request that could not reach one host goes to another host of its endpoint, once:
-// for any method when nothing was sent (connect failed), only for idempotent methods without a
-// streamed body when bytes may have reached the upstream, never after a timeout.
+// for any method when nothing was sent (connect failed; a streamed body too, none of it having left),
+// only for idempotent methods without a streamed body when bytes may have reached the upstream, never
+// after a timeout.
 import net from 'node:net';
 import t from 'tap';
 import { Agent, request } from 'undici';
@@ -9,6 +10,7 @@ import { startDataPlane, type DataPlane } from '../../src/proxy/data-plane.js';
 import { RoutingTable } from '../../src/routing/table.js';
 import type { Teardown } from '../helpers/gateway-process.js';
 import { eventually, httpRequest, startGateway, startUpstream as startNamedUpstream, testConfig as gatewayConfig } from '../helpers/gateway-process.js';
+import { rawRequest } from '../helpers/raw-http.js';
 import { entry, startUpstream, testConfig } from '../helpers/upstream-server.js';
 
 /** A port nothing listens on (connections are refused). */
@@ -80,6 +82,42 @@ t.test('a refused connection is retried for any method, the body going to the ot
     t.equal(res.status, 200, `POST ${i}`);
     t.equal(live.requests[live.requests.length - 1]!.body.toString(), `{"n":${i}}`);
   }
+});
+
+t.test('a refused connection is retried with a streamed body too: none of it had left', async (t) => {
+  const counters = new Counters();
+  const plane = await planeWith(t, [await deadPort(), live.url], counters);
+  // The body comes 30 ms after the head, so the gateway streams it (it did not arrive whole with the head).
+  const bodies: Array<{ method: string; head: (body: string) => string; wire: (body: string) => string[] }> = [
+    { method: 'POST', head: (b) => `POST /items HTTP/1.1\r\nHost: a\r\nContent-Length: ${b.length}\r\n\r\n`, wire: (b) => [b.slice(0, 3), b.slice(3)] },
+    { method: 'PUT', head: () => 'PUT /items/7 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n', wire: (b) => [`${b.length.toString(16)}\r\n${b}\r\n`, '0\r\n\r\n'] },
+  ];
+  for (const { method, head, wire } of bodies) {
+    for (let i = 0; i < 6; i++) {
+      const body = `{"${method}":${i},"pad":"${'x'.repeat(i * 5000)}"}`;
+      const result = await rawRequest(plane.port, [head(body), ...wire(body)], { responses: 1, partDelayMs: 30 });
+      t.equal(result.responses[0]?.status, 200, `${method} ${i}: answered by the live host`);
+      const seen = live.requests[live.requests.length - 1]!;
+      t.equal(seen.method, method);
+      t.equal(seen.body.toString(), body, `${method} ${i}: the live host got the whole body`);
+    }
+  }
+  t.equal((counters.take() ?? {})['retries.afterConnectFailure'], 6, 'every other request met the dead host first and was retried');
+});
+
+t.test('a streamed body that began to leave is not sent again, even for PUT', async (t) => {
+  const counters = new Counters();
+  const hangUp = await hangUpUpstream(t);
+  const plane = await planeWith(t, [hangUp.url, live.url], counters);
+  const before = live.requests.length;
+  const statuses: number[] = [];
+  for (let i = 0; i < 4; i++) {
+    const result = await rawRequest(plane.port, ['PUT /items/1 HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\n', 'once'], { responses: 1, partDelayMs: 30 });
+    statuses.push(result.responses[0]?.status ?? 0);
+  }
+  t.same([...statuses].sort(), [200, 200, 502, 502], 'the hanging-up host\'s turns are 502, the live host\'s 200');
+  t.equal(live.requests.length - before, 2, 'nothing was sent twice');
+  t.ok(hangUp.seen() > 0);
 });
 
 t.test('no answer after the request was sent: idempotent methods retried, POST is not', async (t) => {
