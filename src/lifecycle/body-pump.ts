@@ -6,8 +6,12 @@
  * the held bytes and the rest of the stream). Once attached to the upstream call: a body that arrived
  * whole with the head is sent as one buffer (a retry can send it again); otherwise it is streamed as it
  * arrives, the client paused while the call cannot take more. Past limits.maxBodyBytes: 413; not whole
- * within timeouts.clientRequestMs: 408 (the forward phase's sweep calls tooSlow).
+ * within timeouts.clientRequestMs: 408 (the forward phase's sweep calls tooSlow). Time the client is
+ * paused because the upstream does not take the body is not the client's: the deadline moves by it
+ * (the upstream's side has its own bound, timeouts.upstreamMs).
  */
+// The module binding, not the global: globalThis.performance is an accessor, read on every call.
+import { performance } from 'node:perf_hooks';
 import type { ClientSide } from '../exchange/client.js';
 import type { RequestContext } from '../exchange/context.js';
 import type { BodyOwner, BodySink, ClientBody } from './legs.js';
@@ -38,6 +42,8 @@ export class BodyPump implements ClientBody {
   private stopped = false;
   /** The forward phase's set of pumps its sweep checks for slow clients; left once the body is whole or the request over. */
   private sweeping: Set<BodyPump> | null = null;
+  /** performance.now() since the client is paused for the upstream (0: it is not). */
+  private upstreamWaitSince = 0;
 
   constructor(
     private readonly ctx: RequestContext,
@@ -55,6 +61,11 @@ export class BodyPump implements ClientBody {
   /** Still receiving the body of a forwarded request (the sweep's question). */
   get receiving(): boolean {
     return !this.stopped && !this.complete && this.owner !== null;
+  }
+
+  /** Past the deadline by the client's own doing (not while the upstream holds it back). */
+  overdue(now: number): boolean {
+    return this.upstreamWaitSince === 0 && now > this.deadline;
   }
 
   /** uWS body chunk; only valid during this call. */
@@ -98,7 +109,7 @@ export class BodyPump implements ClientBody {
       }
       this.sink = this.dispatch!.sendStreamed(ctx.bodyLength);
     }
-    if (copy !== null && !this.sink.writeBody(copy) && !isLast) this.client.pause();
+    if (copy !== null && !this.sink.writeBody(copy) && !isLast) this.waitForUpstream();
     if (isLast) this.sink.endBody();
   }
 
@@ -123,12 +134,22 @@ export class BodyPump implements ClientBody {
     for (let i = 0; i < held.length; i++) writable = sink.writeBody(held[i]!);
     held.length = 0;
     if (writable) this.client.resume();
-    else this.client.pause();
+    else this.waitForUpstream();
   }
 
   /** The upstream call took the body written so far: the client may send more. */
   drained(): void {
-    if (!this.stopped) this.client.resume();
+    if (this.stopped) return;
+    if (this.upstreamWaitSince !== 0) {
+      this.deadline += performance.now() - this.upstreamWaitSince;
+      this.upstreamWaitSince = 0;
+    }
+    this.client.resume();
+  }
+
+  private waitForUpstream(): void {
+    this.client.pause();
+    if (this.upstreamWaitSince === 0) this.upstreamWaitSince = performance.now();
   }
 
   /** The client did not send its whole request in time. */

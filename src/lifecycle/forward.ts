@@ -220,7 +220,7 @@ export class ForwardPhase implements RetryHost {
       if (!pump.receiving) {
         // The body is complete (or the request over); the upstream's answer is bounded by upstreamMs.
         this.receiving.delete(pump);
-      } else if (now > pump.deadline) {
+      } else if (pump.overdue(now)) {
         this.receiving.delete(pump);
         pump.tooSlow();
       }

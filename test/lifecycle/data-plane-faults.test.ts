@@ -4,7 +4,7 @@ import { Agent, request } from 'undici';
 import { startDataPlane } from '../../src/proxy/data-plane.js';
 import { RoutingTable } from '../../src/routing/table.js';
 import { closedPort, rawRequest } from '../helpers/raw-http.js';
-import { afterBody, entry, startUpstream, testConfig } from '../helpers/upstream-server.js';
+import { afterBody, echoHandler, entry, startUpstream, testConfig } from '../helpers/upstream-server.js';
 
 const UPSTREAM_MS = 300;
 const RESET_MS = 600;
@@ -77,14 +77,16 @@ t.test('an upstream refusing connections: 502 problem', async (t) => {
   t.match(problemOf(res.text), { type: 'about:blank', title: 'Bad Gateway', status: 502, detail: /refused/ });
   t.equal(res.headers.via, '1.1 specgate-test');
 
-  // With a request body still on its way, the gateway closes the connection after answering.
+  // With a request body still on its way, the gateway answers at once, reads and drops the rest of the
+  // body, and closes the connection when it has ended (closing at once would reset the connection under
+  // the client's writes, and lose the answer: lingering-close.test.ts).
   const withBody = await rawRequest(
     plane.port,
-    ['POST /refused HTTP/1.1\r\nHost: gw\r\nContent-Length: 100000\r\n\r\n' + 'x'.repeat(10)],
-    { waitMs: 3000 },
+    ['POST /refused HTTP/1.1\r\nHost: gw\r\nContent-Length: 100000\r\n\r\n' + 'x'.repeat(10), 'x'.repeat(99_990)],
+    { waitMs: 3000, partDelayMs: 300 },
   );
   t.equal(withBody.responses[0]?.status, 502);
-  t.ok(withBody.closedByServer, 'connection closed: the rest of the body is not read');
+  t.ok(withBody.closedByServer && !withBody.timedOut, 'connection closed once the body had ended');
 });
 
 t.test('an upstream resetting the connection before answering: 502 problem', async (t) => {
@@ -215,6 +217,32 @@ t.test('a client sending its body too slowly is cut off after timeouts.clientReq
   const seen = slowBody.requests[0];
   if (seen) t.notOk(seen.bodyComplete, 'the upstream never got a complete body');
   t.equal(plane.inFlight(), 0);
+});
+
+t.test('time an upload waits for the upstream to read is not the client\'s: no 408', async (t) => {
+  // The upstream reads nothing for three client deadlines, then all of it; the client sends as fast as
+  // the gateway lets it. Only the upstream's side is slow, and it stays within upstreamMs.
+  const lazy = await startUpstream((req, res, recorded) => {
+    req.pause();
+    setTimeout(() => req.resume(), CLIENT_REQUEST_MS * 3);
+    echoHandler(req, res, recorded);
+  });
+  const patient = await startDataPlane({ config: testConfig({ timeouts: { upstreamMs: 60_000, connectMs: 1000, clientRequestMs: CLIENT_REQUEST_MS, shutdownGraceMs: 500 } }) });
+  patient.setTable(RoutingTable.compile([entry('POST', '/upload', lazy.url)]).table);
+  t.teardown(async () => {
+    await patient.close();
+    await lazy.close();
+  });
+  // Larger than the loopback socket buffers between the three processes' sockets, so the gateway must pause the client.
+  const size = 8 * 1024 * 1024;
+  const result = await rawRequest(patient.port, [`POST /upload HTTP/1.1\r\nHost: gw\r\nContent-Length: ${size}\r\n\r\n`, Buffer.alloc(size, 'u')], {
+    responses: 1,
+    partDelayMs: 0,
+    waitMs: FIRED_WITHIN_MS,
+  });
+  t.equal(result.responses[0]?.status, 200, 'answered by the upstream, not 408');
+  t.match(result.responses[0]?.body.toString(), `"bodyBytes":${size}`, 'the upstream got the whole body');
+  t.ok(result.elapsedMs >= CLIENT_REQUEST_MS * 3, `it took the upstream's pause (${result.elapsedMs} ms)`);
 });
 
 t.test('body bytes that arrived while the event loop was blocked past the deadline are read before the deadline is judged', async (t) => {
