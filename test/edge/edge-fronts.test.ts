@@ -1,6 +1,7 @@
 // The front recipes of docs/edge.md, tried against a real HAProxy and nginx on loopback: with the
 // recipe the gateway is UP and serves; with the front's default (HTTP/1.0) it is not, because uWS 20.30
-// drops HTTP/1.0 requests without an answer (native-notes.md).
+// drops HTTP/1.0 requests without an answer (native-notes.md). And the gateway's own early answers
+// (404, 405, 413 before the body was read) reach the client through nginx, not as nginx's 502.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -117,4 +118,23 @@ t.test('nginx: proxy_http_version 1.1 serves; the default HTTP/1.0 gets no answe
   run(t, 'nginx', ['-c', badFile, '-e', join(dir, `nginx-${bad}.err`)]);
   const status = await untilAnswer(bad, '/items/1', (s) => s >= 500, 10_000);
   t.equal(status, 504, 'without it nginx times out waiting for an answer (504)');
+});
+
+t.test('nginx: an answer the gateway gives before reading a large body reaches the client (not 502)', async (t) => {
+  // nginx writes the whole body before it reads the answer. A gateway that closed right after answering
+  // would reset the connection under nginx's writes: "Broken pipe while sending request", 502, and a
+  // failure counted against the gateway (max_fails).
+  const port = await findFreePort('127.0.0.1');
+  const file = join(dir, 'bodies.conf');
+  writeFileSync(file, nginxConfig(port, '      proxy_http_version 1.1;\n      proxy_set_header Connection "";\n      client_max_body_size 64m;\n      proxy_request_buffering on;'));
+  run(t, 'nginx', ['-c', file, '-e', join(dir, `nginx-${port}.err`)]);
+  t.equal(await untilAnswer(port, '/items/1', (s) => s === 200, 10_000), 200, 'nginx is up');
+  const body = 'b'.repeat(4 * 1024 * 1024);
+  const statuses: number[] = [];
+  for (let i = 0; i < 6; i++) {
+    statuses.push((await httpRequest(port, '/nowhere', { method: 'POST', body, headers: { 'content-type': 'text/plain' } })).status);
+    statuses.push((await httpRequest(port, '/items/1', { method: 'POST', body, headers: { 'content-type': 'text/plain' } })).status);
+  }
+  t.same(statuses, Array.from({ length: 6 }, () => [404, 405]).flat(), 'every answer is the gateway\'s own 404 or 405');
+  t.equal(await untilAnswer(port, '/items/1', (s) => s === 200, 2000), 200, 'and the gateway still serves through nginx');
 });

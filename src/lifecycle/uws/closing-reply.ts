@@ -124,12 +124,17 @@ function bytesOf(value: UwsBytes): Uint8Array {
   return value instanceof ArrayBuffer ? new Uint8Array(value) : value;
 }
 
+/** How the connection of an answer written but not ended is closed once the answer is out: close() at once by default. */
+export type CloseConnection = (res: UwsResponse) => void;
+
+const closeNow: CloseConnection = (res) => res.close();
+
 /** Sends `reply` on `res` and closes the connection (see the module's comment). */
-export function sendClosing(res: UwsResponse, reply: RecordedReply): void {
+export function sendClosing(res: UwsResponse, reply: RecordedReply, close: CloseConnection = closeNow): void {
   const wire = reply.wire();
   if (fitsInCork(0, wire.byteLength)) {
     res.cork(() => res.writeStatus(wire));
-    closeAfterThisRead(res);
+    closeAfterThisRead(res, close);
     return;
   }
   // Larger than a cork: the head, then the body in chunked pieces, once the read is done with.
@@ -234,9 +239,70 @@ export class CloseWhenIdle {
 export const IDLE_CLOSE_MS = 10_000;
 
 /** Closes the connection of `res`, whose answer is written but not ended, once what it wrote is sent. */
-export function closeAfterThisRead(res: UwsResponse): void {
-  afterThisRead(res, () => res.close());
+export function closeAfterThisRead(res: UwsResponse, close: CloseConnection = closeNow): void {
+  afterThisRead(res, () => close(res));
 }
+
+/**
+ * Closes a connection whose client may still be sending the request body (an answer that did not wait
+ * for it: 413, 401, 404, ...). close() with unread bytes in the socket makes the kernel reset the
+ * connection, and a client whose TCP stack gets the reset before its application read the answer loses
+ * the answer (curl: "connection reset"; nginx in front: 502, counted against the gateway). So the rest
+ * of the body is read and dropped, and the connection closed when the body has ended, when the client
+ * sent nothing for LINGER_IDLE_MS, or LINGER_MAX_MS after the answer: RFC 9112 9.6's closing in stages,
+ * as nginx's lingering close (lingering_timeout 5 s, lingering_time 30 s). A client that closes first
+ * (told Connection: close) ends it sooner.
+ */
+export class LingeringClose {
+  private last = Date.now();
+  private readonly until = this.last + LINGER_MAX_MS;
+  private aborted = false;
+  private closing = false;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly res: UwsResponse) {
+    res.onAborted(() => {
+      this.aborted = true;
+      clearTimeout(this.timer);
+    });
+    // Not res.resume(): the writer resumed a paused socket already, and in uWS 20.30 resume() on a
+    // socket that is not paused stops its reading (native-notes.md).
+    this.timer = setTimeout(this.check, LINGER_IDLE_MS);
+    this.timer.unref();
+  }
+
+  /** Body bytes were read (and dropped); `isLast`: that was the end of the body. */
+  data(isLast: boolean): void {
+    if (this.aborted || this.closing) return;
+    if (!isLast) {
+      this.last = Date.now();
+      return;
+    }
+    this.closing = true;
+    clearTimeout(this.timer);
+    // Not from inside uWS's data handler (see afterThisRead).
+    setImmediate(this.close);
+  }
+
+  private readonly check = (): void => {
+    if (this.aborted || this.closing) return;
+    const now = Date.now();
+    if (now - this.last < LINGER_IDLE_MS && now < this.until) {
+      this.timer.refresh();
+      return;
+    }
+    this.closing = true;
+    this.close();
+  };
+
+  private readonly close = (): void => {
+    if (!this.aborted) this.res.close();
+  };
+}
+
+/** As nginx's lingering_timeout and lingering_time. */
+export const LINGER_IDLE_MS = 5_000;
+export const LINGER_MAX_MS = 30_000;
 
 /**
  * Runs `then` after the read uWS is handling now, unless the connection closed meanwhile. Not sooner:

@@ -13,7 +13,7 @@ import { withoutNames } from '../../http/header-list.js';
 import { writeContent, writeProblem } from '../../http/problem-json.js';
 import { statusLine, statusLineBytes } from '../../http/status-line.js';
 import { writeBuiltinAnswer } from '../../builtins/write-answer.js';
-import { closeAfterThisRead, CloseWhenIdle, endEmptyBodyByHand, endHeadByHand, RecordedReply, sendClosing, writeLastChunk } from './closing-reply.js';
+import { closeAfterThisRead, CloseWhenIdle, endEmptyBodyByHand, endHeadByHand, LingeringClose, RecordedReply, sendClosing, writeLastChunk } from './closing-reply.js';
 import type { UwsResponse } from '../../native/uws-types.js';
 import type { LocalReply } from '../../exchange/answer.js';
 import type { ClientEvents, ClientSide, ResponseStream } from '../../exchange/client.js';
@@ -85,6 +85,10 @@ export class UwsClient implements ClientSide {
   private declaredSize = -1;
   /** An answer ended by hand: its connection is closed once idle. */
   private idleClose: CloseWhenIdle | null = null;
+  /** The client may still be sending the request body (its last chunk has not been read). */
+  private bodyUnread: boolean;
+  /** A closing answer went out while the body still came: the rest is read and dropped, then the connection closed. */
+  private linger: LingeringClose | null = null;
 
   constructor(
     readonly res: UwsResponse,
@@ -92,6 +96,9 @@ export class UwsClient implements ClientSide {
     private readonly settings: ClientSettings,
   ) {
     this.receiving = ctx.hasBody;
+    this.bodyUnread = ctx.hasBody;
+    // From the start, not from watch(): a local reply that closes needs to know when the body has ended.
+    if (ctx.hasBody) res.onData((chunk, isLast) => this.onData(chunk, isLast));
   }
 
   get streaming(): boolean {
@@ -105,7 +112,6 @@ export class UwsClient implements ClientSide {
     this.events = events;
     if (watched) return;
     this.res.onAborted(() => this.onAborted());
-    if (this.ctx.hasBody) this.res.onData((chunk, isLast) => this.onData(chunk, isLast));
   }
 
   private onAborted(): void {
@@ -116,10 +122,25 @@ export class UwsClient implements ClientSide {
   }
 
   private onData(chunk: ArrayBuffer, isLast: boolean): void {
-    if (isLast) this.receiving = false;
-    if (this.ended) return;
+    if (isLast) {
+      this.receiving = false;
+      this.bodyUnread = false;
+    }
+    if (this.ended) {
+      this.linger?.data(isLast);
+      return;
+    }
     this.events?.onClientData(chunk, isLast);
   }
+
+  /**
+   * Closes the connection after a closing answer: at once when nothing more of the request can come,
+   * else once the client has stopped sending (LingeringClose). Not for a 408: that client was not sending.
+   */
+  private readonly closeConnection = (res: UwsResponse): void => {
+    if (!this.bodyUnread || this.ctx.status === 408) res.close();
+    else this.linger = new LingeringClose(res);
+  };
 
   pause(): void {
     if (this.paused || this.ended) return;
@@ -143,7 +164,7 @@ export class UwsClient implements ClientSide {
     if (close || this.settings.closing || ctx.closeRequested || ctx.libraryCloses) {
       const recorded = new RecordedReply();
       this.writeReply(reply, true, recorded);
-      sendClosing(this.res, recorded);
+      sendClosing(this.res, recorded, this.closeConnection);
       return;
     }
     if (handlerResponse === this.res) {
@@ -216,7 +237,7 @@ export class UwsClient implements ClientSide {
       this.mode = BodyMode.None;
       corkTarget = this;
       this.res.cork(corkedHeadOnly);
-      if (this.closeAfterHead) closeAfterThisRead(this.res);
+      if (this.closeAfterHead) closeAfterThisRead(this.res, this.closeConnection);
       return true;
     }
     const length = head.contentLength;
