@@ -92,7 +92,8 @@ http {
   fastcgi_temp_path ${dir}/fastcgi-${port};
   uwsgi_temp_path ${dir}/uwsgi-${port};
   scgi_temp_path ${dir}/scgi-${port};
-  upstream gateway { server 127.0.0.1:${gateway.port}; keepalive 16; }
+  map $http_upgrade $connection_upgrade { default upgrade; "" ""; }
+  upstream gateway { server 127.0.0.1:${gateway.port}; keepalive 16; keepalive_timeout 5s; }
   server {
     listen 127.0.0.1:${port};
     location / {
@@ -105,10 +106,13 @@ ${recipe}
 `;
 }
 
+/** docs/edge.md's nginx recipe (its map and keepalive_timeout are in nginxConfig). */
+const RECIPE = '      proxy_http_version 1.1;\n      proxy_set_header Connection $connection_upgrade;\n      proxy_set_header Upgrade $http_upgrade;\n      proxy_set_header Host $host;';
+
 t.test('nginx: proxy_http_version 1.1 serves; the default HTTP/1.0 gets no answer from the gateway', async (t) => {
   const good = await findFreePort('127.0.0.1');
   const goodFile = join(dir, 'good.conf');
-  writeFileSync(goodFile, nginxConfig(good, '      proxy_http_version 1.1;\n      proxy_set_header Connection "";'));
+  writeFileSync(goodFile, nginxConfig(good, RECIPE));
   run(t, 'nginx', ['-c', goodFile, '-e', join(dir, `nginx-${good}.err`)]);
   t.equal(await untilAnswer(good, '/items/1', (s) => s === 200, 10_000), 200, 'with the recipe, requests pass');
 
@@ -126,7 +130,7 @@ t.test('nginx: an answer the gateway gives before reading a large body reaches t
   // failure counted against the gateway (max_fails).
   const port = await findFreePort('127.0.0.1');
   const file = join(dir, 'bodies.conf');
-  writeFileSync(file, nginxConfig(port, '      proxy_http_version 1.1;\n      proxy_set_header Connection "";\n      client_max_body_size 64m;\n      proxy_request_buffering on;'));
+  writeFileSync(file, nginxConfig(port, `${RECIPE}\n      client_max_body_size 64m;`));
   run(t, 'nginx', ['-c', file, '-e', join(dir, `nginx-${port}.err`)]);
   t.equal(await untilAnswer(port, '/items/1', (s) => s === 200, 10_000), 200, 'nginx is up');
   const body = 'b'.repeat(4 * 1024 * 1024);
