@@ -41,7 +41,8 @@ const TLS_FAILED: Readonly<Record<TlsFailureKind, ForwardFailure>> = {
   other: tlsFailed(''),
 };
 const TIMEOUT = failure(504, true, 'never', 'upstreamFailures.timeouts', 'the upstream did not answer in time');
-const QUEUE_TIMEOUT = failure(504, true, 'never', 'upstreamFailures.timeouts', 'no connection to the upstream became free in time');
+// The gateway's own queue, as QUEUE_FULL: not held against the host's breakers (a burst on a small pool is not a sick host).
+const QUEUE_TIMEOUT = failure(504, false, 'never', 'upstreamFailures.timeouts', 'no connection to the upstream became free in time');
 const RESET_UNSENT = failure(502, true, 'unsent', 'upstreamFailures.resets', 'the upstream closed the connection before the request was sent');
 const RESET = failure(502, true, 'idempotent', 'upstreamFailures.resets', 'the upstream closed the connection without answering');
 const RESET_MID_ANSWER = failure(502, true, 'never', 'upstreamFailures.resets', 'the upstream closed the connection before its answer was complete');

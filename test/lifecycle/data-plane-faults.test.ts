@@ -204,6 +204,34 @@ t.test('answers cut mid-body count as breaker failures: a 200 head does not rese
   t.equal(cutting.requests.length, seen, 'not sent');
 });
 
+t.test('waiting in the gateway\'s own queue past upstreamMs is 504 but no breaker failure', async (t) => {
+  // One connection, answers that take 45% of upstreamMs: the fourth request of a burst waits past it.
+  const slow = await startUpstream((req, res, recorded) => afterBody(req, recorded, () => setTimeout(() => res.end('ok'), UPSTREAM_MS * 0.45)));
+  const small = await startDataPlane({
+    config: testConfig({
+      upstreamPool: { connections: 1, maxQueue: 100, idleTimeoutMs: 4000, maxResponseHeaderBytes: 16 * 1024 },
+      timeouts: { upstreamMs: UPSTREAM_MS, connectMs: 1000, clientRequestMs: CLIENT_REQUEST_MS, shutdownGraceMs: 500 },
+      circuitBreaker: { hostFailures: 2, endpointFailures: 2, resetMs: 60_000 },
+    }),
+  });
+  small.setTable(RoutingTable.compile([entry('GET', '/slow', slow.url)]).table);
+  t.teardown(async () => {
+    await small.close();
+    await slow.close();
+  });
+  const burst = await Promise.all(Array.from({ length: 6 }, () => request(`http://127.0.0.1:${small.port}/slow`).then(async (res) => {
+    const text = await res.body.text();
+    return { status: res.statusCode, text };
+  })));
+  // The request on the connection when upstreamMs (counted from the queueing) runs out is a timeout of
+  // the host's (one breaker failure, under the threshold of 2); those still queued are the gateway's.
+  const queued = burst.filter((r) => r.status === 504 && /no connection to the upstream became free in time/.test(r.text));
+  t.ok(queued.length >= 2, `${queued.length} of 6 waited too long for the one connection`);
+  const after = await request(`http://127.0.0.1:${small.port}/slow`);
+  await after.body.text();
+  t.equal(after.statusCode, 200, 'the host\'s breakers stayed closed: the next request is served');
+});
+
 t.test('a client sending its body too slowly is cut off after timeouts.clientRequestMs', async (t) => {
   const result = await rawRequest(plane.port, 'POST /slow-body HTTP/1.1\r\nHost: gw\r\nContent-Length: 10\r\n\r\nabc', {
     waitMs: FIRED_WITHIN_MS,
