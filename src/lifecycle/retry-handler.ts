@@ -136,6 +136,8 @@ export class RetryHandler implements UpstreamLeg, BodySink {
   /** A streamed body none of which was sent: what arrived of it goes to `upstream`, the rest follows. */
   private sendUnsentTo(upstream: string): void {
     const chunks = this.unsentChunks!;
+    // There is no second retry: nothing more needs keeping.
+    this.unsentChunks = null;
     const attempt = (this.attempt = new Attempt(this, upstream, this.host.poolFor(upstream), this.streamed!));
     let writable = true;
     for (let i = 0; i < chunks.length && attempt.call !== null; i++) writable = attempt.call.writeBody(chunks[i]!);
