@@ -122,6 +122,8 @@ class CombinedSpec {
   private readonly spellingByShape = new Map<string, SwaggerPath & { template: string; canonical: string }>();
   private readonly operationByKey = new Map<string, Described>();
   private readonly operationIds = new Set<string>();
+  /** Per `namespace_id`, the suffix to try next: every one below it is taken, and stays taken. */
+  private readonly nextSuffix = new Map<string, number>();
 
   constructor(private readonly maxUrlBytes: number) {}
 
@@ -194,7 +196,13 @@ class CombinedSpec {
   private uniqueOperationId(id: string, namespace = BUILTIN_NAMESPACE): string {
     let unique = id;
     if (this.operationIds.has(unique)) unique = `${namespace}_${id}`;
-    for (let n = 2; this.operationIds.has(unique); n++) unique = `${namespace}_${id}_${n}`;
+    if (this.operationIds.has(unique)) {
+      const prefix = unique;
+      let n = this.nextSuffix.get(prefix) ?? 2;
+      while (this.operationIds.has(`${prefix}_${n}`)) n++;
+      unique = `${prefix}_${n}`;
+      this.nextSuffix.set(prefix, n + 1);
+    }
     this.operationIds.add(unique);
     return unique;
   }
