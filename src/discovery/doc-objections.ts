@@ -2,6 +2,7 @@ import { isObject, type DocKind, type Objection } from './objection.js';
 import { schemaObjections } from './schema-objections.js';
 import { specObjections } from './spec-objections.js';
 import { refLoopObjections } from './ref-loops.js';
+import { dereferenceInPlace } from './dereference.js';
 
 type Json = Record<string, any>;
 
@@ -47,12 +48,10 @@ export async function findObjections(doc: Json, kind: DocKind): Promise<CheckedD
   for (const objection of refLoopObjections(written)) objections.push(objection);
 
   const dereferenced = structuredClone(written);
-  try {
-    await new $RefParser().dereference(dereferenced as never, { ...INTERNAL_ONLY, dereference: { circular: 'ignore' } } as never);
-  } catch (error) {
-    // Every $ref left is marked above; anything else the resolver trips on is one more objection.
-    objections.push({ pointer: [], message: `$ref resolution: ${(error as Error).message}` });
-  }
+  const inCopy = (await new $RefParser().resolve(dereferenced as never, INTERNAL_ONLY as never)) as unknown as { get(ref: string): unknown };
+  // Every $ref left is marked above; anything else the resolver trips on is one more objection.
+  const error = dereferenceInPlace(dereferenced, (ref) => inCopy.get(ref));
+  if (error) objections.push({ pointer: [], message: `$ref resolution: ${error.message}` });
   if (kind === 'openapi3' && typeof written.openapi !== 'string') written.openapi = String(written.openapi);
   // Appended one by one: a doc of 100,000 paths can have as many objections, too many to spread
   // into one call's arguments ("Maximum call stack size exceeded").
