@@ -150,10 +150,11 @@ export class WebSocketProxy implements RelayHost {
   /**
    * Shutdown: new upgrades are refused (503) from now; those waiting for the upstream's answer may
    * complete within `graceMs`, and connections still open after it are closed with 1001 on both sides.
-   * Resolves when none is left.
+   * Resolves when none is left and their close frames have had CLOSE_FLUSH_MS to leave.
    */
   async shutDown(graceMs: number): Promise<void> {
-    if (this.relays.size > 0 || this.pending > 0) {
+    const open = this.relays.size > 0 || this.pending > 0;
+    if (open) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, graceMs);
         this.onEmpty = () => {
@@ -164,8 +165,10 @@ export class WebSocketProxy implements RelayHost {
       this.onEmpty = null;
     }
     clearInterval(this.sweepTimer);
-    if (this.relays.size === 0) return;
+    if (!open) return;
     for (const relay of [...this.relays]) relay.closeBoth(1001, 'the gateway is shutting down');
+    // Also when every connection ended by itself during the wait: the close frame answering the last
+    // one (a client's own close, or the upstream's passed on) may not have left yet.
     await new Promise((resolve) => setTimeout(resolve, CLOSE_FLUSH_MS));
   }
 

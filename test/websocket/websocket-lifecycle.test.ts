@@ -1,6 +1,7 @@
 // WebSocket connections across the gateway's own lifecycle: a SIGHUP reload leaves open connections
 // untouched; SIGTERM refuses new connections and closes open ones with 1001 on both sides after
-// timeouts.shutdownGraceMs, then the gateway exits 0. Also: permessage-deflate with the client when
+// timeouts.shutdownGraceMs, then the gateway exits 0; a client's own close during that drain is
+// answered with its close frame. Also: permessage-deflate with the client when
 // `websocket.compression`, and a config error that names the field.
 import t from 'tap';
 import { parseConfig } from '../../src/config/load.js';
@@ -79,6 +80,26 @@ t.test("an upgrade waiting for the upstream's 101 gets the grace, as a request i
     t.ok(Date.now() - signalled >= 2900, `${how}: not before the grace (${Date.now() - signalled} ms)`);
     if (how === 'SIGTERM') t.same(await gateway.exited, { code: 0, signal: null }, 'the gateway exits 0');
   }
+});
+
+t.test("a client's own close during a drain gets the close frame back, the last one too", async (t) => {
+  const upstream = await startWsUpstream(t);
+  const config = testConfig([wsUpstreamConfig(upstream.location, ['/keep'])], {
+    timeouts: { upstreamMs: 5000, connectMs: 1000, clientRequestMs: 10_000, shutdownGraceMs: 20_000 },
+  });
+  const gateway = await startGateway(t, { config, waitFor: (line) => line.msg === 'gateway operational', startTimeoutMs: 60_000, workers: 1 });
+  const clients = await Promise.all([0, 1].map(() => openClient(`ws://127.0.0.1:${gateway.port}/keep`)));
+  const gone = clients.map((client) => closed(client));
+  gateway.signal('SIGTERM');
+  await gateway.waitForLog((line) => line.msg === 'worker stopping: no new connections, finishing in-flight requests');
+  for (const client of clients) client.close(1000, 'bye');
+  // 1006 is what the client reports when the connection ended without a close frame.
+  t.same(
+    (await Promise.all(gone)).map((c) => c.code),
+    [1000, 1000],
+    'each client gets its close answered',
+  );
+  t.same(await gateway.exited, { code: 0, signal: null }, 'the gateway exits 0, long before the grace');
 });
 
 t.test('permessage-deflate with the client when websocket.compression', async (t) => {
