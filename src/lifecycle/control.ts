@@ -3,6 +3,7 @@
  * asks (in-flight count, breakers) and ends (close). A separate object from the request lifecycle,
  * which reads what this one sets through the shared DataPlaneState.
  */
+import { performance } from 'node:perf_hooks';
 import type { GatewayConfig } from '../config/types.js';
 import type { RequestListener } from '../exchange/listener.js';
 import type { Pipeline } from '../middleware/pipeline.js';
@@ -15,6 +16,9 @@ import type { UpstreamWeight } from './forward.js';
 import type { RequestLifecycle } from './request-lifecycle.js';
 import type { DataPlaneState } from './state.js';
 import { fetchThrough } from './upstream-fetch.js';
+
+/** How long a closing data plane waits for requests on kept-alive connections before closing them (see quiet). */
+const QUIET_MS = 500;
 
 /** The transport's listening side, as the control surface drives it. */
 export interface Acceptor {
@@ -128,22 +132,51 @@ export class DataPlaneControl implements UnboundDataPlane {
 
   private async shutDown(): Promise<void> {
     const state = this.state;
+    const graceMs = state.config.timeouts.shutdownGraceMs;
+    const deadline = performance.now() + graceMs;
     state.closing = true;
     this.acceptor.stopListening();
-    const graceMs = state.config.timeouts.shutdownGraceMs;
     const webSocketsClosed = this.acceptor.shutDownWebSockets(graceMs);
-    if (state.inFlight > 0) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, graceMs);
-        state.onDrained = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      state.onDrained = null;
-    }
+    await this.quiet(deadline);
     await webSocketsClosed;
+    await this.quiet(deadline);
     this.acceptor.closeConnections();
     await this.lifecycle.forwarder.close(Math.min(graceMs, 1000));
+  }
+
+  /**
+   * Resolves once nothing has been in flight, and no request has arrived, for QUIET_MS; or at
+   * `deadline`. While closing, every answer says Connection: close and closes its connection, but a
+   * kept-alive connection between two requests can only be closed from here, and a client often
+   * sends its next request on another connection of its pool as soon as an answer reaches it.
+   * Closing them the moment nothing was in flight cut the requests already on their way.
+   */
+  private async quiet(deadline: number): Promise<void> {
+    const state = this.state;
+    let busyUntil = state.lastRequestAt;
+    for (;;) {
+      if (state.inFlight > 0) {
+        await this.drained(deadline);
+        busyUntil = performance.now();
+      }
+      const now = performance.now();
+      const quietFor = now - Math.max(busyUntil, state.lastRequestAt);
+      if (now >= deadline || (state.inFlight === 0 && quietFor >= QUIET_MS)) return;
+      if (state.inFlight === 0) await new Promise((resolve) => setTimeout(resolve, Math.min(QUIET_MS - quietFor, deadline - now)));
+    }
+  }
+
+  /** Resolves when nothing is in flight, or at `deadline` (performance.now()). */
+  private drained(deadline: number): Promise<void> {
+    const state = this.state;
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, Math.max(0, deadline - performance.now()));
+      function done(): void {
+        clearTimeout(timer);
+        state.onDrained = null;
+        resolve();
+      }
+      state.onDrained = done;
+    });
   }
 }

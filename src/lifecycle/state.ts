@@ -30,6 +30,8 @@ export class DataPlaneState {
   /** Requests held or forwarded and not over yet (local replies inside the handler never count). */
   inFlight = 0;
   onDrained: (() => void) | null = null;
+  /** performance.now() when the last request arrived (its head was read). */
+  lastRequestAt = -Infinity;
 
   constructor(readonly config: GatewayConfig) {
     this.via = `1.1 ${config.name}`;

@@ -141,6 +141,7 @@ export class UwsAcceptor {
 
   private handle(res: UwsResponse, req: UwsRequest, secure: boolean, redirect = false): void {
     const startedAt = performance.now();
+    this.state.lastRequestAt = startedAt;
     const head = this.head.read(req);
     head.startedAt = startedAt;
     head.secure = secure;
