@@ -339,7 +339,7 @@ async function shutdown(reason: string, signalled = false): Promise<void> {
   forceExit.unref();
   adminListener?.close();
   try {
-    await dataPlane?.close();
+    await dataPlane?.close(graceMs);
   } catch (err) {
     log.error({ err }, 'data plane did not close cleanly');
   }

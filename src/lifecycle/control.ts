@@ -125,14 +125,14 @@ export class DataPlaneControl implements UnboundDataPlane {
     if (route !== undefined) breakers.trip(upstream, route.id);
   }
 
-  close(): Promise<void> {
-    this.closed ??= this.shutDown();
+  /** `graceMs`: the worker's current timeouts.shutdownGraceMs (a reload may have changed it since this data plane was made). */
+  close(graceMs = this.state.config.timeouts.shutdownGraceMs): Promise<void> {
+    this.closed ??= this.shutDown(graceMs);
     return this.closed;
   }
 
-  private async shutDown(): Promise<void> {
+  private async shutDown(graceMs: number): Promise<void> {
     const state = this.state;
-    const graceMs = state.config.timeouts.shutdownGraceMs;
     const deadline = performance.now() + graceMs;
     state.closing = true;
     this.acceptor.stopListening();

@@ -56,8 +56,11 @@ export interface DataPlane {
    * changed gets a new connection pool, the old one finishes its requests and closes.
    */
   setUpstreams(upstreams: readonly UpstreamWeight[], config?: GatewayConfig): void;
-  /** Stops accepting, waits for in-flight requests up to timeouts.shutdownGraceMs, then closes every connection. */
-  close(): Promise<void>;
+  /**
+   * Stops accepting, waits for in-flight requests up to `graceMs` (default: timeouts.shutdownGraceMs of
+   * the config it was made with), then closes every connection.
+   */
+  close(graceMs?: number): Promise<void>;
   /** Requests being answered right now (built-ins and errors are answered synchronously and never count). */
   inFlight(): number;
   /** Every circuit breaker this worker tracks, endpoints named "METHOD template". */
