@@ -2,6 +2,7 @@
 import { UsageError } from './usage-error.js';
 import { exitAfterLogs } from '../log-exit.js';
 import { printable } from '../text/printable.js';
+import { holdSignals } from '../cluster/held-signals.js';
 
 const USAGE = `Usage: gateway <command> [options]
 
@@ -36,6 +37,8 @@ function isUsageError(err: unknown): boolean {
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
+  // Before anything is loaded: a gateway being started is signalled like a running one (src/cluster/held-signals.ts).
+  if (name === 'start') holdSignals();
   if (name === undefined) {
     console.error(USAGE);
     return EXIT_USAGE;

@@ -34,6 +34,7 @@ import type { ApplyFailedMessage } from './messages.js';
 import { timerDelay } from '../config/durations.js';
 import { nodeAcceptsScavengeFlag, SCAVENGE_FLAG, workerExecArgv } from './worker-flags.js';
 import { noInspectorSignalFlags } from './worker-signals.js';
+import { heldSoFar, holdSignals, releaseSignals } from './held-signals.js';
 
 export interface PrimaryOptions {
   configFile: string;
@@ -63,8 +64,8 @@ function loadWithOverrides(options: PrimaryOptions, log: Logger): GatewayConfig 
 
 /** Runs the primary until SIGTERM/SIGINT/SIGQUIT; resolves with the exit code. */
 export async function runPrimary(options: PrimaryOptions): Promise<number> {
-  // Until Primary.run() listens for it, a SIGUSR1 would open Node's inspector (src/cluster/worker-signals.ts).
-  process.on('SIGUSR1', ignoreSignal);
+  // Already held when started by the CLI (src/cli/main.ts); Primary.run() takes them over.
+  holdSignals();
   const log = createLogger({ role: 'primary', workerId: 0, level: levelFromEnv() });
   let config: GatewayConfig;
   try {
@@ -105,6 +106,13 @@ export async function runPrimary(options: PrimaryOptions): Promise<number> {
   const releasePorts = (): void => {
     for (const held of holds) held.release();
   };
+  const stop = heldSoFar().stop;
+  if (stop !== null) {
+    log.info({ signal: stop }, `${stop} while the gateway was starting: it stops before starting any worker`);
+    releasePorts();
+    await examples?.stop();
+    return 0;
+  }
   return new Primary(log, options, config, examples, releasePorts).run();
 }
 
@@ -232,6 +240,7 @@ class Primary {
       this.toWorkers.delete(worker.id);
       this.leases.workerGone(worker.id);
     });
+    const early = releaseSignals();
     // SIGQUIT too: nginx's graceful stop, sent by habit; Node's default would end the primary at once, with no line.
     for (const signal of ['SIGTERM', 'SIGINT', 'SIGQUIT'] as const) process.on(signal, () => void this.shutdown(signal));
     process.on('SIGHUP', () => {
@@ -253,6 +262,10 @@ class Primary {
     for (const slot of this.supervisor.slots) this.supervisor.spawn(slot);
 
     this.reloader.start();
+    if (early.hangup) {
+      this.log.info('SIGHUP while the gateway was starting: the config is loaded again');
+      this.reloader.sighup();
+    }
     this.startRediscovery();
     this.warnExpiringCertificates();
     setInterval(() => this.warnExpiringCertificates(), CERTIFICATE_CHECK_MS).unref();
@@ -548,4 +561,3 @@ function withApplyFailures(status: ReloadStatus, errors: readonly string[]): Rel
   return status;
 }
 
-function ignoreSignal(): void {}

@@ -7,6 +7,7 @@
  */
 import cluster from 'node:cluster';
 import type { Logger } from '../log.js';
+import { releaseSignals } from './held-signals.js';
 
 /**
  * The Node flag that keeps SIGUSR1 from opening the inspector from the start of the process, when this
@@ -26,6 +27,7 @@ export function noInspectorSignalFlags(allowed: ReadonlySet<string> = process.al
  * is gone.
  */
 export function handleWorkerSignals(log: Logger, stop: (reason: string, signalled: boolean) => void): void {
+  const early = releaseSignals();
   // With no listener, Node opens its inspector on 127.0.0.1:9229 at SIGUSR1: anyone on the host could
   // then run code in the worker. The primary's SIGUSR1 reopens every worker's log files.
   process.on('SIGUSR1', () => {});
@@ -47,4 +49,9 @@ export function handleWorkerSignals(log: Logger, stop: (reason: string, signalle
   // once again, as before: that test would fail, nothing else would change.
   if (cluster.worker) cluster.worker.exitedAfterDisconnect = true;
   process.on('disconnect', () => stop('primary disconnected', false));
+  // After the caller's module body has run: `stop` may use what it declares after this call.
+  setImmediate(() => {
+    if (early.hangup) log.info('SIGHUP ignored (it came while the worker was starting): a worker does not reload, the primary does');
+    if (early.stop !== null) stop(early.stop, true);
+  });
 }

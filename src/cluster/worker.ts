@@ -1,4 +1,6 @@
 // Entry point of every cluster worker: serves HTTP with the table, spec and reports the primary pushes.
+// First, before the modules below are evaluated: signals are held until handleWorkerSignals takes them.
+import './hold-worker-signals.js';
 import cluster from 'node:cluster';
 import { createDataPlane, type DataPlane, type UnboundDataPlane } from '../proxy/data-plane.js';
 import type { RequestListener } from '../exchange/listener.js';

@@ -59,6 +59,8 @@ export interface StartOptions {
   startTimeoutMs?: number;
   /** The CLI file to run (default MAIN). */
   main?: string;
+  /** More arguments of `gateway start` (e.g. --with-examples). */
+  args?: string[];
 }
 
 /** Starts the gateway in its own process group; teardown kills the whole group. */
@@ -70,7 +72,7 @@ export async function startGateway(t: Teardown, options: StartOptions): Promise<
   const child = spawn(
     ...untapped(
       process.execPath,
-      [...(options.nodeFlags ?? []), options.main ?? MAIN, 'start', '--config', configFile, '--workers', String(options.workers ?? 2), ...(options.port === null ? [] : ['--port', String(options.port ?? 0)])],
+      [...(options.nodeFlags ?? []), options.main ?? MAIN, 'start', '--config', configFile, '--workers', String(options.workers ?? 2), ...(options.port === null ? [] : ['--port', String(options.port ?? 0)]), ...(options.args ?? [])],
       env,
     ),
     { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env },
