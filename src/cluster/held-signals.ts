@@ -37,7 +37,11 @@ export function heldSoFar(): Readonly<HeldSignals> {
   return held;
 }
 
-/** Stops holding: the caller installs its handlers in the same synchronous step. Returns what came. */
+/**
+ * Stops holding; returns what came. Called once the caller's own handlers are installed, in the same
+ * synchronous step: when the last listener of a signal goes, Node stops watching it, and a signal
+ * that has arrived but not yet reached JavaScript (it came during synchronous code) is lost.
+ */
 export function releaseSignals(): HeldSignals {
   if (holding) for (const signal of HELD) process.off(signal, hold);
   holding = false;

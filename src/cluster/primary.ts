@@ -240,7 +240,6 @@ class Primary {
       this.toWorkers.delete(worker.id);
       this.leases.workerGone(worker.id);
     });
-    const early = releaseSignals();
     // SIGQUIT too: nginx's graceful stop, sent by habit; Node's default would end the primary at once, with no line.
     for (const signal of ['SIGTERM', 'SIGINT', 'SIGQUIT'] as const) process.on(signal, () => void this.shutdown(signal));
     process.on('SIGHUP', () => {
@@ -253,6 +252,7 @@ class Primary {
       this.log.info('SIGUSR1: workers reopen their log files');
       this.supervisor.broadcast({ type: 'reopen-logs' });
     });
+    const early = releaseSignals();
 
     this.log.info(
       { workers: this.supervisor.slots.length, port: this.config.port, upstreams: this.config.upstreams.length },

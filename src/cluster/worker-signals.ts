@@ -27,7 +27,6 @@ export function noInspectorSignalFlags(allowed: ReadonlySet<string> = process.al
  * is gone.
  */
 export function handleWorkerSignals(log: Logger, stop: (reason: string, signalled: boolean) => void): void {
-  const early = releaseSignals();
   // With no listener, Node opens its inspector on 127.0.0.1:9229 at SIGUSR1: anyone on the host could
   // then run code in the worker. The primary's SIGUSR1 reopens every worker's log files.
   process.on('SIGUSR1', () => {});
@@ -49,6 +48,7 @@ export function handleWorkerSignals(log: Logger, stop: (reason: string, signalle
   // once again, as before: that test would fail, nothing else would change.
   if (cluster.worker) cluster.worker.exitedAfterDisconnect = true;
   process.on('disconnect', () => stop('primary disconnected', false));
+  const early = releaseSignals();
   // After the caller's module body has run: `stop` may use what it declares after this call.
   setImmediate(() => {
     if (early.hangup) log.info('SIGHUP ignored (it came while the worker was starting): a worker does not reload, the primary does');
