@@ -2,27 +2,13 @@
 // growing back-off, and the gateway serves again once the cause is gone. Here the cause is a socket
 // without SO_REUSEPORT that takes the port while the workers are down, so every new worker exits at
 // listen. (A port held before the start is refused at once: test/cluster/cluster-port-held.test.ts.)
-import { readdirSync, readFileSync } from 'node:fs';
+import { childrenOf } from '../helpers/proc.js';
 import { createServer, type Server } from 'node:net';
 import t from 'tap';
 import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 
 const upstream = await startUpstream(t, { name: 'backend' });
 
-/** The pids of a process's children (its workers), from /proc. */
-function childrenOf(pid: number): number[] {
-  const children: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) children.push(Number(name));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return children;
-}
 
 /** node:net does not set SO_REUSEPORT: while this listens, no worker can. */
 function tryToHold(port: number): Promise<Server | null> {

@@ -2,7 +2,7 @@
 // (before it forks any worker: here, while it waits for the example upstreams of --with-examples,
 // held stopped) does what it does to a running gateway. SIGHUP is a reload once the gateway runs;
 // SIGTERM stops it, exit 0, without starting any worker.
-import { readdirSync, readFileSync } from 'node:fs';
+import { childrenOf } from '../helpers/proc.js';
 import t, { type Test } from 'tap';
 import { eventually, startGateway, startUpstream, testConfig, type GatewayProcess } from '../helpers/gateway-process.js';
 import { holdExamplePorts } from '../helpers/machine-lock.js';
@@ -12,19 +12,6 @@ await holdExamplePorts(t);
 const upstream = await startUpstream(t, { name: 'backend' });
 const config = testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints: [{ method: 'GET', path: '/items/{id}' }] }]);
 
-function childrenOf(pid: number): number[] {
-  const children: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) children.push(Number(name));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return children;
-}
 
 /** A gateway whose primary waits, stopped, for its example upstreams: it has not started any worker yet. */
 async function startingGateway(t: Test): Promise<{ gateway: GatewayProcess; examples: number }> {

@@ -36,3 +36,18 @@ export function processGone(pid: number): boolean {
     return true;
   }
 }
+
+/** The pids of a process's children (a primary's workers), from /proc. */
+export function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) children.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return children;
+}
