@@ -137,10 +137,10 @@ export class UwsClient implements ClientSide {
    * Closes the connection after a closing answer: at once when nothing more of the request can come,
    * else once the client has stopped sending (LingeringClose). Not for a 408: that client was not sending.
    */
-  private readonly closeConnection = (res: UwsResponse): void => {
+  private closeConnection(res: UwsResponse): void {
     if (!this.bodyUnread || this.ctx.status === 408) res.close();
     else this.linger = new LingeringClose(res);
-  };
+  }
 
   pause(): void {
     if (this.paused || this.ended) return;
@@ -164,7 +164,7 @@ export class UwsClient implements ClientSide {
     if (close || this.settings.closing || ctx.closeRequested || ctx.libraryCloses) {
       const recorded = new RecordedReply();
       this.writeReply(reply, true, recorded);
-      sendClosing(this.res, recorded, this.closeConnection);
+      sendClosing(this.res, recorded, (res) => this.closeConnection(res));
       return;
     }
     if (handlerResponse === this.res) {
@@ -237,7 +237,7 @@ export class UwsClient implements ClientSide {
       this.mode = BodyMode.None;
       corkTarget = this;
       this.res.cork(corkedHeadOnly);
-      if (this.closeAfterHead) closeAfterThisRead(this.res, this.closeConnection);
+      if (this.closeAfterHead) closeAfterThisRead(this.res, (res) => this.closeConnection(res));
       return true;
     }
     const length = head.contentLength;
