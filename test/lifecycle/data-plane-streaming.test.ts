@@ -1,10 +1,13 @@
 /*
- * 1 GiB up and 1 GiB down through the data plane, generated and consumed as streams. The client and
+ * 256 MiB up and 1 GiB down through the data plane, generated and consumed as streams. The client and
  * the upstream run in a child process, so the RSS sampled here (every 50 ms during each transfer) is
  * the data plane's own: backpressure has to hold both ways for it to stay flat.
  *
- * uWS 20.30 closes the connection for a Content-Length of 10 digits or more (>= 1e9 bytes), so the
- * 1 GiB upload is chunked; a 512 MiB upload covers the Content-Length path.
+ * uWS 20.30 closes the connection for a request Content-Length of 10 digits or more (>= 1e9 bytes);
+ * the 1 GiB sized download covers a 10-digit Content-Length on the answer side, and the 1 GiB chunked
+ * download is where a lost cork once showed (native-notes.md). The uploads are a quarter of that (the
+ * suite's time: 1 GiB through loopback is about 8 s of two busy cores); an upload buffered whole
+ * would still be four times the RSS budget.
  */
 import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
@@ -142,32 +145,29 @@ t.test('warm-up (not measured)', async (t) => {
   t.comment(`warm-up RSS growth: ${(up.growth / MiB).toFixed(1)} + ${(down.growth / MiB).toFixed(1)} MiB`);
 });
 
-t.test('1 GiB chunked upload streams through', { timeout: TRANSFER_TIMEOUT_MS }, async (t) => {
-  const { reply, growth } = await transfer({ op: 'upload', url: `${base}/upload`, bytes: GiB, chunked: true });
-  t.same(reply.error, undefined);
-  t.equal(reply.status, 200);
-  t.equal(reply.received, GiB, 'the upstream received every byte');
-  report(t, '1 GiB chunked upload', GiB, reply, growth);
-});
-
-t.test('512 MiB upload with Content-Length streams through', { timeout: TRANSFER_TIMEOUT_MS }, async (t) => {
-  const { reply, growth } = await transfer({ op: 'upload', url: `${base}/upload`, bytes: 512 * MiB, chunked: false });
-  t.same(reply.error, undefined);
-  t.equal(reply.status, 200);
-  t.equal(reply.received, 512 * MiB, 'the upstream received every byte');
-  report(t, '512 MiB Content-Length upload', 512 * MiB, reply, growth);
-});
-
-for (const kind of ['sized', 'chunked'] as const) {
-  t.test(`1 GiB ${kind} download streams through`, { timeout: TRANSFER_TIMEOUT_MS }, async (t) => {
-    const { reply, growth } = await transfer({ op: 'download', url: `${base}/download/${kind}?bytes=${GiB}` });
+for (const [kind, bytes] of [['chunked', 256 * MiB], ['sized', 256 * MiB]] as const) {
+  const size = `${bytes / MiB} MiB`;
+  t.test(`${size} ${kind} upload streams through`, { timeout: TRANSFER_TIMEOUT_MS }, async (t) => {
+    const { reply, growth } = await transfer({ op: 'upload', url: `${base}/upload`, bytes, chunked: kind === 'chunked' });
     t.same(reply.error, undefined);
     t.equal(reply.status, 200);
-    t.equal(reply.received, GiB, 'the client received every byte');
+    t.equal(reply.received, bytes, 'the upstream received every byte');
+    report(t, `${size} ${kind} upload`, bytes, reply, growth);
+  });
+}
+
+for (const kind of ['sized', 'chunked'] as const) {
+  const bytes = GiB;
+  const size = '1 GiB';
+  t.test(`${size} ${kind} download streams through`, { timeout: TRANSFER_TIMEOUT_MS }, async (t) => {
+    const { reply, growth } = await transfer({ op: 'download', url: `${base}/download/${kind}?bytes=${bytes}` });
+    t.same(reply.error, undefined);
+    t.equal(reply.status, 200);
+    t.equal(reply.received, bytes, 'the client received every byte');
     const headers = reply.headers as Record<string, string>;
-    if (kind === 'sized') t.equal(headers['content-length'], String(GiB));
+    if (kind === 'sized') t.equal(headers['content-length'], String(bytes));
     else t.equal(headers['transfer-encoding'], 'chunked');
-    report(t, `1 GiB ${kind} download`, GiB, reply, growth);
+    report(t, `${size} ${kind} download`, bytes, reply, growth);
   });
 }
 
