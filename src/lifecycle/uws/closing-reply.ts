@@ -203,20 +203,28 @@ const LAST_CHUNK_VALUE = '"\r\n';
 
 /**
  * Closes a connection whose answer was written but not ended once nothing has happened on it for
- * IDLE_CLOSE_MS (uWS's own idle timeout does not run for an unfinished answer). touch() on progress
- * (onWritable): a slow reader still reading its answer is not cut sooner than an idle one would be.
+ * `idleMs` (uWS's own idle timeout does not run for an unfinished answer), or `maxMs` after it began.
+ * touch() on progress (onWritable, body bytes read): a slow reader still reading its answer is not cut
+ * sooner than an idle one would be. closeSoon() when nothing more is awaited.
  */
 export class CloseWhenIdle {
   private last = Date.now();
+  private readonly until: number;
   private aborted = false;
+  private closing = false;
   private readonly timer: NodeJS.Timeout;
 
-  constructor(private readonly res: UwsResponse) {
+  constructor(
+    private readonly res: UwsResponse,
+    private readonly idleMs = IDLE_CLOSE_MS,
+    maxMs = Infinity,
+  ) {
+    this.until = this.last + maxMs;
     res.onAborted(() => {
       this.aborted = true;
       clearTimeout(this.timer);
     });
-    this.timer = setTimeout(this.check, IDLE_CLOSE_MS);
+    this.timer = setTimeout(this.check, idleMs);
     this.timer.unref();
   }
 
@@ -224,14 +232,27 @@ export class CloseWhenIdle {
     this.last = Date.now();
   }
 
+  /** Closes on the next turn of the event loop: not from inside a uWS handler (see afterThisRead). */
+  closeSoon(): void {
+    if (this.aborted || this.closing) return;
+    this.closing = true;
+    clearTimeout(this.timer);
+    setImmediate(this.close);
+  }
+
   private readonly check = (): void => {
-    if (this.aborted) return;
-    const idle = Date.now() - this.last;
-    if (idle < IDLE_CLOSE_MS) {
+    if (this.aborted || this.closing) return;
+    const now = Date.now();
+    if (now - this.last < this.idleMs && now < this.until) {
       this.timer.refresh();
       return;
     }
-    this.res.close();
+    this.closing = true;
+    this.close();
+  };
+
+  private readonly close = (): void => {
+    if (!this.aborted) this.res.close();
   };
 }
 
@@ -248,56 +269,15 @@ export function closeAfterThisRead(res: UwsResponse, close: CloseConnection = cl
  * for it: 413, 401, 404, ...). close() with unread bytes in the socket makes the kernel reset the
  * connection, and a client whose TCP stack gets the reset before its application read the answer loses
  * the answer (curl: "connection reset"; nginx in front: 502, counted against the gateway). So the rest
- * of the body is read and dropped, and the connection closed when the body has ended, when the client
- * sent nothing for LINGER_IDLE_MS, or LINGER_MAX_MS after the answer: RFC 9112 9.6's closing in stages,
- * as nginx's lingering close (lingering_timeout 5 s, lingering_time 30 s). A client that closes first
- * (told Connection: close) ends it sooner.
+ * of the body is read and dropped (touch() for each piece, closeSoon() at its end), and the connection
+ * closed when the body has ended, when the client sent nothing for LINGER_IDLE_MS, or LINGER_MAX_MS
+ * after the answer: RFC 9112 9.6's closing in stages, as nginx's lingering close (lingering_timeout
+ * 5 s, lingering_time 30 s). A client that closes first (told Connection: close) ends it sooner.
+ * Not res.resume(): the writer resumed a paused socket already, and in uWS 20.30 resume() on a socket
+ * that is not paused stops its reading (native-notes.md).
  */
-export class LingeringClose {
-  private last = Date.now();
-  private readonly until = this.last + LINGER_MAX_MS;
-  private aborted = false;
-  private closing = false;
-  private readonly timer: NodeJS.Timeout;
-
-  constructor(private readonly res: UwsResponse) {
-    res.onAborted(() => {
-      this.aborted = true;
-      clearTimeout(this.timer);
-    });
-    // Not res.resume(): the writer resumed a paused socket already, and in uWS 20.30 resume() on a
-    // socket that is not paused stops its reading (native-notes.md).
-    this.timer = setTimeout(this.check, LINGER_IDLE_MS);
-    this.timer.unref();
-  }
-
-  /** Body bytes were read (and dropped); `isLast`: that was the end of the body. */
-  data(isLast: boolean): void {
-    if (this.aborted || this.closing) return;
-    if (!isLast) {
-      this.last = Date.now();
-      return;
-    }
-    this.closing = true;
-    clearTimeout(this.timer);
-    // Not from inside uWS's data handler (see afterThisRead).
-    setImmediate(this.close);
-  }
-
-  private readonly check = (): void => {
-    if (this.aborted || this.closing) return;
-    const now = Date.now();
-    if (now - this.last < LINGER_IDLE_MS && now < this.until) {
-      this.timer.refresh();
-      return;
-    }
-    this.closing = true;
-    this.close();
-  };
-
-  private readonly close = (): void => {
-    if (!this.aborted) this.res.close();
-  };
+export function lingeringClose(res: UwsResponse): CloseWhenIdle {
+  return new CloseWhenIdle(res, LINGER_IDLE_MS, LINGER_MAX_MS);
 }
 
 /** As nginx's lingering_timeout and lingering_time. */

@@ -13,7 +13,7 @@ import { withoutNames } from '../../http/header-list.js';
 import { writeContent, writeProblem } from '../../http/problem-json.js';
 import { statusLine, statusLineBytes } from '../../http/status-line.js';
 import { writeBuiltinAnswer } from '../../builtins/write-answer.js';
-import { closeAfterThisRead, CloseWhenIdle, endEmptyBodyByHand, endHeadByHand, LingeringClose, RecordedReply, sendClosing, writeLastChunk } from './closing-reply.js';
+import { closeAfterThisRead, CloseWhenIdle, endEmptyBodyByHand, endHeadByHand, lingeringClose, RecordedReply, sendClosing, writeLastChunk } from './closing-reply.js';
 import type { UwsResponse } from '../../native/uws-types.js';
 import type { LocalReply } from '../../exchange/answer.js';
 import type { ClientEvents, ClientSide, ResponseStream } from '../../exchange/client.js';
@@ -88,7 +88,7 @@ export class UwsClient implements ClientSide {
   /** The client may still be sending the request body (its last chunk has not been read). */
   private bodyUnread: boolean;
   /** A closing answer went out while the body still came: the rest is read and dropped, then the connection closed. */
-  private linger: LingeringClose | null = null;
+  private linger: CloseWhenIdle | null = null;
 
   constructor(
     readonly res: UwsResponse,
@@ -127,7 +127,9 @@ export class UwsClient implements ClientSide {
       this.bodyUnread = false;
     }
     if (this.ended) {
-      this.linger?.data(isLast);
+      if (this.linger === null) return;
+      if (isLast) this.linger.closeSoon();
+      else this.linger.touch();
       return;
     }
     this.events?.onClientData(chunk, isLast);
@@ -135,11 +137,11 @@ export class UwsClient implements ClientSide {
 
   /**
    * Closes the connection after a closing answer: at once when nothing more of the request can come,
-   * else once the client has stopped sending (LingeringClose). Not for a 408: that client was not sending.
+   * else once the client has stopped sending (lingeringClose). Not for a 408: that client was not sending.
    */
   private closeConnection(res: UwsResponse): void {
     if (!this.bodyUnread || this.ctx.status === 408) res.close();
-    else this.linger = new LingeringClose(res);
+    else this.linger = lingeringClose(res);
   }
 
   pause(): void {
