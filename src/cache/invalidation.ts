@@ -4,13 +4,15 @@
  * A cross-origin one is left alone: a client could otherwise make the cache drop entries of a URL it
  * has no authority over.
  *
- * The request's origin is the one the client used: X-Forwarded-Proto and X-Forwarded-Host as the
- * gateway forwards them (its own, or a trusted proxy's). A URL is returned as the cache keys it: the
- * path normalized as the gateway normalizes request paths, and the query.
+ * The request's origin is the one the cache keys it under (requestOrigin in ./key.ts): the whole
+ * X-Forwarded-Proto and X-Forwarded-Host values the gateway forwards (its own, or a trusted proxy's).
+ * A value no absolute URL can have (a list such as `evil.test, good.test`, a scheme other than http
+ * and https, no host) leaves relative references as the only same-origin ones, where taking one item
+ * of the list would count URLs of a host the key does not name. A URL is returned as the cache keys
+ * it: the path normalized as the gateway normalizes request paths, and the query.
  */
 import { normalizePath } from '../http/normalize-path.js';
 import { fieldValue } from '../http/header-list.js';
-import { forwardedScheme, lastItem } from './key.js';
 
 export interface InvalidatedUrl {
   readonly path: string;
@@ -39,15 +41,19 @@ export function locationUrls(
   const location = fieldValue(responseHeaders, 'location');
   const contentLocation = fieldValue(responseHeaders, 'content-location');
   if (location === undefined && contentLocation === undefined) return [];
-  const scheme = forwardedScheme(secure, fieldValue(requestHeaders, 'x-forwarded-proto'));
-  const host = lastItem(fieldValue(requestHeaders, 'x-forwarded-host')) || NO_HOST;
-  let base: URL;
-  try {
-    base = new URL(`${scheme}://${host}${path}${query === '' ? '' : `?${query}`}`);
-  } catch {
-    // A Host the URL parser refuses: relative references only.
-    base = new URL(`${scheme}://${NO_HOST}${path}${query === '' ? '' : `?${query}`}`);
+  const proto = fieldValue(requestHeaders, 'x-forwarded-proto')?.trim().toLowerCase();
+  const claimedHost = fieldValue(requestHeaders, 'x-forwarded-host')?.trim();
+  const scheme = proto === undefined || proto === '' ? (secure ? 'https' : 'http') : proto;
+  const target = `${path}${query === '' ? '' : `?${query}`}`;
+  let base: URL | null = null;
+  if ((scheme === 'http' || scheme === 'https') && claimedHost !== undefined && claimedHost !== '' && !claimedHost.includes(',')) {
+    try {
+      base = new URL(`${scheme}://${claimedHost}${target}`);
+    } catch {
+      // A host the URL parser refuses: relative references only.
+    }
   }
+  base ??= new URL(`http://${NO_HOST}${target}`);
   const out: InvalidatedUrl[] = [];
   for (const value of [location, contentLocation]) {
     if (value === undefined) continue;

@@ -115,19 +115,6 @@ export function forwardingField(name: string, value: string): string {
 
 const PLAIN_HOST = /^[a-z0-9.\-_~:[\]]*$/;
 
-/** `http` or `https`: the last item of X-Forwarded-Proto when it is one of them, else the connection's. */
-export function forwardedScheme(secure: boolean, proto: string | undefined): 'http' | 'https' {
-  const scheme = lastItem(proto)?.toLowerCase();
-  return scheme === 'https' || scheme === 'http' ? scheme : secure ? 'https' : 'http';
-}
-
-/** The last item of a comma-separated field value (the hop nearest the gateway). */
-export function lastItem(value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  const comma = value.lastIndexOf(',');
-  return (comma === -1 ? value : value.slice(comma + 1)).trim();
-}
-
 /** The header names a Vary value lists (lower-case, in order, each once); '*' when it holds "*". */
 export function varyNames(vary: string): string[] | '*' {
   const names: string[] = [];

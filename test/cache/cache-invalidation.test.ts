@@ -151,6 +151,16 @@ t.test('locationUrls: same-origin resolution and the gateway\'s path normalizati
   t.same(urls('https://api.test/z', ['x-forwarded-proto', 'https', 'x-forwarded-host', 'api.test']), [{ path: '/z', query: '' }], 'the scheme the client used');
   t.same(urls('/z', []), [{ path: '/z', query: '' }], 'no Host: a relative reference is still same-origin');
   t.same(urls('http://api.test/z', []), [], 'no Host: an absolute one is not');
+  // The cache keys the whole forwarded values: a list names no host an absolute URL can have.
+  const listed = ['x-forwarded-proto', 'http', 'x-forwarded-host', 'evil.test, api.test'];
+  t.same(urls('http://api.test/z', listed), [], "a host list: not its last item's origin");
+  t.same(urls('http://evil.test/z', listed), [], "nor its first item's");
+  t.same(urls('/z', listed), [{ path: '/z', query: '' }], 'a host list: relative references still are');
+  const protoList = ['x-forwarded-proto', 'https, http', 'x-forwarded-host', 'api.test'];
+  t.same(urls('http://api.test/z', protoList), [], 'a scheme list: not its last item');
+  t.same(urls('https://api.test/z', protoList), [], 'nor its first');
+  t.same(urls('z', protoList), [{ path: '/a/z', query: '' }], 'a scheme list: relative references still are');
+  t.same(urls('HTTPS://api.test/z', ['x-forwarded-proto', ' HTTPS ', 'x-forwarded-host', 'API.test:443']), [{ path: '/z', query: '' }], 'the scheme and host compared as the key writes them (case, spaces, default port)');
   t.same(locationUrls(false, '/a', '', request, ['location', '/same', 'content-location', '/same']), [{ path: '/same', query: '' }], 'named twice, returned once');
   t.same(locationUrls(false, '/a', '', request, ['content-type', 'text/plain']), [], 'neither field');
 });
