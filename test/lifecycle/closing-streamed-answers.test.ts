@@ -36,6 +36,13 @@ const upstream = await startUpstream((req, res) => {
         setTimeout(next, 5);
       };
       next();
+    } else if (req.url?.startsWith('/split')) {
+      // Head and body in two writes: the gateway reads the head alone, and writes it ahead of the body.
+      // /split-big: a head larger than one cork (written to uWS in pieces as it comes).
+      const big = req.url.startsWith('/split-big') ? { 'x-big': 'b'.repeat(16_150) } : {};
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '9', ...big });
+      res.flushHeaders();
+      setTimeout(() => res.end('split-ok!'), 20);
     } else if (req.url?.startsWith('/empty')) {
       res.writeHead(200, { 'content-length': '0' });
       res.end();
@@ -57,7 +64,7 @@ const plane = await startDataPlane({
   builtins: (method, path) => (path === '/big-local' ? { status: 200, headers: { 'content-type': 'application/json' }, body: BIG_LOCAL } : null),
 });
 const { table } = RoutingTable.compile(
-  ['/sized', '/stream', '/empty', '/short'].flatMap((path) => [entry('POST', path, upstream.url), entry('GET', path, upstream.url)]).concat(entry('GET', '/ok/{x}', upstream.url)),
+  ['/sized', '/stream', '/split', '/split-big', '/empty', '/short'].flatMap((path) => [entry('POST', path, upstream.url), entry('GET', path, upstream.url)]).concat(entry('GET', '/ok/{x}', upstream.url)),
 );
 plane.setTable(table);
 t.teardown(async () => {
@@ -96,6 +103,40 @@ t.test("a client that sent 'Connection: x-trace, close' (which uWS does not act 
   t.equal(digest(result.responses[0]!.body), digest(payload));
   t.ok(result.closedByServer && !result.timedOut);
   t.notOk(upstream.requests.some((seen) => seen.url === '/ok/smuggled-9'));
+});
+
+t.test('a sized head read before its body, on an answer that must close: one framing, the body whole', async (t) => {
+  const requests = [
+    'GET /split HTTP/1.1\r\nHost: gw\r\nConnection: x-trace, close\r\n\r\n',
+    'GET /split HTTP/1.1\r\nHost: gw\r\nConnection: keep-alive, close\r\n\r\n',
+    chunkedPost('/split') + '\r\n',
+    'GET /split-big HTTP/1.1\r\nHost: gw\r\nConnection: x-trace, close\r\n\r\n',
+  ];
+  for (const request of requests) {
+    const result = await rawRequest(plane.port, [request], { waitMs: 3000 });
+    const label = JSON.stringify(request.split('\r\n').slice(0, 3).join(' '));
+    t.equal(result.responses.length, 1, `${label}: one answer`);
+    const answer = result.responses[0]!;
+    t.equal(answer.status, 200);
+    t.ok(answer.complete, `${label}: whole`);
+    t.equal(answer.body.toString(), 'split-ok!', `${label}: the upstream's body, nothing else`);
+    t.same(answer.headers['content-length'], undefined, `${label}: no Content-Length beside the chunked framing`);
+    t.same(answer.headers['transfer-encoding'], ['chunked']);
+    t.same(answer.headers.connection, ['close']);
+    if (request.includes('/split-big')) t.equal(answer.headers['x-big']?.[0]?.length, 16_150, `${label}: the large header whole`);
+  }
+  // Node's client (llhttp) refuses a misframed answer outright.
+  const body = await new Promise<string>((resolve, reject) => {
+    const req = http.get({ port: plane.port, host: '127.0.0.1', path: '/split', headers: { connection: 'keep-alive, close' }, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve(text));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+  });
+  t.equal(body, 'split-ok!', "Node's client reads it whole");
 });
 
 t.test('a local answer larger than one cork that must close: whole, and what follows is never read', async (t) => {

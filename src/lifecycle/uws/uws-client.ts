@@ -630,8 +630,13 @@ export class UwsClient implements ClientSide {
   /** The queued head goes out now unless body bytes or the end carried it out already. */
   flushHead(): void {
     if (this.pendingHead === null || this.ended) return;
+    // A sized answer after which the connection must close goes out chunked and ended by hand
+    // (writeBodyChunk): its head is held as a chunked one is, since a head written ahead with uWS's
+    // tryEnd carries Content-Length and its blank line, and the chunked body would follow it.
+    if (this.mode === BodyMode.Sized && this.mustClose()) this.switchToEndByHand();
     if (this.mode === BodyMode.Chunked) {
-      this.holdHead(this.pendingHead);
+      // A spilled head is on uWS's side already (spillHead): nothing to hold.
+      if (!this.headSpilled) this.holdHead(this.pendingHead);
       return;
     }
     corkTarget = this;
@@ -661,7 +666,6 @@ export class UwsClient implements ClientSide {
    * completes one with the first chunk only.)
    */
   writeHeadAhead(): void {
-    if (this.mustClose()) this.switchToEndByHand();
     this.writeHead();
     this.res.tryEnd(EMPTY, this.totalSize);
   }
