@@ -6,12 +6,15 @@
  * What the workers get is written anew from what node:crypto read: the certificate blocks alone, and
  * the key as PKCS#8 (encrypted with AES-256-CBC under the same passphrase when it was encrypted), a
  * form BoringSSL reads whatever form the file had (some encryptions, like scrypt or Camellia, it does not).
+ * An empty passphrase writes it unencrypted: BoringSSL takes no empty passphrase. Last, uWS itself
+ * loads what was written (./uws-loads-certificate.ts): OpenSSL reads some certificates BoringSSL refuses.
  */
 import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { FileReadError, MAX_PEM_BYTES, readBoundedFile } from '../config/read-file.js';
 import { dirname, resolve } from 'node:path';
 import type { ConfigProblem } from '../config/config-problem.js';
 import { unservableKey } from './key-types.js';
+import { uwsRefusal } from './uws-loads-certificate.js';
 import type { ListenerCertificateConfig, ListenerTlsConfig } from './types.js';
 
 const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g;
@@ -96,14 +99,25 @@ function loadCertificate(certificate: ListenerCertificateConfig, baseDir: string
   if (unservable !== null) {
     return unservable.about === 'key' ? { key: 'keyFile', why: `${keyPath}: ${unservable.why}` } : { key: 'certFile', why: `${certPath}: ${unservable.why}` };
   }
+  const chain = `${blocks.join('\n')}\n`;
+  // BoringSSL reads no key under an empty passphrase (and the workers hand it none: listeners.ts).
+  const encryptUnder = passphrase === '' ? undefined : passphrase;
+  const pkcs8 = (
+    encryptUnder === undefined
+      ? privateKey.export({ type: 'pkcs8', format: 'pem' })
+      : privateKey.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: encryptUnder })
+  ) as string;
+  const refusal = uwsRefusal(chain, pkcs8, encryptUnder);
+  if (refusal !== null) {
+    return {
+      key: 'certFile',
+      why: `${certPath}: the TLS library of the uWebSockets.js binary (BoringSSL) does not load it with its key (${refusal}), though node:crypto reads both: a certificate that breaks X.509's encoding rules (RFC 5280), such as a version 1 certificate with extensions?`,
+    };
+  }
   certificate.certFile = certPath;
   certificate.keyFile = keyPath;
-  certificate.cert = `${blocks.join('\n')}\n`;
-  certificate.key = (
-    passphrase === undefined
-      ? privateKey.export({ type: 'pkcs8', format: 'pem' })
-      : privateKey.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase })
-  ) as string;
+  certificate.cert = chain;
+  certificate.key = pkcs8;
   certificate.notAfter = new Date(notAfter).toISOString();
   certificate.fingerprint256 = leaf!.fingerprint256;
   return null;

@@ -127,7 +127,9 @@ class LoadableCertificate {
 
   private options(cert: string, key: string, passphraseEnv: string | undefined): UwsTlsOptions {
     const options: UwsTlsOptions = { cert_file_name: cert, key_file_name: key };
-    if (passphraseEnv !== undefined) options.passphrase = process.env[passphraseEnv] ?? '';
+    // An empty passphrase is none: BoringSSL refuses an empty one, and the primary wrote the key unencrypted.
+    const passphrase = passphraseEnv === undefined ? undefined : process.env[passphraseEnv];
+    if (passphrase !== undefined && passphrase !== '') options.passphrase = passphrase;
     return options;
   }
 }
