@@ -9,6 +9,9 @@
  * `application/json; charset=utf-8` accepts an `application/json` offer (RFC 9110 12.5.1 leaves
  * parameters to the server to judge; negotiator requires every range parameter on the offer).
  *
+ * An offer may itself be a range (an endpoint documented as producing any type, or `application/*`):
+ * it is allowed when some type it covers is (negotiator allows such an offer only for Accept's `*` + `/*`).
+ *
  * The header is parsed as negotiator parses it (content-type's lenient parser): ranges without a
  * slash are skipped, the first of repeated parameters counts, quoted values are unescaped.
  */
@@ -168,12 +171,49 @@ function specificity(offer: MediaRange, range: MediaRange, offerIndex: number): 
 function priorityOf(offer: MediaRange | null, ranges: readonly MediaRange[], offerIndex: number): Priority {
   let best: Priority = { s: 0, q: 0, o: -1, i: offerIndex };
   if (offer === null) return best;
+  if (offer.type === '*' || offer.subtype === '*') return coveredPriority(offer, ranges, offerIndex);
   for (const range of ranges) {
     const p = specificity(offer, range, offerIndex);
     // negotiator's comparison, NaN q included: more specific, then higher q, then later in the header.
     if (p !== null && (best.s - p.s || best.q - p.q || best.o - p.o) < 0) best = p;
   }
   return best;
+}
+
+/** Stands for a type or subtype no range names. */
+const UNNAMED = '\u0000';
+
+/**
+ * An offer that is a range (an endpoint documented as producing any type, as springfox and springdoc
+ * do by default, or `application/*`) can answer any type in it: its priority is that of the best type
+ * it covers. Those worth trying are where it meets each range (the range's type, its parameters) and
+ * one no range names; each is judged by the rule for concrete offers, so `text/*;q=0, *` + `/*`
+ * refuses an offer of `text/*` and allows one of the any-type range.
+ */
+function coveredPriority(offer: MediaRange, ranges: readonly MediaRange[], offerIndex: number): Priority {
+  let best = priorityOf(meet(offer, null)!, ranges, offerIndex);
+  for (const range of ranges) {
+    const covered = meet(offer, range);
+    if (covered === null) continue;
+    const p = priorityOf(covered, ranges, offerIndex);
+    if (p.q > best.q || (p.q === best.q && p.s > best.s)) best = p;
+  }
+  return best;
+}
+
+/** The concrete type where the range offer and `range` meet (null: they do not), or one no range names. */
+function meet(offer: MediaRange, range: MediaRange | null): MediaRange | null {
+  const type = part(offer.type, range?.type);
+  const subtype = part(offer.subtype, range?.subtype);
+  if (type === null || subtype === null) return null;
+  const params = new Map(range?.params);
+  for (const [name, value] of offer.params) params.set(name, value);
+  return { type, subtype, params, q: 1, order: 0 };
+}
+
+function part(offered: string, ranged: string | undefined): string | null {
+  if (offered !== '*') return ranged === undefined || ranged === '*' || ranged.toLowerCase() === offered.toLowerCase() ? offered : null;
+  return ranged === undefined || ranged === '*' ? UNNAMED : ranged;
 }
 
 /** The offers `accept` allows, best first. An absent header accepts everything; an empty one nothing. */

@@ -97,3 +97,44 @@ t.test('property: a charset parameter counts only against an offer with a charse
   );
   t.pass('the reference agrees on every header tried');
 });
+
+t.test('an offer that is a range (an endpoint producing */* or application/*) is allowed when a type it covers is', async (t) => {
+  t.same(acceptedMediaTypes('application/json', ['*/*']), ['*/*'], 'springfox\'s default produces');
+  t.same(acceptedMediaTypes('application/json', ['application/*']), ['application/*']);
+  t.same(acceptedMediaTypes('text/html', ['application/*']), [], 'a type it does not cover');
+  t.same(acceptedMediaTypes('application/json;q=0', ['*/*']), [], 'only a refused type named');
+  t.same(acceptedMediaTypes('application/json;q=0, */*', ['*/*']), ['*/*'], 'other types allowed');
+  t.same(acceptedMediaTypes('application/json; version=2', ['application/*']), ['application/*'], 'it covers parameters too');
+  const table = compile([entry('GET', '/any', 'http://127.0.0.1:9001', { produces: ['*/*'] })]);
+  t.equal(table.select('GET', '/any', undefined, 'application/json', false).status, 200, 'routing: no 406 for a JSON client');
+});
+
+t.test('property: a range offer is allowed exactly when one of the concrete types it covers is', async (t) => {
+  // Reference: the rule for concrete offers, over every type the header names (with its parameters)
+  // and types it does not name, under each type and none.
+  const unlisted = ['application/x-unlisted', 'text/x-unlisted', 'x-unlisted/x-unlisted'];
+  const covers = (offer: string, concrete: string): boolean => {
+    const [type, subtype] = offer.toLowerCase().split('/');
+    const [ctype, csubtype] = concrete.split(';')[0]!.trim().toLowerCase().split('/');
+    return (type === '*' || type === ctype) && (subtype === '*' || subtype === csubtype);
+  };
+  const rangeNoNaN = range.filter((r) => !r.params.some((p) => p.text === 'q=abc'));
+  fc.assert(
+    fc.property(fc.array(rangeNoNaN, { maxLength: 5 }), fc.constantFrom('*/*', 'application/*', 'text/*', 'image/*'), (ranges, offer) => {
+      const accept = render(ranges, true);
+      // Each range made concrete where it meets the offer (a `*` of both: a name no range has), with its parameters.
+      const offered = offer.split('/');
+      const named = ranges
+        .filter((r) => r.type.includes('/'))
+        .map((r) => {
+          const type = r.type.split('/').map((part, i) => (part !== '*' ? part : offered[i] !== '*' ? offered[i]! : 'x-unlisted')).join('/');
+          return [type, ...r.params.filter((p) => p.name !== 'q').map((p) => p.text)].join('; ');
+        });
+      const concrete = [...named, ...unlisted, 'image/x-unlisted'].filter((c) => covers(offer, c));
+      const expected = concrete.some((c) => acceptedMediaTypes(accept, [c]).length > 0);
+      return (acceptedMediaTypes(accept, [offer]).length > 0) === expected;
+    }),
+    { numRuns: 5000 },
+  );
+  t.pass('the reference agrees on every header tried');
+});
