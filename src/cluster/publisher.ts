@@ -6,6 +6,8 @@ import type { GatewayConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import type { CompileInput, CompileOutput } from './compile-task.js';
 import type { PublishMessage } from './messages.js';
+import { HostWeights } from '../proxy/balancer.js';
+import type { UpstreamWeight } from '../lifecycle/forward.js';
 import type { TemplateProblem } from '../routing/types.js';
 import type { UpstreamRegistry } from './discovered-upstreams.js';
 import { TemplateProblemLog } from './template-problem-log.js';
@@ -46,6 +48,14 @@ export class Publisher {
   private readonly pool: PiscinaModule.Piscina<CompileInput, CompileOutput>;
   /** Refused templates are logged when an upstream's set of them changes, not at every compile. */
   private readonly problemLog: TemplateProblemLog;
+  /**
+   * The weight ramps (upstreamWeighting), kept here and sent with every publish: a worker started
+   * while one is under way (a replacement, a reload that restarts workers) takes it up where the
+   * others are. Each worker ramping from its own start went straight to the new weight.
+   */
+  private weights: HostWeights | null = null;
+  private weighting = '';
+  private known = new Set<string>();
 
   constructor(
     private readonly log: Logger,
@@ -124,11 +134,33 @@ export class Publisher {
     this.log.info({ tableVersion, entries, problems: output.problems.length, complete, compileMs }, 'routing table compiled');
     const spec = output.spec ?? this.current?.message.spec ?? { swagger2: '{}', openapi3: '{}' };
     const published: Published = {
-      message: { type: 'publish', tableVersion, config, table: output.table, spec, upstreams: upstreams.weights(), undiscovered: upstreams.undiscovered() },
+      message: { type: 'publish', tableVersion, config, table: output.table, spec, upstreams: this.ramped(config, upstreams.weights()), undiscovered: upstreams.undiscovered() },
       complete,
       problems: output.problems,
     };
     this.current = published;
     return published;
+  }
+
+  /** `weights` with the ramp each is in (set here first: a changed weight starts one). */
+  private ramped(config: GatewayConfig, weights: UpstreamWeight[]): UpstreamWeight[] {
+    const settings = JSON.stringify(config.upstreamWeighting);
+    if (this.weights === null || settings !== this.weighting) {
+      // New settings: ramps under way start over from the weights reached (as a worker's do).
+      const previous = this.weights;
+      this.weights = new HostWeights(config.upstreamWeighting);
+      if (previous !== null) for (const known of this.known) this.weights.set(known, previous.weightOf(known));
+      this.weighting = settings;
+    }
+    const listed = new Set<string>();
+    const out = weights.map(({ serviceLocation, weight }) => {
+      listed.add(serviceLocation);
+      this.weights!.set(serviceLocation, weight);
+      const ramp = this.weights!.ramp(serviceLocation);
+      return ramp === undefined ? { serviceLocation, weight } : { serviceLocation, weight, ramp };
+    });
+    for (const known of this.known) if (!listed.has(known)) this.weights.remove(known);
+    this.known = listed;
+    return out;
   }
 }

@@ -14,7 +14,7 @@ import type { Counters } from '../metrics/counters.js';
 import type { RoutingTable } from '../routing/table.js';
 import type { UpstreamError } from '../upstream/call-errors.js';
 import type { UpstreamPool } from '../upstream/pool.js';
-import { HostWeights, RouteBalancer } from '../proxy/balancer.js';
+import { HostWeights, RouteBalancer, type WeightRamp } from '../proxy/balancer.js';
 import { Breakers } from '../proxy/upstream-breakers.js';
 import type { ForwardFailure } from '../proxy/forward-errors.js';
 import { poolSettings, UpstreamPools } from '../proxy/host-pools.js';
@@ -29,6 +29,8 @@ import type { DataPlaneState } from './state.js';
 export interface UpstreamWeight {
   serviceLocation: string;
   weight: number;
+  /** The primary's ramp towards `weight`, when one is under way (HostWeights.ramp). */
+  ramp?: WeightRamp;
 }
 
 const DEFAULT_WEIGHT = 1;
@@ -196,9 +198,9 @@ export class ForwardPhase implements RetryHost {
   setUpstreams(upstreams: readonly UpstreamWeight[], config?: GatewayConfig): void {
     if (config !== undefined) this.pools.configure(config.upstreams);
     const listed = new Set<string>();
-    for (const { serviceLocation, weight } of upstreams) {
+    for (const { serviceLocation, weight, ramp } of upstreams) {
       listed.add(serviceLocation);
-      this.weights.set(serviceLocation, weight);
+      this.weights.set(serviceLocation, weight, ramp);
     }
     for (const known of this.configuredUpstreams) {
       if (!listed.has(known)) this.weights.remove(known);

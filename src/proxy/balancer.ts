@@ -9,6 +9,12 @@ export interface WeightingSettings {
 
 export const DEFAULT_WEIGHTING: Readonly<WeightingSettings> = { stepCount: 100, stepDurationMs: 6000 };
 
+/** A weight change under way: from which weight, since when (epoch ms; every process reads the same clock). */
+export interface WeightRamp {
+  from: number;
+  startedAt: number;
+}
+
 interface WeightTransition {
   from: number;
   to: number;
@@ -35,11 +41,18 @@ export class HostWeights {
 
   /**
    * Sets the target weight. Setting the weight a transition is already heading to changes nothing, so a
-   * config reload that repeats a weight does not restart the ramp.
+   * config reload that repeats a weight does not restart the ramp. With `ramp` (the primary's, see
+   * `ramp()`), the transition is that one, whatever this process saw before: a worker started during a
+   * ramp takes it up where the others are, instead of starting at the new weight.
    */
-  set(upstream: string, weight: number): void {
+  set(upstream: string, weight: number, ramp?: WeightRamp): void {
     if (!(weight >= 0) || !Number.isFinite(weight)) {
       throw new RangeError(`weight of ${upstream} must be a finite number >= 0, got ${weight}`);
+    }
+    if (ramp !== undefined) {
+      const settled = this.stepCount === 0 || this.stepDurationMs === 0 || ramp.from === weight;
+      this.hosts.set(upstream, { from: ramp.from, to: weight, startedAt: ramp.startedAt, settled });
+      return;
     }
     const host = this.hosts.get(upstream);
     if (host === undefined) {
@@ -52,6 +65,14 @@ export class HostWeights {
     host.to = weight;
     host.startedAt = this.now();
     host.settled = this.stepCount === 0 || this.stepDurationMs === 0 || current === weight;
+  }
+
+  /** The transition the host is in, undefined once it has reached its weight (or for an unknown host). */
+  ramp(upstream: string): WeightRamp | undefined {
+    const host = this.hosts.get(upstream);
+    if (host === undefined) return undefined;
+    this.weightOf(upstream);
+    return host.settled ? undefined : { from: host.from, startedAt: host.startedAt };
   }
 
   /** Forgets the host: its weight is 0 at once, and a later set() applies at once like for a new host. */

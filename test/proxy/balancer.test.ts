@@ -88,6 +88,27 @@ t.test('weight 0 hosts serve only when no weighted host can', async (t) => {
   t.same(countOf(picks(new RouteBalancer(), targets, new HostWeights({ stepCount: 1, stepDurationMs: 1 }), 9)), { a: 3, z1: 3, z2: 3 }, 'unknown hosts count as weight 0');
 });
 
+t.test("weight transition: a process given the primary's ramp is where the primary is, whatever it saw before", async (t) => {
+  let now = 10_000;
+  const primary = new HostWeights({ stepCount: 4, stepDurationMs: 1000 }, () => now);
+  primary.set('a', 1);
+  t.equal(primary.ramp('a'), undefined, 'no ramp for a first weight');
+  primary.set('a', 5);
+  const ramp = primary.ramp('a');
+  t.same(ramp, { from: 1, startedAt: 10_000 });
+  now = 12_000;
+  // A worker started now, whose config already says 5: without the ramp it would be at 5.
+  const late = new HostWeights({ stepCount: 4, stepDurationMs: 1000 }, () => now);
+  late.set('a', 5);
+  t.equal(late.weightOf('a'), 5, 'on its own, a new process starts at the new weight');
+  late.set('a', 5, ramp);
+  t.equal(late.weightOf('a'), primary.weightOf('a'), 'with the ramp, where the primary is');
+  t.equal(late.weightOf('a'), 3);
+  now = 14_000;
+  t.equal(late.weightOf('a'), 5, 'and it ends where the ramp ends');
+  t.equal(primary.ramp('a'), undefined, 'the primary has no ramp left to send');
+});
+
 t.test('weight transition: step-wise and linear from the current weight', async (t) => {
   let now = 0;
   const hw = new HostWeights({ stepCount: 4, stepDurationMs: 1000 }, () => now);
