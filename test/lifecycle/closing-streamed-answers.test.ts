@@ -113,7 +113,7 @@ t.test('a sized head read before its body, on an answer that must close: one fra
     'GET /split-big HTTP/1.1\r\nHost: gw\r\nConnection: x-trace, close\r\n\r\n',
   ];
   for (const request of requests) {
-    const result = await rawRequest(plane.port, [request], { waitMs: 3000 });
+    const result = await rawRequest(plane.port, [request], { waitMs: 3000, responses: 1 });
     const label = JSON.stringify(request.split('\r\n').slice(0, 3).join(' '));
     t.equal(result.responses.length, 1, `${label}: one answer`);
     const answer = result.responses[0]!;
