@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { gateway } from '../helpers/cli.js';
 import { startGateway, testConfig } from '../helpers/gateway-process.js';
+import { within } from '../helpers/within.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'specgate-check-mw-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -49,7 +50,7 @@ t.test("one digest for two consumers, a consumer that is no header value: errors
   // Started as a test gateway is (killed at teardown): a gateway that took the config would serve on.
   const middleware = [{ id: 'auth', type: 'apiKeyAuth', keys: [{ consumer: 'alice', sha256: digest('shared-key') }, { consumer: 'mallory', sha256: digest('shared-key') }] }];
   const start = await startGateway(t, { config: testConfig(upstreams, { middleware }), workers: 1, waitForListening: false });
-  const exit = await Promise.race([start.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 20_000))]);
+  const exit = await within(start.exited, 20_000, 'still running');
   t.match(exit, { code: 1 }, 'start refuses it too');
   t.match(start.text(), '/middleware/0/keys/1/sha256: the same digest as keys/0 (case aside): one key cannot be both "alice" (keys/0) and "mallory" (keys/1)');
 });

@@ -9,6 +9,7 @@ import { eventually, httpRequest } from '../helpers/gateway-process.js';
 import { holdExamplePorts } from '../helpers/machine-lock.js';
 import { reapOnExit } from '../helpers/reaper.js';
 import { untapped } from '../helpers/untapped.js';
+import { within } from '../helpers/within.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 
@@ -72,7 +73,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     const processes = descendants(npm.pid!);
     t.ok(processes.length >= 3, `primary, worker and example upstreams run under npm (${processes.length} processes)`);
     process.kill(npm.pid!, signal);
-    const code = await Promise.race([exited, new Promise<string>((resolve) => setTimeout(() => resolve('npm still running'), 30_000))]);
+    const code = await within(exited, 30_000, 'npm still running');
     t.not(code, 'npm still running', 'npm exits');
     await eventually(async () => (processes.every((pid) => !alive(pid)) ? true : undefined), 15_000, 100, 'every process of the gateway gone');
     t.same(processes.filter(alive), [], 'no process left behind');

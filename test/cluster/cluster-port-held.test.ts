@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { findFreePort } from '../../src/cluster/free-port.js';
 import { httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 import { reapOnExit } from '../helpers/reaper.js';
@@ -15,13 +15,14 @@ import { untapped } from '../helpers/untapped.js';
 import { CertificateDir } from '../helpers/certs.js';
 import { gateway as cli } from '../helpers/cli.js';
 import { files, presented } from '../helpers/tls-client.js';
+import { within } from '../helpers/within.js';
 
 const upstream = await startUpstream(t, { name: 'backend' });
 const config = (overrides: Record<string, unknown> = {}) =>
   testConfig([{ serviceType: 'static', serviceLocation: upstream.location, endpoints: [{ method: 'GET', path: '/ok' }] }], overrides);
 
 /** Another program (a plain node:net server in its own process) listening on a port; resolves with its pid and port. */
-async function foreignHolder(): Promise<{ pid: number; port: number }> {
+async function foreignHolder(t: Test): Promise<{ pid: number; port: number }> {
   const child = spawn(
     ...untapped(process.execPath, ['-e', "const s = require('node:net').createServer(); s.listen({ host: '127.0.0.1', port: 0, exclusive: true }, () => console.log(s.address().port))"]),
     { stdio: ['ignore', 'pipe', 'inherit'] },
@@ -38,9 +39,9 @@ function stderrLines(text: string): string[] {
 }
 
 t.test('a port another program holds: exit 1, one line naming the port and the program, no worker started', async (t) => {
-  const holder = await foreignHolder();
+  const holder = await foreignHolder(t);
   const gateway = await startGateway(t, { config: config(), port: holder.port, waitForListening: false });
-  const exit = await Promise.race([gateway.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 60_000))]);
+  const exit = await within(gateway.exited, 60_000, 'still running');
   t.same(exit, { code: 1, signal: null }, 'exits 1 (no crash loop)');
   const lines = stderrLines(gateway.text());
   t.equal(lines.length, 1, `one line on stderr: ${gateway.text()}`);
@@ -53,7 +54,7 @@ t.test('a port another program holds: exit 1, one line naming the port and the p
 t.test('a second gateway on a running gateway\'s port: exit 1 naming the first; the first keeps every request', async (t) => {
   const first = await startGateway(t, { config: config(), port: await findFreePort('127.0.0.1'), startTimeoutMs: 60_000 });
   const second = await startGateway(t, { config: config(), port: first.port, waitForListening: false });
-  const exit = await Promise.race([second.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 60_000))]);
+  const exit = await within(second.exited, 60_000, 'still running');
   t.same(exit, { code: 1, signal: null });
   const lines = stderrLines(second.text());
   t.equal(lines.length, 1, `one line on stderr: ${second.text()}`);
@@ -66,7 +67,7 @@ t.test('a second gateway on a running gateway\'s port: exit 1 naming the first; 
 });
 
 t.test('a reload that moves to a held port is refused the same way; the gateway keeps serving on its port', async (t) => {
-  const holder = await foreignHolder();
+  const holder = await foreignHolder(t);
   const gateway = await startGateway(t, { config: config({ port: await findFreePort('127.0.0.1') }), port: null, startTimeoutMs: 60_000 });
   // The command line's --port overrides the file, so this gateway runs without one to see the file's port.
   const status = await reloadWith(gateway, config({ port: holder.port }));
@@ -78,9 +79,9 @@ t.test('a reload that moves to a held port is refused the same way; the gateway 
 t.test('tls.port: held by another program, a start exits 1 naming it (no worker crash loop)', async (t) => {
   const certs = new CertificateDir(t);
   const cert = certs.make('gw', 'gw');
-  const holder = await foreignHolder();
+  const holder = await foreignHolder(t);
   const gateway = await startGateway(t, { config: config({ tls: { port: holder.port, certificates: [files(cert)] } }), waitForListening: false });
-  const exit = await Promise.race([gateway.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 60_000))]);
+  const exit = await within(gateway.exited, 60_000, 'still running');
   t.same(exit, { code: 1, signal: null }, 'exits 1');
   const lines = stderrLines(gateway.text());
   t.equal(lines.length, 1, `one line on stderr: ${gateway.text()}`);
@@ -95,7 +96,7 @@ t.test("tls.port: a second gateway on a running gateway's TLS port exits 1 namin
   const tlsPort = await findFreePort('127.0.0.1');
   const first = await startGateway(t, { config: config({ tls: { port: tlsPort, certificates: [files(one)] } }), startTimeoutMs: 60_000 });
   const second = await startGateway(t, { config: config({ tls: { port: tlsPort, certificates: [files(two)] } }), waitForListening: false });
-  const exit = await Promise.race([second.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 60_000))]);
+  const exit = await within(second.exited, 60_000, 'still running');
   t.same(exit, { code: 1, signal: null });
   const lines = stderrLines(second.text());
   t.equal(lines.length, 1, `one line on stderr: ${second.text()}`);
@@ -128,7 +129,7 @@ t.test('tls.port equal to the public or the admin port: check and start refuse i
 
   // --port on the command line meets the file's tls.port.
   const gateway = await startGateway(t, { config: config({ tls: { port, certificates: [files(cert)] } }), port, waitForListening: false });
-  const exit = await Promise.race([gateway.exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 60_000))]);
+  const exit = await within(gateway.exited, 60_000, 'still running');
   t.same(exit, { code: 1, signal: null }, 'start exits 1');
   t.match(gateway.text(), `/tls/port: ${port} is also the public port; the TLS listener needs a port of its own`);
   t.notOk(gateway.lines.some((l) => l.msg === 'worker started'), 'no worker was started');
@@ -137,7 +138,7 @@ t.test('tls.port equal to the public or the admin port: check and start refuse i
 t.test('a reload that moves tls.port to a held port is refused; TLS keeps serving on its port', async (t) => {
   const certs = new CertificateDir(t);
   const cert = certs.make('gw', 'gw');
-  const holder = await foreignHolder();
+  const holder = await foreignHolder(t);
   const tlsPort = await findFreePort('127.0.0.1');
   const gateway = await startGateway(t, { config: config({ tls: { port: tlsPort, certificates: [files(cert)] } }), startTimeoutMs: 60_000 });
   const status = await reloadWith(gateway, config({ tls: { port: holder.port, certificates: [files(cert)] } }));

@@ -11,6 +11,7 @@ import { CertificateDir, type TestCertificate } from '../helpers/certs.js';
 import { gateway as cli } from '../helpers/cli.js';
 import { startGateway, testConfig, type GatewayProcess } from '../helpers/gateway-process.js';
 import { files, presented } from '../helpers/tls-client.js';
+import { within } from '../helpers/within.js';
 
 const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/;
 
@@ -71,7 +72,7 @@ t.test('gateway check and start: exit 1, each such certificate named with its fi
   const firstBad = testConfig([], { tls: { port: 0, certificates: [files(bad[0]!.cert)] } });
   const gateway = await startGateway(t, { config: firstBad, workers: 1, waitForListening: false });
   // Before, every worker failed and was replaced while the primary ran on: bounded, not a hang.
-  const exit = await Promise.race([gateway.exited, new Promise<null>((resolve) => setTimeout(() => resolve(null), 30_000))]);
+  const exit = await within(gateway.exited, 30_000, null);
   t.equal(exit?.code, 1, 'start refuses it');
   t.match(gateway.text() + gateway.lines.map((l) => JSON.stringify(l)).join('\n'), `/tls/certificates/0/certFile: ${bad[0]!.cert.certFile}: ${REFUSED}`);
 });

@@ -5,6 +5,7 @@ import { startDataPlane } from '../../src/proxy/data-plane.js';
 import { RoutingTable } from '../../src/routing/table.js';
 import { closedPort, rawRequest } from '../helpers/raw-http.js';
 import { afterBody, echoHandler, entry, startUpstream, testConfig } from '../helpers/upstream-server.js';
+import { within } from '../helpers/within.js';
 
 const UPSTREAM_MS = 300;
 const RESET_MS = 600;
@@ -159,7 +160,7 @@ t.test('a client that goes away aborts the upstream request', async (t) => {
   await abortable.waitForRequests(1);
   const result = await client; // gives up after 200 ms and destroys its socket
   t.ok(result.timedOut, 'the client left before any answer');
-  const gone = await Promise.race([closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 5000))]);
+  const gone = await within(closed.then(() => true), 5000, false);
   t.ok(gone, "the upstream saw its request's connection closed");
   t.ok(abortable.requests[0]!.aborted, 'recorded as aborted at the upstream');
   await until(() => plane.inFlight() === 0);
@@ -342,7 +343,7 @@ t.test('a client that goes away mid-download stops the upstream stream', async (
     received += (chunk as Buffer).length;
     if (received > 4 * 1024 * 1024) break; // leaving the loop destroys the body and its connection
   }
-  const stopped = await Promise.race([closed.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 5000))]);
+  const stopped = await within(closed.then(() => true), 5000, false);
   t.ok(stopped, `the upstream's response was closed after the client left (${received} bytes read)`);
   await until(() => streamingPlane.inFlight() === 0);
   t.equal(streamingPlane.inFlight(), 0);

@@ -18,6 +18,7 @@ import { eventually, httpRequest, startGateway, testConfig } from '../helpers/ga
 import { closed, nextMessage, openClient, rawUpstream, rssBytes, startWsUpstream, wsUpstreamConfig, type RawPeer } from '../helpers/ws-upstream.js';
 import { hungPort } from '../helpers/raw-http.js';
 import { acceptFor } from '../../src/websocket/upstream-socket.js';
+import { within } from '../helpers/within.js';
 
 type Teardown = Parameters<typeof startGateway>[0];
 
@@ -256,7 +257,7 @@ t.test('an upstream that breaks the protocol: the client gets 1011, the upstream
     const next = rng(run + 1);
     send = Buffer.from(Array.from({ length: 1 + ((run * 37) % 200) }, next));
     const client = await openClient(`ws://127.0.0.1:${port}/w`);
-    const ended = await Promise.race([closed(client), new Promise<null>((resolve) => setTimeout(() => resolve(null), 300))]);
+    const ended = await within(closed(client), 300, null);
     if (ended !== null) t.ok([1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014].includes(ended.code) || ended.code >= 3000, `random bytes ${run}: closed with ${ended.code}`);
     client.terminate();
   }
