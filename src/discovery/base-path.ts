@@ -7,7 +7,9 @@ import type { Objection } from './objection.js';
  *
  * What no request path can hold is taken out and objected to (into `objections`): a query or fragment
  * in a basePath (cut there), dot-segments (resolved, as the gateway resolves them in requests), a
- * server variable the doc does not define (replaced by nothing).
+ * server variable the doc does not define (replaced by nothing). Braces in a basePath are objected to
+ * and percent-encoded, so that they stay literal text in the templates; a server URL's come out of
+ * `new URL()` encoded already.
  */
 export function docBasePath(doc: Record<string, any>, docUrl: string, objections: Objection[] = []): string {
   if (doc.swagger !== undefined) {
@@ -16,6 +18,13 @@ export function docBasePath(doc: Record<string, any>, docUrl: string, objections
     if (cut !== -1) {
       objections.push({ pointer: ['basePath'], message: `"${basePath}" holds a query or fragment, which no request path has: the basePath is taken as "${basePath.slice(0, cut)}"` });
       basePath = basePath.slice(0, cut);
+    }
+    if (/[{}]/.test(basePath)) {
+      // Swagger 2.0: "The basePath does not support path templating". Joined to a path key, a raw brace
+      // would open a placeholder, and the doc would claim paths of any name there.
+      const literal = basePath.replace(/\{/g, '%7B').replace(/\}/g, '%7D');
+      objections.push({ pointer: ['basePath'], message: `"${basePath}" holds braces, which a basePath matches literally (it has no path templating): the basePath is taken as "${literal}"` });
+      basePath = literal;
     }
     if (/(^|\/)\.\.?(\/|$)/.test(basePath)) {
       const resolved = new URL(basePath, 'http://base.invalid/').pathname;

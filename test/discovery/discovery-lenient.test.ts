@@ -11,6 +11,7 @@ import { buildCombinedSpec, buildCombinedSpecWithNamespaces } from '../../src/bu
 import { guardSpec } from '../../src/builtins/spec-guard.js';
 import { UpstreamRegistry, type DiscoverFn } from '../../src/cluster/discovered-upstreams.js';
 import type { Logger } from '../../src/log.js';
+import { RoutingTable } from '../../src/routing/table.js';
 import { Rank } from '../../src/routing/template.js';
 import { catalogDoc, filesDoc, usersDoc } from '../../examples/upstream-docs.js';
 import { asYaml, formsDoc, htmlPage, openapi3RestYaml, sloppyDoc, sloppyProblems } from '../fixtures/lenient-docs.js';
@@ -288,4 +289,24 @@ t.test('a base path no request can carry is made one it can, and the doc is obje
     t.same(discovered.entries.map((entry) => entry.template), [template], `routed as ${template}`);
     t.match(discovered.problems, [{ method: null, path: null, reason: problem }]);
   }
+});
+
+t.test('a Swagger 2.0 basePath has no placeholders: its braces are matched literally, percent-encoded', async (t) => {
+  const discover = (doc: Json) => discoverFromDoc(upstream('swagger2'), doc, { docUrl: 'http://svc:1/spec', where: 'doc', serviceType: 'swagger2' });
+  const templated = await discover(swagger2({ '/ping/{id}': { get: { parameters: [{ name: 'id', in: 'path', required: true, type: 'string' }], responses: ok } } }, { basePath: '/{tenant}' }));
+  t.same(templated.entries.map((entry) => entry.template), ['/%7Btenant%7D/ping/{id}'], 'the path key keeps its placeholder');
+  t.match(templated.problems, [{ method: null, path: null, reason: /^basePath: "\/\{tenant\}" holds braces, .*taken as "\/%7Btenant%7D"$/ }]);
+  const { table, problems } = RoutingTable.compile(templated.entries);
+  t.same(problems, []);
+  t.equal(table.select('GET', '/acme/ping/1', undefined, undefined, false).status, 404, 'the doc claims no tenant of any name');
+  t.equal(table.select('GET', '/%7Btenant%7D/ping/1', undefined, undefined, false).status, 200, 'the path the doc names, as a client sends it');
+  t.same(table.params(), { id: '1' });
+
+  const unbalanced = await discover(swagger2({ '/ping': { get: { responses: ok } } }, { basePath: '/a}' }));
+  t.same(unbalanced.entries.map((entry) => entry.template), ['/a%7D/ping']);
+  t.same(RoutingTable.compile(unbalanced.entries).problems, [], 'a lone brace does not unbalance every template');
+
+  const both = await discover(swagger2({ '/x': { get: { responses: ok } } }, { basePath: '/{t}/./v1' }));
+  t.same(both.entries.map((entry) => entry.template), ['/%7Bt%7D/v1/x']);
+  t.match(both.problems, [{ reason: /holds braces/ }, { reason: /dot-segments.*taken as "\/%7Bt%7D\/v1"/ }]);
 });
