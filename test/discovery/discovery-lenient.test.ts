@@ -310,3 +310,31 @@ t.test('a Swagger 2.0 basePath has no placeholders: its braces are matched liter
   t.same(both.entries.map((entry) => entry.template), ['/%7Bt%7D/v1/x']);
   t.match(both.problems, [{ reason: /holds braces/ }, { reason: /dot-segments.*taken as "\/%7Bt%7D\/v1"/ }]);
 });
+
+t.test('OpenAPI 3.1: a path item may be a $ref, with fields beside it; what no Path Item allows is still objected to', async (t) => {
+  const openapi31 = (paths: Json, extra: Json = {}): Json => ({
+    openapi: '3.1.0',
+    info: { title: 't', version: '1' },
+    paths,
+    components: { pathItems: { P: { get: { responses: ok } } } },
+    ...extra,
+  });
+  const valid = openapi31(
+    { '/b': { $ref: '#/components/pathItems/P' }, '/c': { $ref: '#/components/pathItems/P', summary: 'c', servers: [{ url: '/' }] } },
+    { webhooks: { w: { $ref: '#/components/pathItems/P', parameters: [] } } },
+  );
+  await SwaggerParser.validate(structuredClone(valid) as never);
+  t.same(await problemsOf(valid, 'openapi3'), [], 'swagger-parser\'s validate() takes it, and so does the schema check');
+  const discovered = await discoverFromDoc(upstream('openapi3'), valid, { docUrl: 'http://svc:1/spec', where: 'doc', serviceType: 'openapi3' });
+  t.same(discovered.entries.map((e) => `${e.method} ${e.template}`), ['GET /b', 'GET /c']);
+
+  const invalid = openapi31(
+    { '/d': { $ref: '#/components/pathItems/P', sumary: 'typo' }, '/e': { $ref: '#/components/pathItems/P', summary: 5 } },
+    { webhooks: { w: { $ref: '#/components/pathItems/P', gett: {} } } },
+  );
+  t.same(await problemsOf(invalid, 'openapi3'), [
+    { method: null, path: null, reason: 'webhooks/w: unknown field "gett"' },
+    { method: 'GET', path: '/d', reason: 'unknown field "sumary"' },
+    { method: 'GET', path: '/e', reason: 'path-level summary: must be string (got integer)' },
+  ]);
+});
