@@ -7,7 +7,8 @@ const examples = await startExampleUpstreams().catch((err: Error) => {
   else process.exit(1);
   return new Promise<never>(() => {});
 });
-process.send?.({ type: 'examples-ready', servers: examples.servers });
+// With a callback: an EPIPE (the parent gone before its disconnect is seen) is then not an uncaught exception.
+process.send?.({ type: 'examples-ready', servers: examples.servers }, undefined, undefined, () => {});
 
 async function stop(): Promise<void> {
   try {

@@ -120,8 +120,16 @@ let unshipped = false;
 let lastShippedInFlight = 0;
 
 function send(message: WorkerToPrimary | LeaseWorkerMessage | LeaseBatchMessage<LeaseWorkerMessage>): void {
-  if (process.connected) process.send?.(message);
+  if (process.connected) process.send?.(message, undefined, undefined, channelGone);
 }
+
+/**
+ * process.send's callback: without one, a write to a channel whose primary has just died (EPIPE,
+ * before the 'disconnect' event says so) is an 'error' event on `process`, which nothing handles: an
+ * uncaught exception, and the worker exited at once instead of draining (worker-signals.ts handles
+ * 'disconnect'). The drain follows from the disconnect; the message is lost with the primary.
+ */
+function channelGone(): void {}
 
 /**
  * /metrics asks the primary for the merged report. This worker's own requests so far go first (IPC
@@ -130,7 +138,7 @@ function send(message: WorkerToPrimary | LeaseWorkerMessage | LeaseBatchMessage<
 const metricsAsker = new MetricsAsker((ask) => {
   if (!process.connected || process.send === undefined) return false;
   shipMetrics();
-  process.send(ask);
+  process.send(ask, undefined, undefined, channelGone);
   return true;
 });
 builtins.setMetricsSource((format) => metricsAsker.ask(format));

@@ -77,3 +77,17 @@ t.test('among the lifecycle and its contracts, only the transport adapters know 
     }
   }
 });
+
+// Without a callback, a write to an IPC channel whose other end has just died (EPIPE, before the
+// 'disconnect' event) is an 'error' event on `process`: an uncaught exception. A worker whose primary
+// was killed exited so instead of draining its in-flight requests (1 run in 4 of a child sending every
+// millisecond when its parent got SIGKILL; test/cluster/cluster-primary-killed.test.ts failed so under
+// load). Every process.send in src/ passes one.
+t.test('every process.send passes a callback', async (t) => {
+  for (const [path, module] of modules) {
+    for (const match of module.text.matchAll(/process\.send\??\.?\(([^;]*?)\);/gs)) {
+      // A message holds data, not functions: an arrow or channelGone among the arguments is the callback.
+      t.match(match[1]!, /=>|\bchannelGone\b/, `${name(path)}: process.send(${match[1]!.slice(0, 60)}...) passes a callback`);
+    }
+  }
+});
