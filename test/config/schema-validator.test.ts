@@ -8,6 +8,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { parseConfigText } from '../../src/config/parse-json.js';
 import { substituteEnv } from '../../src/config/substitute.js';
 import { CONFIG_AJV_OPTIONS, configValidators, validatedSchemas } from '../../src/config/schema-validator.js';
+import { places, replaced } from '../helpers/json-places.js';
 
 const examplesDir = new URL('../../../config/examples/', import.meta.url);
 const examples: Array<[string, unknown]> = readdirSync(examplesDir)
@@ -41,26 +42,6 @@ t.test('the examples: the same outcome as ajv compiling the schema', async (t) =
     t.same(got, outcome(referenceConfig, value), name);
   }
 });
-
-/** Every place in a value: existing ones, and a new key under each object. */
-function places(value: unknown, at: Array<string | number> = []): Array<Array<string | number>> {
-  const found: Array<Array<string | number>> = [at];
-  if (Array.isArray(value)) value.forEach((item, i) => found.push(...places(item, [...at, i])));
-  else if (typeof value === 'object' && value !== null) {
-    found.push([...at, 'unknownKey']);
-    for (const [key, item] of Object.entries(value)) found.push(...places(item, [...at, key]));
-  }
-  return found;
-}
-
-function replaced(value: unknown, at: Array<string | number>, by: unknown): unknown {
-  if (at.length === 0) return by;
-  const copy = structuredClone(value) as Record<string | number, unknown>;
-  let node = copy;
-  for (const step of at.slice(0, -1)) node = node[step] as Record<string | number, unknown>;
-  node[at[at.length - 1]!] = by;
-  return copy;
-}
 
 t.test('random changes to a valid config: the same outcome as ajv compiling the schema', async (t) => {
   const change = fc

@@ -8,6 +8,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import { DOC_AJV_OPTIONS, checkedSchemas, docSchemaValidators, type CheckedVersion } from '../../src/discovery/doc-schema-validators.js';
 import { schemaObjections } from '../../src/discovery/schema-objections.js';
 import { openapi3WithServer, openapi3WithUser, swagger2WithRefs } from '../fixtures/docs.js';
+import { places, replaced } from '../helpers/json-places.js';
 
 const require = createRequire(import.meta.url);
 const AjvDraft4 = require('ajv-draft-04') as new (options: object) => { compile(schema: object): ValidateFunction };
@@ -25,25 +26,6 @@ function outcome(validate: ValidateFunction, value: unknown): unknown {
   const valid = validate(value);
   const errors = (validate.errors ?? []).map((e: ErrorObject) => ({ path: e.instancePath, at: e.schemaPath, keyword: e.keyword, params: e.params, message: e.message }));
   return { valid, errors };
-}
-
-function places(value: unknown, at: Array<string | number> = []): Array<Array<string | number>> {
-  const found: Array<Array<string | number>> = [at];
-  if (Array.isArray(value)) value.forEach((item, i) => found.push(...places(item, [...at, i])));
-  else if (typeof value === 'object' && value !== null) {
-    found.push([...at, 'unknownKey']);
-    for (const [key, item] of Object.entries(value)) found.push(...places(item, [...at, key]));
-  }
-  return found;
-}
-
-function replaced(value: unknown, at: Array<string | number>, by: unknown): unknown {
-  if (at.length === 0) return by;
-  const copy = structuredClone(value) as Record<string | number, unknown>;
-  let node = copy;
-  for (const step of at.slice(0, -1)) node = node[step] as Record<string | number, unknown>;
-  node[at[at.length - 1]!] = by;
-  return copy;
 }
 
 t.test('the fixture docs: valid, as ajv compiling the schema finds them', async (t) => {

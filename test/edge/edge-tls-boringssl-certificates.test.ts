@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { CertificateDir, type TestCertificate } from '../helpers/certs.js';
 import { gateway as cli } from '../helpers/cli.js';
-import { startGateway, testConfig, type GatewayProcess } from '../helpers/gateway-process.js';
+import { startGateway, testConfig, workerDeaths } from '../helpers/gateway-process.js';
 import { files, presented } from '../helpers/tls-client.js';
 import { within } from '../helpers/within.js';
 
@@ -52,10 +52,6 @@ function broken(certs: CertificateDir): Broken[] {
 }
 
 const REFUSED = 'the TLS library of the uWebSockets.js binary (BoringSSL) does not load it with its key';
-
-function workerDeaths(gateway: GatewayProcess): string[] {
-  return gateway.lines.filter((l) => /^worker (killed|exited)|replacing it/.test(String(l.msg))).map((l) => String(l.msg));
-}
 
 t.test('gateway check and start: exit 1, each such certificate named with its file and why', async (t) => {
   const certs = new CertificateDir(t);

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { CertificateDir, type TestCertificate } from '../helpers/certs.js';
 import { gateway as cli } from '../helpers/cli.js';
-import { startGateway, testConfig, type GatewayProcess } from '../helpers/gateway-process.js';
+import { startGateway, testConfig, workerDeaths } from '../helpers/gateway-process.js';
 import { files, presented } from '../helpers/tls-client.js';
 import { reapOnExit } from '../helpers/reaper.js';
 import { untapped } from '../helpers/untapped.js';
@@ -51,10 +51,6 @@ function unservable(certs: CertificateDir): Unservable[] {
 
 const problem = (file: string, index: number, bad: Unservable) =>
   `${file}: /tls/certificates/${index}/${bad.field}: ${bad.field === 'keyFile' ? bad.cert.keyFile : bad.cert.certFile}: ${bad.why}`;
-
-function workerDeaths(gateway: GatewayProcess): string[] {
-  return gateway.lines.filter((l) => /^worker (killed|exited)|replacing it/.test(String(l.msg))).map((l) => String(l.msg));
-}
 
 t.test('gateway check: exit 1, each certificate BoringSSL cannot serve named with its file, field and why', async (t) => {
   const certs = new CertificateDir(t);

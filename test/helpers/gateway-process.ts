@@ -419,3 +419,8 @@ export async function openWorkerConnection(t: Teardown, port: number, healthPath
   if (workerPid === undefined) throw new Error(`no x-gateway-worker header on the health check (status ${health.status})`);
   return { workerPid, get, close: () => socket.destroy() };
 }
+
+/** The gateway's log lines saying a worker died or was replaced (none while every worker lives). */
+export function workerDeaths(gateway: GatewayProcess): string[] {
+  return gateway.lines.filter((l) => /^worker (killed|exited)|replacing it/.test(String(l.msg))).map((l) => String(l.msg));
+}
