@@ -54,8 +54,6 @@ export class Publisher {
    * others are. Each worker ramping from its own start went straight to the new weight.
    */
   private weights: HostWeights | null = null;
-  private weighting = '';
-  private known = new Set<string>();
 
   constructor(
     private readonly log: Logger,
@@ -144,23 +142,17 @@ export class Publisher {
 
   /** `weights` with the ramp each is in (set here first: a changed weight starts one). */
   private ramped(config: GatewayConfig, weights: UpstreamWeight[]): UpstreamWeight[] {
-    const settings = JSON.stringify(config.upstreamWeighting);
-    if (this.weights === null || settings !== this.weighting) {
-      // New settings: ramps under way start over from the weights reached (as a worker's do).
-      const previous = this.weights;
-      this.weights = new HostWeights(config.upstreamWeighting);
-      if (previous !== null) for (const known of this.known) this.weights.set(known, previous.weightOf(known));
-      this.weighting = settings;
-    }
-    const listed = new Set<string>();
+    const settings = config.upstreamWeighting;
+    // New settings (every worker restarts with them): ramps under way start over from the weights reached, as a worker's do.
+    if (this.weights === null) this.weights = new HostWeights(settings);
+    else if (!this.weights.hasSettings(settings)) this.weights = this.weights.rebased(settings);
+    const hosts = this.weights;
     const out = weights.map(({ serviceLocation, weight }) => {
-      listed.add(serviceLocation);
-      this.weights!.set(serviceLocation, weight);
-      const ramp = this.weights!.ramp(serviceLocation);
+      hosts.set(serviceLocation, weight);
+      const ramp = hosts.ramp(serviceLocation);
       return ramp === undefined ? { serviceLocation, weight } : { serviceLocation, weight, ramp };
     });
-    for (const known of this.known) if (!listed.has(known)) this.weights.remove(known);
-    this.known = listed;
+    hosts.retain(new Set(weights.map((w) => w.serviceLocation)));
     return out;
   }
 }

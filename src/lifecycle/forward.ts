@@ -202,9 +202,7 @@ export class ForwardPhase implements RetryHost {
       listed.add(serviceLocation);
       this.weights.set(serviceLocation, weight, ramp);
     }
-    for (const known of this.configuredUpstreams) {
-      if (!listed.has(known)) this.weights.remove(known);
-    }
+    this.weights.retain(listed);
     this.configuredUpstreams.clear();
     for (const upstream of listed) this.configuredUpstreams.add(upstream);
     this.pools.retain(listed);

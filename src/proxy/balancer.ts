@@ -80,6 +80,23 @@ export class HostWeights {
     this.hosts.delete(upstream);
   }
 
+  /** Forgets every host not in `upstreams` (remove()). */
+  retain(upstreams: ReadonlySet<string>): void {
+    for (const upstream of this.hosts.keys()) if (!upstreams.has(upstream)) this.hosts.delete(upstream);
+  }
+
+  /** Whether these are the settings this was made with. */
+  hasSettings(settings: WeightingSettings): boolean {
+    return settings.stepCount === this.stepCount && settings.stepDurationMs === this.stepDurationMs;
+  }
+
+  /** A HostWeights with other settings whose hosts start at the weights reached here (ramps under way stop there). */
+  rebased(settings: WeightingSettings): HostWeights {
+    const next = new HostWeights(settings, this.now);
+    for (const upstream of this.hosts.keys()) next.set(upstream, this.weightOf(upstream));
+    return next;
+  }
+
   weightOf(upstream: string): number {
     const host = this.hosts.get(upstream);
     if (host === undefined) return 0;

@@ -533,7 +533,7 @@ export class UwsClient implements ClientSide {
   finishResponse(): void {
     if (this.ended) return;
     const res = this.res;
-    // A held head is decided as a head written ahead was (writeHeadAhead).
+    // A held head is decided here as flushHead decides a sized head it writes ahead.
     if (this.headHeld && this.pendingHead !== null && !this.endsByHand && this.mustClose()) this.switchToEndByHand();
     if (this.endsByHand) {
       if (this.pendingHead !== null) this.writeHead();
