@@ -1,20 +1,13 @@
-import { createRequire } from 'node:module';
-import type * as PiscinaModule from 'piscina';
-import { COMPILE_TASK_ENTRY } from './entry-files.js';
+import { CompileRunner } from './compile-runner.js';
 import { buildInfo } from '../builtins/build-info.js';
 import type { GatewayConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
-import type { CompileInput, CompileOutput } from './compile-task.js';
 import type { PublishMessage } from './messages.js';
 import { HostWeights } from '../proxy/balancer.js';
 import type { UpstreamWeight } from '../lifecycle/forward.js';
 import type { TemplateProblem } from '../routing/types.js';
 import type { UpstreamRegistry } from './discovered-upstreams.js';
 import { TemplateProblemLog } from './template-problem-log.js';
-
-// Required when the primary loads this module, not before: the bundles leave piscina to Node, and a
-// statically imported external would be loaded by every CLI command (src/cli/bundle-write.ts).
-const { Piscina } = createRequire(import.meta.url)('piscina') as typeof PiscinaModule;
 
 /** What a publish is made from: the config and the upstreams as discovered so far. */
 export interface PublishState {
@@ -35,7 +28,7 @@ export interface Published {
 export type PublishOutcome = { ok: true; published: Published } | { ok: false; error: string };
 
 /**
- * Turns a PublishState into a versioned table + spec, compiled on a worker thread. Publishes are
+ * Turns a PublishState into a versioned table + spec (compiled where compile-runner.ts puts it). Publishes are
  * serialized and coalesced: while one compiles, only the newest requested state is kept for the next.
  */
 export class Publisher {
@@ -45,7 +38,7 @@ export class Publisher {
   /** Callers waiting on `next` (or on a state it replaced: the newer one covers theirs). */
   private waiting: Array<(outcome: PublishOutcome) => void> = [];
   private draining: Promise<void> | null = null;
-  private readonly pool: PiscinaModule.Piscina<CompileInput, CompileOutput>;
+  private readonly runner: CompileRunner;
   /** Refused templates are logged when an upstream's set of them changes, not at every compile. */
   private readonly problemLog: TemplateProblemLog;
   /**
@@ -58,14 +51,10 @@ export class Publisher {
   constructor(
     private readonly log: Logger,
     private readonly onPublished: (published: Published) => void,
+    runner = new CompileRunner(),
   ) {
     this.problemLog = new TemplateProblemLog(log);
-    this.pool = new Piscina({
-      filename: COMPILE_TASK_ENTRY.href,
-      minThreads: 0,
-      maxThreads: 1,
-      idleTimeout: 10_000,
-    });
+    this.runner = runner;
   }
 
   /** Resolves once this state, or a newer one requested meanwhile, was compiled and handed over (or failed). */
@@ -80,7 +69,7 @@ export class Publisher {
   }
 
   async close(): Promise<void> {
-    await this.pool.close({ force: true });
+    await this.runner.close();
   }
 
   private async drain(): Promise<void> {
@@ -106,14 +95,16 @@ export class Publisher {
     const complete = upstreams.allSettled();
     const ready = upstreams.ready();
     const started = performance.now();
-    const output = await this.pool.run({
+    const input = {
       upstreams: ready,
       builtinPaths: config.paths,
       maxUrlBytes: config.limits.maxUrlBytes,
       name: config.name,
       version: buildInfo().version,
       hosted: config.upstreams.map((u) => ({ serviceLocation: u.serviceLocation, ...(u.hosts ? { hosts: u.hosts } : {}) })),
-    });
+    };
+    const compiledOn = this.runner.placeOf(input);
+    const output = await this.runner.run(input);
     const tableVersion = ++this.version;
 
     this.problemLog.report(
@@ -129,7 +120,7 @@ export class Publisher {
 
     const entries = ready.reduce((n, u) => n + u.entries.length, 0);
     const compileMs = Math.round(performance.now() - started);
-    this.log.info({ tableVersion, entries, problems: output.problems.length, complete, compileMs }, 'routing table compiled');
+    this.log.info({ tableVersion, entries, problems: output.problems.length, complete, compileMs, compiledOn }, 'routing table compiled');
     const spec = output.spec ?? this.current?.message.spec ?? { swagger2: '{}', openapi3: '{}' };
     const published: Published = {
       message: { type: 'publish', tableVersion, config, table: output.table, spec, upstreams: this.ramped(config, upstreams.weights()), undiscovered: upstreams.undiscovered() },

@@ -1,6 +1,8 @@
 // Both ways to run the gateway: the bundles `npm start` and the `gateway` bin run (dist/bundle/) and the
 // compiled modules (dist/src/). Each starts its workers from its own kind of file (src/cluster/entry-files.ts),
-// compiles the upstream's doc into a table on the primary's compile thread, and routes by it.
+// compiles the upstream's doc into a table with its own kind of compile task (a table this small in
+// the primary itself, src/cluster/compile-runner.ts; test/cluster/cluster-template-size.test.ts has one
+// on the compile thread), and routes by it.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import t from 'tap';
@@ -27,6 +29,9 @@ for (const way of ways) {
     const unrouted = await httpRequest(gateway.port, '/nothing/here');
     t.equal(unrouted.status, 404, 'a path outside the table is answered by the gateway');
     t.match(unrouted.headers['content-type'], /problem\+json/);
+
+    const compiled = gateway.lines.filter((line) => line.msg === 'routing table compiled');
+    t.ok(compiled.length > 0 && compiled.every((line) => line.compiledOn === 'inline'), 'the table was compiled in the primary');
 
     const workerPids = [...new Set(gateway.lines.filter((line) => line.role === 'worker').map((line) => line.pid))];
     t.equal(workerPids.length, 1, 'one worker logged');

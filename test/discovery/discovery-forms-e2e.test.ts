@@ -88,6 +88,10 @@ t.test('a sloppy doc is routed; its objections are in the health report', async 
   await routedTo(t, 'GET', '/sloppy/orders/7', sloppy, 'undeclared parameter');
   await routedTo(t, 'GET', '/sloppy/customers', sloppy, 'unknown field');
   await routedTo(t, 'POST', '/sloppy/customers', sloppy, 'dangling $ref');
+  // A table that takes in a doc with objections is compiled off the primary's event loop (the /spec
+  // guard dereferences and validates: src/cluster/compile-runner.ts).
+  const compiled = gateway.lines.filter((l) => l.msg === 'routing table compiled');
+  t.equal(compiled.at(-1)?.compiledOn, 'thread', 'the table with the sloppy doc was compiled on the compile thread');
 });
 
 t.test('/healthcheck: the good docs ready and clean, the sloppy one ready with problems, HTML and non-docs failed', async (t) => {
