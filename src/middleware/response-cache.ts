@@ -471,8 +471,9 @@ export class ResponseCache implements Middleware {
    * data plane's upstream client (useUpstream) to the host the request's endpoint would be forwarded
    * to now, conditional when the entry has validators: a 304 that selects the entry (RFC 9111 4.3.4)
    * freshens it; one naming another representation leaves it as it is, and the refresh asks again
-   * without conditions; a storable 200 replaces it. Counted in backgroundRefreshes; one that fails (no
-   * host, the call failed or ran past lockTimeoutMs) in backgroundRefreshFailures.
+   * without conditions; a storable answer replaces it, unless it is a 5xx. Counted in
+   * backgroundRefreshes; one that fails (no host, the call failed or ran past lockTimeoutMs, a 5xx) in
+   * backgroundRefreshFailures, and the entry stays as it was.
    */
   refreshInBackground(key: string, primary: string, entry: StoredResponse, ctx: RequestContext, requestHeaders: readonly string[]): void {
     const fetch = this.fetchUpstream;
@@ -517,6 +518,13 @@ export class ResponseCache implements Middleware {
         // It names another representation than the stored one (RFC 9111 4.3.4): that one is fetched whole.
         answer = await ask(sent);
         if (answer.status === 304) return;
+      }
+      // A 5xx is the upstream failing, as on a request (stale-if-error), whatever lifetime it carries:
+      // stored, it would be served as a HIT in place of the good entry. A 4xx is an answer about the
+      // resource (a 404 says it is gone) and is stored as a request's would be.
+      if (answer.status >= 500) {
+        this.metrics.add(this.names.backgroundRefreshFailures);
+        return;
       }
       const verdict = judge(primary, requestHeaders, answer.status, answer.headers, this.defaultTtlMs, this.heuristic, Date.now(), this.targeted);
       if (verdict.policy !== null) {

@@ -2,9 +2,11 @@
 // (src/lifecycle/upstream-fetch.ts): an HTTPS upstream signed by a private CA that only the upstream's
 // `tls` settings trust is refreshed (a client with the default trust store would fail the handshake);
 // the refresh goes to the host the balancer picks, not always the first; a refresh that fails is
-// counted in backgroundRefreshFailures and the entry stays served stale.
+// counted in backgroundRefreshFailures and the entry stays served stale, and so is one answered with a
+// 5xx, whatever lifetime the 5xx carries, while a 404 with a lifetime replaces the entry.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -129,4 +131,52 @@ t.test('a refresh that fails is counted, and the entry is served stale still', a
   t.equal(counted(counters, totals, 'backgroundRefreshFailures'), 1, 'the failed refresh is counted');
   t.equal(counted(counters, totals, 'storeErrors'), 0, 'not as a store error');
   t.same(await get(gateway, '/items/3'), { status: 200, xCache: 'UPDATING', version: '1' }, 'still served stale, and refreshed again');
+});
+
+t.test('a refresh answered with a 5xx fails and keeps the entry, whatever lifetime the 5xx has; a 404 with one replaces it', async (t) => {
+  // What each path's refresh gets; its first answer is a 200 that may be served stale for 30 s.
+  const refreshed: Record<string, { status: number; headers: http.OutgoingHttpHeaders }> = {
+    '/items/503': { status: 503, headers: { 'cache-control': 'max-age=30' } },
+    '/items/500': { status: 500, headers: { 'cache-control': 'max-age=30' } },
+    '/items/502-conditional': { status: 502, headers: { 'cache-control': 'max-age=30', etag: '"v1"' } },
+    '/items/504-no-lifetime': { status: 504, headers: {} },
+    '/items/404': { status: 404, headers: { 'cache-control': 'max-age=30' } },
+  };
+  const asked = new Map<string, Array<string | undefined>>();
+  const server = http.createServer((req, res) => {
+    const path = req.url ?? '';
+    const seen = asked.get(path) ?? [];
+    asked.set(path, [...seen, req.headers['if-none-match']]);
+    const answer = seen.length === 0 ? undefined : refreshed[path];
+    if (answer !== undefined) {
+      res.writeHead(answer.status, { 'content-type': 'text/plain', 'x-version': '2', ...answer.headers });
+      return res.end('refreshed');
+    }
+    const etag: http.OutgoingHttpHeaders = path.endsWith('-conditional') ? { etag: '"v1"' } : {};
+    res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'max-age=1, stale-while-revalidate=30', 'x-version': '1', ...etag });
+    res.end('good');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  const counters = new Counters();
+  const totals: Record<string, number> = {};
+  const gateway = await plane(t, [`http://127.0.0.1:${(server.address() as AddressInfo).port}`], counters);
+  const paths = Object.keys(refreshed);
+  const failing = paths.filter((path) => refreshed[path]!.status >= 500);
+  for (const path of paths) t.same(await get(gateway, path), { status: 200, xCache: 'MISS', version: '1' }, `${path}: stored`);
+  await delay(1600);
+  for (const path of paths) t.equal((await get(gateway, path)).xCache, 'UPDATING', `${path}: served stale while it is refreshed`);
+  // A 404 is the upstream's word on the resource, stored as a request's 404 with a lifetime would be.
+  t.same(await untilRefreshed(gateway, '/items/404'), { status: 404, xCache: 'HIT', version: '2' }, '/items/404: replaced by the 404');
+  for (const deadline = Date.now() + 10_000; counted(counters, totals, 'backgroundRefreshFailures') < failing.length && Date.now() < deadline; ) await delay(50);
+  t.equal(counted(counters, totals, 'backgroundRefreshFailures'), failing.length, 'each refresh answered with a 5xx is counted as failed');
+  t.equal(counted(counters, totals, 'backgroundRefreshes'), paths.length);
+  for (const path of paths) t.equal(asked.get(path)?.length, 2, `${path}: refreshed once`);
+  t.same(asked.get('/items/502-conditional'), [undefined, '"v1"'], 'with the entry\'s validator when it has one');
+  for (const path of failing) {
+    t.same(await get(gateway, path), { status: 200, xCache: 'UPDATING', version: '1' }, `${path}: the good entry is still served stale, not the ${refreshed[path]!.status}`);
+  }
 });
