@@ -1,11 +1,16 @@
 // Invalidation by an unsafe request (RFC 9111 4.4) through the running gateway with its default 2
 // workers and a real upstream: a successful POST drops its own URL and the same-origin URLs of its
 // answer's Location and Content-Location, for both workers and in every variant; a cross-origin one and
-// a failed request drop nothing. Plus the URL resolution rules on their own (src/cache/invalidation.ts).
+// a failed request drop nothing. Plus the URL resolution rules on their own (src/cache/invalidation.ts),
+// and, as a property, that a Location naming a URL drops the key a request for that URL is stored under.
+import fc from 'fast-check';
 import t, { type Test } from 'tap';
 import { locationUrls } from '../../src/cache/invalidation.js';
+import { primaryKey, requestOrigin, urlPrefix } from '../../src/cache/key.js';
+import { AcceptPhase } from '../../src/lifecycle/accept.js';
 import { startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
 import { rawRequest } from '../helpers/raw-http.js';
+import { testConfig as planeConfig } from '../helpers/upstream-server.js';
 
 const app = await startUpstream(t, {
   name: 'app',
@@ -110,6 +115,22 @@ t.test('a POST invalidates its Location and Content-Location (relative, absolute
   await expectRefetched(t, '/items/abs', '/items/abs');
 });
 
+t.test('a Location names its URL as a request for it is keyed: quotes, brackets and braces kept as written', async (t) => {
+  // The URL parser would have escaped each of these (%27, %22, %3C, %7B, ...); the keys hold them as sent.
+  const named: Array<[string, string]> = [
+    ["/items/q1?name=O'Brien", 'location'],
+    ['/items/q2?name="x"', 'content-location'],
+    ["/items/q3?a=<b>&c='d'", 'location'],
+    ['/items/"p"<{`}>', 'location'],
+  ];
+  for (const [target] of named) await storedForBoth(t, target);
+  for (const [target, field] of named) {
+    const post = await ask('POST', `/items?${field}=${encodeURIComponent(target)}`);
+    t.equal(post.status, 201, `${field}: ${target}`);
+    await expectRefetched(t, target, target.split('?')[0]!);
+  }
+});
+
 t.test('every variant of an invalidated URL goes, not only the one the next request asks for', async (t) => {
   await storedForBoth(t, '/items/var', 'X-Variant: a\r\n');
   await storedForBoth(t, '/items/var', 'X-Variant: b\r\n');
@@ -143,6 +164,17 @@ t.test('locationUrls: same-origin resolution and the gateway\'s path normalizati
   const request = ['x-forwarded-proto', 'http', 'x-forwarded-host', 'api.test'];
   const urls = (location: string, headers = request) => locationUrls(false, '/a/b', 'q=1', headers, ['location', location]);
   t.same(urls('c'), [{ path: '/a/c', query: '' }], 'relative to the request URL');
+  t.same(urls("/r?name=O'Brien&q=\"<x>\""), [{ path: '/r', query: 'name=O\'Brien&q="<x>"' }], 'the query as written');
+  t.same(urls('/p"<>`{}\\q'), [{ path: '/p"<>`{}\\q', query: '' }], 'the path as written, a backslash too');
+  t.same(urls('/a b?c d\xe9'), [{ path: '/a%20b', query: 'c%20d%E9' }], 'what a target cannot hold percent-encoded, a byte at a time (header values are latin1)');
+  t.same(urls('/x/%2e%2E/../y'), [{ path: '/y', query: '' }], 'encoded dots are dot segments, as in a request path');
+  t.same(urls('../../../z'), [{ path: '/z', query: '' }], 'a reference climbing above the root stops there');
+  t.same(urls('?z'), [{ path: '/a/b', query: 'z' }], 'a query alone: the request path');
+  t.same(urls('#f'), [{ path: '/a/b', query: 'q=1' }], 'a fragment alone: the request URL');
+  t.same(urls('http:/z'), [{ path: '/z', query: '' }], 'the request scheme without a host: relative');
+  t.same(urls('//api.test/z'), [{ path: '/z', query: '' }], 'no scheme: the request one');
+  t.same(urls('//evil.test/z'), [], 'no scheme, another host');
+  t.same(urls('http://api.test\\.evil.test/z'), [], 'an authority the URL parser would end early (at the \\): not read as the request host');
   t.same(urls('../x/%7e/%2f/?y=1'), [{ path: '/x/~/%2F', query: 'y=1' }], 'dot segments resolved, unreserved escapes decoded, trailing slash dropped');
   t.same(urls('HTTP://API.test:80/z'), [{ path: '/z', query: '' }], 'scheme and host compared case-insensitively, the default port implied');
   t.same(urls('http://api.test:81/z'), [], 'another port');
@@ -163,4 +195,39 @@ t.test('locationUrls: same-origin resolution and the gateway\'s path normalizati
   t.same(urls('HTTPS://api.test/z', ['x-forwarded-proto', ' HTTPS ', 'x-forwarded-host', 'API.test:443']), [{ path: '/z', query: '' }], 'the scheme and host compared as the key writes them (case, spaces, default port)');
   t.same(locationUrls(false, '/a', '', request, ['location', '/same', 'content-location', '/same']), [{ path: '/same', query: '' }], 'named twice, returned once');
   t.same(locationUrls(false, '/a', '', request, ['content-type', 'text/plain']), [], 'neither field');
+});
+
+t.test('property: a Location naming the URL of a request drops the key that request is stored under', async (t) => {
+  // The request side is the gateway's own: the accept phase's path (characters, normalization) and the
+  // key of src/cache/key.ts with the raw query.
+  const accept = new AcceptPhase(planeConfig({ encodedSlashes: 'keep' }), '1.1 test');
+  const request = ['x-forwarded-proto', 'http', 'x-forwarded-host', 'api.test'];
+  const origin = requestOrigin(false, 'http', 'api.test');
+  const visible = Array.from({ length: 0x7e - 0x20 }, (_, i) => String.fromCharCode(0x21 + i)).filter((c) => c !== '#' && c !== '%');
+  const escape = fc.tuple(fc.integer({ min: 0, max: 255 }), fc.boolean()).map(([byte, lower]) => {
+    const hex = byte.toString(16).padStart(2, '0');
+    return `%${lower ? hex : hex.toUpperCase()}`;
+  });
+  const text = (chars: string[], maxLength: number) => fc.array(fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...chars) }, { weight: 1, arbitrary: escape }), { maxLength }).map((parts) => parts.join(''));
+  const segment = fc.oneof(fc.constantFrom('', '.', '..', '%2e', '%2E%2e', '.%2E'), text(visible.filter((c) => c !== '/' && c !== '?'), 6));
+  const path = fc.array(segment, { minLength: 1, maxLength: 5 }).map((segments) => `/${segments.join('/')}`);
+  const query = fc.oneof(fc.constant(''), text(visible, 10));
+  const form = fc.constantFrom('absolute path', 'absolute URL', 'no scheme', 'relative');
+  fc.assert(
+    fc.property(path, query, form, (rawPath, rawQuery, how) => {
+      const routed = accept.checkTarget(rawPath, rawQuery);
+      // A target the gateway refuses has no key.
+      if (typeof routed !== 'string') return true;
+      // `//x` as a reference names the host x: this path is named with a host only.
+      if (how === 'absolute path' && rawPath.startsWith('//')) return true;
+      const target = rawQuery === '' ? rawPath : `${rawPath}?${rawQuery}`;
+      const reference = how === 'absolute URL' ? `HTTP://API.test:80${target}` : how === 'no scheme' ? `//api.test${target}` : how === 'relative' ? `..${target}` : target;
+      const key = primaryKey(origin, '/items/{id}', routed, rawQuery);
+      const urls = locationUrls(false, '/base/x', 'b=1', request, ['location', reference]);
+      if (urls.length === 1 && key.startsWith(urlPrefix(origin, urls[0]!.path, urls[0]!.query))) return true;
+      throw new Error(`request ${target} is keyed ${JSON.stringify(key)}; Location ${reference} dropped ${JSON.stringify(urls)}`);
+    }),
+    { numRuns: 3000 },
+  );
+  t.pass('every Location dropped the key of its request');
 });
