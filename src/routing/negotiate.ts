@@ -1,11 +1,11 @@
-import typeis from 'type-is';
 import { acceptedMediaTypes } from '../http/accept-media-types.js';
+import { contentTypeMatches, prepareShorthands } from '../http/content-type-match.js';
 import type { RouteTarget } from './types.js';
 
 /**
  * Content negotiation among equivalent endpoints (docs/reference/routing.md#content-negotiation-415-406): keep the targets that consume
  * the request's Content-Type, then those that produce something Accept allows (q-values honoured).
- * Content-Type is matched by type-is, Accept by http/accept-media-types.ts; results are cached per route by header
+ * Content-Type is matched by http/content-type-match.ts (type-is's answers), Accept by http/accept-media-types.ts; results are cached per route by header
  * value, so a steady stream of identical headers costs two Map lookups and no allocation.
  *
  * The header values are the client's: the cache is bounded in bytes for the whole table (see
@@ -56,6 +56,8 @@ export class TargetNegotiation {
     private readonly budget: NegotiationCacheBudget,
   ) {
     this.checksConsumes = targets.some((t) => t.consumes.length > 0);
+    // A shorthand like `json` loads type-is and mime-db now, at table install, not on a first request.
+    for (const t of targets) prepareShorthands(t.consumes);
     this.checksProduces = targets.some((t) => t.produces.length > 0);
   }
 
@@ -113,6 +115,6 @@ export class TargetNegotiation {
     if (ctKey === NO_BODY) return this.targets;
     // A body without a Content-Type is application/octet-stream (RFC 9110, 8.3).
     const type = ctKey === '' ? 'application/octet-stream' : ctKey;
-    return this.targets.filter((t) => t.consumes.length === 0 || typeis.is(type, [...t.consumes]) !== false);
+    return this.targets.filter((t) => t.consumes.length === 0 || contentTypeMatches(type, t.consumes));
   }
 }
