@@ -12,6 +12,12 @@
  * (absolute links, redirects) would otherwise be stored under a key any client could reach with
  * another Host, and served to the clients of every host (cache poisoning).
  *
+ * With virtual hosts the origin starts with the label of the set of upstreams the request was routed
+ * among (`[label]http://...`): routing goes by the client's Host, the origin by what the upstream is
+ * told, and a trusted proxy may send a Host and an X-Forwarded-Host that differ; without the label, an
+ * answer of one host's upstreams would be stored under another host's key. In the URL part, so that
+ * an invalidation drops the entries of its own host set only. No origin starts with "[".
+ *
  * A URL whose answer varies (Vary) keeps a VaryIndex under its primary key and each variant under
  * `<primary>\n<name>=<value>\n...`, the values of the named request headers ("<name>" alone when the
  * request has none). Credentials never appear in a key or a stored record: the values of
@@ -60,6 +66,7 @@ let lastProto: string | undefined;
 let lastHost: string | undefined;
 let lastSecure = false;
 let lastExtra = '';
+let lastHostSet = '';
 let lastOrigin = 'http://';
 
 /**
@@ -70,21 +77,23 @@ let lastOrigin = 'http://';
  * (forwardingField()). A plain `http`/`https` (or none: the connection's) makes the scheme; any other
  * proto value is kept beside it. The host is lower-cased, its default port dropped (`a.test:80` is
  * `http://a.test`, RFC 9110 4.2.3), and percent-encoded when it holds a character a host cannot
- * have, so no host runs into the path. The last answer is kept: requests mostly repeat their origin.
+ * have, so no host runs into the path. `hostSet`: the route's (Route.hostSet), '' without virtual
+ * hosts. The last answer is kept: requests mostly repeat their origin.
  */
-export function requestOrigin(secure: boolean, proto: string | undefined, host: string | undefined, extra = ''): string {
-  if (proto === lastProto && host === lastHost && secure === lastSecure && extra === lastExtra) return lastOrigin;
+export function requestOrigin(secure: boolean, proto: string | undefined, host: string | undefined, extra = '', hostSet = ''): string {
+  if (proto === lastProto && host === lastHost && secure === lastSecure && extra === lastExtra && hostSet === lastHostSet) return lastOrigin;
   const connection = secure ? 'https' : 'http';
   const claimed = proto?.trim().toLowerCase();
   const scheme = claimed === undefined || claimed === '' ? connection : claimed === 'https' || claimed === 'http' ? claimed : `${connection}+${encodeURIComponent(claimed)}`;
   let hostPart = (host ?? '').trim().toLowerCase();
   const defaultPort = scheme === 'https' ? ':443' : scheme === 'http' ? ':80' : '';
   if (defaultPort !== '' && hostPart.endsWith(defaultPort)) hostPart = hostPart.slice(0, -defaultPort.length);
-  const origin = `${scheme}://${PLAIN_HOST.test(hostPart) ? hostPart : encodeURIComponent(hostPart)}${extra === '' ? '' : encodeURIComponent(extra)}`;
+  const origin = `${hostSet === '' ? '' : `[${hostSet}]`}${scheme}://${PLAIN_HOST.test(hostPart) ? hostPart : encodeURIComponent(hostPart)}${extra === '' ? '' : encodeURIComponent(extra)}`;
   lastProto = proto;
   lastHost = host;
   lastSecure = secure;
   lastExtra = extra;
+  lastHostSet = hostSet;
   return (lastOrigin = origin);
 }
 

@@ -3,8 +3,10 @@
  * its Host, plus the upstreams that list no hosts, in the usual specificity order (which upstreams
  * serve a host: ./host-sets.ts). Each distinct set of upstreams gets a routing table of its own,
  * compiled from the full table's routes; its routes keep the full table's ids, so balancers, breakers,
- * middleware and metrics keyed by id are shared.
+ * middleware and metrics keyed by id are shared. Its routes also carry the set's label (hostSet), by
+ * which what must not be shared between the sets (cache entries) is kept apart.
  */
+import { createHash } from 'node:crypto';
 import { RoutingTable } from '../routing/table.js';
 import type { RouteEntry } from '../routing/types.js';
 import { HostSets, type HostedUpstream } from './host-sets.js';
@@ -19,10 +21,10 @@ export class HostRoutes {
     let entries: RouteEntry[] | null = null;
     const ids = new Map(full.routes().map((route) => [`${route.method} ${route.canonical}`, route.id]));
     const idOf = (method: string, canonical: string): number => ids.get(`${method} ${canonical}`)!;
-    const sets = HostSets.build(upstreams, ({ upstreams: serving }) => {
+    const sets = HostSets.build(upstreams, ({ key, upstreams: serving }) => {
       entries ??= entriesOf(full);
       const members = new Set(serving);
-      return RoutingTable.compile(entries.filter((e) => members.has(e.upstream)), { idOf }).table;
+      return RoutingTable.compile(entries.filter((e) => members.has(e.upstream)), { idOf, hostSet: hostSetLabel(key) }).table;
     });
     return sets === null ? null : new HostRoutes(sets);
   }
@@ -31,6 +33,15 @@ export class HostRoutes {
   tableFor(host: string | undefined): RoutingTable | null {
     return this.sets.match(host);
   }
+}
+
+/**
+ * A set's label: short and printable, as it goes into cache keys, and the same in
+ * every worker and every instance with the same upstreams (a Redis store is shared between them).
+ * 72 bits of the set's key, the members' sorted serviceLocations.
+ */
+export function hostSetLabel(key: string): string {
+  return createHash('sha256').update(key).digest('base64url').slice(0, 12);
 }
 
 /** The entries a table was compiled from, in an order that keeps each route's targets in theirs. */

@@ -275,7 +275,7 @@ export class ResponseCache implements Middleware {
       else if (name === 'x-forwarded-proto') proto = proto === undefined ? headers[i + 1] : `${proto}, ${headers[i + 1]}`;
       else if (isKeyedForwardingField(name)) extra += forwardingField(name, headers[i + 1]!);
     }
-    const key = primaryKey(requestOrigin(ctx.secure, proto, host, extra), keyedEndpoint(ctx), ctx.path, ctx.query);
+    const key = primaryKey(requestOrigin(ctx.secure, proto, host, extra, ctx.route!.hostSet), keyedEndpoint(ctx), ctx.path, ctx.query);
     if (directives) return this.armed(new CacheRequest(this, ctx, key, authorization).start());
     const found = this.get(key);
     if (found !== undefined && !(found instanceof Promise)) {
@@ -571,6 +571,7 @@ class Invalidation implements ResponseObserver {
   private readonly path: string;
   private readonly query: string;
   private readonly canonical: string;
+  private readonly hostSet: string;
   private readonly requestHeaders: readonly string[];
 
   constructor(
@@ -578,6 +579,7 @@ class Invalidation implements ResponseObserver {
     ctx: RequestContext,
   ) {
     this.secure = ctx.secure;
+    this.hostSet = ctx.route!.hostSet;
     this.path = ctx.path;
     this.query = ctx.query;
     // The URL is what is dropped (every endpoint and negotiated target under it); the endpoint only
@@ -587,12 +589,15 @@ class Invalidation implements ResponseObserver {
     this.requestHeaders = ctx.headers;
   }
 
-  /** The request's origin, which every URL it invalidates shares (locationUrls keeps same-origin ones only). */
+  /**
+   * The request's origin, which every URL it invalidates shares (locationUrls keeps same-origin ones
+   * only), under its host set: the entries of another virtual host's upstreams are not its to drop.
+   */
   private origin(): string {
     const headers = this.requestHeaders;
     let extra = '';
     for (let i = 0; i < headers.length; i += 2) if (isKeyedForwardingField(headers[i]!)) extra += forwardingField(headers[i]!, headers[i + 1]!);
-    return requestOrigin(this.secure, fieldValue(headers, 'x-forwarded-proto'), fieldValue(headers, 'x-forwarded-host'), extra);
+    return requestOrigin(this.secure, fieldValue(headers, 'x-forwarded-proto'), fieldValue(headers, 'x-forwarded-host'), extra, this.hostSet);
   }
 
   onHead(status: number, headers: readonly string[]): void {
@@ -1123,7 +1128,8 @@ const negotiated = new WeakMap<readonly RouteTarget[], string>();
  * negotiation narrowed its targets (upstreams that produce different media types for one endpoint),
  * the upstreams it narrowed them to. The gateway chose the answer by the request's Accept there, and
  * no upstream can say so with Vary: without this, one client's XML would be served to the next one's
- * Accept: application/json.
+ * Accept: application/json. With virtual hosts, route.targets are those of the request's host set,
+ * whose label the origin part holds: the two together name the upstreams that may have answered.
  */
 function keyedEndpoint(ctx: RequestContext): string {
   const route = ctx.route!;

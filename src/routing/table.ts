@@ -20,6 +20,8 @@ export interface Route {
   readonly canonical: string;
   readonly targets: readonly RouteTarget[];
   readonly paramNames: readonly string[];
+  /** CompileOptions.hostSet of its table: '' in the full table. */
+  readonly hostSet: string;
 }
 
 export interface Selection {
@@ -52,6 +54,12 @@ export interface CompileOptions {
   idOf?: (method: string, canonical: string) => number;
   /** limits.maxUrlBytes: a template whose every match is longer is refused (no request could reach it). */
   maxUrlBytes?: number;
+  /**
+   * Names the set of upstreams a virtual host's table routes among (src/edge/host-routes.ts); every
+   * route carries it. What is kept per endpoint and must not pass from one host set to another (the
+   * response cache's entries) is kept apart by it.
+   */
+  hostSet?: string;
 }
 
 interface CompiledRoute extends Route {
@@ -100,7 +108,7 @@ export class RoutingTable {
   }
 
   static compile(entries: readonly RouteEntry[], options: CompileOptions = {}): { table: RoutingTable; problems: TemplateProblem[] } {
-    const { idOf, maxUrlBytes = DEFAULT_MAX_URL_BYTES } = options;
+    const { idOf, maxUrlBytes = DEFAULT_MAX_URL_BYTES, hostSet = '' } = options;
     const problems: TemplateProblem[] = [];
     const parsed = new Map<string, ParsedTemplate>();
     const groups = new Map<string, { method: string; template: ParsedTemplate; targets: RouteTarget[] }>();
@@ -150,7 +158,7 @@ export class RoutingTable {
       (a, b) => compareSpecificity(a.template, b.template) || (a.method < b.method ? -1 : a.method > b.method ? 1 : 0),
     );
     const budget = new NegotiationCacheBudget();
-    const routes = ordered.map((g, id): CompiledRoute => newRoute(idOf === undefined ? id : idOf(g.method, g.template.canonical), g.method, g.template.raw, g.template.canonical, g.template.paramNames, g.targets, budget));
+    const routes = ordered.map((g, id): CompiledRoute => newRoute(idOf === undefined ? id : idOf(g.method, g.template.canonical), g.method, g.template.raw, g.template.canonical, g.template.paramNames, g.targets, budget, hostSet));
 
     // Specificity index: equal for equivalent templates, whatever their method.
     const builders = new Map<string, TrieBuilder>();
@@ -334,8 +342,9 @@ function newRoute(
   paramNames: readonly string[],
   targets: readonly RouteTarget[],
   budget: NegotiationCacheBudget,
+  hostSet = '',
 ): CompiledRoute {
-  return { id, method, template, canonical, paramNames, targets, negotiation: new TargetNegotiation(targets, budget) };
+  return { id, method, template, canonical, paramNames, targets, hostSet, negotiation: new TargetNegotiation(targets, budget) };
 }
 
 /**

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import t from 'tap';
 import { RoutingTable } from '../../src/routing/table.js';
 import { entry, oracleFor } from '../helpers/routes.js';
-import { HostRoutes } from '../../src/edge/host-routes.js';
+import { HostRoutes, hostSetLabel } from '../../src/edge/host-routes.js';
 
 // Differential test: the trie must pick exactly what the oracle of docs/reference/routing.md#specificity picks (sorted templates,
 // one anchored regex each, first match wins), on random template sets that use every form.
@@ -159,7 +159,8 @@ t.test('transferable round trip keeps every decision', async (t) => {
 
 // Virtual hosts: each upstream may list hosts; per Host, the table must pick what the oracle picks over
 // the endpoints of the upstreams serving that Host (a reference matcher decides which) and the
-// host-less upstreams, with the full table's route ids, and only those upstreams as targets.
+// host-less upstreams, with the full table's route ids, only those upstreams as targets, and the
+// label of that set of upstreams (what the response cache keeps entries apart by).
 const HOST_PATTERNS = ['a.test', 'b.test', '*.test', '*.b.test', 'A.Test'];
 const PROBE_HOSTS = ['a.test', 'A.TEST:8080', 'b.test', 'x.b.test', 'y.x.b.test', 'c.test', 'other', '', 'b.test.'];
 const UPSTREAMS = ['u1', 'u2', 'u3'];
@@ -213,6 +214,8 @@ t.test('with hosts, each Host routes among its upstreams exactly as the oracle d
               if (full.method !== got.route.method || full.canonical !== got.route.canonical) throw new Error(`route id ${got.route.id} is not the full table's: ${context}`);
               const foreign = got.route.targets.filter((x) => !serving.has(x.upstream));
               if (foreign.length > 0) throw new Error(`targets of upstreams not serving the host: ${context}`);
+              const hostSet = hostRoutes === null ? '' : hostSetLabel([...serving].sort().join('\n'));
+              if (got.route.hostSet !== hostSet) throw new Error(`route labelled host set "${got.route.hostSet}", not "${hostSet}": ${context}`);
             }
           }
         }
