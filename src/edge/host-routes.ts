@@ -4,7 +4,7 @@
  * serve a host: ./host-sets.ts). Each distinct set of upstreams gets a routing table of its own,
  * compiled from the full table's routes; its routes keep the full table's ids, so balancers, breakers,
  * middleware and metrics keyed by id are shared. Its routes also carry the set's label (hostSet), by
- * which what must not be shared between the sets (cache entries) is kept apart.
+ * which what must not be shared between the sets (cache entries, rate-limit buckets) is kept apart.
  */
 import { createHash } from 'node:crypto';
 import { RoutingTable } from '../routing/table.js';
@@ -36,7 +36,7 @@ export class HostRoutes {
 }
 
 /**
- * A set's label: short and printable, as it goes into cache keys, and the same in
+ * A set's label: short and printable, as it goes into cache keys and bucket names, and the same in
  * every worker and every instance with the same upstreams (a Redis store is shared between them).
  * 72 bits of the set's key, the members' sorted serviceLocations.
  */

@@ -54,7 +54,7 @@ export const rateLimitSchema = {
       type: 'string',
       enum: ['endpoint', 'global'],
       default: 'endpoint',
-      description: '"endpoint": one bucket per key and endpoint; "global": one per key across every endpoint it runs on.',
+      description: '"endpoint": one bucket per key and endpoint (and set of upstreams, with virtual hosts); "global": one per key across every endpoint it runs on.',
     },
     store: {
       type: 'string',
@@ -100,7 +100,7 @@ class RateLimit implements Middleware {
    * slow store, not the pipeline's SLA (which would always let the request through).
    */
   private readonly storeWaitMs: number;
-  /** Key prefix per route (scope "endpoint"): built once per route, not per request. */
+  /** Key prefix per route (scope "endpoint"): built once per route, not per request (each host table has its own routes). */
   private readonly prefixes = new WeakMap<object, string>();
   private readonly globalPrefix: string;
   /** The last bucket key built and its parts (see bucketKey). */
@@ -202,11 +202,18 @@ class RateLimit implements Middleware {
     return (this.lastKey = prefix + tag + subject);
   }
 
+  /**
+   * With virtual hosts, per host set as well: the host tables keep the full table's route ids and
+   * canonicals, and one host's clients must not spend another's per-endpoint quota.
+   */
   private prefixOf(ctx: RequestContext): string {
     if (this.global) return this.globalPrefix;
     const route = ctx.route!;
     let prefix = this.prefixes.get(route);
-    if (prefix === undefined) this.prefixes.set(route, (prefix = `${this.id}|${route.method} ${route.canonical}|`));
+    if (prefix === undefined) {
+      const hostSet = route.hostSet === '' ? '' : `[${route.hostSet}]`;
+      this.prefixes.set(route, (prefix = `${this.id}|${hostSet}${route.method} ${route.canonical}|`));
+    }
     return prefix;
   }
 

@@ -57,7 +57,7 @@ export interface CompileOptions {
   /**
    * Names the set of upstreams a virtual host's table routes among (src/edge/host-routes.ts); every
    * route carries it. What is kept per endpoint and must not pass from one host set to another (the
-   * response cache's entries) is kept apart by it.
+   * response cache's entries, rate-limit buckets) is kept apart by it.
    */
   hostSet?: string;
 }

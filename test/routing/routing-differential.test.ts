@@ -160,7 +160,7 @@ t.test('transferable round trip keeps every decision', async (t) => {
 // Virtual hosts: each upstream may list hosts; per Host, the table must pick what the oracle picks over
 // the endpoints of the upstreams serving that Host (a reference matcher decides which) and the
 // host-less upstreams, with the full table's route ids, only those upstreams as targets, and the
-// label of that set of upstreams (what the response cache keeps entries apart by).
+// label of that set of upstreams (what the response cache and rate limits keep apart by).
 const HOST_PATTERNS = ['a.test', 'b.test', '*.test', '*.b.test', 'A.Test'];
 const PROBE_HOSTS = ['a.test', 'A.TEST:8080', 'b.test', 'x.b.test', 'y.x.b.test', 'c.test', 'other', '', 'b.test.'];
 const UPSTREAMS = ['u1', 'u2', 'u3'];
