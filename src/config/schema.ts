@@ -162,7 +162,7 @@ const upstreamSchema = {
       items: { type: 'string', pattern: SERVER_NAME_PATTERN },
       description:
         'Virtual hosts: the upstream serves only requests whose Host (port and case aside) is one of these names; "*.example.com" ' +
-        'stands for one or more labels. Absent or empty: every host. A Host that no upstream serves is 404.',
+        'stands for one or more DNS labels. Absent or empty: every host. A Host that no upstream serves is 404.',
     },
   },
   if: { properties: { serviceType: { const: 'static' } }, required: ['serviceType'] },

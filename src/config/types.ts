@@ -114,7 +114,7 @@ export interface UpstreamConfig {
   endpoints?: StaticEndpointConfig[];
   /** `https` upstreams only: certificate checks and a client certificate. */
   tls?: UpstreamTlsConfig;
-  /** Virtual hosts this upstream serves (exact, or "*." for one or more labels); absent: every host. */
+  /** Virtual hosts this upstream serves (exact, or "*." for one or more DNS labels); absent: every host. */
   hosts?: string[];
 }
 

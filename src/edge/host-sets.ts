@@ -84,8 +84,12 @@ export class HostSets<T> {
   }
 }
 
-/** `*.` stands for one or more labels. */
-export function matches(pattern: string, name: string): boolean {
+/**
+ * `*.` stands for one or more labels. Only for the names build() sets up (an upstream's exact name,
+ * or a wildcard's representative with ANY_LABEL); a Host goes through NameMatcher.match, which also
+ * wants the labels a wildcard stands for to be DNS labels.
+ */
+function matches(pattern: string, name: string): boolean {
   if (!pattern.startsWith('*.')) return pattern === name;
   const suffix = pattern.slice(1);
   return name.length > suffix.length && name.endsWith(suffix);

@@ -1,13 +1,19 @@
 /**
  * Checks a host given where a Host header's value is expected (`/spec?host=`): a DNS name or IPv4
  * address, or an IPv6 address in brackets, each with an optional `:port`; a trailing dot is allowed.
+ * A value refused here is one no virtual host serves: routing's wildcards stand for DNS labels only
+ * (isDnsName, ./server-names.ts), and an exact name is one.
  */
 import { isIPv6 } from 'node:net';
+import { isValidHost } from '../http/host-header.js';
 
 /** RFC 1035's limit on a name's text form, trailing dot aside. */
 export const MAX_HOST_NAME_LENGTH = 253;
 
-const LABEL = /^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$/;
+/** The characters of a label; "-" is not first or last. */
+const LABEL_CHARS = new Uint8Array(128);
+for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_') LABEL_CHARS[c.charCodeAt(0)] = 1;
+const MAX_LABEL_LENGTH = 63;
 
 /** Why `value` is not a host, or null when it is one. */
 export function hostValueProblem(value: string): string | null {
@@ -16,7 +22,8 @@ export function hostValueProblem(value: string): string | null {
   let port: string | null = null;
   if (value.startsWith('[')) {
     const close = value.indexOf(']');
-    if (close === -1 || !isIPv6(value.slice(1, close))) return 'host is not a valid IPv6 address in brackets';
+    // isIPv6 takes a zone (`fe80::1%eth0`), which a Host cannot carry (RFC 3986 3.2.2; the accept phase refuses it).
+    if (close === -1 || !isIPv6(value.slice(1, close)) || !isValidHost(value.slice(0, close + 1))) return 'host is not a valid IPv6 address in brackets';
     const rest = value.slice(close + 1);
     if (rest !== '' && !rest.startsWith(':')) return 'host has text after its IPv6 address';
     return rest === '' ? null : portProblem(rest.slice(1));
@@ -37,10 +44,27 @@ export function hostValueProblem(value: string): string | null {
  * an optional final dot.
  */
 export function isHostName(value: string): boolean {
-  const name = value.endsWith('.') ? value.slice(0, -1) : value;
-  return name !== '' && name.length <= MAX_HOST_NAME_LENGTH && name.split('.').every((label) => LABEL.test(label));
+  return isDnsName(value.endsWith('.') ? value.slice(0, -1) : value);
 }
 
+/** isHostName without the final dot. A loop over the characters: routing asks it of Hosts. */
+export function isDnsName(name: string): boolean {
+  const end = name.length;
+  if (end === 0 || end > MAX_HOST_NAME_LENGTH) return false;
+  let start = 0;
+  for (let at = 0; at <= end; at++) {
+    const c = at === end ? 0x2e : name.charCodeAt(at);
+    if (c === 0x2e) {
+      if (at === start || at - start > MAX_LABEL_LENGTH || name.charCodeAt(start) === 0x2d || name.charCodeAt(at - 1) === 0x2d) return false;
+      start = at + 1;
+    } else if (c > 0x7f || LABEL_CHARS[c] === 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/** A Host header's port is any run of digits (RFC 3986 3.2.3); matching does not look at it. */
 function portProblem(port: string): string | null {
-  return /^[0-9]{1,5}$/.test(port) && Number(port) <= 65535 ? null : 'host has a port that is not a number from 0 to 65535';
+  return /^[0-9]*$/.test(port) ? null : 'host has a port that is not a number';
 }

@@ -1,7 +1,9 @@
 /**
- * Name matching shared by certificates (SNI) and virtual hosts: exact names first, then the longest
- * `*.` wildcard, which stands for one or more labels. Names compare case-insensitively.
+ * Name matching of virtual hosts (./host-sets.ts): exact names first, then the longest `*.` wildcard,
+ * which stands for one or more DNS labels. Names compare case-insensitively.
  */
+import { isDnsName, MAX_HOST_NAME_LENGTH } from './host-value.js';
+
 export class NameMatcher<T> {
   private readonly exact = new Map<string, T>();
   /** Wildcard suffixes (".example.com"), longest first. */
@@ -17,10 +19,16 @@ export class NameMatcher<T> {
     }
   }
 
-  /** `name` must be lower case. */
+  /**
+   * `name` must be lower case. A name that is no DNS name matches no wildcard (`..a.test`,
+   * `evil.test,x.a.test`, `a;b.a.test` end as `*.a.test`'s names do), nor one longer than a DNS name
+   * may be: the names /spec?host= refuses as no host names (./host-value.ts) are served by none.
+   */
   match(name: string): T | undefined {
+    if (name.length > MAX_HOST_NAME_LENGTH) return undefined;
     const exact = this.exact.get(name);
     if (exact !== undefined) return exact;
+    if (this.wildcards.length === 0 || !isDnsName(name)) return undefined;
     for (const { suffix, value } of this.wildcards) {
       if (name.length > suffix.length && name.endsWith(suffix)) return value;
     }

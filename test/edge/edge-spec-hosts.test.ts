@@ -81,12 +81,22 @@ t.test('/spec?host= describes what a request with that Host is routed among', as
   const longest = `${'a'.repeat(60)}.${'b'.repeat(60)}.${'c'.repeat(60)}.${'d'.repeat(60)}.shop.test`;
   t.equal(longest.length, 253);
   t.same(operations((await spec(`?host=${longest}`)).body), ['GET /cart', 'GET /items/{id}', 'GET /status'], 'a 253-character name is a host');
-  for (const bad of ['', 'not a host', 'a..b', '-x.test', `x${longest}`, `${'a'.repeat(64)}.test`, 'x.test:99999', 'x.test:port', '[::zz]', '*.shop.test']) {
+  t.same(operations((await spec('?host=x.shop.test:99999')).body), ['GET /cart', 'GET /items/{id}', 'GET /status'], 'the port aside, as in routing');
+  for (const bad of ['', 'not a host', 'a..b', '-x.test', `x${longest}`, `${'a'.repeat(64)}.test`, 'x.test:port', '[::zz]', '*.shop.test']) {
     const res = await spec(`?host=${encodeURIComponent(bad)}`);
     t.equal(res.status, 400, `host=${JSON.stringify(bad)} is refused`);
     t.equal(res.type, 'application/problem+json');
     t.equal(typeof res.body.detail, 'string');
   }
+  // A Host the accept phase takes but that is no DNS name: /spec?host= refuses it, and no virtual host
+  // serves a request with it (the *.shop.test wildcard stands for DNS labels only).
+  const shopBefore = shop.seen.get('GET /items/7') ?? 0;
+  for (const odd of ['..shop.test', 'evil.example,x.shop.test', 'evil.example;x.shop.test', '*.shop.test', `x${longest}`]) {
+    t.equal((await spec(`?host=${encodeURIComponent(odd)}`)).status, 400, `host=${JSON.stringify(odd)} is refused`);
+    t.equal((await httpRequest(gateway.port, '/items/7', { headers: { host: odd } })).status, 404, `Host ${odd}: not routed to *.shop.test's upstream`);
+    t.equal((await httpRequest(gateway.port, '/status', { headers: { host: odd } })).status, 200, `Host ${odd}: the host-less upstream serves it`);
+  }
+  t.equal(shop.seen.get('GET /items/7') ?? 0, shopBefore, "*.shop.test's upstream never got one");
   const twice = await spec('?host=api.example.com&host=x.shop.test');
   t.equal(twice.status, 400, 'two hosts are refused');
 });
