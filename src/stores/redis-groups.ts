@@ -4,7 +4,8 @@ import { createHash } from 'node:crypto';
  * Keys filed in groups, so that a group's keys go in one command (the response cache's every entry of
  * one URL: its variants, whatever their Vary values). A group is a set of full key names that lives as
  * long as its longest-lived member; a key that expires or is replaced alone stays in the set until the
- * group goes, which costs a DEL of nothing at most. The scripts touch keys they are not given in KEYS
+ * group goes, which costs a DEL of nothing at most. A key is read only while it is filed in its group
+ * (GET_IN_GROUP_LUA), so whatever Redis evicts, deleteGroup leaves nothing readable. The scripts touch keys they are not given in KEYS
  * (the members): fine on one Redis server, which is what RedisStore speaks to. Not loaded at connect
  * as the rate limit's scripts are: the first EVALSHA of each on a server answers NOSCRIPT and is sent
  * again as EVAL, once per server (it keeps the script until it restarts or SCRIPT FLUSH).
@@ -27,9 +28,21 @@ export function groupSlot(group: string): number {
   return (hash >>> 0) % GROUP_SLOTS;
 }
 
-/** KEYS[1] the value's key, KEYS[2] the generations hash; ARGV[1] the group's slot. {value or nil, generation}. */
+/**
+ * KEYS[1] the value's key, KEYS[2] its group's, KEYS[3] the generations hash; ARGV[1] the group's slot.
+ * {value or nil, generation}. A value is read only while it is filed in its group: a Redis whose
+ * maxmemory-policy evicts (allkeys-lru, the usual for a cache) may evict the group and keep the value
+ * (before, every hit read the value and nothing read the group), and deleteGroup, finding no group,
+ * would leave the value to be served. Unfiled, it is a miss, and the answer fetched again is filed
+ * anew. The alternatives: touching the group on each read only makes its eviction rarer (LRU is
+ * sampled, allkeys-random ignores use); keeping a URL's values as fields of one hash, evicted whole,
+ * needs per-field expiry (Redis 7.4). The check is one SISMEMBER of a value that was found, and it
+ * keeps the group as recently used as its most read value.
+ */
 export const GET_IN_GROUP_LUA = `
-return {redis.call('GET', KEYS[1]), redis.call('HGET', KEYS[2], ARGV[1]) or '0'}
+local value = redis.call('GET', KEYS[1])
+if value and redis.call('SISMEMBER', KEYS[2], KEYS[1]) == 0 then value = false end
+return {value, redis.call('HGET', KEYS[3], ARGV[1]) or '0'}
 `;
 export const GET_IN_GROUP_SHA1 = createHash('sha1').update(GET_IN_GROUP_LUA).digest('hex');
 

@@ -388,10 +388,11 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
     return Number(await this.runScript(DELETE_GROUP_SHA1, DELETE_GROUP_LUA, [this.groupKey(group), this.generationsKey()], [String(groupSlot(group))], deadline));
   }
 
-  /** get(), with the generation of `group` read in the same script. */
+  /** get() of a key still filed under `group` (null otherwise), with the generation of `group` read in the same script. */
   async getInGroup(key: string, group: string, maxWaitMs = Infinity): Promise<GroupRead> {
     const deadline = Date.now() + Math.min(this.commandTimeoutMs, maxWaitMs);
-    const reply = (await this.runScript(GET_IN_GROUP_SHA1, GET_IN_GROUP_LUA, [this.valueKey(key), this.generationsKey()], [String(groupSlot(group))], deadline, BUFFER_REPLIES)) as [Buffer | null, Buffer];
+    const keys = [this.valueKey(key), this.groupKey(group), this.generationsKey()];
+    const reply = (await this.runScript(GET_IN_GROUP_SHA1, GET_IN_GROUP_LUA, keys, [String(groupSlot(group))], deadline, BUFFER_REPLIES)) as [Buffer | null, Buffer];
     return { value: reply[0], generation: Number(reply[1].toString('latin1')) };
   }
 

@@ -39,6 +39,9 @@ export interface KeyValueStore {
   setInGroup?(key: string, group: string, value: Buffer, ttlMs: number, maxWaitMs?: number, generation?: number): Promise<boolean>;
   /** Optional, with setInGroup: removes every key filed under `group`; how many were filed. */
   deleteGroup?(group: string, maxWaitMs?: number): Promise<number>;
-  /** Optional, with setInGroup: get(), and how many times deleteGroup() ran on `group` so far, in one read. */
+  /**
+   * Optional, with setInGroup: get() of `key` while it is filed under `group` (null once the group is
+   * gone, deleted or evicted), and how many times deleteGroup() ran on `group` so far, in one read.
+   */
   getInGroup?(key: string, group: string, maxWaitMs?: number): Promise<GroupRead>;
 }

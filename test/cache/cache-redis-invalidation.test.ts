@@ -2,7 +2,8 @@
 // instances (data planes, each with a RedisStore of its own) share the cache; a POST on one drops the
 // URL's every variant and the URL its answer's Location names, and the other instance then misses.
 // The URL's group of keys goes with them, and a URL nobody invalidated keeps its entries. An answer
-// one instance is still fetching when another invalidates its URL is not stored.
+// one instance is still fetching when another invalidates its URL is not stored. An entry whose group
+// Redis evicted is not served, so the invalidation that finds no group leaves nothing to serve.
 import { createClient } from 'redis';
 import t from 'tap';
 import { RemoteCacheStore } from '../../src/cache/remote-store.js';
@@ -55,6 +56,11 @@ async function instance(): Promise<DataPlane> {
 }
 const [a, b] = [await instance(), await instance()];
 
+const inspect = createClient({ url: redis.url });
+inspect.on('error', () => {});
+await inspect.connect();
+t.teardown(() => inspect.destroy());
+
 async function ask(plane: DataPlane, method: string, path: string, language?: string): Promise<{ status: number; xCache: string | undefined; body: string }> {
   const extra = (language === undefined ? '' : `Accept-Language: ${language}\r\n`) + (method === 'POST' ? 'Content-Length: 0\r\n' : '');
   const [answer] = (await rawRequest(plane.port, `${method} ${path} HTTP/1.1\r\nHost: gw\r\n${extra}\r\n`, { responses: 1, waitMs: 10_000 })).responses;
@@ -76,10 +82,6 @@ t.test("a POST on one instance drops the URL's every variant and its Location's 
     t.equal(hit.xCache, 'HIT', `${path} ${language ?? ''}: a HIT on B`);
     before.set(`${path} ${language}`, hit.body);
   }
-  const inspect = createClient({ url: redis.url });
-  inspect.on('error', () => {});
-  await inspect.connect();
-  t.teardown(() => inspect.destroy());
   const groups = async () => (await inspect.keys('gw:kvg:*')).length;
   t.equal(await groups(), 3, "one group per URL: /items/7's two variants in one");
   for (const key of await inspect.keys('gw:kvg:*')) {
@@ -116,4 +118,45 @@ t.test('an answer fetched on one instance while another invalidates its URL is n
   t.equal(after.xCache, 'MISS', 'the answer that predates the POST was not stored');
   t.not(after.body, first.body, 'fetched anew');
   t.same(await ask(a, 'GET', '/items/9', 'en'), { status: 200, xCache: 'HIT', body: after.body }, 'the answer fetched after the POST is stored');
+});
+
+t.test("an entry whose group Redis evicted is not served: the POST that finds no group to drop leaves nothing behind", async (t) => {
+  const variants = ['en', 'de'];
+  const before = new Map<string, string>();
+  for (const language of variants) {
+    t.equal((await ask(a, 'GET', '/items/20', language)).xCache, 'MISS', `${language}: stored by A`);
+    const hit = await ask(b, 'GET', '/items/20', language);
+    t.equal(hit.xCache, 'HIT', `${language}: a HIT on B`);
+    before.set(language, hit.body);
+  }
+  const groups = await inspect.keys('gw:kvg:*/items/20 ');
+  t.equal(groups.length, 1, 'the URL has its group');
+  const members = await inspect.sMembers(groups[0]!);
+  t.equal(members.length, 3, 'filed in it: the Vary index and both variants');
+  // What maxmemory with allkeys-lru did in the repro (the entries are read by every hit, their group
+  // by nothing, so LRU picked the group): Redis evicts a key by deleting it as DEL does (evict.c,
+  // dbGenericDelete), nothing of it stays. Which key eviction picks is sampling; the state it leaves is this.
+  await inspect.del(groups[0]!);
+  t.equal(await inspect.exists(members), 3, 'the entries stay in Redis without their group');
+
+  t.equal((await ask(a, 'POST', '/items/20')).status, 201);
+  for (const language of variants) {
+    const after = await ask(b, 'GET', '/items/20', language);
+    t.equal(after.xCache, 'MISS', `${language}: not served after the POST`);
+    t.not(after.body, before.get(language), `${language}: fetched anew`);
+  }
+});
+
+t.test('an entry whose group Redis evicted is a miss, and the answer fetched again is filed for the next invalidation', async (t) => {
+  const first = await ask(a, 'GET', '/items/21', 'en');
+  t.equal(first.xCache, 'MISS', 'stored by A');
+  const [group] = await inspect.keys('gw:kvg:*/items/21 ');
+  await inspect.del(group!);
+  const again = await ask(b, 'GET', '/items/21', 'en');
+  t.equal(again.xCache, 'MISS', 'not served once its group is gone');
+  t.not(again.body, first.body, 'fetched anew');
+  t.same(await ask(a, 'GET', '/items/21', 'en'), { status: 200, xCache: 'HIT', body: again.body }, 'the answer fetched again is served');
+  t.equal((await inspect.sMembers(group!)).length, 2, 'filed again (the Vary index and the variant)');
+  t.equal((await ask(b, 'POST', '/items/21')).status, 201);
+  t.equal((await ask(a, 'GET', '/items/21', 'en')).xCache, 'MISS', 'the POST dropped it');
 });
