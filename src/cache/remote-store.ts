@@ -57,8 +57,8 @@ export class RemoteCacheStore implements CacheStore {
   }
 
   /**
-   * The generation of `url` its last lookup read: how many times it was invalidated by then, on any
-   * instance. Undefined when this store keeps none (no groups) or forgot it.
+   * The generation of `url` its last lookup read: a number every invalidation of it, on any instance,
+   * moves on. Undefined when this store keeps none (no groups) or forgot it.
    */
   generation(url: string): number | undefined {
     return this.generations.get(url);

@@ -392,8 +392,8 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
   async getInGroup(key: string, group: string, maxWaitMs = Infinity): Promise<GroupRead> {
     const deadline = Date.now() + Math.min(this.commandTimeoutMs, maxWaitMs);
     const keys = [this.valueKey(key), this.groupKey(group), this.generationsKey()];
-    const reply = (await this.runScript(GET_IN_GROUP_SHA1, GET_IN_GROUP_LUA, keys, [String(groupSlot(group))], deadline, BUFFER_REPLIES)) as [Buffer | null, Buffer];
-    return { value: reply[0], generation: Number(reply[1].toString('latin1')) };
+    const reply = (await this.runScript(GET_IN_GROUP_SHA1, GET_IN_GROUP_LUA, keys, [String(groupSlot(group))], deadline, BUFFER_REPLIES)) as [Buffer | null, Buffer, Buffer];
+    return { value: reply[0], generation: Number(reply[1].toString('latin1')) + Number(reply[2].toString('latin1')) };
   }
 
   /** Removes `key`; true when it was there. */

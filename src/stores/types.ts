@@ -41,7 +41,8 @@ export interface KeyValueStore {
   deleteGroup?(group: string, maxWaitMs?: number): Promise<number>;
   /**
    * Optional, with setInGroup: get() of `key` while it is filed under `group` (null once the group is
-   * gone, deleted or evicted), and how many times deleteGroup() ran on `group` so far, in one read.
+   * gone, deleted or evicted), and the group's generation (a number that every deleteGroup() of the
+   * group moves on), in one read.
    */
   getInGroup?(key: string, group: string, maxWaitMs?: number): Promise<GroupRead>;
 }

@@ -2,8 +2,9 @@
 // instances (data planes, each with a RedisStore of its own) share the cache; a POST on one drops the
 // URL's every variant and the URL its answer's Location names, and the other instance then misses.
 // The URL's group of keys goes with them, and a URL nobody invalidated keeps its entries. An answer
-// one instance is still fetching when another invalidates its URL is not stored. An entry whose group
-// Redis evicted is not served, so the invalidation that finds no group leaves nothing to serve.
+// one instance is still fetching when another invalidates its URL is not stored, also when Redis
+// evicts the invalidations' generations meanwhile. An entry whose group Redis evicted is not served,
+// so the invalidation that finds no group leaves nothing to serve.
 import { createClient } from 'redis';
 import t from 'tap';
 import { RemoteCacheStore } from '../../src/cache/remote-store.js';
@@ -159,4 +160,28 @@ t.test('an entry whose group Redis evicted is a miss, and the answer fetched aga
   t.equal((await inspect.sMembers(group!)).length, 2, 'filed again (the Vary index and the variant)');
   t.equal((await ask(b, 'POST', '/items/21')).status, 201);
   t.equal((await ask(a, 'GET', '/items/21', 'en')).xCache, 'MISS', 'the POST dropped it');
+});
+
+t.test('an answer fetched while its URL was invalidated is not stored when Redis evicted the generations and made them again meanwhile', async (t) => {
+  let release: (() => void) | null = null;
+  const arrived = new Promise<void>((resolve) => {
+    holdNext = (answer) => {
+      release = answer;
+      resolve();
+    };
+  });
+  const inFlight = ask(a, 'GET', '/items/22', 'en');
+  await arrived;
+  t.equal((await ask(b, 'POST', '/items/22')).status, 201, 'the POST on B succeeds while A waits for the upstream');
+  // Evicted as in the tests above (the hash is read by every lookup, so LRU rarely picks it; a random
+  // policy may), then made again by a lookup of another URL.
+  t.equal(await inspect.del('gw:kvgen'), 1, 'the generations are gone');
+  t.equal((await ask(b, 'GET', '/items/23', 'en')).xCache, 'MISS');
+  release!();
+  const first = await inFlight;
+  t.equal(first.xCache, 'MISS', 'A serves the answer it fetched');
+  const after = await ask(b, 'GET', '/items/22', 'en');
+  t.equal(after.xCache, 'MISS', 'the answer that predates the POST was not stored');
+  t.not(after.body, first.body, 'fetched anew');
+  t.same(await ask(a, 'GET', '/items/22', 'en'), { status: 200, xCache: 'HIT', body: after.body }, 'the answer fetched after it is stored');
 });
