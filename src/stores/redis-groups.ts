@@ -7,9 +7,7 @@ import { createHash } from 'node:crypto';
  * group goes, which costs a DEL of nothing at most. A key is read only while it is filed in its group
  * (GET_IN_GROUP_LUA), so whatever Redis evicts, deleteGroup leaves nothing readable. The scripts
  * touch keys they are not given in KEYS (the members): fine on one Redis server, which is what
- * RedisStore speaks to. Not loaded at connect
- * as the rate limit's scripts are: the first EVALSHA of each on a server answers NOSCRIPT and is sent
- * again as EVAL, once per server (it keeps the script until it restarts or SCRIPT FLUSH).
+ * RedisStore speaks to. Loaded at connect with the rate limit's scripts.
  *
  * Generations: each deleteGroup counts one more in the group's slot of one hash (GROUP_SLOTS fields,
  * so bounded whatever the number of groups; groups that share a slot share a count). A value read

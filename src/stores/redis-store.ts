@@ -53,6 +53,9 @@ export interface RedisStoreOptions extends Omit<RedisStoreConfig, 'type'> {
   clock?: () => number;
 }
 
+/** The scripts loaded at every (re)connection. */
+const SCRIPTS = [GCRA_TAKE_LUA, GCRA_TAKE_EACH_LUA, GET_IN_GROUP_LUA, SET_IN_GROUP_LUA, DELETE_GROUP_LUA];
+
 /** Single takes of one bucket decided in one script call, at most. */
 const MAX_TAKES_PER_CALL = 256;
 
@@ -429,12 +432,13 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
   }
 
   /**
-   * Loads the script on every (re)connection, so EVALSHA rarely needs its fallback. The first answer
+   * Loads the scripts on every (re)connection, so EVALSHA rarely needs its fallback (a cache's first
+   * invalidation paid two more round trips for it, while its answer waited). The first answer
    * settles the store; until then a load that gets no answer counts as a failed attempt and is retried.
    */
   private loadScript(): void {
     const deadline = Date.now() + this.commandTimeoutMs;
-    Promise.all([this.run(['SCRIPT', 'LOAD', GCRA_TAKE_LUA], deadline), this.run(['SCRIPT', 'LOAD', GCRA_TAKE_EACH_LUA], deadline)]).then(
+    Promise.all(SCRIPTS.map((lua) => this.run(['SCRIPT', 'LOAD', lua], deadline))).then(
       () => {
         this.answered = true;
         this.settle();
