@@ -13,6 +13,7 @@ import { listenersSchema } from '../listeners/registry.js';
 import { kvStoresSchema } from '../stores/config.js';
 import { webSocketSchema } from '../websocket/settings.js';
 import { SERVER_NAME_PATTERN, tlsSchema } from '../edge/schema.js';
+import { MAX_HOST_NAME_LENGTH } from '../edge/host-value.js';
 import { ACCESS_LOG_FIELDS } from '../listeners/access-log.js';
 import { timerDuration } from './durations.js';
 
@@ -159,7 +160,7 @@ const upstreamSchema = {
     tls: upstreamTlsSchema,
     hosts: {
       type: 'array',
-      items: { type: 'string', pattern: SERVER_NAME_PATTERN },
+      items: { type: 'string', pattern: SERVER_NAME_PATTERN, maxLength: MAX_HOST_NAME_LENGTH },
       description:
         'Virtual hosts: the upstream serves only requests whose Host (port and case aside) is one of these names; "*.example.com" ' +
         'stands for one or more DNS labels. Absent or empty: every host. A Host that no upstream serves is 404.',

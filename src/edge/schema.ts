@@ -1,4 +1,5 @@
 /** JSON Schema of the `tls` key (the public TLS listener); see ../config/schema.ts and docs/edge.md. */
+import { MAX_HOST_NAME_LENGTH } from './host-value.js';
 
 /** A server name: an exact DNS name or `*.` followed by one. */
 export const SERVER_NAME_PATTERN = '^(\\*\\.)?([A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\\.)*[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$';
@@ -20,7 +21,7 @@ const certificateSchema = {
     },
     serverNames: {
       type: 'array',
-      items: { type: 'string', pattern: SERVER_NAME_PATTERN },
+      items: { type: 'string', pattern: SERVER_NAME_PATTERN, maxLength: MAX_HOST_NAME_LENGTH },
       default: [],
       description:
         'SNI names this certificate serves: exact ("api.example.com") or wildcard ("*.example.com": one label, as TLS clients ' +

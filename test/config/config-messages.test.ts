@@ -41,6 +41,21 @@ for (const [pointer, config, reason] of cases) {
   });
 }
 
+// A name longer than a DNS name may be (253 characters) could match no Host and no SNI name.
+t.test('a hosts or serverNames entry longer than 253 characters is refused', async (t) => {
+  const label = 'a'.repeat(60);
+  const long = `*.${[label, label, label, label].join('.')}.testerab`;
+  t.equal(long.length, 254);
+  const fits = long.slice(0, -1);
+  for (const [pointer, config] of [
+    ['/upstreams/0/hosts/1', (name: string) => ({ upstreams: [upstream({ hosts: ['ok.test', name] })] })],
+    ['/tls/certificates/0/serverNames/0', (name: string) => ({ tls: { port: 8443, certificates: [{ certFile: 'c.pem', keyFile: 'k.pem', serverNames: [name] }] } })],
+  ] as const) {
+    t.match(messageOf(JSON.stringify(config(long))), `gw.json: ${pointer}: must NOT have more than 253 characters`, pointer);
+    t.notMatch(messageOf(JSON.stringify(config(fits))), pointer, `${pointer}: 253 characters are taken`);
+  }
+});
+
 t.test('gateway check words a bad header name as one', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'specgate-pattern-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
