@@ -9,7 +9,7 @@ import { locationUrls } from '../../src/cache/invalidation.js';
 import { primaryKey, requestOrigin, urlPrefix } from '../../src/cache/key.js';
 import { AcceptPhase } from '../../src/lifecycle/accept.js';
 import { startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
-import { rawRequest } from '../helpers/raw-http.js';
+import { askNamingWorker, eachWorkerAnswer, type WorkerAnswer } from '../helpers/cache-gateway.js';
 import { testConfig as planeConfig } from '../helpers/upstream-server.js';
 
 const app = await startUpstream(t, {
@@ -51,33 +51,14 @@ const gateway = await startGateway(t, {
   startTimeoutMs: 60_000,
 });
 
-interface Answer {
-  worker: string;
-  status: number;
-  xCache: string | undefined;
-  body: string;
-}
-
 /** One fresh connection: the health check names the worker, then the request on that connection. */
-async function ask(method: string, target: string, extra = ''): Promise<Answer> {
-  const head = (m: string, p: string, more = '') => `${m} ${p} HTTP/1.1\r\nHost: gw.test:8080\r\n${more}\r\n`;
-  const body = method === 'POST' ? 'Content-Length: 2\r\n' : '';
-  const payload = head('GET', '/healthcheck') + head(method, target, extra + body) + (method === 'POST' ? '{}' : '');
-  const result = await rawRequest(gateway.port, payload, { responses: 2, waitMs: 10_000 });
-  const [health, answer] = result.responses;
-  if (!health?.complete || !answer?.complete) throw new Error(`${method} ${target}: no complete answer`);
-  return { worker: health.headers['x-gateway-worker']![0]!, status: answer.status, xCache: answer.headers['x-cache']?.[0], body: answer.body.toString() };
+function ask(method: string, target: string, extra = ''): Promise<WorkerAnswer> {
+  return askNamingWorker(gateway.port, method, target, `Host: gw.test:8080\r\n${extra}`);
 }
 
 /** The first answer of each worker to GET `target` (fresh connections spread over the workers). */
-async function eachWorker(target: string, extra = ''): Promise<Map<string, Answer>> {
-  const seen = new Map<string, Answer>();
-  for (let i = 0; i < 80 && seen.size < 2; i++) {
-    const answer = await ask('GET', target, extra);
-    if (!seen.has(answer.worker)) seen.set(answer.worker, answer);
-  }
-  if (seen.size < 2) throw new Error('both workers never answered');
-  return seen;
+function eachWorker(target: string, extra = ''): Promise<Map<string, WorkerAnswer>> {
+  return eachWorkerAnswer(gateway.port, target, `Host: gw.test:8080\r\n${extra}`);
 }
 
 /** Stores `target` and checks both workers hit it. */

@@ -6,7 +6,7 @@
 // request must only drop entries of the upstreams it was routed among.
 import t, { type Test } from 'tap';
 import { startGateway, startUpstream, testConfig, type TestUpstream } from '../helpers/gateway-process.js';
-import { rawRequest } from '../helpers/raw-http.js';
+import { askNamingWorker, eachWorkerAnswer, type WorkerAnswer } from '../helpers/cache-gateway.js';
 
 /** Answers a GET with its name and the X-Forwarded-Host it got, storable for 10 minutes; anything else 204. */
 function hostUpstream(name: string): Promise<TestUpstream> {
@@ -42,32 +42,14 @@ const gateway = await startGateway(t, {
   startTimeoutMs: 60_000,
 });
 
-interface Answer {
-  worker: string;
-  status: number;
-  xCache: string | undefined;
-  body: string;
+/** One fresh connection naming its worker, with Host `host` and X-Forwarded-Host `forwarded` if given. */
+function ask(method: string, target: string, host: string, forwarded?: string): Promise<WorkerAnswer> {
+  return askNamingWorker(gateway.port, method, target, `Host: ${host}\r\n${forwarded === undefined ? '' : `X-Forwarded-Host: ${forwarded}\r\n`}`);
 }
 
-/** One fresh connection: the health check names the worker, then the request, with Host `host` and X-Forwarded-Host `forwarded` if given. */
-async function ask(method: string, target: string, host: string, forwarded?: string): Promise<Answer> {
-  const more = `${forwarded === undefined ? '' : `X-Forwarded-Host: ${forwarded}\r\n`}${method === 'POST' ? 'Content-Length: 2\r\n' : ''}`;
-  const payload = `GET /healthcheck HTTP/1.1\r\nHost: ${host}\r\n\r\n${method} ${target} HTTP/1.1\r\nHost: ${host}\r\n${more}\r\n${method === 'POST' ? '{}' : ''}`;
-  const result = await rawRequest(gateway.port, payload, { responses: 2, waitMs: 10_000 });
-  const [health, answer] = result.responses;
-  if (!health?.complete || !answer?.complete) throw new Error(`${method} ${target} (Host ${host}): no complete answer`);
-  return { worker: health.headers['x-gateway-worker']![0]!, status: answer.status, xCache: answer.headers['x-cache']?.[0], body: answer.body.toString() };
-}
-
-/** The first answer of each worker to GET `target` (fresh connections spread over the workers). */
-async function eachWorker(target: string, host: string, forwarded?: string): Promise<Answer[]> {
-  const seen = new Map<string, Answer>();
-  for (let i = 0; i < 80 && seen.size < 2; i++) {
-    const answer = await ask('GET', target, host, forwarded);
-    if (!seen.has(answer.worker)) seen.set(answer.worker, answer);
-  }
-  if (seen.size < 2) throw new Error('both workers never answered');
-  return [...seen.values()];
+/** The first answer of each worker to GET `target`. */
+async function eachWorker(target: string, host: string, forwarded?: string): Promise<WorkerAnswer[]> {
+  return [...(await eachWorkerAnswer(gateway.port, target, `Host: ${host}\r\n${forwarded === undefined ? '' : `X-Forwarded-Host: ${forwarded}\r\n`}`)).values()];
 }
 
 /** GET on both workers: each answer's X-Cache and body. */
