@@ -15,13 +15,8 @@ export const SEND_AGAIN: unique symbol = Symbol('send again');
  * client's problem.
  */
 export interface ResponseObserver {
-  /**
-   * The upstream's status and end-to-end headers (flat, names lower-case), before the client gets
-   * them. A Promise holds the answer back from the client until it settles: it must never reject, and
-   * settle within a bound of the observer's own (the response cache's invalidation, within its store's
-   * command timeout).
-   */
-  onHead(status: number, headers: readonly string[]): void | Promise<void>;
+  /** The upstream's status and end-to-end headers (flat, names lower-case), before the client gets them. */
+  onHead(status: number, headers: readonly string[]): void;
   /** A body chunk, before the client gets it; valid only during the call unless copied. */
   onData(chunk: Uint8Array): void;
   /** The answer reached the client whole. */

@@ -30,8 +30,6 @@ export class ProxiedResponse implements ResponseStream, ClientEvents, BodyOwner 
   private reported = false;
   /** A HEAD's whole answer went out while the GET body still comes for the observers (ctx.observersWantBody). */
   private headDone = false;
-  /** The head came and waits for an observer (ResponseObserver.onHead), the upstream's reading paused. */
-  holding = false;
 
   constructor(
     readonly ctx: RequestContext,
@@ -41,7 +39,6 @@ export class ProxiedResponse implements ResponseStream, ClientEvents, BodyOwner 
 
   // ---- from the upstream (through the retry handler) ------------------------------------------
 
-  /** False: the answer waits for an observer, and the upstream's reading with it (resumed by release()). */
   head(status: number, head: ResponseHead): boolean {
     const ctx = this.ctx;
     ctx.status = status;
@@ -50,39 +47,15 @@ export class ProxiedResponse implements ResponseStream, ClientEvents, BodyOwner 
       const headers = this.chain.headersFor(head);
       // A 304 too: the answer to a conditional request the response cache added (it serves its entry).
       if ((status >= 500 || status === 304) && this.substituted(status, headers)) return true;
-      const held = this.chain.head(ctx, status, headers);
-      if (held !== null) {
-        // `head` is a view of the upstream connection's buffer: it stays valid while reading is paused.
-        this.holding = true;
-        void held.then(() => this.release(status, head));
-        return false;
-      }
+      this.chain.head(ctx, status, headers);
     }
-    this.startStream(status, head);
-    return true;
-  }
-
-  /** The observer a head waited for is done: the head goes to the client, and the body follows. */
-  private release(status: number, head: ResponseHead): void {
-    this.holding = false;
-    // The client left, or the upstream failed and the client was answered, meanwhile.
-    if (this.reported || this.client.ended) return;
-    try {
-      this.startStream(status, head);
-      this.leg.resume();
-    } catch (err) {
-      this.internalError(err);
-    }
-  }
-
-  private startStream(status: number, head: ResponseHead): void {
-    const ctx = this.ctx;
     // Headers a middleware withholds from the client (after the observers, which may need them).
     if (ctx.hiddenResponseHeaders !== null) head = withoutHeaders(head, ctx.hiddenResponseHeaders);
     // A HEAD served by GET: the GET's body is not wanted, unless an observer keeps it (the response
     // cache storing it). The client drains a small one to keep its connection and drops the
     // connection of a large one.
     if (this.client.startStream(this, status, head) && head.contentLength !== 0 && !ctx.observersWantBody) this.leg.abort();
+    return true;
   }
 
   data(chunk: Buffer): boolean {

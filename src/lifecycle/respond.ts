@@ -1,10 +1,9 @@
 /**
  * Respond: the one response chain. Every answer a client gets passes here: the upstream's (its head and
- * body shown to the response observers a middleware or listener registered, which may hold the head
- * back for a while), one an observer offers in place of a failed upstream answer (stale-if-error),
- * and every local reply (problem+json, built-ins, cached answers, OPTIONS), written through the
- * client's ResponseWriter. When the request is over the chain tells the observers how it ended and
- * hands the request to the done phase.
+ * body shown to the response observers a middleware or listener registered), one an observer offers in
+ * place of a failed upstream answer (stale-if-error), and every local reply (problem+json, built-ins,
+ * cached answers, OPTIONS), written through the client's ResponseWriter. When the request is over the
+ * chain tells the observers how it ended and hands the request to the done phase.
  */
 import type { ContentAnswer, LocalReply } from '../exchange/answer.js';
 import type { SEND_AGAIN } from '../exchange/observer.js';
@@ -28,17 +27,11 @@ export class ResponseChain {
   /**
    * Observers see the upstream's head before the client does. A throw is an observer's bug: it reaches
    * the caller, which ends this exchange (502 before anything was sent, a cut connection after).
-   * Returns what the client's answer must wait for (ResponseObserver.onHead), or null.
    */
-  head(ctx: RequestContext, status: number, headers: readonly string[]): Promise<void> | null {
+  head(ctx: RequestContext, status: number, headers: readonly string[]): void {
     const observers = ctx.observers;
-    if (observers === null) return null;
-    let held: Promise<void> | null = null;
-    for (let i = observers.length - 1; i >= 0; i--) {
-      const wait = observers[i]!.onHead(status, headers);
-      if (wait instanceof Promise) held = held === null ? wait : Promise.all([held, wait]).then(nothing);
-    }
-    return held;
+    if (observers === null) return;
+    for (let i = observers.length - 1; i >= 0; i--) observers[i]!.onHead(status, headers);
   }
 
   /** Observers see a body chunk before the client does (a throw as in head()). */
@@ -102,5 +95,3 @@ export function endToEndHeaders(raw: readonly Buffer[]): string[] {
   }
   return out;
 }
-
-function nothing(): void {}

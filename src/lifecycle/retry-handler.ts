@@ -183,8 +183,7 @@ export class RetryHandler implements UpstreamLeg, BodySink {
    * whole, or streamed while none of the request has left (the failed call had no connection yet).
    */
   private mayRetry(failure: ForwardFailure): boolean {
-    // A head held for an observer came from the host: the request was answered there.
-    if (this.retried || this.response.client.ended || this.response.client.streaming || this.response.holding || failure.retry === 'never') return false;
+    if (this.retried || this.response.client.ended || this.response.client.streaming || failure.retry === 'never') return false;
     // 'unsent' means the failed call never had a connection: every chunk so far is in unsentChunks.
     if (this.streamed !== null) return failure.retry === 'unsent' && this.unsentChunks !== null;
     return failure.retry === 'unsent' || isIdempotent(this.method);
@@ -249,9 +248,7 @@ class Attempt implements UpstreamHandler {
       // every answer short would otherwise reset its failure count with each head and never trip.
       if (status >= 500) this.breakerFailure();
       else this.headOk = true;
-      if (response.head(status, head)) return true;
-      this.paused = true;
-      return false;
+      return response.head(status, head);
     } catch (err) {
       response.internalError(err);
       return true;

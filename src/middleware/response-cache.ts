@@ -563,8 +563,8 @@ export class ResponseCache implements Middleware {
 /**
  * An unsafe method's success (2xx, 3xx) invalidates its URL and the same-origin URLs of the answer's
  * Location and Content-Location (RFC 9111 4.4; src/cache/invalidation.ts), under every endpoint and in
- * every variant, for every worker (one range delete in the shared store; with Redis, the URL's group).
- * A store that cannot delete by prefix drops the target's primary key only.
+ * every variant, for every worker (one range delete in the shared store). A store that cannot delete
+ * by prefix (Redis) drops the target's primary key only.
  */
 class Invalidation implements ResponseObserver {
   private readonly secure: boolean;
@@ -600,32 +600,28 @@ class Invalidation implements ResponseObserver {
     return requestOrigin(this.secure, fieldValue(headers, 'x-forwarded-proto'), fieldValue(headers, 'x-forwarded-host'), extra, this.hostSet);
   }
 
-  /**
-   * A store that answers later (Redis) holds the answer until it has dropped the entries, so that a
-   * request sent after it cannot be served what it changed (read your writes, as the local store's one
-   * commit before the answer gives). cache.write never rejects, and the store bounds each call (its
-   * command timeout): a slow or failing store delays the answer that long at most, and it still goes.
-   */
-  onHead(status: number, headers: readonly string[]): void | Promise<void> {
+  onHead(status: number, headers: readonly string[]): void {
     if (!invalidates(status)) return;
     const cache = this.cache;
     const store = cache.store;
     cache.metrics.add(cache.names.invalidations);
-    if (store.deletePrefix === undefined) return cache.write(() => store.delete(primaryKey(this.origin(), this.canonical, this.path, this.query)));
-    const drop = (prefix: string): void | Promise<void> =>
-      cache.write(() => {
+    if (store.deletePrefix === undefined) {
+      void cache.write(() => store.delete(primaryKey(this.origin(), this.canonical, this.path, this.query)));
+      return;
+    }
+    const drop = (prefix: string): void => {
+      void cache.write(() => {
         const done = store.deletePrefix!(prefix);
-        if (done instanceof Promise) return done.then(nothing);
+        if (done instanceof Promise) return done.then(() => undefined);
       });
+    };
     const origin = this.origin();
-    let held = drop(urlPrefix(origin, this.path, this.query));
+    drop(urlPrefix(origin, this.path, this.query));
     for (const url of locationUrls(this.secure, this.path, this.query, this.requestHeaders, headers)) {
       if (url.path === this.path && url.query === this.query) continue;
       cache.metrics.add(cache.names.invalidations);
-      const dropped = drop(urlPrefix(origin, url.path, url.query));
-      if (dropped !== undefined) held = held === undefined ? dropped : Promise.all([held, dropped]).then(nothing);
+      drop(urlPrefix(origin, url.path, url.query));
     }
-    return held;
   }
   onData(): void {}
   onEnd(): void {}
@@ -1084,8 +1080,6 @@ const REVALIDATE_KEEP_MS = 10 * 60_000;
 
 /** Withheld from an answer the upstream gives, in favour of the cache's own. */
 const X_CACHE: readonly string[] = ['x-cache'];
-
-function nothing(): void {}
 
 /**
  * The X-Cache of an answer the upstream gives (MISS, BYPASS, also when the cache failed): ours

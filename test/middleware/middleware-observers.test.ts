@@ -28,9 +28,7 @@ function middleware(id: string, decide: (ctx: RequestContext) => Decision | Prom
 function watcher(events: string[], offer: ContentAnswer | null = null): Middleware {
   return middleware('watcher', (ctx) => {
     const observer: ResponseObserver = {
-      onHead: (status) => {
-        events.push(`head ${status}`);
-      },
+      onHead: (status) => events.push(`head ${status}`),
       onData: () => {},
       onEnd: () => events.push('end'),
       onAbort: () => events.push('abort'),

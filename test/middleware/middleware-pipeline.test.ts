@@ -247,9 +247,7 @@ t.test('a middleware may answer with content, and watch the answer: head, body, 
     middleware('watcher', (ctx) => {
       if (ctx.path === '/items/cached') return content;
       ctx.observe({
-        onHead: (status, headers) => {
-          events.push(`head ${status} ${headers.filter((_, i) => i % 2 === 0).includes('content-type')}`);
-        },
+        onHead: (status, headers) => events.push(`head ${status} ${headers.filter((_, i) => i % 2 === 0).includes('content-type')}`),
         onData: (chunk) => events.push(`data ${chunk.byteLength}`),
         onEnd: () => events.push('end'),
         onAbort: () => events.push('abort'),
