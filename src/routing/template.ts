@@ -55,7 +55,8 @@ const PLAIN_OPERATORS = '?#;&/';
  * A literal as a request can carry it: a character no request target holds raw (outside visible ASCII,
  * or `#`, docs/reference/accept.md#head-checks) becomes its UTF-8 percent-escapes, the form clients
  * send. Written raw, `/u/é/{id}` from a doc could never be matched: `é` on the wire is a 400, and
- * `%C3%A9` stays encoded through path normalization.
+ * `%C3%A9` stays encoded through path normalization. (Visible ASCII that a path may hold only escaped,
+ * `"` `<` `>` ..., normalizeLiteral has escaped already, as path normalization does.)
  */
 function encodeUnsendable(text: string): string {
   let out = '';

@@ -96,20 +96,25 @@ t.test('a POST invalidates its Location and Content-Location (relative, absolute
   await expectRefetched(t, '/items/abs', '/items/abs');
 });
 
-t.test('a Location names its URL as a request for it is keyed: quotes, brackets and braces kept as written', async (t) => {
-  // The URL parser would have escaped each of these (%27, %22, %3C, %7B, ...); the keys hold them as sent.
-  const named: Array<[string, string]> = [
-    ["/items/q1?name=O'Brien", 'location'],
-    ['/items/q2?name="x"', 'content-location'],
-    ["/items/q3?a=<b>&c='d'", 'location'],
-    ['/items/"p"<{`}>', 'location'],
+t.test('a Location names its URL as a request for it is keyed: quotes, brackets and braces as the gateway normalizes them', async (t) => {
+  // The URL parser would have escaped each of these (%27, %22, %3C, %7B, ...). The keys hold the query
+  // as sent, and the normalized path, where a character a URI path may hold only escaped is escaped.
+  const named: Array<[string, string, string]> = [
+    ["/items/q1?name=O'Brien", 'location', '/items/q1'],
+    ['/items/q2?name="x"', 'content-location', '/items/q2'],
+    ["/items/q3?a=<b>&c='d'", 'location', '/items/q3'],
+    ['/items/"p"<{`}>', 'location', '/items/%22p%22%3C%7B%60%7D%3E'],
+    ['/items/%22p%22%3C%7B%60%7D%3E[]', 'location', '/items/%22p%22%3C%7B%60%7D%3E%5B%5D'],
   ];
   for (const [target] of named) await storedForBoth(t, target);
-  for (const [target, field] of named) {
+  for (const [target, field, forwarded] of named) {
     const post = await ask('POST', `/items?${field}=${encodeURIComponent(target)}`);
     t.equal(post.status, 201, `${field}: ${target}`);
-    await expectRefetched(t, target, target.split('?')[0]!);
+    await expectRefetched(t, target, forwarded);
   }
+  // Raw or escaped, one path: one key.
+  await storedForBoth(t, '/items/%5Bs%5D');
+  await expectKept(t, '/items/[s]', '/items/%5Bs%5D');
 });
 
 t.test('every variant of an invalidated URL goes, not only the one the next request asks for', async (t) => {
@@ -146,7 +151,9 @@ t.test('locationUrls: same-origin resolution and the gateway\'s path normalizati
   const urls = (location: string, headers = request) => locationUrls(false, '/a/b', 'q=1', headers, ['location', location]);
   t.same(urls('c'), [{ path: '/a/c', query: '' }], 'relative to the request URL');
   t.same(urls("/r?name=O'Brien&q=\"<x>\""), [{ path: '/r', query: 'name=O\'Brien&q="<x>"' }], 'the query as written');
-  t.same(urls('/p"<>`{}\\q'), [{ path: '/p"<>`{}\\q', query: '' }], 'the path as written, a backslash too');
+  // A path as a request path is normalized: what a URI path may hold only escaped is escaped (it was
+  // kept raw, as request paths were, before they were).
+  t.same(urls('/p"<>`{}\\q'), [{ path: '/p%22%3C%3E%60%7B%7D\\q', query: '' }], 'the path as a request path normalizes, a backslash kept');
   t.same(urls('/a b?c d\xe9'), [{ path: '/a%20b', query: 'c%20d%E9' }], 'what a target cannot hold percent-encoded, a byte at a time (header values are latin1)');
   t.same(urls('/x/%2e%2E/../y'), [{ path: '/y', query: '' }], 'encoded dots are dot segments, as in a request path');
   t.same(urls('../../../z'), [{ path: '/z', query: '' }], 'a reference climbing above the root stops there');

@@ -28,7 +28,7 @@ t.test('named cases', async (t) => {
   for (const plain of ['/', '/a', '/a/', '//', '/a//b/', '/a.b/c.', "/!$&'()*+,;=:@-_~", '/github-com-rest/repos/octocat/hello-world/issues/1347']) {
     t.ok(isPlainPath(plain), `${JSON.stringify(plain)} is plain`);
   }
-  for (const other of ['', 'a', '/.', '/..', '/a/.', '/a/../b', '/.well-known/x', '/a%20b', '/a%2Fb', '/a\\b', '/a#b', '/a b', '/caf\u00e9', '/a\u007f']) {
+  for (const other of ['', 'a', '/.', '/..', '/a/.', '/a/../b', '/.well-known/x', '/a%20b', '/a%2Fb', '/a\\b', '/a#b', '/a b', '/caf\u00e9', '/a\u007f', ...'"<>[]^`{|}'.split('').map((c) => `/a${c}b`)]) {
     t.notOk(isPlainPath(other), `${JSON.stringify(other)} is not plain`);
   }
   t.equal(keep.routedPath('/a/b/', ''), '/a/b', 'a plain path loses its trailing slash');
@@ -36,10 +36,14 @@ t.test('named cases', async (t) => {
   t.equal(keep.routedPath('/.well-known/x', ''), '/.well-known/x', 'a segment starting with a dot that is not a dot-segment');
   t.equal(keep.routedPath('/a/./b/../c', ''), '/a/c', 'dot-segments are resolved by the checks one by one');
   t.equal(outcome(keep.routedPath('/a/b', 'x#y')), 400, 'a plain path with a fragment in the query is refused');
+  // A character a URI path may hold only escaped is written escaped: no longer plain, as it once was.
+  t.equal(keep.routedPath('/q"uote/1/', ''), '/q%22uote/1', 'a raw quote is escaped');
+  t.equal(keep.routedPath('/a<b>/[c]^`{|}', ''), '/a%3Cb%3E/%5Bc%5D%5E%60%7B%7C%7D', 'and the rest of them');
+  t.equal(keep.routedPath('/q%22uote/%3c', ''), '/q%22uote/%3C', 'as their escapes are');
 });
 
 t.test('random targets: the same path or the same refusal as the checks one by one', async () => {
-  const char = fc.constantFrom('/', '/', 'a', '.', '.', '%', '2', 'f', 'F', '5', 'c', '\\', '#', ' ', '~', '\u00e9', '\u007f', '?');
+  const char = fc.constantFrom('/', '/', 'a', '.', '.', '%', '2', 'f', 'F', '5', 'c', '\\', '#', ' ', '~', '\u00e9', '\u007f', '?', '"', '<', '[', '|', '}');
   const text = fc.array(char, { maxLength: 14 }).map((chars) => chars.join(''));
   const path = text.map((s) => `/${s}`);
   fc.assert(

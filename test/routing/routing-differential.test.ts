@@ -3,6 +3,10 @@ import t from 'tap';
 import { RoutingTable } from '../../src/routing/table.js';
 import { entry, oracleFor } from '../helpers/routes.js';
 import { HostRoutes, hostSetLabel } from '../../src/edge/host-routes.js';
+import { isPlainPath } from '../../src/http/normalize-path.js';
+import { AcceptPhase } from '../../src/lifecycle/accept.js';
+import { parseTemplate } from '../../src/routing/template.js';
+import { testConfig } from '../helpers/upstream-server.js';
 
 // Differential test: the trie must pick exactly what the oracle of docs/reference/routing.md#specificity picks (sorted templates,
 // one anchored regex each, first match wins), on random template sets that use every form.
@@ -224,4 +228,107 @@ t.test('with hosts, each Host routes among its upstreams exactly as the oracle d
     { numRuns: 150, seed },
   );
   t.ok(cases >= 5_000, `${cases} generated cases compared`);
+});
+
+// Characters a request target may hold raw but an RFC 3986 path only percent-encoded
+// (docs/reference/accept.md#path-normalization): a raw one and its escape, in a request or a template
+// literal, are the same path. Requests go through the accept phase (the one-pass plain check, then
+// normalization), the oracle gets the path normalized by a reference written here, and every spelling
+// of one path must route as the others.
+const MUST_ESCAPE = ['"', '<', '>', '^', '`', '{', '|', '}', '[', ']'];
+const hex = (c: string) => c.charCodeAt(0).toString(16).toUpperCase();
+
+/** The reference rule: escapes upper-cased (none here is of an unreserved character), the characters above escaped. */
+function referenceNormalize(path: string): string {
+  return path.replace(/%[0-9a-f]{2}/gi, (e) => e.toUpperCase()).replace(/["<>^`{|}[\]]/g, (c) => `%${hex(c)}`);
+}
+
+type Atom = { text: string } | { special: string };
+type Spelling = 'raw' | 'upper' | 'lower';
+const atom: fc.Arbitrary<Atom> = fc.oneof(
+  { weight: 2, arbitrary: fc.constantFrom('a', 'b', 'q', '-', '.x', ':', '%20').map((text): Atom => ({ text })) },
+  { weight: 3, arbitrary: fc.constantFrom(...MUST_ESCAPE).map((special): Atom => ({ special })) },
+);
+const word = fc.array(atom, { minLength: 1, maxLength: 4 });
+
+function spell(atoms: Atom[], spellings: Spelling[], inTemplate: boolean, offset: number): string {
+  return atoms
+    .map((a, i) => {
+      if ('text' in a) return a.text;
+      let how = spellings[(i + offset) % spellings.length]!;
+      // A raw brace in a template is its syntax, not a literal.
+      if (inTemplate && how === 'raw' && (a.special === '{' || a.special === '}')) how = 'upper';
+      return how === 'raw' ? a.special : how === 'upper' ? `%${hex(a.special)}` : `%${hex(a.special).toLowerCase()}`;
+    })
+    .join('');
+}
+
+type EscPiece = { kind: 'lit'; word: Atom[] } | { kind: 'param' };
+const escScenario = fc.record({
+  templates: fc.array(
+    fc.record({
+      pieces: fc.array(fc.oneof({ weight: 3, arbitrary: word.map((w): EscPiece => ({ kind: 'lit', word: w })) }, { weight: 1, arbitrary: fc.constant<EscPiece>({ kind: 'param' }) }), { minLength: 1, maxLength: 4 }),
+      spellings: fc.array(fc.constantFrom<Spelling>('raw', 'upper', 'lower'), { minLength: 1, maxLength: 4 }),
+      method: fc.constantFrom('GET', 'POST'),
+    }),
+    { minLength: 1, maxLength: 8 },
+  ),
+  probes: fc.array(fc.record({ from: fc.nat(), values: fc.array(word, { minLength: 4, maxLength: 4 }), spellings: fc.array(fc.constantFrom<Spelling>('raw', 'upper', 'lower'), { minLength: 1, maxLength: 4 }), offset: fc.nat(3), extra: fc.oneof({ weight: 2, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: word }) }), { minLength: 10, maxLength: 10 }),
+});
+
+function templateOf(pieces: EscPiece[], spellings: Spelling[]): string {
+  return '/' + pieces.map((p, i) => (p.kind === 'param' ? `{p${i}}` : spell(p.word, spellings, true, i))).join('/');
+}
+
+t.test('a character RFC 3986 allows in a path only escaped routes alike raw and escaped, in requests and templates (property)', async (t) => {
+  const accept = new AcceptPhase(testConfig({ encodedSlashes: 'reject' }), '1.1 test');
+  let cases = 0;
+  let matched = 0;
+  let slow = 0;
+  const seed = Number(process.env.ROUTING_SEED ?? Date.now() % 2 ** 31);
+  t.comment(`fast-check seed ${seed} (rerun with ROUTING_SEED=${seed})`);
+  fc.assert(
+    fc.property(escScenario, ({ templates, probes }) => {
+      const entries = templates.map((x) => entry(x.method, templateOf(x.pieces, x.spellings), 'u1'));
+      for (const x of templates) {
+        // The same template written with every special raw (braces escaped) and every one escaped is one template.
+        const a = parseTemplate(templateOf(x.pieces, ['raw'])).canonical;
+        const b = parseTemplate(templateOf(x.pieces, ['lower'])).canonical;
+        if (a !== b) throw new Error(`${templateOf(x.pieces, ['raw'])} and ${templateOf(x.pieces, ['lower'])} differ: ${a} != ${b}`);
+      }
+      const { table } = RoutingTable.compile(entries);
+      const oracle = oracleFor(entries);
+      for (const probe of probes) {
+        const source = templates[probe.from % templates.length]!;
+        const spellingsOf = (spellings: Spelling[]) =>
+          '/' + source.pieces.map((p, i) => spell(p.kind === 'param' ? probe.values[i % 4]! : p.word, spellings, false, i + probe.offset)).join('/') +
+          // Another segment: mostly a path no template serves, so that misses are compared too.
+          (probe.extra === null ? '' : `/${spell(probe.extra, spellings, false, probe.offset)}`);
+        const forms = [spellingsOf(probe.spellings), spellingsOf(['raw']), spellingsOf(['upper']), spellingsOf(['lower'])];
+        let first: string | null = null;
+        for (const raw of forms) {
+          const path = accept.routedPath(raw, '');
+          if (typeof path !== 'string') throw new Error(`${raw} refused ${path.answer.status}`);
+          if (!isPlainPath(raw)) slow++;
+          if (/["<>^`{|}[\]]/.test(path)) throw new Error(`${raw} normalized to ${path}, which holds a character a URI path may not`);
+          const reference = referenceNormalize(raw);
+          if (path !== reference) throw new Error(`${raw} normalized to ${path}, the reference says ${reference}`);
+          const got = table.select(source.method, path, undefined, undefined, false);
+          const want = oracle.lookup(source.method, reference);
+          cases++;
+          const context = `${source.method} ${raw} (${path}) over [${entries.map((e) => `${e.method} ${e.template}`).join(', ')}]`;
+          if (got.status !== want.status || (got.route?.canonical ?? null) !== (want.template?.canonical ?? null)) {
+            throw new Error(`${got.status} ${got.route?.template} != oracle ${want.status} ${want.template?.raw}: ${context}`);
+          }
+          const outcome = `${got.status} ${got.route?.canonical ?? ''} ${JSON.stringify(Object.values(got.route === null ? {} : table.params()))}`;
+          if (first === null) first = outcome;
+          else if (outcome !== first) throw new Error(`${outcome} != ${first} for another spelling: ${context}`);
+          if (got.status === 200) matched++;
+        }
+      }
+    }),
+    { numRuns: 300, seed },
+  );
+  t.ok(matched > cases / 4 && matched < cases, `${matched} of ${cases} requests matched: matches and misses both compared`);
+  t.ok(slow > cases / 2, `${slow} of them were no plain path: they took normalization's slow path`);
 });

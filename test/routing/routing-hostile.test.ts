@@ -99,12 +99,15 @@ t.test('normalization: dot-segments, unreserved escapes, %2F kept, trailing slas
     ['/a/%2E%2E/b', '/b'],
     ['/a/.hidden/..x', '/a/.hidden/..x'],
     ['/files/v1.2/x', '/files/v1.2/x'],
+    ['/q"uote/{x}|[y]^`<z>', '/q%22uote/%7Bx%7D%7C%5By%5D%5E%60%3Cz%3E'],
+    ['/q%22uote/%7b%7C', '/q%22uote/%7B%7C'],
+    ['/a"/../b"', '/b%22'],
   ];
   for (const [raw, want] of cases) t.equal(normalizePath(raw), want, `${raw} -> ${want}`);
 });
 
 t.test('normalization is stable and never leaves a dot-segment (property)', async (t) => {
-  const chunk = fc.constantFrom('a', 'b', '.', '..', '%2E', '%2e%2E', '%41', '%2F', '%7e', '', 'x.y');
+  const chunk = fc.constantFrom('a', 'b', '.', '..', '%2E', '%2e%2E', '%41', '%2F', '%7e', '', 'x.y', '"', '<>', '%22', '{|}', '%7b');
   fc.assert(
     fc.property(fc.array(chunk, { maxLength: 8 }), fc.boolean(), (parts, trailing) => {
       const raw = '/' + parts.join('/') + (trailing ? '/' : '');

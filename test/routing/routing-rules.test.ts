@@ -208,3 +208,13 @@ t.test('a literal a request cannot carry raw (non-ASCII, a space, "#") is matche
   t.equal(winner(table, '/p/%C3%A9s'), '/p/%c3%a9s', 'written encoded in the doc: as before');
   t.equal(winner(table, '/u/é/5'), null, 'the raw form never reaches routing (a 400 at accept), and matches nothing here');
 });
+
+t.test('a literal an RFC 3986 path holds only escaped (", <, >, [, ], ^, `, {, |, }) is matched in its escaped form', async (t) => {
+  const table = compile([entry('GET', '/q"uote/{id}'), entry('GET', '/a<b>/[c]'), entry('GET', '/p^`|/%7Bx%7d'), entry('GET', '/e/%3c')]);
+  // Routing reads the normalized path, where the raw and the escaped forms are one (test/http/plain-path.test.ts).
+  t.equal(winner(table, '/q%22uote/5'), '/q"uote/{id}', 'what WHATWG URL clients send for "');
+  t.equal(winner(table, '/a%3Cb%3E/%5Bc%5D'), '/a<b>/[c]');
+  t.equal(winner(table, '/p%5E%60%7C/%7Bx%7D'), '/p^`|/%7Bx%7d', 'braces written escaped in the doc (raw ones are a variable)');
+  t.equal(winner(table, '/e/%3C'), '/e/%3c');
+  t.equal(winner(table, '/q"uote/5'), null, 'the raw form never reaches routing: normalization escapes it');
+});
