@@ -3,6 +3,9 @@
  * their own, so they need not face the internet. Every worker binds it (SO_REUSEPORT, like the public
  * port); anything that is not a built-in path is 404. Its requests are not counted in /metrics,
  * logged or traced (they are the operators' own polling); every answer carries a request ID all the same.
+ * The request target goes through the public port's checks and normalization first (`target`), so a
+ * built-in is reached by the same paths on both listeners, and a target the public port refuses (400,
+ * 414) is refused here with the same answer.
  */
 import { writeProblem } from '../http/problem-json.js';
 import { writeBuiltinAnswer } from './write-answer.js';
@@ -13,6 +16,10 @@ import { emptyHeaderView } from '../http/client-request-head.js';
 import { remoteAddress } from '../http/remote-address.js';
 import { TrustedProxies } from '../http/trusted-proxies.js';
 import { isAcceptableRequestId, nextRequestId } from '../observe/request-id.js';
+import type { Refusal } from '../lifecycle/accept.js';
+
+/** A request target's normalized path, or the public port's refusal of it (AcceptPhase.checkTarget). */
+export type AdminTarget = (url: string, query: string) => Refusal | string;
 
 /** The request ID on the admin listener's answers, as on the public port's; null: request IDs are off. */
 export interface AdminRequestIds {
@@ -31,6 +38,7 @@ export function startAdminListener(
   port: number,
   builtins: BuiltinsHook,
   via: string,
+  target: AdminTarget,
   ids: AdminRequestIds | null = null,
 ): Promise<AdminListener> {
   const app = uws.uws.App();
@@ -52,10 +60,16 @@ export function startAdminListener(
   };
   app.any('/*', (res: UwsResponse, req: UwsRequest) => {
     const method = req.getCaseSensitiveMethod();
-    const url = req.getUrl();
+    const query = req.getQuery() ?? '';
     headers.accept = req.getHeader('accept') || undefined;
     const id = requestId(res, req);
-    const answer = builtins(method, url, req.getQuery() ?? '', headers);
+    const path = target(req.getUrl(), query);
+    if (typeof path !== 'string') {
+      const { status, detail } = path.answer;
+      writeProblem(res, status, detail, { via, headersOnly: method === 'HEAD', headers: id, closeConnection: path.close });
+      return;
+    }
+    const answer = builtins(method, path, query, headers);
     if (answer === null) {
       writeProblem(res, 404, 'the admin listener serves only the health report, metrics and spec', { via, headersOnly: method === 'HEAD', headers: id });
       return;

@@ -126,7 +126,7 @@ export class Builtins {
     return this.answer(builtin, method, path, query, headers);
   };
 
-  /** The admin listener's hook: every built-in; null (404) for anything else. */
+  /** The admin listener's hook (`path` normalized, as the public port's): every built-in; null (404) for anything else. */
   readonly handleAdmin = (method: string, path: string, query: string, headers: BuiltinHeaders): BuiltinResponse | Promise<BuiltinResponse> | null => {
     const builtin = this.builtinAt(dropTrailingSlash(path));
     return builtin === null ? null : this.answer(builtin, method, path, query, headers);

@@ -16,6 +16,7 @@ import { ACCESS_LOG_LISTENER, createAccessLog, type AccessLog } from '../listene
 import { createLogger, levelFromEnv } from '../log.js';
 import { exitAfterLogs } from '../log-exit.js';
 import { startAdminListener, type AdminListener } from '../builtins/admin-listener.js';
+import { AcceptPhase } from '../lifecycle/accept.js';
 import { WorkerComponents } from './worker-components.js';
 import { handleWorkerSignals } from './worker-signals.js';
 import { timerDelay } from '../config/durations.js';
@@ -255,7 +256,10 @@ async function listen(plane: UnboundDataPlane, message: PublishMessage): Promise
   const admin = message.config.admin;
   if (admin !== undefined) {
     const ids = message.config.requestId.enabled ? { header: message.config.requestId.header, trustedProxies: message.config.trustedProxies } : null;
-    adminListener = await startAdminListener(plane.uws, admin.host, admin.port, builtins.handleAdmin, `1.1 ${message.config.name}`, ids);
+    const via = `1.1 ${message.config.name}`;
+    // The public port's target checks and normalization (encodedSlashes, limits.maxUrlBytes: worker-start settings).
+    const accept = new AcceptPhase(message.config, via);
+    adminListener = await startAdminListener(plane.uws, admin.host, admin.port, builtins.handleAdmin, via, (url, query) => accept.checkTarget(url, query), ids);
     log.info({ host: admin.host, port: adminListener.port }, 'admin listener listening');
   }
   send({ type: 'listening', port: plane.port });

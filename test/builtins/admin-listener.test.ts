@@ -92,3 +92,30 @@ t.test("the admin listener's answers carry a request ID like every other answer;
   const offAdmin = Number((await off.waitForLog((line) => line.msg === 'admin listener listening', 5000, 'admin listener')).port);
   t.notOk('x-request-id' in (await httpRequest(offAdmin, '/metrics')).headers, 'request IDs off: none');
 });
+
+t.test('the admin listener matches the built-ins after the public port\'s path normalization, and refuses what it refuses', async (t) => {
+  const app = await startUpstream(t, { name: 'app' });
+  const gateway = await startGateway(t, {
+    config: testConfig([{ serviceType: 'static', serviceLocation: app.location, endpoints: [{ method: 'GET', path: '/items/{id}' }] }], { admin: { host: '127.0.0.1', port: 0 } }),
+    waitFor: (line) => line.msg === 'gateway operational',
+    workers: 1,
+  });
+  const adminPort = Number((await gateway.waitForLog((line) => line.msg === 'admin listener listening', 5000, 'admin listener')).port);
+  for (const path of ['/%68ealthcheck', '/./healthcheck', '/x/../healthcheck', '/healthcheck/', '/%68ealthcheck/.']) {
+    t.equal((await httpRequest(gateway.port, path)).status, 200, `public ${path}`);
+    t.equal((await httpRequest(adminPort, path)).status, 200, `admin ${path}: the same health report`);
+  }
+  for (const path of ['/%6Detrics', '/./metrics', '/spec/../metrics', '/%73pec']) {
+    t.equal((await httpRequest(adminPort, path)).status, 200, `admin ${path}`);
+  }
+  t.equal((await httpRequest(adminPort, '/%68ealthcheck', { method: 'HEAD' })).status, 200, 'HEAD too');
+  for (const path of ['/%zzhealthcheck', '/../healthcheck', '/healthcheck/%2F']) {
+    const pub = await httpRequest(gateway.port, path);
+    const admin = await httpRequest(adminPort, path);
+    t.equal(pub.status, 400, `public ${path}: 400`);
+    t.equal(admin.status, pub.status, `admin ${path}: what the public port gives`);
+    t.equal(admin.headers['content-type'], 'application/problem+json');
+    t.equal(JSON.parse(admin.body).detail, JSON.parse(pub.body).detail, `admin ${path}: the same detail`);
+  }
+  t.equal((await httpRequest(adminPort, '/%69tems/1')).status, 404, 'a normalized non-built-in path is still 404 there');
+});
