@@ -8,6 +8,8 @@ import { middlewareProblems, middlewareWarnings } from '../middleware/registry.j
 import { LOCAL_STORE, kvStoreProblems } from '../stores/config.js';
 import { checkObserveConfig, checkRequestIdHeader } from '../observe/config-checks.js';
 import { listenHostProblem } from './listen-host.js';
+import { dropTrailingSlash, normalizePath } from '../http/normalize-path.js';
+import { hasSlashLookalike, isTargetText } from '../http/request-target.js';
 import { DATABASES_PER_CACHE, MAX_DATABASES, MAX_LOCAL_CACHES } from '../cache/lmdb-env.js';
 
 type Rule = (config: GatewayConfig, explicitPathKeys: ReadonlySet<string>) => ConfigProblem[];
@@ -183,10 +185,15 @@ function checkBuiltinPaths(config: GatewayConfig, explicitKeys: ReadonlySet<stri
   const ownerByPath = new Map<string, string>();
   const paths = config.paths as Record<string, string>;
   for (const [key, path] of Object.entries(paths)) {
-    const routed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
-    const owner = ownerByPath.get(routed);
+    if (typeof path !== 'string') continue;
+    const reached = reachablePath(path, config.encodedSlashes === 'reject');
+    if (typeof reached !== 'string') {
+      problems.push({ pointer: `/paths/${key}`, reason: reached.reason });
+      continue;
+    }
+    const owner = ownerByPath.get(reached);
     if (owner === undefined) {
-      ownerByPath.set(routed, key);
+      ownerByPath.set(reached, key);
       continue;
     }
     const [blamed, other] = explicitKeys.has(key) ? [key, owner] : [owner, key];
@@ -197,4 +204,37 @@ function checkBuiltinPaths(config: GatewayConfig, explicitKeys: ReadonlySet<stri
     });
   }
   return problems;
+}
+
+/**
+ * The path a built-in at `path` is matched by (requests are matched after path normalization,
+ * docs/reference/builtins.md), or why no request can reach it: `path` is refused unless it is already
+ * in normalized form (a trailing slash aside), since a request for it as written is normalized before
+ * it is compared, and the form to write instead is named.
+ */
+function reachablePath(path: string, rejectEncodedSlashes: boolean): string | { reason: string } {
+  const written = JSON.stringify(path);
+  const unreachable = `no request can reach ${written}`;
+  // Raw characters a request target cannot hold (UTF-8, "#") are sent percent-encoded.
+  let sendable = path;
+  if (!isTargetText(path)) {
+    try {
+      sendable = Array.from(path, (c) => (isTargetText(c) ? c : encodeURIComponent(c))).join('');
+    } catch {
+      return { reason: `${unreachable}: it holds a lone UTF-16 surrogate, which has no UTF-8 form` };
+    }
+  }
+  const normalized = normalizePath(sendable);
+  if (normalized === null) {
+    return { reason: `${unreachable}: it holds a malformed percent-escape or a ".." above the root, and a request with it is a 400` };
+  }
+  if (rejectEncodedSlashes && hasSlashLookalike(normalized)) {
+    return { reason: `${unreachable}: it holds a "\\" or an encoded "/" or "\\" (%2F, %5C), and encodedSlashes is "reject"` };
+  }
+  if (normalized !== dropTrailingSlash(path)) {
+    return {
+      reason: `${written} is not in normalized form (requests are matched after path normalization: escapes of unreserved characters decoded, other escapes in upper-case hex, no "." or ".." segments, characters outside visible ASCII percent-encoded), so no request can reach it; write ${JSON.stringify(normalized)}`,
+    };
+  }
+  return normalized;
 }

@@ -257,6 +257,40 @@ t.test('built-in paths', async (t) => {
   t.equal(messageOf({ paths: { spec: '/spec?x' } }), `${FILE}: /paths/spec: must start with "/" and hold no query, fragment or whitespace (got "/spec?x")`);
 });
 
+t.test('built-in paths not in normalized form are refused, naming the form to write', async (t) => {
+  const notNormalized = (key: string, written: string, write: string) =>
+    `${FILE}: /paths/${key}: ${JSON.stringify(written)} is not in normalized form (requests are matched after path normalization: escapes of unreserved characters decoded, other escapes in upper-case hex, no "." or ".." segments, characters outside visible ASCII percent-encoded), so no request can reach it; write ${JSON.stringify(write)}`;
+  t.equal(messageOf({ paths: { healthcheck: '/%7Estatus' } }), notNormalized('healthcheck', '/%7Estatus', '/~status'));
+  t.equal(messageOf({ paths: { spec: '/api/./spec' } }), notNormalized('spec', '/api/./spec', '/api/spec'));
+  t.equal(messageOf({ paths: { metrics: '/h%c3%a9alth' } }), notNormalized('metrics', '/h%c3%a9alth', '/h%C3%A9alth'));
+  t.equal(messageOf({ paths: { metrics: '/a/../m' } }), notNormalized('metrics', '/a/../m', '/m'));
+  t.equal(messageOf({ paths: { metrics: '/hé' } }), notNormalized('metrics', '/hé', '/h%C3%A9'));
+  t.equal(messageOf({ paths: { metrics: '/m/.' } }), notNormalized('metrics', '/m/.', '/m'));
+  t.equal(
+    messageOf({ paths: { metrics: '/m%zz' } }),
+    `${FILE}: /paths/metrics: no request can reach "/m%zz": it holds a malformed percent-escape or a ".." above the root, and a request with it is a 400`,
+  );
+  t.equal(
+    messageOf({ paths: { metrics: '/../m' } }),
+    `${FILE}: /paths/metrics: no request can reach "/../m": it holds a malformed percent-escape or a ".." above the root, and a request with it is a 400`,
+  );
+  t.equal(
+    messageOf({ paths: { metrics: '/a%2Fb' } }),
+    `${FILE}: /paths/metrics: no request can reach "/a%2Fb": it holds a "\\" or an encoded "/" or "\\" (%2F, %5C), and encodedSlashes is "reject"`,
+  );
+  t.equal(parseConfig(JSON.stringify({ encodedSlashes: 'keep', paths: { metrics: '/a%2Fb' } }), FILE).paths.metrics, '/a%2Fb', 'kept with encodedSlashes: "keep"');
+  const error = errorOf({ paths: { healthcheck: '/%7Estatus', spec: '/api/./spec' } });
+  t.match(error.message, /\/paths\/healthcheck: .*write "\/~status"/, 'every such path is named');
+  t.match(error.message, /\/paths\/spec: .*write "\/api\/spec"/);
+  const fine = parseConfig(JSON.stringify({ paths: { healthcheck: '/~status/', metrics: '/h%C3%A9alth', spec: '/api/spec' } }), FILE);
+  t.same(fine.paths, { healthcheck: '/~status/', metrics: '/h%C3%A9alth', spec: '/api/spec' }, 'normalized forms (a trailing slash aside) load');
+  t.equal(
+    messageOf({ paths: { healthcheck: '/x', spec: '/%78' } }),
+    notNormalized('spec', '/%78', '/x'),
+    'a path that is not in normalized form is refused as such, not compared as written',
+  );
+});
+
 t.test('environment overrides', async (t) => {
   const config = parseConfig('{"port": 1}', FILE, { GATEWAY_PORT: '9090', GATEWAY_WORKERS: ' 3 ', GATEWAY_LOG_LEVEL: 'debug' });
   t.equal(config.port, 9090);
