@@ -261,25 +261,28 @@ export class Reloader {
 
   /**
    * A port the new config moves to that another process holds: the gateway could not start on this
-   * config, so the reload is refused as a start would be (the current port is ours, never probed).
+   * config, so the reload is refused as a start would be. The ports this gateway holds itself (the
+   * current public, TLS and admin ports) are never probed: a config that only moves among them (swaps
+   * `port` and `admin.port`) would start once this gateway has stopped, and its restart-only settings
+   * are only warned about.
    */
   private async heldPort(current: GatewayConfig, next: GatewayConfig): Promise<string | null> {
     const probe = this.options.probePort;
     if (!probe) return null;
-    if (next.port !== current.port && next.port !== 0) {
+    // With tls.plainPort "off" the public port is not opened.
+    const publicPort = current.tls?.plainPort === 'off' ? undefined : current.port;
+    const ours = new Set([publicPort, current.tls?.port, current.admin?.port].filter((port) => port !== undefined));
+    const foreign = (port: number | undefined): port is number => port !== undefined && port !== 0 && !ours.has(port);
+    if (foreign(next.port)) {
       const held = await probe(next.host, next.port, 'port');
       if (held !== null) return held;
     }
-    const tlsPort = next.tls?.port;
-    const ours = [current.port, current.tls?.port, current.admin?.port];
-    if (tlsPort !== undefined && tlsPort !== 0 && !ours.includes(tlsPort)) {
-      const held = await probe(next.host, tlsPort, 'TLS port');
+    if (foreign(next.tls?.port)) {
+      const held = await probe(next.host, next.tls.port, 'TLS port');
       if (held !== null) return held;
     }
     const admin = next.admin;
-    if (admin !== undefined && admin.port !== 0 && admin.port !== current.admin?.port && admin.port !== current.port) {
-      return probe(admin.host, admin.port, 'admin port');
-    }
+    if (admin !== undefined && foreign(admin.port)) return probe(admin.host, admin.port, 'admin port');
     return null;
   }
 

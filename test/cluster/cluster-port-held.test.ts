@@ -145,3 +145,42 @@ t.test('a reload that moves tls.port to a held port is refused; TLS keeps servin
   t.match(status, { ok: false, applied: false, error: `TLS port ${holder.port} on 127.0.0.1 is already in use by pid ${holder.pid} (` });
   t.equal((await presented(tlsPort, undefined)).cn, 'gw');
 });
+
+/** The settings a reload of these files only warns about, as lastReload reports them. */
+const RESTART_WARNING = (setting: string) => `"${setting}" changes on restart only; the running value stays`;
+
+t.test('a reload that swaps port and admin.port (ports this gateway holds) is not refused: they are warned about, the rest applies', async (t) => {
+  const second = await startUpstream(t, { name: 'second' });
+  const publicPort = await findFreePort('127.0.0.1');
+  const adminPort = await findFreePort('127.0.0.1');
+  const gateway = await startGateway(t, { config: config({ port: publicPort, admin: { port: adminPort } }), port: null, startTimeoutMs: 60_000 });
+  t.equal(gateway.port, publicPort);
+  const upstreams = [
+    { serviceType: 'static', serviceLocation: upstream.location, endpoints: [{ method: 'GET', path: '/ok' }] },
+    { serviceType: 'static', serviceLocation: second.location, endpoints: [{ method: 'GET', path: '/new' }] },
+  ];
+  const status = await reloadWith(gateway, { ...config({ port: adminPort, admin: { port: publicPort } }), upstreams }, { metricsPort: adminPort });
+  t.match(status, { ok: true, applied: true }, `applied: ${JSON.stringify(status)}`);
+  t.same([...(status.warnings ?? [])].sort(), [RESTART_WARNING('admin'), RESTART_WARNING('port')], 'the restart-only settings are warned about');
+  t.notOk(gateway.lines.some((l) => /already in use/.test(String(l.msg))), 'no port is said to be held by another process');
+  t.equal((await httpRequest(publicPort, '/new')).status, 200, 'the new upstream is routed on the running public port');
+  t.equal((await httpRequest(publicPort, '/ok')).status, 200);
+  // /spec: the health report may be 503 for a moment after a reload (the access log listener re-prepared).
+  t.equal((await httpRequest(adminPort, '/spec')).status, 200, 'the admin listener stays on its port');
+  t.equal((await httpRequest(publicPort, '/metrics')).status, 404, 'and the public port is still not the admin listener');
+});
+
+t.test('a reload that swaps tls.port and admin.port is not refused either', async (t) => {
+  const certs = new CertificateDir(t);
+  const cert = certs.make('gw', 'gw');
+  const tlsPort = await findFreePort('127.0.0.1');
+  const adminPort = await findFreePort('127.0.0.1');
+  const port = await findFreePort('127.0.0.1');
+  const gateway = await startGateway(t, { config: config({ port, admin: { port: adminPort }, tls: { port: tlsPort, certificates: [files(cert)] } }), port: null, startTimeoutMs: 60_000 });
+  const status = await reloadWith(gateway, config({ port, admin: { port: tlsPort }, tls: { port: adminPort, certificates: [files(cert)] } }), { metricsPort: adminPort });
+  t.match(status, { ok: true, applied: true }, `applied: ${JSON.stringify(status)}`);
+  t.same([...(status.warnings ?? [])].sort(), [RESTART_WARNING('admin'), RESTART_WARNING('tls.port')]);
+  t.equal((await presented(tlsPort, undefined)).cn, 'gw', 'TLS stays on its port');
+  // /spec: the health report may be 503 for a moment after a reload (the access log listener re-prepared).
+  t.equal((await httpRequest(adminPort, '/spec')).status, 200, 'the admin listener stays on its port');
+});

@@ -3,9 +3,9 @@
 import type { ReloadStatus } from '../../src/builtins/healthcheck.js';
 import { eventually, httpRequest, type GatewayProcess } from './gateway-process.js';
 
-/** The last reload's status in /metrics; undefined before the first reload. */
-export async function lastReload(gateway: GatewayProcess): Promise<ReloadStatus | undefined> {
-  return (JSON.parse((await httpRequest(gateway.port, '/metrics')).body) as { lastReload?: ReloadStatus }).lastReload;
+/** The last reload's status in /metrics (on `port`: the admin listener's, when there is one); undefined before the first reload. */
+export async function lastReload(gateway: GatewayProcess, port = gateway.port): Promise<ReloadStatus | undefined> {
+  return (JSON.parse((await httpRequest(port, '/metrics')).body) as { lastReload?: ReloadStatus }).lastReload;
 }
 
 /**
@@ -15,14 +15,18 @@ export async function lastReload(gateway: GatewayProcess): Promise<ReloadStatus 
 export async function reloadWith(
   gateway: GatewayProcess,
   config: Record<string, unknown> | string,
-  { settled = () => true, timeoutMs = 10_000 }: { settled?: (status: ReloadStatus) => boolean; timeoutMs?: number } = {},
+  {
+    settled = () => true,
+    timeoutMs = 10_000,
+    metricsPort = gateway.port,
+  }: { settled?: (status: ReloadStatus) => boolean; timeoutMs?: number; metricsPort?: number } = {},
 ): Promise<ReloadStatus> {
-  const before = await lastReload(gateway);
+  const before = await lastReload(gateway, metricsPort);
   gateway.writeConfig(config);
   gateway.signal('SIGHUP');
   return eventually(
     async () => {
-      const status = await lastReload(gateway);
+      const status = await lastReload(gateway, metricsPort);
       return status && status.at !== before?.at && settled(status) ? status : undefined;
     },
     timeoutMs,
