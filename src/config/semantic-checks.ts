@@ -9,7 +9,7 @@ import { LOCAL_STORE, kvStoreProblems } from '../stores/config.js';
 import { checkObserveConfig, checkRequestIdHeader } from '../observe/config-checks.js';
 import { listenHostProblem } from './listen-host.js';
 import { dropTrailingSlash, normalizePath } from '../http/normalize-path.js';
-import { hasSlashLookalike, isTargetText } from '../http/request-target.js';
+import { hasSlashLookalike, isTargetText, sendableText } from '../http/request-target.js';
 import { DATABASES_PER_CACHE, MAX_DATABASES, MAX_LOCAL_CACHES } from '../cache/lmdb-env.js';
 
 type Rule = (config: GatewayConfig, explicitPathKeys: ReadonlySet<string>) => ConfigProblem[];
@@ -215,16 +215,16 @@ function checkBuiltinPaths(config: GatewayConfig, explicitKeys: ReadonlySet<stri
 function reachablePath(path: string, rejectEncodedSlashes: boolean): string | { reason: string } {
   const written = JSON.stringify(path);
   const unreachable = `no request can reach ${written}`;
-  // Raw characters a request target cannot hold (UTF-8, "#") are sent percent-encoded.
-  let sendable = path;
   if (!isTargetText(path)) {
+    // encodeURIComponent throws exactly on a lone surrogate; sendableText would write U+FFFD for it.
     try {
-      sendable = Array.from(path, (c) => (isTargetText(c) ? c : encodeURIComponent(c))).join('');
+      encodeURIComponent(path);
     } catch {
       return { reason: `${unreachable}: it holds a lone UTF-16 surrogate, which has no UTF-8 form` };
     }
   }
-  const normalized = normalizePath(sendable);
+  // Raw characters a request target cannot hold (UTF-8, "#") are sent percent-encoded.
+  const normalized = normalizePath(sendableText(path));
   if (normalized === null) {
     return { reason: `${unreachable}: it holds a malformed percent-escape or a ".." above the root, and a request with it is a 400` };
   }

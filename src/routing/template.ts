@@ -1,5 +1,6 @@
 import { compileSegmentRegex, LINEAR, type SegmentRegex } from './segment-regex.js';
 import { normalizeLiteral } from '../http/normalize-path.js';
+import { sendableText } from '../http/request-target.js';
 
 /**
  * Segment kinds, numbered by rank (docs/reference/routing.md#segment-forms): a lower rank is more specific.
@@ -51,34 +52,6 @@ const SLASH: Segment = { rank: Rank.Slash, text: '/', name: '', regex: null };
 /** Operators of RFC 6570 that are read as (docs/reference/routing.md#segment-forms) a plain `{name}`. */
 const PLAIN_OPERATORS = '?#;&/';
 
-/**
- * A literal as a request can carry it: a character no request target holds raw (outside visible ASCII,
- * or `#`, docs/reference/accept.md#head-checks) becomes its UTF-8 percent-escapes, the form clients
- * send. Written raw, `/u/é/{id}` from a doc could never be matched: `é` on the wire is a 400, and
- * `%C3%A9` stays encoded through path normalization. (Visible ASCII that a path may hold only escaped,
- * `"` `<` `>` ..., normalizeLiteral has escaped already, as path normalization does.)
- */
-function encodeUnsendable(text: string): string {
-  let out = '';
-  let from = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c >= 0x21 && c <= 0x7e && c !== 0x23) continue;
-    // A surrogate pair is one character: both halves are escaped together, as its four UTF-8 bytes.
-    const end = c >= 0xd800 && c <= 0xdbff && i + 1 < text.length ? i + 2 : i + 1;
-    out += text.slice(from, i) + escapeUtf8(text.slice(i, end));
-    from = end;
-    i = end - 1;
-  }
-  return from === 0 ? text : out + text.slice(from);
-}
-
-/** UTF-8 percent-escapes, upper-case hex (as path normalization writes escapes); a lone surrogate as U+FFFD's. */
-function escapeUtf8(character: string): string {
-  let bytes = '';
-  for (const byte of Buffer.from(character, 'utf8')) bytes += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
-  return bytes;
-}
 
 export function parseTemplate(raw: string): ParsedTemplate {
   const body = stripSlashes(raw);
@@ -100,7 +73,9 @@ export function parseTemplate(raw: string): ParsedTemplate {
       while (end < body.length && !isLiteralStop(body.charCodeAt(end))) end++;
       const normalized = normalizeLiteral(body.slice(i, end));
       if (normalized === null) throw new TemplateSyntaxError(raw, `invalid percent-encoding in "${body.slice(i, end)}"`);
-      segments.push({ rank: Rank.Literal, text: encodeUnsendable(normalized), name: '', regex: null });
+      // normalizeLiteral escaped the visible ASCII a path holds only escaped (`"` `<` ...), as path
+      // normalization does; sendableText escapes what no request target holds raw (`é`, `#`).
+      segments.push({ rank: Rank.Literal, text: sendableText(normalized), name: '', regex: null });
       i = end;
     }
   }
