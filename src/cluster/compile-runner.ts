@@ -44,8 +44,9 @@ export class CompileRunner {
     return endpoints <= INLINE_MAX_ENDPOINTS ? 'inline' : 'thread';
   }
 
-  run(input: CompileInput): Promise<CompileOutput> {
-    if (this.placeOf(input) === 'thread') return this.threads().run(input);
+  /** `place`: placeOf(input), when the caller has it already. */
+  run(input: CompileInput, place = this.placeOf(input)): Promise<CompileOutput> {
+    if (place === 'thread') return this.threads().run(input);
     // The same module the thread runs: the task's bundle, loaded once (about 65 ms), or the compiled module.
     this.inline ??= import(COMPILE_TASK_ENTRY.href).then((task: { default: CompileTask }) => task.default);
     return this.inline.then((compile) => compile(input));

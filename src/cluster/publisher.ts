@@ -104,7 +104,7 @@ export class Publisher {
       hosted: config.upstreams.map((u) => ({ serviceLocation: u.serviceLocation, ...(u.hosts ? { hosts: u.hosts } : {}) })),
     };
     const compiledOn = this.runner.placeOf(input);
-    const output = await this.runner.run(input);
+    const output = await this.runner.run(input, compiledOn);
     const tableVersion = ++this.version;
 
     this.problemLog.report(
