@@ -433,7 +433,7 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
 
   /**
    * Loads the scripts on every (re)connection, so EVALSHA rarely needs its fallback (a cache's first
-   * invalidation paid two more round trips for it, while its answer waited). The first answer
+   * invalidation paid two more round trips for it). The first answer
    * settles the store; until then a load that gets no answer counts as a failed attempt and is retried.
    */
   private loadScript(): void {
