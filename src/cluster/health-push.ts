@@ -27,7 +27,11 @@ export class HealthPush {
    * minIntervalMs).
    */
   update(status: HealthMessage['status'], body: string, immediately = false): void {
-    if (this.current && this.current.status === status && this.current.body === body) return;
+    if (this.current && this.current.status === status && this.current.body === body) {
+      // The same report may still be waiting for the interval (rendered by a change just before the table).
+      if (immediately && this.timer) this.push();
+      return;
+    }
     this.current = { type: 'health', status, body };
     if (immediately || status !== this.lastStatus) return this.push();
     if (this.timer) return;

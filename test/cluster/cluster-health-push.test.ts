@@ -60,3 +60,18 @@ t.test('a report that goes with a new table is pushed at once, even during the i
   t.equal(pushed.length, 2, 'other changes in the interval still wait');
   push.stop();
 });
+
+t.test('a report that goes with a new table is pushed at once even when it was rendered before and is waiting', async (t) => {
+  // The primary renders the report when an upstream changes and again when the table that routes it is
+  // published: the second rendering is the same text, still waiting for the interval.
+  const pushed: HealthMessage[] = [];
+  const push = new HealthPush((m) => pushed.push(m), 10_000, () => 0);
+  push.update(200, 'upstream failed');
+  push.update(200, 'upstream ready');
+  t.same(pushed.map((m) => m.body), ['upstream failed'], 'the change waits for the interval');
+  push.update(200, 'upstream ready', true);
+  t.same(pushed.map((m) => m.body), ['upstream failed', 'upstream ready'], 'pushed with the table, not after it');
+  push.update(200, 'upstream ready', true);
+  t.equal(pushed.length, 2, 'and not twice');
+  push.stop();
+});
