@@ -70,6 +70,6 @@ t.test('the same table and /spec in the primary as on the thread, the inputs unt
       const again = await inline.run(work);
       t.same(again, here, 'a second compile of the same state gives the same output');
     }),
-    { numRuns: 40 },
+    { numRuns: 25 },
   );
 });
