@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import type { GatewayConfig } from './types.js';
 import { normalizeServiceLocation } from './service-location.js';
 import type { ConfigProblem } from './config-problem.js';
@@ -9,6 +10,7 @@ import { LOCAL_STORE, kvStoreProblems } from '../stores/config.js';
 import { checkObserveConfig, checkRequestIdHeader } from '../observe/config-checks.js';
 import { listenHostProblem } from './listen-host.js';
 import { dropTrailingSlash, normalizePath } from '../http/normalize-path.js';
+import { DEFAULT_MAX_URL_BYTES } from '../edge/request-line.js';
 import { hasSlashLookalike, isTargetText, sendableText } from '../http/request-target.js';
 import { DATABASES_PER_CACHE, MAX_DATABASES, MAX_LOCAL_CACHES } from '../cache/lmdb-env.js';
 
@@ -189,6 +191,18 @@ function checkBuiltinPaths(config: GatewayConfig, explicitKeys: ReadonlySet<stri
     const reached = reachablePath(path, config.encodedSlashes === 'reject');
     if (typeof reached !== 'string') {
       problems.push({ pointer: `/paths/${key}`, reason: reached.reason });
+      continue;
+    }
+    // A request for a longer path is a 414 before it is matched: the built-in would never answer.
+    const bytes = Buffer.byteLength(reached);
+    const maxUrlBytes = config.limits.maxUrlBytes ?? DEFAULT_MAX_URL_BYTES;
+    if (bytes > maxUrlBytes) {
+      const where = explicitKeys.has(key) ? `/paths/${key}` : '/limits/maxUrlBytes';
+      const what = `paths.${key}${explicitKeys.has(key) ? '' : ' (by default)'}`;
+      problems.push({
+        pointer: where,
+        reason: `${what} ${JSON.stringify(reached)} is ${bytes} bytes, longer than limits.maxUrlBytes (${maxUrlBytes}): every request for it is a 414, so it would never answer`,
+      });
       continue;
     }
     const owner = ownerByPath.get(reached);

@@ -257,6 +257,21 @@ t.test('built-in paths', async (t) => {
   t.equal(messageOf({ paths: { spec: '/spec?x' } }), `${FILE}: /paths/spec: must start with "/" and hold no query, fragment or whitespace (got "/spec?x")`);
 });
 
+t.test('a built-in path longer than limits.maxUrlBytes is refused: every request for it would be a 414', async (t) => {
+  const problems = (config: Record<string, unknown>): string => messageOf(config).split('\n').sort().join('\n');
+  t.equal(
+    problems({ limits: { maxUrlBytes: 10 } }),
+    `${FILE}: /limits/maxUrlBytes: paths.healthcheck (by default) "/healthcheck" is 12 bytes, longer than limits.maxUrlBytes (10): every request for it is a 414, so it would never answer`,
+    'a default path: the limit is blamed',
+  );
+  t.equal(
+    messageOf({ limits: { maxUrlBytes: 64 }, paths: { metrics: `/${'m'.repeat(64)}` } }),
+    `${FILE}: /paths/metrics: paths.metrics "/${'m'.repeat(64)}" is 65 bytes, longer than limits.maxUrlBytes (64): every request for it is a 414, so it would never answer`,
+    'a path the file sets: the path is blamed',
+  );
+  t.doesNotThrow(() => parseConfig(JSON.stringify({ limits: { maxUrlBytes: 12 } }), FILE), 'a path exactly as long as the limit answers');
+});
+
 t.test('built-in paths not in normalized form are refused, naming the form to write', async (t) => {
   const notNormalized = (key: string, written: string, write: string) =>
     `${FILE}: /paths/${key}: ${JSON.stringify(written)} is not in normalized form (requests are matched after path normalization: escapes of unreserved characters decoded, other escapes in upper-case hex, no "." or ".." segments, characters outside visible ASCII percent-encoded), so no request can reach it; write ${JSON.stringify(write)}`;
