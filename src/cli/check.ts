@@ -4,7 +4,7 @@ import { configWarnings } from '../config/semantic-checks.js';
 import type { GatewayConfig } from '../config/types.js';
 import { discoverUpstream } from '../discovery/index.js';
 import { RoutingTable } from '../routing/table.js';
-import type { RouteEntry } from '../routing/types.js';
+import type { RouteEntry, TemplateProblem } from '../routing/types.js';
 import { UsageError } from './usage-error.js';
 import { printable } from '../text/printable.js';
 
@@ -67,7 +67,7 @@ export async function runCheck(argv: string[]): Promise<number> {
     }
   });
   const compiled = RoutingTable.compile(entries, { maxUrlBytes: config.limits.maxUrlBytes });
-  for (const p of compiled.problems) problems.push(p.message);
+  for (const p of compiled.problems) problems.push(templateProblem(file, config, p));
 
   for (const w of warnings) console.error(printable(`warning: ${w}`));
   for (const p of problems) console.error(printable(`error: ${p}`));
@@ -76,6 +76,24 @@ export async function runCheck(argv: string[]): Promise<number> {
   const docs = values.fetch ? `, ${fetched} doc(s) fetched` : skipped > 0 ? `; ${skipped} upstream doc(s) not fetched (--fetch checks them)` : '';
   console.log(`gateway check: ${printable(file)} is ok: ${config.upstreams.length} upstream(s), ${compiled.table.routes().length} route(s)${docs}${warnings.length > 0 ? `, ${warnings.length} warning(s)` : ''}`);
   return 0;
+}
+
+/**
+ * A template the router refuses. One of a static upstream is in this file: named by its endpoint's
+ * pointer, as a config problem is (start serves the other endpoints and logs it; check fails on it).
+ * Of an equivalent pair the one ignored is the later.
+ */
+function templateProblem(file: string, config: GatewayConfig, problem: TemplateProblem): string {
+  const index = config.upstreams.findIndex((u) => u.serviceLocation === problem.upstream);
+  const upstream = config.upstreams[index];
+  if (upstream?.serviceType !== 'static') return problem.message;
+  const endpoints = upstream.endpoints ?? [];
+  let at = -1;
+  endpoints.forEach((endpoint, j) => {
+    if (endpoint.path === problem.template && endpoint.method.toUpperCase() === problem.method) at = j;
+  });
+  if (at < 0) return problem.message;
+  return `${file}: /upstreams/${index}/endpoints/${at}/path: template ${JSON.stringify(problem.template)} (${problem.method}): ${problem.reason}`;
 }
 
 function failed(file: string, count: number): number {

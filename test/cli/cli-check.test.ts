@@ -87,6 +87,28 @@ t.test('a bad config: exit 1 with every problem listed, each naming the file and
   t.match(usage.stderr, 'GATEWAY_CONFIG');
 });
 
+t.test('a static template the router refuses is an error naming the file and the endpoint', async (t) => {
+  const config = file('templates.json', {
+    upstreams: [
+      staticUpstream('http://127.0.0.1:9'),
+      {
+        serviceType: 'static',
+        serviceLocation: 'http://127.0.0.1:10',
+        endpoints: [
+          { method: 'GET', path: '/b/{id}' },
+          { method: 'GET', path: '/b/{id' },
+          { method: 'GET', path: '/b/{name}' },
+        ],
+      },
+    ],
+  });
+  const { code, stderr } = await cli(['check', '--config', config]);
+  t.equal(code, 1, 'a typo in the file fails the check (start would serve the other endpoints)');
+  t.match(stderr, `error: ${config}: /upstreams/1/endpoints/1/path: template "/b/{id" (GET): unbalanced braces`);
+  t.match(stderr, `error: ${config}: /upstreams/1/endpoints/2/path: template "/b/{name}" (GET): equivalent to "/b/{id}"`, 'the later of an equivalent pair');
+  t.match(stderr, `gateway check: ${config} has 2 problem(s)`);
+});
+
 t.test('requestId.header: a name the gateway writes or reads itself is refused, naming the file, the field and why', async (t) => {
   const framing = file('reqid-te.json', { upstreams: [staticUpstream('http://127.0.0.1:9')], requestId: { header: 'Transfer-Encoding' } });
   const te = await cli(['check', '--config', framing]);
