@@ -24,6 +24,17 @@ function changed<K extends keyof GatewayConfig>(keys: readonly K[], before: Gate
   return keys.filter((key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]));
 }
 
+/**
+ * Port 0 in the file means "a free port, picked at start": the port the running gateway picked is
+ * that, so a reload of the same file changes nothing (tls.port 0 likewise: src/edge/reload.ts).
+ */
+function keepPickedPorts(current: GatewayConfig, next: GatewayConfig): GatewayConfig {
+  let kept = next;
+  if (next.port === 0) kept = { ...kept, port: current.port };
+  if (next.admin?.port === 0 && current.admin !== undefined) kept = { ...kept, admin: { ...next.admin, port: current.admin.port } };
+  return kept;
+}
+
 function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
@@ -230,6 +241,7 @@ export class Reloader {
       return;
     }
     const current = this.serving.config;
+    next = keepPickedPorts(current, next);
     const held = await this.heldPort(current, next);
     if (held !== null) {
       log.error({ file: this.options.file }, `config reload refused, the current config keeps serving: ${held}`);

@@ -2,6 +2,7 @@
 // port then answers /metrics and /spec 404 and keeps /healthcheck for load balancers.
 import t from 'tap';
 import { eventually, httpRequest, startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { reloadWith } from '../helpers/reload.js';
 
 t.test('admin: { port: 0 } serves the built-ins apart from the public port', async (t) => {
   const app = await startUpstream(t, { name: 'app' });
@@ -41,6 +42,25 @@ t.test('admin: { port: 0 } serves the built-ins apart from the public port', asy
   const other = await httpRequest(adminPort, '/items/1');
   t.equal(other.status, 404, 'nothing else on the admin listener');
   t.equal(app.seen.get('GET /items/1'), 1, 'and nothing is proxied from it');
+});
+
+t.test('port 0 and admin.port 0 in the file: a reload of the same file changes nothing and warns of nothing', async (t) => {
+  const app = await startUpstream(t, { name: 'app' });
+  const config = testConfig([{ serviceType: 'static', serviceLocation: app.location, endpoints: [{ method: 'GET', path: '/items/{id}' }] }], {
+    port: 0,
+    admin: { host: '127.0.0.1', port: 0 },
+  });
+  const gateway = await startGateway(t, { config, port: null, workers: 1, waitFor: (line) => line.msg === 'gateway operational' });
+  const adminPort = Number((await gateway.waitForLog((line) => line.msg === 'admin listener listening', 5000, 'admin listener')).port);
+  const status = await reloadWith(gateway, config, { metricsPort: adminPort });
+  t.match(status, { ok: true, applied: true });
+  t.same(status.warnings ?? [], [], 'the ports picked at start are what 0 asks for: nothing "changes on restart only"');
+  t.notOk(
+    gateway.lines.some((line) => line.msg === 'these settings change on restart only; their current values stay'),
+    'and no warning is logged',
+  );
+  t.equal((await httpRequest(gateway.port, '/items/1')).status, 200, 'the public port serves on');
+  t.equal((await httpRequest(adminPort, '/metrics')).status, 200, 'so does the admin listener');
 });
 
 const GENERATED = /^[0-9a-f]{16}-[0-9a-z]+$/;
