@@ -4,11 +4,17 @@ import { closestMatch } from './suggest.js';
 import { DURATION_LIMIT_REASONS } from './durations.js';
 import type { SubstitutedValues } from './redact.js';
 import { escapePointerToken, shown, shownKey, type ConfigProblem } from './config-problem.js';
+import { STORE_NAME_PATTERN } from '../stores/config.js';
 
 const PATTERN_REASONS: Record<string, string> = {
   [BUILTIN_PATH_PATTERN]: 'must start with "/" and hold no query, fragment or whitespace',
   [SPEC_PATH_PATTERN]: 'must start with "/" and hold no fragment or whitespace',
   [METHOD_PATTERN]: 'must be an HTTP token (letters, digits and !#$%&\'*+-.^_`|~; no spaces or colons)',
+};
+
+/** What a propertyNames pattern means (the names of a map's entries, e.g. kvStores). */
+const PROPERTY_NAME_REASONS: Record<string, string> = {
+  [STORE_NAME_PATTERN]: 'must be 1-64 letters, digits, "_" or "-"',
 };
 
 const HEADER_NAME = 'must be a header name: an HTTP token (letters, digits and !#$%&\'*+-.^_`|~; no spaces or colons)';
@@ -70,8 +76,19 @@ export function describeSchemaErrors(errors: readonly ErrorObject[], values?: Su
   const seen = new Set<string>();
   // A value of the wrong type fails its enum too: "must be one of …" says both, in one line.
   const enums = new Set(errors.flatMap((error) => (error.keyword === 'enum' ? [error.instancePath] : [])));
+  // Which branch of an upstream's if/then/else applies follows its serviceType: when that is wrong or
+  // missing, what the branch says of the endpoints is about a type the upstream does not have.
+  const untyped = new Set(
+    errors.flatMap((error) => {
+      if (error.instancePath.endsWith('/serviceType')) return [error.instancePath.slice(0, -'/serviceType'.length)];
+      if (error.keyword === 'required' && (error.params as { missingProperty?: unknown }).missingProperty === 'serviceType') return [error.instancePath];
+      return [];
+    }),
+  );
   for (const error of errors) {
     if (error.keyword === 'type' && enums.has(error.instancePath)) continue;
+    if (error.instancePath.endsWith('/endpoints') && untyped.has(error.instancePath.slice(0, -'/endpoints'.length))) continue;
+    if (error.keyword === 'required' && (error.params as { missingProperty?: unknown }).missingProperty === 'endpoints' && untyped.has(error.instancePath)) continue;
     const problem = describe(error, values);
     if (!problem) continue;
     const key = `${problem.pointer}\n${problem.reason}`;
@@ -83,8 +100,15 @@ export function describeSchemaErrors(errors: readonly ErrorObject[], values?: Su
 }
 
 function describe(error: ErrorObject, values: SubstitutedValues | undefined): ConfigProblem | undefined {
-  const pointer = error.instancePath;
   const params = error.params as Record<string, unknown>;
+  // A key's name refused by propertyNames: the inner error carries the name; the outer one only restates it.
+  if (error.keyword === 'propertyNames') return undefined;
+  const name = (error as { propertyName?: string }).propertyName;
+  if (name !== undefined) {
+    const reason = error.keyword === 'pattern' ? (PROPERTY_NAME_REASONS[String(params.pattern)] ?? `must match ${String(params.pattern)}`) : (error.message ?? 'is invalid');
+    return { pointer: `${error.instancePath}/${escapePointerToken(name)}`, reason: `the name ${reason} (got "${shownKey(name)}")` };
+  }
+  const pointer = error.instancePath;
   // Not for every error: the data of an unknown key's error is the whole object holding it.
   const got = (): string => `(got ${values ? values.shown(pointer, error.data) : shown(error.data)})`;
   switch (error.keyword) {

@@ -195,12 +195,33 @@ t.test('weight', async (t) => {
   t.equal(parseConfig(JSON.stringify({ upstreams: [swagger2('http://a:1', { weight: 0 })] }), FILE).upstreams[0]!.weight, 0);
 });
 
+t.test('a kvStores name the schema refuses is named, once', async (t) => {
+  const store = { type: 'redis', url: 'redis://127.0.0.1:6379' };
+  t.equal(messageOf({ kvStores: { 'a b': store } }), `${FILE}: /kvStores/a b: the name must be 1-64 letters, digits, "_" or "-" (got "a b")`);
+  t.equal(messageOf({ kvStores: { 'a.b': store, ok: store } }), `${FILE}: /kvStores/a.b: the name must be 1-64 letters, digits, "_" or "-" (got "a.b")`);
+});
+
 t.test('serviceType, specPath and endpoints', async (t) => {
   t.equal(
     messageOf({ upstreams: [{ serviceType: 'swagger', serviceLocation: 'http://a:1' }] }),
     `${FILE}: /upstreams/0/serviceType: must be one of "swagger2", "openapi3", "static" (got "swagger") (did you mean "swagger2"?)`,
   );
   t.equal(messageOf({ upstreams: [{ serviceLocation: 'http://a:1' }] }), `${FILE}: /upstreams/0/serviceType: is required`);
+  // The endpoints of an upstream whose serviceType is wrong or missing are not blamed for it.
+  const endpoints = [{ method: 'GET', path: '/x' }];
+  t.equal(
+    messageOf({ upstreams: [{ serviceType: 'Static', serviceLocation: 'http://a:1', endpoints }] }),
+    `${FILE}: /upstreams/0/serviceType: must be one of "swagger2", "openapi3", "static" (got "Static") (did you mean "static"?)`,
+  );
+  t.equal(messageOf({ upstreams: [{ serviceLocation: 'http://a:1', endpoints }] }), `${FILE}: /upstreams/0/serviceType: is required`);
+  t.equal(
+    messageOf({ upstreams: [{ serviceType: null, serviceLocation: 'http://a:1', endpoints }, swagger2('http://b:1', { endpoints })] }),
+    [
+      `${FILE}: /upstreams/0/serviceType: must be one of "swagger2", "openapi3", "static" (got null)`,
+      `${FILE}: /upstreams/1/endpoints: only "static" upstreams take endpoints; the others list theirs in the doc at specPath`,
+    ].join('\n'),
+    'another upstream\'s endpoints are still checked',
+  );
   t.equal(
     messageOf({ upstreams: [{ serviceType: 'static', serviceLocation: 'http://a:1' }] }),
     `${FILE}: /upstreams/0/endpoints: is required when serviceType is "static"`,
