@@ -1,8 +1,8 @@
-import { readFile } from 'node:fs/promises';
 import { ConfigError, loadConfig, parseConfig } from '../config/load.js';
+import { FileReadError, readBoundedFile } from '../config/read-file.js';
 import type { GatewayConfig } from '../config/types.js';
 import { discoverFromDoc, discoverUpstream, parseDocText, type EndpointProblem } from '../discovery/index.js';
-import { fetchDoc, type FetchedDoc } from '../discovery/fetch-doc.js';
+import { fetchDoc, MAX_DOC_BYTES, type FetchedDoc } from '../discovery/fetch-doc.js';
 import { RoutingTable } from '../routing/table.js';
 import { HostRoutes } from '../edge/host-routes.js';
 import type { RouteEntry, TemplateProblem } from '../routing/types.js';
@@ -104,11 +104,14 @@ async function readDocFile(file: string) {
       throw new OfflineTableError(printable((err as Error).message));
     }
   }
+  // Read as the config is: a regular file of at most the size a fetched doc may have. A FIFO is refused
+  // (read whole, one without a writer never ended) and so is a device (/dev/zero grew to hundreds of MB).
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = readBoundedFile(file, MAX_DOC_BYTES).toString('utf8');
   } catch (err) {
-    throw new OfflineTableError(printable(`${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`));
+    if (!(err instanceof FileReadError)) throw err;
+    throw new OfflineTableError(printable(`${file}: cannot be read: ${err.message}`));
   }
   const parsed = parseDocText(text);
   if (!parsed.ok) throw new OfflineTableError(printable(`${file}: the file is neither JSON nor YAML: ${parsed.reason}`));

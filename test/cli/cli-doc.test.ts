@@ -1,5 +1,6 @@
 // gateway routes / explain --doc FILE: an operator checks a service's doc offline (docs/reference/upstreams.md#lenient-discovery).
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { closeSync, constants, mkdtempSync, openSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -70,9 +71,40 @@ t.test('a file that is no doc, or none at all: exit 1 saying why', async (t) => 
   t.match(r2.stderr, /the doc is neither Swagger nor OpenAPI/);
   const r3 = await gateway('routes', '--doc', join(dir, 'missing.yaml'));
   t.equal(r3.code, 1);
-  t.match(r3.stderr, 'missing.yaml: cannot be read (ENOENT)');
+  t.match(r3.stderr, 'missing.yaml: cannot be read: no such file');
   const r4 = await gateway('routes', '--doc', formsYaml, '--doc', formsYaml);
   t.equal(r4.code, 2, 'the same file twice is a usage error');
+});
+
+t.test('a doc that is a FIFO, a device or too large: refused at once, exit 1, as the config is', async (t) => {
+  const fifo = join(dir, 'doc.fifo');
+  execFileSync('mkfifo', [fifo]);
+  // Read whole, a FIFO without a writer never ended: should the command wait on it, a writer that
+  // closes at once ends its read, so that the test fails instead of leaving the process behind.
+  const routes = gateway('routes', '--doc', fifo);
+  const waited = await Promise.race([routes.then(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), 10_000))]);
+  if (waited) closeSync(openSync(fifo, constants.O_WRONLY));
+  t.notOk(waited, 'routes --doc FIFO answers without waiting for a writer');
+  const r1 = await routes;
+  t.equal(r1.code, 1);
+  t.equal(r1.stdout, '');
+  t.match(r1.stderr, `gateway routes: ${fifo}: cannot be read: is not a regular file (a device, a pipe or a socket)`);
+
+  const r2 = await gateway('explain', '--doc', '/dev/zero', 'GET', '/');
+  t.equal(r2.code, 1);
+  t.equal(r2.stdout, '');
+  t.match(r2.stderr, 'gateway explain: /dev/zero: cannot be read: is not a regular file (a device, a pipe or a socket)');
+
+  // 32 MiB and one byte, sparse: the most a fetched doc may be, plus one.
+  const large = file('large.json', '');
+  truncateSync(large, 32 * 1024 * 1024 + 1);
+  const r3 = await gateway('routes', '--doc', large);
+  t.equal(r3.code, 1);
+  t.match(r3.stderr, `gateway routes: ${large}: cannot be read: is 33554433 bytes, more than the 33554432 read from such a file`);
+
+  const r4 = await gateway('routes', '--doc', dir);
+  t.equal(r4.code, 1);
+  t.match(r4.stderr, `${dir}: cannot be read: is a directory, not a file`);
 });
 
 t.test('a doc with a template too deep to route: routes and explain leave it out, say so, and route the rest', async (t) => {
