@@ -1,3 +1,4 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { isValidHost } from '../http/host-header.js';
 import { UsageError } from './usage-error.js';
 
@@ -8,6 +9,22 @@ const MEDIA_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+[ \
 
 /** Usage errors are printed through printable() (main.ts): what they quote needs no escaping here. */
 const quoted = (value: string): string => `"${value}"`;
+
+/**
+ * parseArgs, with an option given twice refused: parseArgs keeps the last occurrence of a
+ * single-value option, so `check --config bad.json --config good.json` checked only good.json and
+ * `start --port A --port B` listened on B. Only options declared `multiple` (`--doc`) may repeat.
+ */
+export function parseCommandLine<T extends ParseArgsConfig>(config: T): ReturnType<typeof parseArgs<T>> {
+  const parsed = parseArgs({ ...config, tokens: true });
+  const seen = new Set<string>();
+  for (const token of parsed.tokens ?? []) {
+    if (token.kind !== 'option' || config.options?.[token.name]?.multiple === true) continue;
+    if (seen.has(token.name)) throw new UsageError(`--${token.name} is given more than once; give it once`);
+    seen.add(token.name);
+  }
+  return parsed as ReturnType<typeof parseArgs<T>>;
+}
 
 /**
  * A value of `--name` that starts with "-" (`--workers -1`) is taken by parseArgs for an option it

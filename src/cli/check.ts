@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config/load.js';
 import { configWarnings } from '../config/semantic-checks.js';
 import type { GatewayConfig } from '../config/types.js';
@@ -6,6 +5,7 @@ import { discoverUpstream } from '../discovery/index.js';
 import { RoutingTable } from '../routing/table.js';
 import type { RouteEntry, TemplateProblem } from '../routing/types.js';
 import { UsageError } from './usage-error.js';
+import { parseCommandLine } from './arguments.js';
 import { printable } from '../text/printable.js';
 
 export const CHECK_USAGE = `Usage: gateway check [--config FILE] [--fetch]
@@ -22,7 +22,7 @@ likely a mistake (a middleware order that skips a check). Exits 0 when there is 
 
 /** `gateway check`: like `nginx -t`, every problem listed, exit 0 or 1. */
 export async function runCheck(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
+  const { values } = parseCommandLine({
     args: argv,
     options: { config: { type: 'string' }, fetch: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false } },
     strict: true,

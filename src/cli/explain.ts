@@ -1,9 +1,8 @@
-import { parseArgs } from 'node:util';
 import { Builtins } from '../builtins/index.js';
 import { AcceptPhase } from '../lifecycle/accept.js';
 import { OfflineTableError, offlineTable, reportOnStderr } from './offline-table.js';
 import { UsageError } from './usage-error.js';
-import { checkContentType, checkDocSources, checkHost, checkMethod } from './arguments.js';
+import { checkContentType, checkDocSources, checkHost, checkMethod, parseCommandLine } from './arguments.js';
 import { printable } from '../text/printable.js';
 
 export const EXPLAIN_USAGE = `Usage: gateway explain [--config FILE] [--fetch] [--doc FILE|URL ...] [--host HOST] [--content-type TYPE] [--accept ACCEPT] METHOD PATH [METHOD PATH ...]
@@ -21,7 +20,7 @@ YAML, may be repeated; the name as given is the upstream). --host routes as a re
 (upstreams' "hosts"); a host no upstream serves is 404.`;
 
 export async function runExplain(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommandLine({
     args: argv,
     allowPositionals: true,
     options: { config: { type: 'string' }, doc: { type: 'string', multiple: true }, fetch: { type: 'boolean', default: false }, host: { type: 'string' }, 'content-type': { type: 'string' }, accept: { type: 'string' }, help: { type: 'boolean', short: 'h' } },

@@ -1,10 +1,9 @@
-import { parseArgs } from 'node:util';
 import { Builtins } from '../builtins/index.js';
 import { dropTrailingSlash } from '../http/normalize-path.js';
 import type { Route } from '../routing/table.js';
 import { OfflineTableError, offlineTable, reportOnStderr, type OfflineTable } from './offline-table.js';
 import { UsageError } from './usage-error.js';
-import { checkDocSources, checkHost } from './arguments.js';
+import { checkDocSources, checkHost, parseCommandLine } from './arguments.js';
 import { printable } from '../text/printable.js';
 
 export const ROUTES_USAGE = `Usage: gateway routes [--config FILE] [--fetch] [--doc FILE|URL ...] [--host HOST] [--json]
@@ -28,7 +27,7 @@ matching other paths too; --json: "shadowedBy" and "shadowed", true when nothing
 What a validator objects to in a doc goes to stderr.`;
 
 export async function runRoutes(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { config: { type: 'string' }, doc: { type: 'string', multiple: true }, fetch: { type: 'boolean', default: false }, host: { type: 'string' }, json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } } });
+  const { values } = parseCommandLine({ args: argv, options: { config: { type: 'string' }, doc: { type: 'string', multiple: true }, fetch: { type: 'boolean', default: false }, host: { type: 'string' }, json: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } } });
   if (values.help) {
     console.log(ROUTES_USAGE);
     return 0;

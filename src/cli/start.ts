@@ -1,7 +1,6 @@
-import { parseArgs } from 'node:util';
 import { runPrimary } from '../cluster/primary.js';
 import { UsageError } from './usage-error.js';
-import { joinDashValues } from './arguments.js';
+import { joinDashValues, parseCommandLine } from './arguments.js';
 
 export const START_USAGE = `Usage: gateway start --config FILE [--workers N] [--port P] [--with-examples]
 
@@ -19,7 +18,7 @@ function integerOption(name: string, value: string | undefined, max: number): nu
 
 /** `gateway start`: runs the primary until SIGTERM/SIGINT; resolves with the exit code. */
 export async function runStart(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
+  const { values } = parseCommandLine({
     args: joinDashValues(argv, ['--workers', '--port']),
     options: {
       config: { type: 'string' },

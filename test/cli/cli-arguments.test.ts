@@ -59,3 +59,27 @@ t.test('a negative --workers or --port gets the range message', async (t) => {
   await refused(t, ['start', '--config', doc, '--workers', '-1'], '--workers must be an integer from 0 to 1024, got "-1"');
   await refused(t, ['start', '--config', doc, '--port', '-80'], '--port must be an integer from 0 to 65535, got "-80"');
 });
+
+t.test('an option given twice is refused, naming it, in every command; --doc may repeat', async (t) => {
+  const good = join(dir, 'good.json');
+  writeFileSync(good, JSON.stringify({ port: 0, host: '127.0.0.1' }));
+  const bad = join(dir, 'bad.json');
+  writeFileSync(bad, JSON.stringify({ port: 'x' }));
+  // Taken from its last occurrence, the first value was dropped without a word: bad.json was never checked.
+  await refused(t, ['check', '--config', bad, '--config', good], 'gateway check: --config is given more than once; give it once');
+  await refused(t, ['check', '--config', good, '--fetch', '--fetch'], '--fetch is given more than once');
+  // bad.json: should start take the command line, it stops at the config instead of running a gateway.
+  await refused(t, ['start', '--config', bad, '--port', '36401', '--port=36402'], 'gateway start: --port is given more than once; give it once');
+  await refused(t, ['start', '--config', bad, '--workers', '1', '--workers', '2'], '--workers is given more than once');
+  await refused(t, ['start', '--config', bad, '--config', bad], '--config is given more than once');
+  await refused(t, ['routes', '--doc', doc, '--host', 'a.example', '--host', 'b.example'], 'gateway routes: --host is given more than once; give it once');
+  await refused(t, ['routes', '--doc', doc, '--json', '--json'], '--json is given more than once');
+  await refused(t, ['explain', '--doc', doc, '--accept', 'text/html', '--accept', 'application/json', 'GET', '/x/1'], 'gateway explain: --accept is given more than once; give it once');
+  await refused(t, ['explain', '--doc', doc, '--content-type', 'text/plain', '--content-type', 'application/json', 'POST', '/x/1'], '--content-type is given more than once');
+
+  const other = join(dir, 'other.json');
+  writeFileSync(other, JSON.stringify({ openapi: '3.0.0', info: { title: 'o', version: '1' }, paths: { '/y': { get: { responses: { '200': { description: 'ok' } } } } } }));
+  const both = await gateway('routes', '--doc', doc, '--doc', other);
+  t.equal(both.code, 0, '--doc repeats: one upstream per doc');
+  t.equal(both.stdout.trim().split('\n').length, 2);
+});
