@@ -17,7 +17,8 @@ not used for routing. --content-type marks the requests as having
 a body of that type. Works on the config's static upstreams, on every upstream's doc with --fetch
 (fetched as \`gateway start\` would), and on docs given with --doc (a file or an http(s) URL, JSON or
 YAML, may be repeated; the name as given is the upstream). --host routes as a request with that Host header
-(upstreams' "hosts"); a host no upstream serves is 404.`;
+(upstreams' "hosts"); a host no upstream serves is 404. Without --host, as a request whose Host no
+upstream lists: among the upstreams without "hosts" (those left out are named on stderr).`;
 
 export async function runExplain(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommandLine({

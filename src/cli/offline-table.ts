@@ -27,6 +27,11 @@ export interface OfflineTable {
   skipped: string[];
   /** Upstreams whose doc could not be fetched (--fetch), with why. */
   failed: Array<{ upstream: string; reason: string }>;
+  /**
+   * Without --host, the upstreams that list hosts (with them): left out of the table, which is that of
+   * a request whose Host none of them lists, as the gateway routes one. Empty with --host.
+   */
+  hostedOut: Array<{ upstream: string; hosts: readonly string[] }>;
 }
 
 export interface OfflineSources {
@@ -35,7 +40,10 @@ export interface OfflineSources {
   docFiles?: readonly string[];
   /** Fetch the docs of the config's upstreams as `gateway start` would (its discovery settings). */
   fetch?: boolean;
-  /** Only the endpoints serving this Host (upstreams' `hosts`; doc files serve every host). */
+  /**
+   * Only the endpoints serving this Host (upstreams' `hosts`; doc files serve every host). Without it,
+   * those of a Host that names none of the upstreams' hosts: the upstreams that list none.
+   */
   host?: string;
 }
 
@@ -81,10 +89,14 @@ export async function offlineTable({ configFile, docFiles = [], fetch = false, h
   }
   const { table, problems } = RoutingTable.compile(entries, { maxUrlBytes: config?.limits.maxUrlBytes });
   const settings = config ?? parseConfig('{}', '(defaults)');
-  if (host === undefined) return { config, settings, table, problems, docProblems, skipped, failed };
-  const hostRoutes = HostRoutes.build(table, config?.upstreams ?? []);
-  const hostTable = hostRoutes === null ? table : (hostRoutes.tableFor(host) ?? RoutingTable.compile([]).table);
-  return { config, settings, table: hostTable, problems, docProblems, skipped, failed };
+  // The gateway routes a request among the upstreams serving its Host (src/edge/host-routes.ts); a
+  // doc file is an upstream that lists no hosts.
+  const upstreams = [...(config?.upstreams ?? []), ...docFiles.map((file) => ({ serviceLocation: file }))];
+  const hostRoutes = HostRoutes.build(table, upstreams);
+  if (hostRoutes === null) return { config, settings, table, problems, docProblems, skipped, failed, hostedOut: [] };
+  const hostTable = (host === undefined ? hostRoutes.tableForUnlistedHost() : hostRoutes.tableFor(host)) ?? RoutingTable.compile([]).table;
+  const hostedOut = host !== undefined ? [] : (config?.upstreams ?? []).flatMap((u) => (u.hosts !== undefined && u.hosts.length > 0 ? [{ upstream: u.serviceLocation, hosts: u.hosts }] : []));
+  return { config, settings, table: hostTable, problems, docProblems, skipped, failed, hostedOut };
 }
 
 const isUrl = (name: string): boolean => /^https?:\/\//i.test(name);
@@ -125,7 +137,7 @@ async function readDocFile(file: string) {
 }
 
 /** Template problems, doc objections and skipped upstreams go to stderr: stdout stays machine-readable. */
-export function reportOnStderr({ problems, docProblems, skipped, failed }: OfflineTable): void {
+export function reportOnStderr({ problems, docProblems, skipped, failed, hostedOut }: OfflineTable): void {
   const say = (line: string): void => console.error(printable(line));
   for (const p of problems) say(`warning: ${p.message}`);
   for (const { file, problems: list, where: upstream } of docProblems) {
@@ -138,5 +150,9 @@ export function reportOnStderr({ problems, docProblems, skipped, failed }: Offli
   for (const { upstream, reason } of failed) say(`warning: upstream ${upstream} is not in the table: ${reason}`);
   if (skipped.length > 0) {
     say(`note: ${skipped.length} upstream(s) publish a doc and are not in this offline table (--fetch fetches them): ${skipped.join(', ')}`);
+  }
+  if (hostedOut.length > 0) {
+    const list = hostedOut.map(({ upstream, hosts }) => `${upstream} (${hosts.join(', ')})`).join(', ');
+    say(`note: without --host, the table is that of a request whose Host no upstream lists; ${hostedOut.length} upstream(s) serve only the hosts they list and are left out (--host HOST for a request with that Host): ${list}`);
   }
 }

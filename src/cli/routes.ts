@@ -17,7 +17,8 @@ Equivalent endpoints (load balanced) are adjacent.
   --doc FILE|URL  a Swagger 2.0 or OpenAPI 3.x doc (JSON or YAML), read from a file or fetched
                   from an http(s) URL as discovery would; its upstream is the name as given. Repeatable.
   --host HOST     only what a request with that Host header can reach (upstreams' "hosts";
-                  docs given with --doc serve every host)
+                  docs given with --doc serve every host). Without it, what a request whose
+                  Host no upstream lists reaches: upstreams with "hosts" are left out, named on stderr
   --json          one JSON object per line
 
 An endpoint that would get a built-in path (paths.healthcheck, .metrics, .spec) is marked: the gateway

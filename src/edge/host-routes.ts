@@ -33,6 +33,11 @@ export class HostRoutes {
   tableFor(host: string | undefined): RoutingTable | null {
     return this.sets.match(host);
   }
+
+  /** The table for a Host that names none of the upstreams' hosts; null when every upstream lists hosts. */
+  tableForUnlistedHost(): RoutingTable | null {
+    return this.sets.unlisted();
+  }
 }
 
 /**

@@ -82,6 +82,11 @@ export class HostSets<T> {
   match(host: string | undefined): T | null {
     return this.matcher.match(hostName(host)) ?? this.fallback;
   }
+
+  /** The value for a Host that no upstream lists: the upstreams without hosts; null when there are none. */
+  unlisted(): T | null {
+    return this.fallback;
+  }
 }
 
 /**

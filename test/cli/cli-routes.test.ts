@@ -63,6 +63,48 @@ t.test('gateway explain prints one JSON line per request', async (t) => {
   t.same(lines[5].allow, ['GET', 'HEAD', 'DELETE', 'OPTIONS'], 'automatic OPTIONS');
 });
 
+t.test('without --host, routes and explain answer for a Host no upstream lists, as the gateway routes one', async (t) => {
+  const open = 'http://127.0.0.1:9011';
+  const api = 'http://127.0.0.1:9013';
+  const hosted = configFile('hosts.json', {
+    upstreams: [
+      { serviceType: 'static', serviceLocation: open, endpoints: [{ method: 'GET', path: '/users/{id}' }] },
+      { serviceType: 'static', serviceLocation: api, hosts: ['api.example.com'], endpoints: [{ method: 'GET', path: '/h/{x}' }, { method: 'GET', path: '/users/{id}' }] },
+    ],
+  });
+  const doc = configFile('doc.json', { openapi: '3.0.0', info: { title: 'd', version: '1' }, paths: { '/d': { get: { responses: { '200': { description: 'ok' } } } } } });
+  const note = `note: without --host, the table is that of a request whose Host no upstream lists; 1 upstream(s) serve only the hosts they list and are left out (--host HOST for a request with that Host): ${api} (api.example.com)`;
+  const lines = (stdout: string): string[][] => stdout.trim().split('\n').map((l) => l.split(/\s+/));
+
+  const routes = await gateway('routes', '--config', hosted, '--doc', doc);
+  t.equal(routes.code, 0);
+  t.same(lines(routes.stdout), [['GET', '/users/{id}', open], ['GET', '/d', doc]], 'no endpoint of the upstream that lists hosts');
+  t.equal(routes.stderr.trim(), note, 'which upstreams are left out, and their hosts');
+  const forApi = await gateway('routes', '--config', hosted, '--doc', doc, '--host', 'API.example.com:8080');
+  t.equal(forApi.code, 0);
+  t.same(lines(forApi.stdout), [['GET', '/h/{x}', api], ['GET', '/users/{id}', open], ['GET', '/users/{id}', api], ['GET', '/d', doc]], '--host: its upstreams too; a doc serves every host');
+  t.equal(forApi.stderr, '');
+  const other = await gateway('routes', '--config', hosted, '--host', 'other.example.com');
+  t.same(lines(other.stdout), [['GET', '/users/{id}', open]], 'a host nobody lists: what no --host lists');
+
+  const explain = await gateway('explain', '--config', hosted, 'GET', '/h/1', 'GET', '/users/1');
+  t.equal(explain.code, 0);
+  const [h, users] = explain.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  t.same(h, { method: 'GET', path: '/h/1', status: 404, endpoint: null, allow: [], upstreams: [], params: {} }, 'the gateway answers 404 to a Host api.example.com is not');
+  t.same(users.upstreams, [open], 'balanced over the upstreams without hosts only');
+  t.equal(explain.stderr.trim(), note);
+  const explainApi = await gateway('explain', '--config', hosted, '--host', 'api.example.com', 'GET', '/h/1', 'GET', '/users/1');
+  const [hApi, usersApi] = explainApi.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  t.equal(hApi.status, 200);
+  t.same(usersApi.upstreams, [open, api]);
+
+  const onlyHosted = configFile('only-hosted.json', { upstreams: [{ serviceType: 'static', serviceLocation: api, hosts: ['api.example.com'], endpoints: [{ method: 'GET', path: '/h/{x}' }] }] });
+  const none = await gateway('routes', '--config', onlyHosted);
+  t.equal(none.code, 0);
+  t.equal(none.stdout, '', 'every upstream lists hosts: nothing serves a host none lists');
+  t.match(none.stderr, '1 upstream(s) serve only the hosts they list');
+});
+
 t.test('explain: parameters named like Object.prototype members are reported', async (t) => {
   const file = configFile('proto-params.json', {
     upstreams: [{ serviceType: 'static', serviceLocation: 'http://127.0.0.1:9001', endpoints: [{ method: 'GET', path: '/x/{__proto__}/{constructor}' }] }],
