@@ -30,7 +30,7 @@ t.test('--host, --content-type and the METHOD of explain are checked', async (t)
   await refused(t, ['explain', '--doc', doc, 'G ET', '/x/1'], '"G ET" is not an HTTP method');
   await refused(t, ['explain', '--doc', doc, 'GET', '/x/1', '', '/x/2'], '"" is not an HTTP method');
 
-  const good = await gateway('explain', '--doc', doc, '--host', 'api.example.com:8080', '--content-type', 'application/json; charset=utf-8', 'get', '/x/1');
+  const good = await gateway('explain', '--doc', doc, '--host', 'api.example.com:8080', '--content-type', 'application/json; charset=utf-8', 'GET', '/x/1');
   t.equal(good.code, 0);
   t.equal(good.stderr, '');
   t.equal((JSON.parse(good.stdout) as { status: number }).status, 200, 'good values still route');

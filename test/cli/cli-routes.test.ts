@@ -50,7 +50,7 @@ t.test('gateway routes prints the table in specificity order, one endpoint per l
 });
 
 t.test('gateway explain prints one JSON line per request', async (t) => {
-  const { code, stdout } = await gateway('explain', '--config', config, 'GET', '/users/42?x=1', 'PUT', '/users/me', 'get', '/files/a/b/', 'GET', '/nope', 'GET', '/a/%zz', 'OPTIONS', '/users/7');
+  const { code, stdout } = await gateway('explain', '--config', config, 'GET', '/users/42?x=1', 'PUT', '/users/me', 'GET', '/files/a/b/', 'GET', '/nope', 'GET', '/a/%zz', 'OPTIONS', '/users/7');
   t.equal(code, 0);
   const lines = stdout.trim().split('\n').map((l) => JSON.parse(l));
   t.same(lines[0], { method: 'GET', path: '/users/42?x=1', status: 200, endpoint: { method: 'GET', template: '/users/{id}' }, allow: [], upstreams: ['http://127.0.0.1:9001', 'http://127.0.0.1:9002'], params: { id: '42' } });
@@ -103,6 +103,23 @@ t.test('without --host, routes and explain answer for a Host no upstream lists, 
   t.equal(none.code, 0);
   t.equal(none.stdout, '', 'every upstream lists hosts: nothing serves a host none lists');
   t.match(none.stderr, '1 upstream(s) serve only the hosts they list');
+});
+
+t.test('explain: a method is case-sensitive, and one uWS does not deliver says so', async (t) => {
+  const dav = configFile('dav.json', {
+    upstreams: [{ serviceType: 'static', serviceLocation: 'http://127.0.0.1:9021', endpoints: [{ method: 'GET', path: '/a/{id}' }, { method: 'PROPFIND', path: '/dav/{x}' }] }],
+  });
+  const { code, stdout } = await gateway('explain', '--config', dav, 'get', '/a/1', 'GET', '/a/1', 'PROPFIND', '/dav/x', 'Get', '/healthcheck');
+  t.equal(code, 0);
+  const [lower, upper, propfind, builtin] = stdout.trim().split('\n').map((l) => JSON.parse(l));
+  const note = /^not delivered: uWebSockets\.js closes the connection at a method outside GET HEAD POST PUT DELETE CONNECT OPTIONS TRACE PATCH \(case-sensitive\), with no answer/;
+  t.match(lower, { method: 'get', path: '/a/1', status: 405, endpoint: null, allow: ['GET', 'HEAD', 'OPTIONS'] }, '"get" is not GET (RFC 9110 9.1): the table has no such method there');
+  t.match(lower.note, note, 'and the gateway never sees it');
+  t.same(upper, { method: 'GET', path: '/a/1', status: 200, endpoint: { method: 'GET', template: '/a/{id}' }, allow: [], upstreams: ['http://127.0.0.1:9021'], params: { id: '1' } }, 'GET: no note');
+  t.match(propfind, { method: 'PROPFIND', status: 200, endpoint: { method: 'PROPFIND', template: '/dav/{x}' } }, 'an extension method: the table routes it');
+  t.match(propfind.note, note, 'but uWS closes the connection');
+  t.match(builtin, { method: 'Get', builtin: 'healthcheck' });
+  t.match(builtin.note, note, 'before the built-in paths too');
 });
 
 t.test('explain: parameters named like Object.prototype members are reported', async (t) => {
