@@ -184,7 +184,6 @@ export class ForwardPhase implements RetryHost {
   /** A new table: balancers and route breakers start over; its hosts get the default weight unless configured. */
   setTable(table: RoutingTable): void {
     this.routes = [];
-    this.breakers.forgetRoutes();
     for (const route of table.routes()) {
       for (const target of route.targets) {
         if (!this.configuredUpstreams.has(target.upstream)) {
@@ -193,6 +192,8 @@ export class ForwardPhase implements RetryHost {
         }
       }
     }
+    // The breakers of hosts neither the config nor the table names go (a copy: setUpstreams clears the set).
+    this.breakers.forgetRoutes(new Set(this.configuredUpstreams));
   }
 
   setUpstreams(upstreams: readonly UpstreamWeight[], config?: GatewayConfig): void {

@@ -100,6 +100,8 @@ export interface CircuitReport {
 export class Breakers {
   /** Only hosts that have failed at least once are tracked; the others are closed by definition. */
   private readonly hosts = new Map<string, HostCircuit>();
+  /** The hosts the serving table and config name (forgetRoutes); null until the first table. */
+  private liveHosts: ReadonlySet<string> | null = null;
   private readonly hostFailures: number;
   private readonly endpointFailures: number;
   private readonly resetMs: number;
@@ -159,6 +161,7 @@ export class Breakers {
   onFailure(upstream: string, routeId: number): void {
     let host = this.hosts.get(upstream);
     if (host === undefined) {
+      if (this.liveHosts !== null && !this.liveHosts.has(upstream)) return;
       host = new HostCircuit();
       this.hosts.set(upstream, host);
     }
@@ -180,6 +183,7 @@ export class Breakers {
   trip(upstream: string, routeId: number | null): void {
     let host = this.hosts.get(upstream);
     if (host === undefined) {
+      if (this.liveHosts !== null && !this.liveHosts.has(upstream)) return;
       host = new HostCircuit();
       this.hosts.set(upstream, host);
     }
@@ -216,9 +220,25 @@ export class Breakers {
     return out;
   }
 
-  /** Route ids are only stable within one compiled routing table: call when a new table is swapped in. */
-  forgetRoutes(): void {
-    for (const host of this.hosts.values()) host.endpoints.clear();
+  /**
+   * Route ids are only stable within one compiled routing table: call when a new table is swapped in,
+   * with the hosts it and the config name. Every host + route circuit starts over; a host no longer
+   * named is dropped, and from now on a late outcome or trip for it (a request sent before the swap)
+   * tracks nothing. The next report shows all of that (onChange when anything went).
+   */
+  forgetRoutes(liveHosts: ReadonlySet<string>): void {
+    this.liveHosts = liveHosts;
+    let changed = false;
+    for (const [upstream, host] of this.hosts) {
+      if (!liveHosts.has(upstream)) {
+        this.hosts.delete(upstream);
+        changed = true;
+      } else if (host.endpoints.size > 0) {
+        host.endpoints.clear();
+        changed = true;
+      }
+    }
+    if (changed) this.onChange?.();
   }
 
   /** Every tracked breaker (hosts and host + routes that have failed at least once), for /metrics. */

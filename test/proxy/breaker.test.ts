@@ -142,8 +142,38 @@ t.test('snapshot, forgetRoutes, settings validation', async (t) => {
     { upstream: H, routeId: 3, state: 'closed', failures: 1 },
   ]);
   t.same(JSON.parse(JSON.stringify(breakers.snapshot())), breakers.snapshot(), 'JSON-safe');
-  breakers.forgetRoutes();
+  breakers.forgetRoutes(new Set([H]));
   t.same(breakers.snapshot(), [{ upstream: H, routeId: null, state: 'closed', failures: 1 }]);
   t.throws(() => new Breakers({ hostFailures: 0, endpointFailures: 1, resetMs: 1 }), RangeError);
   t.throws(() => new Breakers({ hostFailures: 1, endpointFailures: 1, resetMs: -1 }), RangeError);
+});
+
+t.test('forgetRoutes reports what it reset and drops the hosts no longer named', async (t) => {
+  const clock = { now: 1_000_000 };
+  let changes = 0;
+  const breakers = new Breakers({ hostFailures: 3, endpointFailures: 2, resetMs: 10_000 }, () => clock.now, () => changes++);
+  fail(breakers, H, 1, 3);
+  fail(breakers, OTHER, 2, 2);
+  t.notOk(breakers.canSend(H, 1), 'H open');
+  t.notOk(breakers.canSend(OTHER, 2), 'OTHER + route 2 open');
+  changes = 0;
+  breakers.forgetRoutes(new Set([OTHER]));
+  t.equal(changes, 1, 'one change for the report: endpoint circuits reset, a host dropped');
+  t.same(breakers.snapshot(), [{ upstream: OTHER, routeId: null, state: 'closed', failures: 2 }], 'H gone; OTHER keeps its host circuit only');
+  t.same(breakers.report(() => 'GET /x'), [{ upstream: OTHER, endpoint: null, state: 'closed', failures: 2, since: 0 }]);
+  t.ok(breakers.canSend(OTHER, 2), 'the endpoint breaker starts over');
+  breakers.onFailure(H, 1);
+  breakers.trip(H, null);
+  t.same(breakers.snapshot().map((s) => s.upstream), [OTHER], 'a late failure or trip for a dropped host tracks nothing');
+  t.equal(changes, 1, 'and reports nothing');
+  changes = 0;
+  breakers.forgetRoutes(new Set([OTHER]));
+  t.equal(changes, 0, 'nothing to forget: no report');
+  breakers.forgetRoutes(new Set([H, OTHER]));
+  breakers.onFailure(H, 1);
+  t.same(breakers.snapshot().map((s) => [s.upstream, s.routeId, s.state, s.failures]), [
+    [OTHER, null, 'closed', 2],
+    [H, null, 'closed', 1],
+    [H, 1, 'closed', 1],
+  ], 'a host named again is tracked afresh');
 });
