@@ -1,5 +1,6 @@
 import { MetricsAggregator } from '../metrics/aggregate.js';
 import type { MetricsDelta } from '../metrics/delta.js';
+import type { RoutedSeries } from '../metrics/routed-series.js';
 import { ProcessMetricsMerger } from '../metrics/process-metrics.js';
 import { buildInfo } from '../builtins/build-info.js';
 import type { Logger } from '../log.js';
@@ -59,6 +60,12 @@ export class MetricsHub {
   workerGone(workerId: number): void {
     this.aggregator.workerGone(workerId);
     this.processes.gone(workerId);
+    this.touch();
+  }
+
+  /** A routing table is published: the series of upstreams and endpoints it no longer has go (see MetricsAggregator.retainRouted). */
+  retainRouted(routed: RoutedSeries): void {
+    this.aggregator.retainRouted(routed);
     this.touch();
   }
 

@@ -35,6 +35,7 @@ import { timerDelay } from '../config/durations.js';
 import { nodeAcceptsScavengeFlag, SCAVENGE_FLAG, workerExecArgv } from './worker-flags.js';
 import { noInspectorSignalFlags } from './worker-signals.js';
 import { heldSoFar, holdSignals, releaseSignals } from './held-signals.js';
+import { routedSeries } from '../metrics/routed-series.js';
 
 export interface PrimaryOptions {
   configFile: string;
@@ -349,6 +350,7 @@ class Primary {
   private onPublished(published: Published): void {
     this.metrics.setExtra('tableVersion', published.message.tableVersion);
     this.metrics.setHistogramBuckets(published.message.config.metrics.histogramBucketsS);
+    this.metrics.retainRouted(routedSeries(published.message.table.routes.map(([method, template, , , targets]) => [method, template, targets.map((target) => target[0])])));
     this.supervisor.broadcast(published.message);
     this.refreshHealth(true);
   }

@@ -9,6 +9,7 @@ import { recorderListener } from '../metrics/recorder-listener.js';
 import { loadUws } from '../native/uws.js';
 import { RoutingTable } from '../routing/table.js';
 import { MetricsRecorder } from '../metrics/recorder.js';
+import { routedSeries } from '../metrics/routed-series.js';
 import { Counters } from '../metrics/counters.js';
 import { ProcessMetricsSampler } from '../metrics/process-metrics.js';
 import { Builtins } from '../builtins/index.js';
@@ -295,6 +296,7 @@ async function apply(message: PublishMessage): Promise<void> {
     plane.setUpstreams(message.upstreams);
     plane.applyEdge(message.config);
     plane.setTable(table);
+    recorder.retainRouted(routedSeries(table.routes().map((route) => [route.method, route.template, route.targets.map((target) => target.upstream)])));
     plane.setUndiscoveredUpstreams(message.undiscovered ?? 0);
     components.apply(staged, plane);
     servingVersion = message.tableVersion;

@@ -6,6 +6,7 @@ import { BUCKET_PRECISION, bucketEdgesMicros, cumulativeCounts, DEFAULT_BUCKETS_
 import { toPrometheus, type BuildLabels, type HistogramFamilies, type HistogramPart } from './prometheus.js';
 import { counterPath } from './counters.js';
 import { REPORT_FIELDS, type LatencySummaryMs, type MetricsReport, type SeriesReport } from './report.js';
+import type { RoutedSeries } from './routed-series.js';
 
 export type { MetricsReport, SeriesReport, LatencySummaryMs } from './report.js';
 
@@ -111,6 +112,8 @@ export class MetricsAggregator {
   private readonly overall = new SeriesTotals(3);
   private readonly upstreams = new Map<string, SeriesTotals>();
   private readonly endpoints = new Map<string, SeriesTotals>();
+  /** The upstreams and endpoints of the table published last (retainRouted); null: none yet, all kept. */
+  private routed: RoutedSeries | null = null;
   private readonly inFlightByWorker = new Map<number, number>();
   /** Worker ids are never reused, so a late delta from a gone worker must not bring its gauge back. */
   private readonly goneWorkers = new Set<number>();
@@ -133,8 +136,8 @@ export class MetricsAggregator {
       throw new TypeError(`worker ${workerId} sent something that is not a MetricsDelta`);
     }
     this.overall.add(delta.overall);
-    addAll(this.upstreams, delta.upstreams);
-    addAll(this.endpoints, delta.endpoints);
+    addAll(this.upstreams, delta.upstreams, this.routed?.upstreams);
+    addAll(this.endpoints, delta.endpoints, this.routed?.endpoints);
     if (delta.counters !== undefined) {
       for (const [name, count] of Object.entries(delta.counters)) {
         if (Number.isFinite(count)) this.counters.set(name, (this.counters.get(name) ?? 0) + count);
@@ -154,6 +157,17 @@ export class MetricsAggregator {
     this.inFlightByWorker.delete(workerId);
     // Its WebSocket connections died with it.
     this.webSocketsByWorker.delete(workerId);
+  }
+
+  /**
+   * A new routing table is published: the series of upstreams and endpoints it no longer has go, and a
+   * delta that comes later for one of them (a request a worker finished on the table before) counts in
+   * the overall series only. A series it still has keeps its counts; one added back starts from 0.
+   */
+  retainRouted(routed: RoutedSeries): void {
+    this.routed = routed;
+    retainKeys(this.upstreams, routed.upstreams);
+    retainKeys(this.endpoints, routed.endpoints);
   }
 
   /** gateway_build_info's labels (not shown until set). */
@@ -251,15 +265,20 @@ function ownValue<T>(node: Record<string, unknown>, key: string, value: T): T {
   return value;
 }
 
-function addAll(totals: Map<string, SeriesTotals>, deltas: Record<string, SeriesDelta>): void {
+function addAll(totals: Map<string, SeriesTotals>, deltas: Record<string, SeriesDelta>, routed: ReadonlySet<string> | undefined): void {
   for (const [key, delta] of Object.entries(deltas)) {
     let series = totals.get(key);
     if (series === undefined) {
+      if (routed !== undefined && !routed.has(key)) continue;
       series = new SeriesTotals(2);
       totals.set(key, series);
     }
     series.add(delta);
   }
+}
+
+function retainKeys<T>(series: Map<string, T>, routed: ReadonlySet<string>): void {
+  for (const key of series.keys()) if (!routed.has(key)) series.delete(key);
 }
 
 function reportAll(totals: Map<string, SeriesTotals>): Record<string, SeriesReport> {

@@ -2,6 +2,7 @@ import * as hdr from './hdr.js';
 import type { Histogram } from './hdr.js';
 import type { MetricsDelta, PartDelta, SeriesDelta } from './delta.js';
 import { encodeHistogram, HIGHEST_RECORDED_MICROS, histogramSettings, roundLatency, webAssemblyReady, type Precision } from './histogram.js';
+import type { RoutedSeries } from './routed-series.js';
 
 export type { MetricsDelta, SeriesDelta } from './delta.js';
 
@@ -131,11 +132,31 @@ export class MetricsRecorder {
   private readonly endpoints = new Map<string, SeriesRecorder>();
   /** Per route id: the endpoint's series (and the last upstream's), so routeFinished() builds no key. */
   private readonly routes: Array<RouteSeries | undefined> = [];
+  /** The upstreams and endpoints of the table in service (retainRouted); null: none yet, all kept. */
+  private routed: RoutedSeries | null = null;
+  /**
+   * Where a request finished on a table no longer in service records its upstream and endpoint (it
+   * counts in the overall series only): never shipped, emptied at each delta. Made when first needed.
+   */
+  private unrouted: { upstream: SeriesRecorder; endpoint: SeriesRecorder } | null = null;
   private inFlight = 0;
 
   constructor(options: MetricsRecorderOptions = {}) {
     this.useWebAssembly = (options.useWebAssembly ?? true) && webAssemblyReady();
     this.overall = new SeriesRecorder(3, this.useWebAssembly);
+  }
+
+  /**
+   * A new routing table is in service: the series of upstreams and endpoints it no longer has go (what
+   * they recorded since the last delta too; the overall series has it), and requests that finish later
+   * on the table before record nothing under them. A series it still has is kept as it is.
+   */
+  retainRouted(routed: RoutedSeries): void {
+    this.routed = routed;
+    for (const key of this.upstreams.keys()) if (!routed.upstreams.has(key)) this.upstreams.delete(key);
+    for (const key of this.endpoints.keys()) if (!routed.endpoints.has(key)) this.endpoints.delete(key);
+    // Its entries may hold a series just dropped; the next request of each route looks it up again.
+    this.routes.length = 0;
   }
 
   requestStarted(): void {
@@ -153,11 +174,11 @@ export class MetricsRecorder {
     const micros = roundLatency(latencyMicros);
     this.overall.record(statusSlot, micros);
     if (upstream !== null) {
-      const series = this.series(this.upstreams, upstream);
+      const series = this.series(this.upstreams, upstream, false, this.routed?.upstreams);
       series.record(statusSlot, micros);
       if (upstreamMicros >= 0) series.recordUpstream(roundLatency(upstreamMicros));
     }
-    if (routeKey !== null) this.series(this.endpoints, routeKey, true).record(statusSlot, micros);
+    if (routeKey !== null) this.series(this.endpoints, routeKey, true, this.routed?.endpoints).record(statusSlot, micros);
   }
 
   /**
@@ -169,7 +190,7 @@ export class MetricsRecorder {
   routeFinished(routeId: number, method: string, template: string, upstream: string | null, status: number, latencyMicros: number, upstreamMicros = -1): void {
     let route = this.routes[routeId];
     if (route === undefined || route.template !== template || route.method !== method) {
-      route = { method, template, series: this.series(this.endpoints, `${method} ${template}`, true), upstream: null, upstreamSeries: null };
+      route = { method, template, series: this.series(this.endpoints, `${method} ${template}`, true, this.routed?.endpoints), upstream: null, upstreamSeries: null };
       if (routeId >= 0 && Number.isInteger(routeId)) this.routes[routeId] = route;
     }
     if (this.inFlight > 0) this.inFlight--;
@@ -179,7 +200,7 @@ export class MetricsRecorder {
     if (upstream !== null) {
       if (route.upstream !== upstream) {
         route.upstream = upstream;
-        route.upstreamSeries = this.series(this.upstreams, upstream);
+        route.upstreamSeries = this.series(this.upstreams, upstream, false, this.routed?.upstreams);
       }
       route.upstreamSeries!.record(statusSlot, micros);
       if (upstreamMicros >= 0) route.upstreamSeries!.recordUpstream(roundLatency(upstreamMicros));
@@ -188,6 +209,10 @@ export class MetricsRecorder {
   }
 
   takeDelta(): MetricsDelta {
+    if (this.unrouted !== null) {
+      if (!this.unrouted.upstream.isEmpty) this.unrouted.upstream.takeDelta();
+      if (!this.unrouted.endpoint.isEmpty) this.unrouted.endpoint.takeDelta();
+    }
     return {
       version: 1,
       inFlight: this.inFlight,
@@ -197,9 +222,14 @@ export class MetricsRecorder {
     };
   }
 
-  private series(map: Map<string, SeriesRecorder>, key: string, byClass = false): SeriesRecorder {
+  /** `routed`: the keys the table in service has; a key it does not have gets the unrouted series, kept nowhere. */
+  private series(map: Map<string, SeriesRecorder>, key: string, byClass: boolean, routed: ReadonlySet<string> | undefined): SeriesRecorder {
     let series = map.get(key);
     if (series === undefined) {
+      if (routed !== undefined && !routed.has(key)) {
+        this.unrouted ??= { upstream: new SeriesRecorder(2, this.useWebAssembly), endpoint: new SeriesRecorder(2, this.useWebAssembly, true) };
+        return byClass ? this.unrouted.endpoint : this.unrouted.upstream;
+      }
       series = new SeriesRecorder(2, this.useWebAssembly, byClass);
       map.set(key, series);
     }
