@@ -81,6 +81,8 @@ export class DonePhase {
   /** A relayed WebSocket connection is over: the listeners that log connections are told. */
   connectionDone(ctx: RequestContext, connection: ConnectionSummary): void {
     this.hideQueryKeys(ctx);
+    // A sampled upgrade's spans run to the connection's end, as its access-log line does.
+    this.observe?.finish(ctx, performance.now());
     const disabled = ctx.disabledListeners;
     for (const listener of this.state.listeners) {
       if (listener.connectionDone === undefined) continue;

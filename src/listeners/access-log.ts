@@ -446,6 +446,7 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
       field(CLOSED_BY, connection.closedBy);
       field(l.client, request.clientAddress);
       if (request.requestId) field(l.requestId, request.requestId);
+      if (request.traceId) field(l.traceId, request.traceId);
       e.bytes(CONNECTION_LINE_END);
       endLine();
     },

@@ -21,8 +21,8 @@
  */
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import { SpanKind, SpanStatusCode, TraceFlags, type Attributes, type HrTime, type Link, type SpanContext, type SpanStatus } from '@opentelemetry/api';
-import { ExportResultCode, SDK_INFO, TraceState, hrTimeDuration, type ExportResult, type InstrumentationScope } from '@opentelemetry/core';
+import { SpanKind, SpanStatusCode, TraceFlags, type Attributes, type HrTime, type Link, type SpanContext, type SpanStatus, type TraceState } from '@opentelemetry/api';
+import { ExportResultCode, SDK_INFO, hrTimeDuration, type ExportResult, type InstrumentationScope } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes, type Resource } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type ReadableSpan, type SpanExporter, type TimedEvent } from '@opentelemetry/sdk-trace-base';
@@ -69,6 +69,44 @@ export interface ExportLimits {
   maxExportBatchSize: number;
   scheduledDelayMillis: number;
   exportTimeoutMillis: number;
+}
+
+/**
+ * The longest a string attribute taken from the request is (url.path, url.query, url.full,
+ * user_agent.original); a longer one is cut there, as OpenTelemetry's attributeValueLengthLimit cuts.
+ * The export serializes a batch on the worker's event loop: a client sending 7 KB User-Agents and
+ * queries with sampled traceparents made 512-span batches of 5.9 MB, 125-155 ms of serializing each,
+ * during which requests waited. The access log keeps the whole values.
+ */
+export const MAX_ATTRIBUTE_CHARS = 256;
+
+function capped(value: string): string {
+  return value.length > MAX_ATTRIBUTE_CHARS ? value.slice(0, MAX_ATTRIBUTE_CHARS) : value;
+}
+
+/**
+ * The caller's tracestate exactly as it was passed upstream. OpenTelemetry's TraceState class keeps at
+ * most 512 characters (dropping members past it), where the gateway passes up to 8192 on: the
+ * exported spans would then carry another tracestate than the upstream saw. Spans only serialize it.
+ */
+class PassedTraceState implements TraceState {
+  constructor(private readonly text: string) {}
+  set(): TraceState {
+    return this;
+  }
+  unset(): TraceState {
+    return this;
+  }
+  get(key: string): string | undefined {
+    for (const member of this.text.split(',')) {
+      const equals = member.indexOf('=');
+      if (equals > 0 && member.slice(0, equals).trim() === key) return member.slice(equals + 1).trim();
+    }
+    return undefined;
+  }
+  serialize(): string {
+    return this.text;
+  }
 }
 
 const DEFAULT_LIMITS: ExportLimits = { maxQueueSize: 4096, maxExportBatchSize: 512, scheduledDelayMillis: 1000, exportTimeoutMillis: 5000 };
@@ -293,7 +331,7 @@ export class SpanExport {
     const failed = request.status >= 500 || request.cut;
     const endedAt = hrTime(request.endedAt);
     // The caller's tracestate (as passed upstream) goes on every span of the trace, as a Tracer's children inherit it.
-    const traceState = trace.traceState === '' ? undefined : new TraceState(trace.traceState);
+    const traceState = trace.traceState === '' ? undefined : new PassedTraceState(trace.traceState);
     // The queued spans keep these ids until the export: copies that do not pin randomHex's pool.
     const traceId = ownedId(trace.traceId);
     const spanId = ownedId(trace.spanId);
@@ -302,7 +340,7 @@ export class SpanExport {
     const name = request.routeTemplate === null ? request.method : `${request.method} ${request.routeTemplate}`;
     const attributes: Attributes = {
       [ATTR_HTTP_REQUEST_METHOD]: request.method,
-      [ATTR_URL_PATH]: request.path,
+      [ATTR_URL_PATH]: capped(request.path),
       [ATTR_URL_SCHEME]: request.secure ? 'https' : 'http',
       [ATTR_HTTP_RESPONSE_STATUS_CODE]: request.status,
       [ATTR_NETWORK_PROTOCOL_VERSION]: '1.1',
@@ -311,9 +349,9 @@ export class SpanExport {
       'http.response.body.size': request.bytesOut,
       'gateway.request_id': request.requestId,
     };
-    if (request.query !== '') attributes[ATTR_URL_QUERY] = request.query;
+    if (request.query !== '') attributes[ATTR_URL_QUERY] = capped(request.query);
     if (request.routeTemplate !== null) attributes[ATTR_HTTP_ROUTE] = request.routeTemplate;
-    if (request.userAgent !== undefined) attributes[ATTR_USER_AGENT_ORIGINAL] = request.userAgent;
+    if (request.userAgent !== undefined) attributes[ATTR_USER_AGENT_ORIGINAL] = capped(request.userAgent);
     if (request.host !== undefined) addServerOf(attributes, request.host, request.secure);
     // A server span's error.type is its 5xx status, as text (OpenTelemetry HTTP conventions); an answer
     // cut short failed whatever its status: why the upstream failed mid-body, else `response_cut`.
@@ -328,7 +366,7 @@ export class SpanExport {
     if (request.upstreamStartedAt > 0 && request.upstream !== null) {
       const clientAttributes: Attributes = {
         [ATTR_HTTP_REQUEST_METHOD]: request.upstreamMethod,
-        [ATTR_URL_FULL]: request.upstream + request.upstreamTarget,
+        [ATTR_URL_FULL]: capped(request.upstream + request.upstreamTarget),
         ...serverOf(request.upstream),
       };
       if (request.upstreamStatus > 0) clientAttributes[ATTR_HTTP_RESPONSE_STATUS_CODE] = request.upstreamStatus;

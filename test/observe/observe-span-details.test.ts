@@ -79,6 +79,31 @@ t.test('resource, url.query without the API key, the caller\'s tracestate', asyn
   t.notOk(plainServer.traceState, 'no tracestate came: none on the spans');
 });
 
+t.test('a tracestate over 512 characters is exported as it was passed upstream', async (t) => {
+  // OpenTelemetry's TraceState class keeps 512 characters and drops the members past them.
+  const trace = traceparent();
+  const state = ['a=' + 'x'.repeat(250), 'b=' + 'y'.repeat(250), 'c=z'].join(',');
+  t.ok(state.length > 512);
+  const res = await httpRequest(gateway.port, `/items/3?api_key=${KEY}`, { headers: { traceparent: trace.header, tracestate: state } });
+  t.equal(res.status, 200);
+  for (const span of await spansOf(trace.traceId, 3)) t.equal(span.traceState, state, `${span.name}: every member`);
+});
+
+t.test('long request values are cut at 256 characters in the spans (the access log has them whole)', async (t) => {
+  const trace = traceparent();
+  const query = `q=${'v'.repeat(7000)}`;
+  const agent = `agent/${'w'.repeat(7000)}`;
+  const res = await httpRequest(gateway.port, `/items/4?${query}&api_key=${KEY}`, { headers: { traceparent: trace.header, 'user-agent': agent } });
+  t.equal(res.status, 200);
+  const spans = await spansOf(trace.traceId, 3);
+  const server = spans.find((s) => s.kind === 2)!;
+  const client = spans.find((s) => s.kind === 3)!;
+  t.equal(attribute(server, 'url.query'), query.slice(0, 256));
+  t.equal(attribute(server, 'user_agent.original'), agent.slice(0, 256));
+  t.equal(String(attribute(client, 'url.full')).length, 256);
+  t.ok(String(attribute(client, 'url.full')).startsWith(`${upstream.location}/items/4?q=vvv`));
+});
+
 t.test('an answer the upstream cut mid-body: the client gets a 200 cut short, the server span failed', async (t) => {
   const trace = traceparent();
   const result = await rawRequest(gateway.port, `GET /cut/1 HTTP/1.1\r\nHost: test\r\nx-api-key: ${KEY}\r\ntraceparent: ${trace.header}\r\n\r\n`, { waitMs: 5000 });
