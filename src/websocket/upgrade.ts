@@ -409,6 +409,8 @@ class PendingUpgrade implements HandshakeHandler {
     const upstream = host.pick(ctx, excluding);
     if (upstream === null) return this.answer({ kind: 'problem', status: 503, detail: NO_HOST }, 'rejected');
     this.upstream = upstream;
+    // For the client span (a sampled request): from the first attempt; its end is the connection's.
+    if (ctx.upstreamStartedAt === 0) ctx.upstreamStartedAt = performance.now();
     try {
       this.socket = new UpstreamSocket(this.proxy.upstreamOptions(upstream, ctx, this.protocols), this);
     } catch (err) {
@@ -427,6 +429,7 @@ class PendingUpgrade implements HandshakeHandler {
     this.done = true;
     const ctx = this.ctx;
     ctx.status = 101;
+    ctx.upstreamStatus = 101;
     const relay = new Relay(this.proxy, socket, ctx, this.proxy.settings.compression);
     this.proxy.adopt(relay);
     const slot: ClientSlot = { relay };
@@ -456,6 +459,8 @@ class PendingUpgrade implements HandshakeHandler {
   /** HandshakeHandler: the upstream answered something other than 101; the client gets that answer. */
   onRefused(status: number, upstreamHeaders: string[], body: Buffer | null): void {
     const routeId = this.ctx.routeId;
+    this.ctx.upstreamStatus = status;
+    this.ctx.upstreamEndedAt = performance.now();
     if (status >= 500) this.host.breakers.onFailure(this.upstream, routeId);
     else this.host.breakers.onSuccess(this.upstream, routeId);
     if (this.done) return;
@@ -484,6 +489,9 @@ class PendingUpgrade implements HandshakeHandler {
       return this.connect(this.upstream);
     }
     host.counters?.add(known?.counter ?? (kind === 'timeout' ? 'upstreamFailures.timeouts' : kind === 'unsent' ? 'upstreamFailures.connectFailures' : 'upstreamFailures.resets'));
+    // The client span's error.type, in the upstream client's words where it has them.
+    ctx.upstreamError = kind === 'timeout' ? 'headers_timeout' : kind === 'connectTimeout' ? 'connect_timeout' : kind === 'unsent' ? 'connect_failed' : kind === 'tls' ? 'tls_handshake' : 'invalid_response';
+    ctx.upstreamEndedAt = performance.now();
     const answer =
       kind === 'timeout'
         ? { kind: 'problem' as const, status: 504, detail: 'the upstream did not answer the upgrade in time' }
