@@ -18,6 +18,15 @@ export function boundKey(key: string): string {
   return DIGEST_PREFIX + createHash('sha256').update(key).digest('hex');
 }
 
+/**
+ * Always `~sha256:<hex of the UTF-8 key>`: what a rate-limit bucket is called in a shared store. Its
+ * keys may hold a header's value (`header:x-api-key`, `header:authorization`): a client's credential
+ * is then never readable from Redis (SCAN, MONITOR, a dump), as apiKeyAuth keeps only digests.
+ */
+export function digestKey(key: string): string {
+  return DIGEST_PREFIX + createHash('sha256').update(key).digest('hex');
+}
+
 /** An entry of a map bounded by second-chance (CLOCK) eviction. */
 export interface ClockEntry {
   /** Set on every use; eviction clears it once before evicting (a cheap approximation of LRU). */

@@ -19,7 +19,7 @@ import type * as Redis from 'redis';
 import { StoreBreaker, type StoreBreakerState } from './store-breaker.js';
 import { StoreError } from './store-errors.js';
 import type { GcraPolicy, RateDecision } from './gcra.js';
-import { boundKey } from './keys.js';
+import { boundKey, digestKey } from './keys.js';
 import { GCRA_TAKE_EACH_LUA, GCRA_TAKE_EACH_SHA1, GCRA_TAKE_LUA, GCRA_TAKE_SHA1 } from './redis-gcra.js';
 import { DELETE_GROUP_LUA, DELETE_GROUP_SHA1, GET_IN_GROUP_LUA, GET_IN_GROUP_SHA1, groupSlot, SET_IN_GROUP_LUA, SET_IN_GROUP_SHA1 } from './redis-groups.js';
 import type { GroupRead, KeyValueStore, RateLimitStore } from './types.js';
@@ -264,7 +264,7 @@ export class RedisStore implements RateLimitStore, KeyValueStore {
   private bucketOf(key: string): string {
     if (key !== this.lastKey) {
       this.lastKey = key;
-      this.lastBucket = `${this.keyPrefix}rl:${boundKey(key)}`;
+      this.lastBucket = `${this.keyPrefix}rl:${digestKey(key)}`;
     }
     return this.lastBucket;
   }

@@ -54,6 +54,16 @@ t.test("a store down on one worker: the reason is that worker's, not another wor
   t.notOk('reason' in states.health(NAMES).r!, 'nor does a ready store in the health report');
 });
 
+t.test('a store a stopping worker closed is logged as closed (info), not as down', async (t) => {
+  const states = new StoreStates();
+  const log = recorder();
+  report(states, log, 1, redis('ready', null));
+  const [closed] = report(states, log, 1, redis('down', 'closed'));
+  t.match(closed, { level: 'info', msg: 'store "r" is closed', fields: { state: 'down', previous: 'ready', reason: 'closed' } });
+  const [down] = report(states, log, 1, redis('down', 'connection: connect ECONNREFUSED 127.0.0.1:6379'));
+  t.match(down, { level: 'warn', msg: 'store "r" is still down: connection: connect ECONNREFUSED 127.0.0.1:6379' });
+});
+
 t.test('a reason that changes while the store stays down is logged once; the same one with other numbers is not', async (t) => {
   const states = new StoreStates();
   const log = recorder();

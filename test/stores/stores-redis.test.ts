@@ -1,7 +1,7 @@
 // The `redis` store (src/stores/redis-store.ts) against a real redis-server of the test's own
 // (test/helpers/redis-server.ts): one atomic limit for every client, every key with a TTL, Buffers
 // exactly, and a dead or hung Redis costing at most the command timeout.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { createClient } from 'redis';
 import t from 'tap';
@@ -190,10 +190,32 @@ t.test('two gateways on one Redis share one limit exactly under concurrency; eve
     const ttl = await inspect.pTTL(key);
     if (!(ttl > 0)) t.fail(`${key} has no TTL (${ttl})`);
   }
-  const oneTaken = await inspect.pTTL('gw:rl:ip:198.51.100.0');
+  const oneTaken = await inspect.pTTL(`gw:rl:~sha256:${createHash('sha256').update('ip:198.51.100.0').digest('hex')}`);
   const since = Math.ceil(performance.now() - takenAt);
   t.ok(oneTaken >= 1000 - since - 1 && oneTaken <= 1000, `one token of 10 per 10 s expires when full again: ${oneTaken} ms, read ${since} ms after`);
   t.ok(keys.every((key) => key.length < 100), 'a 5,000-character key is stored as a digest');
+});
+
+t.test("a bucket's Redis key is a digest: a header value (an API key, a token) is never readable from Redis", async (t) => {
+  const redis = await server();
+  const limits = store(redis.url, { commandTimeoutMs: 5000 });
+  const inspect = await admin(redis.url);
+  t.teardown(async () => {
+    await limits.close();
+    await inspect.close();
+  });
+  await limits.settled();
+  const policy = gcraPolicy(2, 60_000);
+  const key = 'h|GET /a|h:sk_live_SECRET_alice';
+  t.ok((await limits.take(key, policy)).admitted);
+  t.ok((await limits.take(key, policy)).admitted);
+  t.notOk((await limits.take(key, policy)).admitted, 'still one bucket: the third take of two is refused');
+  t.ok((await limits.take('h|GET /a|h:sk_live_SECRET_bob', policy)).admitted, 'another value, another bucket');
+  const keys: string[] = [];
+  for await (const batch of inspect.scanIterator({ MATCH: '*', COUNT: 100 })) keys.push(...batch);
+  t.equal(keys.length, 2);
+  t.notOk(keys.some((k) => k.includes('SECRET')), `no value in a key name: ${keys.join(', ')}`);
+  t.notOk(keys.some((k) => k.includes('sk_live')));
 });
 
 t.test('get/set/delete round-trip Buffers exactly, with their TTL', async (t) => {
