@@ -490,7 +490,7 @@ class PendingUpgrade implements HandshakeHandler {
     }
     host.counters?.add(known?.counter ?? (kind === 'timeout' ? 'upstreamFailures.timeouts' : kind === 'unsent' ? 'upstreamFailures.connectFailures' : 'upstreamFailures.resets'));
     // The client span's error.type, in the upstream client's words where it has them.
-    ctx.upstreamError = kind === 'timeout' ? 'headers_timeout' : kind === 'connectTimeout' ? 'connect_timeout' : kind === 'unsent' ? 'connect_failed' : kind === 'tls' ? 'tls_handshake' : 'invalid_response';
+    ctx.upstreamError = kind === 'timeout' ? 'headers_timeout' : kind === 'connectTimeout' ? 'connect_timeout' : kind === 'unsent' ? 'connect_failed' : kind === 'tls' ? 'tls' : 'bad_response';
     ctx.upstreamEndedAt = performance.now();
     const answer =
       kind === 'timeout'
