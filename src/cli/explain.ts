@@ -15,7 +15,7 @@ character that must be percent-encoded, an encoded slash under encodedSlashes "r
 above the root) is its 4xx with "detail", and a built-in path (paths.healthcheck, .metrics, .spec) is
 its answer with "builtin" naming it, whatever the upstreams declare. PATH may carry a query string; it is
 not used for routing. METHOD is case-sensitive (get is not GET); a method uWebSockets.js does not
-deliver (outside GET HEAD POST PUT DELETE CONNECT OPTIONS TRACE PATCH) gets a "note" saying the
+deliver (outside ${[...UWS_METHODS].join(' ')}) gets a "note" saying the
 connection is closed with no answer. --content-type marks the requests as having
 a body of that type. Works on the config's static upstreams, on every upstream's doc with --fetch
 (fetched as \`gateway start\` would), and on docs given with --doc (a file or an http(s) URL, JSON or
@@ -24,7 +24,7 @@ YAML, may be repeated; the name as given is the upstream). --host routes as a re
 upstream lists: among the upstreams without "hosts" (those left out are named on stderr).`;
 
 /** What a request with a method uWS does not deliver gets: explain's status is then only the table's. */
-const UNDELIVERED = 'not delivered: uWebSockets.js closes the connection at a method outside GET HEAD POST PUT DELETE CONNECT OPTIONS TRACE PATCH (case-sensitive), with no answer; status is what the gateway would answer were it delivered';
+const UNDELIVERED = `not delivered: uWebSockets.js closes the connection at a method outside ${[...UWS_METHODS].join(' ')} (case-sensitive), with no answer; status is what the gateway would answer were it delivered`;
 
 export async function runExplain(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommandLine({

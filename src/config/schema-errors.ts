@@ -81,14 +81,14 @@ export function describeSchemaErrors(errors: readonly ErrorObject[], values?: Su
   const untyped = new Set(
     errors.flatMap((error) => {
       if (error.instancePath.endsWith('/serviceType')) return [error.instancePath.slice(0, -'/serviceType'.length)];
-      if (error.keyword === 'required' && (error.params as { missingProperty?: unknown }).missingProperty === 'serviceType') return [error.instancePath];
+      if (missingProperty(error) === 'serviceType') return [error.instancePath];
       return [];
     }),
   );
   for (const error of errors) {
     if (error.keyword === 'type' && enums.has(error.instancePath)) continue;
     if (error.instancePath.endsWith('/endpoints') && untyped.has(error.instancePath.slice(0, -'/endpoints'.length))) continue;
-    if (error.keyword === 'required' && (error.params as { missingProperty?: unknown }).missingProperty === 'endpoints' && untyped.has(error.instancePath)) continue;
+    if (missingProperty(error) === 'endpoints' && untyped.has(error.instancePath)) continue;
     const problem = describe(error, values);
     if (!problem) continue;
     const key = `${problem.pointer}\n${problem.reason}`;
@@ -97,6 +97,11 @@ export function describeSchemaErrors(errors: readonly ErrorObject[], values?: Su
     problems.push(problem);
   }
   return problems;
+}
+
+/** The key a `required` error names; undefined for other errors. */
+function missingProperty(error: ErrorObject): unknown {
+  return error.keyword === 'required' ? (error.params as { missingProperty?: unknown }).missingProperty : undefined;
 }
 
 function describe(error: ErrorObject, values: SubstitutedValues | undefined): ConfigProblem | undefined {

@@ -6,7 +6,7 @@ import { BUCKET_PRECISION, bucketEdgesMicros, cumulativeCounts, DEFAULT_BUCKETS_
 import { toPrometheus, type BuildLabels, type HistogramFamilies, type HistogramPart } from './prometheus.js';
 import { counterPath } from './counters.js';
 import { REPORT_FIELDS, type LatencySummaryMs, type MetricsReport, type SeriesReport } from './report.js';
-import type { RoutedSeries } from './routed-series.js';
+import { retainKeys, type RoutedSeries } from './routed-series.js';
 
 export type { MetricsReport, SeriesReport, LatencySummaryMs } from './report.js';
 
@@ -275,10 +275,6 @@ function addAll(totals: Map<string, SeriesTotals>, deltas: Record<string, Series
     }
     series.add(delta);
   }
-}
-
-function retainKeys<T>(series: Map<string, T>, routed: ReadonlySet<string>): void {
-  for (const key of series.keys()) if (!routed.has(key)) series.delete(key);
 }
 
 function reportAll(totals: Map<string, SeriesTotals>): Record<string, SeriesReport> {

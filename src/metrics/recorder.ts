@@ -2,7 +2,7 @@ import * as hdr from './hdr.js';
 import type { Histogram } from './hdr.js';
 import type { MetricsDelta, PartDelta, SeriesDelta } from './delta.js';
 import { encodeHistogram, HIGHEST_RECORDED_MICROS, histogramSettings, roundLatency, webAssemblyReady, type Precision } from './histogram.js';
-import type { RoutedSeries } from './routed-series.js';
+import { retainKeys, type RoutedSeries } from './routed-series.js';
 
 export type { MetricsDelta, SeriesDelta } from './delta.js';
 
@@ -153,8 +153,8 @@ export class MetricsRecorder {
    */
   retainRouted(routed: RoutedSeries): void {
     this.routed = routed;
-    for (const key of this.upstreams.keys()) if (!routed.upstreams.has(key)) this.upstreams.delete(key);
-    for (const key of this.endpoints.keys()) if (!routed.endpoints.has(key)) this.endpoints.delete(key);
+    retainKeys(this.upstreams, routed.upstreams);
+    retainKeys(this.endpoints, routed.endpoints);
     // Its entries may hold a series just dropped; the next request of each route looks it up again.
     this.routes.length = 0;
   }

@@ -14,6 +14,11 @@ export interface RoutedSeries {
 /** One route: its method, template and the serviceLocations of its targets. */
 export type RoutedEndpoint = readonly [method: string, template: string, upstreams: Iterable<string>];
 
+/** Drops the series of `series` whose key is not in `routed` (one of RoutedSeries' sets). */
+export function retainKeys(series: Map<string, unknown>, routed: ReadonlySet<string>): void {
+  for (const key of series.keys()) if (!routed.has(key)) series.delete(key);
+}
+
 export function routedSeries(routes: Iterable<RoutedEndpoint>): RoutedSeries {
   const upstreams = new Set<string>();
   const endpoints = new Set<string>();

@@ -52,7 +52,6 @@ const SLASH: Segment = { rank: Rank.Slash, text: '/', name: '', regex: null };
 /** Operators of RFC 6570 that are read as (docs/reference/routing.md#segment-forms) a plain `{name}`. */
 const PLAIN_OPERATORS = '?#;&/';
 
-
 export function parseTemplate(raw: string): ParsedTemplate {
   const body = stripSlashes(raw);
   const segments: Segment[] = [];

@@ -14,8 +14,7 @@ const DIGEST_PREFIX = '~sha256:';
  * share a bucket only on a SHA-256 collision; a short key that spells a digest form would need a preimage.
  */
 export function boundKey(key: string): string {
-  if (key.length <= MAX_KEY_LENGTH) return key;
-  return DIGEST_PREFIX + createHash('sha256').update(key).digest('hex');
+  return key.length <= MAX_KEY_LENGTH ? key : digestKey(key);
 }
 
 /**
