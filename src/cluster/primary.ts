@@ -376,7 +376,15 @@ class Primary {
         this.releasePorts();
         if (this.announcedPort) break;
         this.announcedPort = true;
-        this.log.info({ host: this.config.host, port: message.port, ...(this.config.tls ? { tlsPort: this.config.tls.port } : {}) }, 'gateway listening');
+        this.log.info(
+          {
+            host: this.config.host,
+            port: message.port,
+            ...(this.config.tls ? { tlsPort: this.config.tls.port } : {}),
+            ...(this.config.admin ? { adminHost: this.config.admin.host, adminPort: this.config.admin.port } : {}),
+          },
+          'gateway listening',
+        );
         this.giveWayToOlderSharer(message.port);
         break;
       case 'ready':

@@ -165,9 +165,17 @@ function openLane(url: string, timeoutMillis: number): Lane {
   return { exporter: new OTLPTraceExporter({ url, timeoutMillis, concurrencyLimit: 2, httpAgentOptions: () => agent }), agent, busy: false };
 }
 
+/**
+ * The OTLP exporter's error after it retried an answer of 429, 502, 503 or 504 until its deadline: the
+ * only failure it reports without the status (otlp-exporter-base's export delegate; network errors and
+ * timeouts keep their own error).
+ */
+const RETRIES_SPENT = 'Export failed with retryable status';
+
 /** Why an export failed, for the warning. */
 function describe(error: Error | undefined): string {
   if (error === undefined) return 'unknown error';
+  if (error.message === RETRIES_SPENT) return 'the collector answered 429, 502, 503 or 504 to every try until the export deadline';
   const status = (error as { code?: unknown }).code;
   return typeof status === 'number' ? `the collector answered ${status} ${error.message}` : error.message;
 }

@@ -16,6 +16,9 @@ t.test('admin: { port: 0 } serves the built-ins apart from the public port', asy
   const listening = await gateway.waitForLog((line) => line.msg === 'admin listener listening', 5000, 'admin listener');
   const adminPort = Number(listening.port);
   t.ok(adminPort > 0 && adminPort !== gateway.port, `admin on ${adminPort}`);
+  const announced = await gateway.waitForLog((line) => line.msg === 'gateway listening', 1000, "'gateway listening'");
+  t.equal(Number(announced.adminPort), adminPort, "the port picked for admin is in 'gateway listening' with the public one");
+  t.equal(announced.adminHost, '127.0.0.1');
 
   t.equal((await httpRequest(gateway.port, '/items/1')).status, 200, 'public port routes as usual');
   const publicHealth = await httpRequest(gateway.port, '/healthcheck');

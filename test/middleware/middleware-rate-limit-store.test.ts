@@ -65,3 +65,12 @@ t.test('a store that never answers and does not bound its wait: deny answers 503
   use('stalled', 'allow');
   t.equal((await get()).status, 200, 'allow: admitted');
 });
+
+t.test('RateLimit-Policy states a window that is not whole seconds rounded up (w is whole seconds)', async (t) => {
+  for (const [windowMs, w] of [[500, 1], [1_500, 2], [2_000, 2]] as const) {
+    const config = { id: 'limit', type: 'rateLimit', slaMs: 200, limit: 5, windowMs, key: 'ip', scope: 'endpoint', store: 'rejecting', onStoreError: 'allow' } as MiddlewareConfig;
+    plane.setPipeline(buildPipeline([config], { metrics: new Counters(), warn: () => {}, stores: storeLookup({ rateLimit: (name) => failing[name] }) }));
+    const res = await get();
+    t.same(res.headers['ratelimit-policy'], [`"limit";q=5;w=${w}`], `windowMs ${windowMs}`);
+  }
+});

@@ -234,3 +234,25 @@ t.test('an export without a complete answer by its deadline is dropped, and the 
   t.equal(exported() - exportedBefore, 3, 'counted exported');
   t.equal(warnings[1], 'span export works again');
 });
+
+t.test('a collector that answers 503 to every try: the warning says so (the exporter passes on no status)', async (t) => {
+  let posts = 0;
+  const server = createServer((req, res) => {
+    posts++;
+    req.resume();
+    req.on('end', () => res.writeHead(503, { 'content-type': 'text/plain' }).end('overloaded'));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const warnings: string[] = [];
+  const exporter = new SpanExport({ otlpEndpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/traces`, sampleRatio: 1, serviceName: 'unit' }, counters, (m) => warnings.push(m), {
+    scheduledDelayMillis: 20,
+    exportTimeoutMillis: 800,
+  });
+  t.teardown(() => exporter.close());
+  const droppedBefore = counted.get(SPANS_DROPPED) ?? 0;
+  exporter.record(request(new RequestTrace('4bf92f3577b34da6a3ce929d0e0e4736', '1111111111111111', '3333333333333333', '', true), 200));
+  await eventually(async () => ((counted.get(SPANS_DROPPED) ?? 0) > droppedBefore ? true : undefined), 10_000, 20, 'the spans counted dropped');
+  t.ok(posts >= 1, `the collector was asked (${posts} posts)`);
+  t.equal(warnings[0], 'span export failed (the collector answered 429, 502, 503 or 504 to every try until the export deadline); spans are dropped until it works again');
+});
