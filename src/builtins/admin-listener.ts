@@ -29,7 +29,11 @@ export interface AdminRequestIds {
 
 export interface AdminListener {
   readonly port: number;
-  close(): void;
+  /**
+   * Stops accepting connections, lets the requests in flight (a /metrics waits for the primary) be
+   * answered, with `Connection: close`, until `graceMs` at most, then closes every connection left.
+   */
+  close(graceMs: number): Promise<void>;
 }
 
 export function startAdminListener(
@@ -58,6 +62,12 @@ export function startAdminListener(
     const kept = count === 1 && isAcceptableRequestId(incoming) && trust.isTrusted(remoteAddress(res.getRemoteAddress()));
     return [idHeader, kept ? incoming : nextRequestId()];
   };
+  let closing = false;
+  let inFlight = 0;
+  let onIdle: (() => void) | null = null;
+  const finished = (): void => {
+    if (--inFlight === 0 && onIdle !== null) onIdle();
+  };
   app.any('/*', (res: UwsResponse, req: UwsRequest) => {
     const method = req.getCaseSensitiveMethod();
     const query = req.getQuery() ?? '';
@@ -66,30 +76,36 @@ export function startAdminListener(
     const path = target(req.getUrl(), query);
     if (typeof path !== 'string') {
       const { status, detail } = path.answer;
-      writeProblem(res, status, detail, { via, headersOnly: method === 'HEAD', headers: id, closeConnection: path.close });
+      writeProblem(res, status, detail, { via, headersOnly: method === 'HEAD', headers: id, closeConnection: path.close || closing });
       return;
     }
     const answer = builtins(method, path, query, headers);
     if (answer === null) {
-      writeProblem(res, 404, 'the admin listener serves only the health report, metrics and spec', { via, headersOnly: method === 'HEAD', headers: id });
+      writeProblem(res, 404, 'the admin listener serves only the health report, metrics and spec', { via, headersOnly: method === 'HEAD', headers: id, closeConnection: closing });
       return;
     }
     const headersOnly = method === 'HEAD';
     if (!(answer instanceof Promise)) {
-      writeBuiltinAnswer(res, answer, headersOnly, false, id);
+      writeBuiltinAnswer(res, answer, headersOnly, closing, id);
       return;
     }
     // The metrics: asked of the primary process, written when they come.
     let aborted = false;
+    inFlight++;
     res.onAborted(() => {
       aborted = true;
+      finished();
     });
     answer.then(
       (later) => {
-        if (!aborted) res.cork(() => writeBuiltinAnswer(res, later, headersOnly, false, id));
+        if (aborted) return;
+        res.cork(() => writeBuiltinAnswer(res, later, headersOnly, closing, id));
+        finished();
       },
       () => {
-        if (!aborted) res.cork(() => writeProblem(res, 500, 'the gateway failed to handle the request', { via, headersOnly, headers: id }));
+        if (aborted) return;
+        res.cork(() => writeProblem(res, 500, 'the gateway failed to handle the request', { via, headersOnly, headers: id, closeConnection: closing }));
+        finished();
       },
     );
   });
@@ -101,8 +117,19 @@ export function startAdminListener(
       }
       resolve({
         port: uws.uws.us_socket_local_port(socket),
-        close: () => {
+        close: async (graceMs) => {
+          if (closing) return;
+          closing = true;
           uws.uws.us_listen_socket_close(socket);
+          if (inFlight > 0) {
+            await new Promise<void>((done) => {
+              const timer = setTimeout(done, graceMs);
+              onIdle = () => {
+                clearTimeout(timer);
+                done();
+              };
+            });
+          }
           app.close?.();
         },
       });

@@ -353,12 +353,13 @@ async function shutdown(reason: string, signalled = false): Promise<void> {
     process.exit(0);
   }, timerDelay(graceMs + 1000));
   forceExit.unref();
-  adminListener?.close();
+  const adminClosed = adminListener?.close(graceMs);
   try {
     await dataPlane?.close(graceMs);
   } catch (err) {
     log.error({ err }, 'data plane did not close cleanly');
   }
+  await adminClosed;
   await components.close();
   toBank.flush();
   shipMetrics();

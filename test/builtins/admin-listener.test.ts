@@ -142,3 +142,26 @@ t.test('the admin listener matches the built-ins after the public port\'s path n
   }
   t.equal((await httpRequest(adminPort, '/%69tems/1')).status, 404, 'a normalized non-built-in path is still 404 there');
 });
+
+t.test('a worker that stops answers the /metrics request in flight on the admin listener before it closes it', async (t) => {
+  const app = await startUpstream(t, { name: 'app' });
+  const gateway = await startGateway(t, {
+    config: testConfig([{ serviceType: 'static', serviceLocation: app.location, endpoints: [{ method: 'GET', path: '/items/{id}' }] }], { admin: { host: '127.0.0.1', port: 0 } }),
+    waitFor: (line) => line.msg === 'gateway operational',
+    workers: 1,
+  });
+  const listening = await gateway.waitForLog((line) => line.msg === 'admin listener listening', 5000, 'admin listener');
+  const adminPort = Number(listening.port);
+  t.equal((await httpRequest(adminPort, '/metrics')).status, 200);
+  // A worker asks the primary for /metrics: with the primary stopped, the request stays in flight
+  // until the worker's ask times out (2 s) and it answers 503.
+  gateway.signal('SIGSTOP');
+  t.teardown(() => gateway.signal('SIGCONT'));
+  const answer = httpRequest(adminPort, '/metrics');
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  process.kill(Number(listening.pid), 'SIGTERM');
+  const res = await answer;
+  t.equal(res.status, 503, 'the request in flight is answered (the primary did not give the metrics), not cut');
+  t.equal(res.headers.connection, 'close', 'with Connection: close, the worker being on its way out');
+  gateway.signal('SIGCONT');
+});
