@@ -157,7 +157,8 @@ t.test('a worker that stops answers the /metrics request in flight on the admin 
   // until the worker's ask times out (2 s) and it answers 503.
   gateway.signal('SIGSTOP');
   t.teardown(() => gateway.signal('SIGCONT'));
-  const answer = httpRequest(adminPort, '/metrics');
+  // Keep-alive asked for: uWS says Connection: close only to a client that did not say it first.
+  const answer = httpRequest(adminPort, '/metrics', { headers: { connection: 'keep-alive' } });
   await new Promise((resolve) => setTimeout(resolve, 300));
   process.kill(Number(listening.pid), 'SIGTERM');
   const res = await answer;
