@@ -166,11 +166,11 @@ export class LeaseClient implements RateLimitStore {
         this.counters.local++;
         lease.tokens--;
         this.spend(lease, now);
-        return { admitted: true, remaining: lease.free + lease.tokens, resetMs: msUntil(lease.fullAt, now), retryAfterMs: 0 };
+        return { admitted: true, remaining: lease.free + lease.tokens, resetMs: resetMs(lease, now), retryAfterMs: 0 };
       }
       if (now < lease.deniedUntil) {
         this.counters.local++;
-        return { admitted: false, remaining: 0, resetMs: msUntil(lease.fullAt, now), retryAfterMs: lease.deniedUntil - now };
+        return { admitted: false, remaining: 0, resetMs: resetMs(lease, now), retryAfterMs: lease.deniedUntil - now };
       }
     }
     if (this.closed) return Promise.reject(new StoreError(this.name, 'closed', 'closed'));
@@ -366,7 +366,7 @@ export class LeaseClient implements RateLimitStore {
     while (served < waiters.length && lease.tokens > 0) {
       lease.tokens--;
       this.spend(lease, now);
-      waiters[served++]!.resolve({ admitted: true, remaining: lease.free + lease.tokens, resetMs: msUntil(lease.fullAt, now), retryAfterMs: 0 });
+      waiters[served++]!.resolve({ admitted: true, remaining: lease.free + lease.tokens, resetMs: resetMs(lease, now), retryAfterMs: 0 });
     }
     if (served === waiters.length) {
       lease.waiters = null;
@@ -377,8 +377,8 @@ export class LeaseClient implements RateLimitStore {
       // The bank is empty even after recalling the other workers' tokens: everyone waiting is denied.
       lease.waiters = null;
       const retryAfterMs = Math.max(1, grant.retryAt - now);
-      const resetMs = msUntil(lease.fullAt, now);
-      for (const waiter of waiters) waiter.resolve({ admitted: false, remaining: 0, resetMs, retryAfterMs });
+      const reset = resetMs(lease, now);
+      for (const waiter of waiters) waiter.resolve({ admitted: false, remaining: 0, resetMs: reset, retryAfterMs });
       return;
     }
     if (lease.inflightSeq === 0) this.acquire(lease, now);
@@ -398,6 +398,17 @@ export class LeaseClient implements RateLimitStore {
 
 function msUntil(at: number, now: number): number {
   return at > now ? at - now : 0;
+}
+
+/**
+ * When the bucket is full again as this worker tells it: the grant's fullAt counts every token this
+ * worker holds as spent, but its unspent tokens are told as remaining (`free + tokens`), so they are
+ * taken off here too, one emission interval each. Otherwise `t` ran ahead of `r` (limit 5 a 50 s:
+ * `r=3;t=30` where the bucket said 20).
+ */
+function resetMs(lease: KeyLease, now: number): number {
+  const policy = lease.policy;
+  return msUntil(lease.fullAt - lease.tokens * (policy.stepMs + policy.stepFrac / policy.limit), now);
 }
 
 function isForgettable(lease: KeyLease, now: number): boolean {

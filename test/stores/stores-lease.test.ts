@@ -150,6 +150,9 @@ t.test('one worker (of 4) gets the full limit, with exact remaining, reset and r
     }
   }
   t.same(remaining, Array.from({ length: 20 }, (_, i) => 19 - i), 'remaining counts down 19..0');
+  // The bucket's own reset after each take: one emission interval (3 s) per token spent, whatever
+  // the worker holds leased and has not spent (those are told as remaining).
+  t.same(resets, Array.from({ length: 20 }, (_, i) => (i + 1) * 3000), 'reset grows by 3 s a take, with remaining');
   t.same(resets.at(-1), 60_000, 'empty bucket: full again in the window');
   t.same(denied, { admitted: false, remaining: 0, resetMs: 60_000, retryAfterMs: 3000 });
   sim.now += 3000;
