@@ -14,8 +14,29 @@ import { reportBug } from './report-bug.js';
 import type { DataPlaneState } from './state.js';
 import type { RequestObserve } from '../observe/request-observe.js';
 import { stripQueryParameters } from '../http/query-parameters.js';
+import type { RouteTarget } from '../routing/types.js';
 
 const NO_IDS: readonly string[] = Object.freeze([]);
+
+/** Per endpoint group (its targets as the request's table has them): the listener ids any of its upstreams disables. */
+const groupDisabled = new WeakMap<readonly RouteTarget[], readonly string[]>();
+
+/**
+ * The listeners a sampling decision skips: those any upstream of the group disables, as for
+ * middleware (docs/reference/middleware.md#disabling-per-endpoint). Sampling happens before an
+ * upstream is picked (the request body is captured as it is forwarded), so the rule cannot depend on
+ * which one serves, nor on the order the config lists them.
+ */
+function disabledInGroup(targets: readonly RouteTarget[]): readonly string[] {
+  if (targets.length <= 1) return targets.length === 0 ? NO_IDS : targets[0]!.disabledListeners;
+  let disabled = groupDisabled.get(targets);
+  if (disabled === undefined) {
+    const ids = new Set(targets.flatMap((target) => target.disabledListeners));
+    disabled = ids.size === 0 ? NO_IDS : [...ids];
+    groupDisabled.set(targets, disabled);
+  }
+  return disabled;
+}
 
 export class DonePhase {
   constructor(
@@ -29,8 +50,7 @@ export class DonePhase {
     const samplers = this.state.samplers;
     if (samplers.length === 0) return;
     let sampled: RequestListener[] | null = null;
-    const first = ctx.targets[0];
-    const disabled = first === undefined ? NO_IDS : first.disabledListeners;
+    const disabled = disabledInGroup(ctx.targets);
     for (const listener of samplers) {
       if (disabled.length > 0 && disabled.includes(listener.id)) continue;
       if (listener.sample!(ctx)) (sampled ??= []).push(listener);

@@ -7,6 +7,8 @@ import type { RequestContext } from '../../src/exchange/context.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { entry, startUpstream } from '../helpers/upstream-server.js';
 import { planeInFrontOf } from '../helpers/data-plane.js';
+import { RoutingTable } from '../../src/routing/table.js';
+import type { RouteEntry } from '../../src/routing/types.js';
 
 const upstream = await startUpstream();
 t.teardown(() => upstream.close());
@@ -40,4 +42,24 @@ t.test('a sampled request: its body and the answer it got, after the answer', as
   t.equal(seen[0]!.status, 200);
   t.match(JSON.parse(seen[0]!.response), { method: 'POST', url: '/items', bodyBytes: 5 });
   t.ok(seen[0]!.complete);
+});
+
+t.test('an endpoint served by two upstreams, one of which disables the listener: no request of the group is sampled, whichever the config lists first', async (t) => {
+  const other = await startUpstream();
+  t.teardown(() => other.close());
+  const orders: Array<[RouteEntry, RouteEntry]> = [
+    [entry('GET', '/group/{id}', upstream.url), entry('GET', '/group/{id}', other.url, { disabledListeners: ['spy'] })],
+    [entry('GET', '/group/{id}', other.url, { disabledListeners: ['spy'] }), entry('GET', '/group/{id}', upstream.url)],
+  ];
+  for (const [first, second] of orders) {
+    const { table, problems } = RoutingTable.compile([first, second]);
+    t.same(problems, []);
+    plane.setTable(table);
+    seen.length = 0;
+    const servedBefore = upstream.requests.length + other.requests.length;
+    for (let i = 0; i < 6; i++) t.equal((await rawRequest(plane.port, `GET /group/${i} HTTP/1.1\r\nHost: gw\r\n\r\n`, { responses: 1 })).responses[0]!.status, 200);
+    t.equal(upstream.requests.length + other.requests.length - servedBefore, 6, 'both upstreams serve the group');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    t.same(seen.map((s) => s.path), [], `${first.upstream === upstream.url ? 'enabling' : 'disabling'} upstream listed first: none sampled`);
+  }
 });
