@@ -21,7 +21,9 @@
  * A URL whose answer varies (Vary) keeps a VaryIndex under its primary key and each variant under
  * `<primary>\n<name>=<value>\n...`, the values of the named request headers ("<name>" alone when the
  * request has none). Credentials never appear in a key or a stored record: the values of
- * Authorization and Cookie are replaced by their SHA-256 digest.
+ * Authorization and Cookie are replaced by their SHA-256 digest, and so are apiKeyAuth's keys, in its
+ * header (the cache's view of the request, response-cache.ts) and in its query parameter (the
+ * query part of the key) when hideCredentials leaves them to the upstream.
  */
 import { createHash } from 'node:crypto';
 import { fieldValue } from '../http/header-list.js';
@@ -145,7 +147,17 @@ const SENSITIVE = new Set(['authorization', 'cookie', 'proxy-authorization']);
 export function comparedValue(headers: readonly string[], name: string): string | undefined {
   const value = name === 'cookie' ? cookieValue(headers) : fieldValue(headers, name);
   if (value === undefined || !SENSITIVE.has(name)) return value;
+  return credentialDigest(value);
+}
+
+/** What a key or a stored record keeps of a credential: its SHA-256 digest, never the credential. */
+export function credentialDigest(value: string): string {
   return `sha256:${createHash('sha256').update(value, 'latin1').digest('base64url')}`;
+}
+
+/** Whether comparedValue() already keeps `name`'s value as a digest. */
+export function isSensitiveHeader(name: string): boolean {
+  return SENSITIVE.has(name);
 }
 
 /**

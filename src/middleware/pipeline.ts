@@ -86,6 +86,7 @@ export class Pipeline {
     this.hiddenQuery = hiddenQuery.length === 0 ? null : hiddenQuery;
     const secretQuery = unique(credentials.map((c) => c.query));
     this.secretQuery = secretQuery.length === 0 ? null : secretQuery;
+    if (credentials.length > 0) for (const entry of entries) entry.useCredentials?.(credentials);
   }
 
   /** Before the route's middleware run (guarded only): only apiKeyAuth says who the consumer is. */

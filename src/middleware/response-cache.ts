@@ -28,7 +28,8 @@
  */
 import type CachePolicy from 'http-cache-semantics';
 import { Flights, type Flight, type FlightOutcome } from '../cache/flights.js';
-import { forwardingField, isKeyedForwardingField, primaryKey, requestOrigin, urlOfKey, urlPrefix, variantKey } from '../cache/key.js';
+import { credentialDigest, forwardingField, isKeyedForwardingField, isSensitiveHeader, primaryKey, requestOrigin, urlOfKey, urlPrefix, variantKey } from '../cache/key.js';
+import { digestQueryParameters } from '../http/query-parameters.js';
 import { invalidates, locationUrls } from '../cache/invalidation.js';
 import { instanceCacheDir } from '../cache/instance-dir.js';
 import { SharedCacheStore, type HeldLock, type Unchanged } from '../cache/shared-store.js';
@@ -43,7 +44,7 @@ import { CACHE_STORE, type CacheStore } from '../cache/store.js';
 import { FailureLog } from '../cache/failure-log.js';
 import type { RequestContext, ResponseObserver } from '../exchange/context.js';
 import { SEND_AGAIN } from '../exchange/observer.js';
-import { LongDecision, problem, type ContentAnswer, type Decision, type FetchedAnswer, type FetchUpstream, type Middleware, type MiddlewareContext, type MiddlewareMetrics } from './types.js';
+import { LongDecision, problem, type ContentAnswer, type Credentials, type Decision, type FetchedAnswer, type FetchUpstream, type Middleware, type MiddlewareContext, type MiddlewareMetrics } from './types.js';
 import { counterPart } from '../metrics/counters.js';
 import { MAX_LIFETIME_MS, MAX_TIMER_MS, timerDelay } from '../config/durations.js';
 import type { EntryProblem } from '../config/typed-list-schema.js';
@@ -260,7 +261,7 @@ export class ResponseCache implements Middleware {
     if (this.hidden !== null) ctx.hideResponseHeaders(this.hidden);
     const method = ctx.method;
     if ((method !== 'GET' && method !== 'HEAD') || ctx.hasBody) return this.bypass(ctx);
-    const headers = cacheView(ctx);
+    const headers = cacheView(ctx, this.secretHeaders);
     let directives = false;
     let authorization = false;
     let proto: string | undefined;
@@ -275,7 +276,7 @@ export class ResponseCache implements Middleware {
       else if (name === 'x-forwarded-proto') proto = proto === undefined ? headers[i + 1] : `${proto}, ${headers[i + 1]}`;
       else if (isKeyedForwardingField(name)) extra += forwardingField(name, headers[i + 1]!);
     }
-    const key = primaryKey(requestOrigin(ctx.secure, proto, host, extra, ctx.route!.hostSet), keyedEndpoint(ctx), ctx.path, ctx.query);
+    const key = primaryKey(requestOrigin(ctx.secure, proto, host, extra, ctx.route!.hostSet), keyedEndpoint(ctx), ctx.path, this.keyQuery(ctx.query));
     if (directives) return this.armed(new CacheRequest(this, ctx, key, authorization).start());
     const found = this.get(key);
     if (found !== undefined && !(found instanceof Promise)) {
@@ -539,6 +540,26 @@ export class ResponseCache implements Middleware {
     this.fetchUpstream = fetch;
   }
 
+  /** apiKeyAuth's query parameters, whose values the query part of a key holds as digests; null: none. */
+  private secretQuery: readonly string[] | null = null;
+  /** apiKeyAuth's headers (beyond Authorization, always digested), whose values the cache's view of a request holds as digests; null: none. */
+  secretHeaders: readonly string[] | null = null;
+
+  useCredentials(credentials: readonly Credentials[]): void {
+    const query = [...new Set(credentials.flatMap((c) => (c.query === null ? [] : [c.query])))];
+    const headers = [...new Set(credentials.map((c) => c.header).filter((name) => !isSensitiveHeader(name)))];
+    this.secretQuery = query.length === 0 ? null : query;
+    this.secretHeaders = headers.length === 0 ? null : headers;
+  }
+
+  /**
+   * A query as keys hold it: an API key left to the upstream (hideCredentials false) is part of what
+   * the answer may depend on, so it stays in the key, as its digest (a remote store shows keys).
+   */
+  keyQuery(query: string): string {
+    return this.secretQuery === null ? query : digestQueryParameters(query, this.secretQuery, credentialDigest);
+  }
+
   /** A store write or delete that never throws or rejects; a Promise when the store answers later. */
   write(action: () => void | Promise<void>): void | Promise<void> {
     let done: void | Promise<void>;
@@ -606,7 +627,7 @@ class Invalidation implements ResponseObserver {
     const store = cache.store;
     cache.metrics.add(cache.names.invalidations);
     if (store.deletePrefix === undefined) {
-      void cache.write(() => store.delete(primaryKey(this.origin(), this.canonical, this.path, this.query)));
+      void cache.write(() => store.delete(primaryKey(this.origin(), this.canonical, this.path, cache.keyQuery(this.query))));
       return;
     }
     const drop = (prefix: string): void => {
@@ -616,11 +637,11 @@ class Invalidation implements ResponseObserver {
       });
     };
     const origin = this.origin();
-    drop(urlPrefix(origin, this.path, this.query));
+    drop(urlPrefix(origin, this.path, cache.keyQuery(this.query)));
     for (const url of locationUrls(this.secure, this.path, this.query, this.requestHeaders, headers)) {
       if (url.path === this.path && url.query === this.query) continue;
       cache.metrics.add(cache.names.invalidations);
-      drop(urlPrefix(origin, url.path, url.query));
+      drop(urlPrefix(origin, url.path, cache.keyQuery(url.query)));
     }
   }
   onData(): void {}
@@ -690,7 +711,7 @@ class CacheRequest implements ResponseObserver {
     private readonly primary: string,
     private readonly authorization: boolean,
   ) {
-    this.requestHeaders = cacheView(ctx).slice();
+    this.requestHeaders = cacheView(ctx, cache.secretHeaders).slice();
     this.conditional = fieldValue(this.requestHeaders, 'if-none-match') !== undefined || fieldValue(this.requestHeaders, 'if-modified-since') !== undefined;
     this.deadline = performance.now() + cache.slaMs;
     this.isGet = ctx.method === 'GET';
@@ -1111,14 +1132,30 @@ function served(headers: readonly string[], targeted: readonly string[]): string
  * client sent: an answer to it is personal unless the upstream says otherwise, whatever goes upstream.
  * Only the cache reads this view; nothing of it is sent.
  */
-function cacheView(ctx: RequestContext): string[] {
+function cacheView(ctx: RequestContext, secretHeaders: readonly string[] | null): string[] {
   const withheld = ctx.withheld;
-  const headers = ctx.headers;
+  let headers = ctx.headers;
+  if (secretHeaders !== null) headers = withDigests(headers, secretHeaders);
   if (withheld === null) return headers;
   const sent = fieldValue(withheld, 'authorization');
   if (sent === undefined) return headers;
   for (let i = 0; i < headers.length; i += 2) if (headers[i] === 'authorization') return headers;
   return [...headers, 'authorization', sent];
+}
+
+/**
+ * `headers` with the values of `names` (apiKeyAuth's key headers) as their digests, for an upstream
+ * that varies on its key (`Vary: X-Api-Key`): the variant key and the stored request view then hold
+ * no key. The same list when it has none of them.
+ */
+function withDigests(headers: string[], names: readonly string[]): string[] {
+  let out: string[] | null = null;
+  for (let i = 0; i < headers.length; i += 2) {
+    if (!names.includes(headers[i]!)) continue;
+    out ??= headers.slice();
+    out[i + 1] = credentialDigest(headers[i + 1]!);
+  }
+  return out ?? headers;
 }
 
 const negotiated = new WeakMap<readonly RouteTarget[], string>();

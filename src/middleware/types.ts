@@ -66,6 +66,8 @@ export interface Middleware {
   failed?(ctx: RequestContext, err: unknown): void;
   /** apiKeyAuth: where it reads a key, and whether it hides it (the pipeline guards every routed request with them). */
   readonly credentials?: Credentials;
+  /** Optional: the pipeline hands over where every apiKeyAuth entry of it reads keys (the response cache keeps them out of its keys). */
+  useCredentials?(credentials: readonly Credentials[]): void;
   /** Optional: the data plane that installs the pipeline hands over its FetchUpstream. */
   useUpstream?(fetch: FetchUpstream): void;
   /** Resolves once the middleware can decide as configured (its store answered, or its attempts ran out). */

@@ -6,6 +6,7 @@
 import { storeLookup } from '../helpers/stores.js';
 import type http from 'node:http';
 import t from 'tap';
+import { createHash } from 'node:crypto';
 import { decodeRecord, encodeRecord } from '../../src/cache/codec.js';
 import type { CacheRecord } from '../../src/cache/record.js';
 import type { CacheStore } from '../../src/cache/store.js';
@@ -142,6 +143,42 @@ t.test('credentials never reach the store, neither in keys nor in records', asyn
   for (const [key, { bytes }] of store.values) {
     t.notOk(key.includes('very-secret-token'), `key ${JSON.stringify(key)}`);
     t.notOk(bytes.includes('very-secret-token'), 'record bytes');
+  }
+});
+
+t.test("apiKeyAuth's keys left to the upstream (hideCredentials false) reach the store as digests only, in the query and in a variant", async (t) => {
+  const store = new BytesStore();
+  const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+  const auth = {
+    id: 'auth',
+    type: 'apiKeyAuth',
+    slaMs: 100,
+    header: 'X-Api-Key',
+    query: 'api_key',
+    keys: [
+      { consumer: 'alice', sha256: sha256('alice-key-in-plain') },
+      { consumer: 'bob', sha256: sha256('bob-key-in-plain') },
+    ],
+    hideCredentials: false,
+  } as MiddlewareConfig;
+  const cache = { id: 'cache', type: 'responseCache', slaMs: 1000, store: 'shared', maxEntryBytes: 131072, maxBytes: 67108864, defaultTtlMs: 0, staleIfErrorMs: 60000 } as MiddlewareConfig;
+  const cacheStores = (name: string) => (name === 'shared' ? store : undefined);
+  for (const plane of [planeA, planeB]) plane.setPipeline(buildPipeline([auth, cache], { metrics: counters, warn: () => {}, stores: storeLookup({ cache: cacheStores }) }));
+  upstream.setHandler(answering({ 'cache-control': 'public, max-age=60', vary: 'X-Api-Key' }, (req) => {
+    // Who the answer is for, without the key itself (the store keeps bodies as they are).
+    const key = req.headers['x-api-key'];
+    return key === undefined ? 'for a query key' : `for ${String(key).split('-')[0]}`;
+  }));
+  t.equal((await get(planeA, '/items/q?api_key=alice-key-in-plain')).xCache, 'MISS');
+  t.same(await get(planeB, '/items/q?api_key=alice-key-in-plain').then((r) => [r.xCache, r.body]), ['HIT', 'for a query key'], 'the same key: a hit');
+  t.equal((await get(planeB, '/items/q?api_key=bob-key-in-plain')).xCache, 'MISS', 'another key in the query: another entry');
+  t.equal((await get(planeA, '/items/h', 'X-Api-Key: bob-key-in-plain\r\n')).xCache, 'MISS');
+  t.same(await get(planeB, '/items/h', 'X-Api-Key: bob-key-in-plain\r\n').then((r) => [r.xCache, r.body]), ['HIT', 'for bob'], 'the same key header: a hit');
+  t.equal((await get(planeB, '/items/h', 'X-Api-Key: alice-key-in-plain\r\n')).xCache, 'MISS', 'another key header: another variant');
+  t.ok(store.values.size >= 5, `${store.values.size} keys stored`);
+  for (const [key, { bytes }] of store.values) {
+    t.notOk(/alice-key|bob-key/.test(key), `key ${JSON.stringify(key)} holds no API key`);
+    t.notOk(/alice-key|bob-key/.test(bytes.toString('latin1')), 'nor does its record');
   }
 });
 
