@@ -8,6 +8,7 @@ import type { UpstreamWeight } from '../lifecycle/forward.js';
 import type { TemplateProblem } from '../routing/types.js';
 import type { UpstreamRegistry } from './discovered-upstreams.js';
 import { TemplateProblemLog } from './template-problem-log.js';
+import { CacheEpochs } from './cache-epochs.js';
 
 /** What a publish is made from: the config and the upstreams as discovered so far. */
 export interface PublishState {
@@ -47,6 +48,7 @@ export class Publisher {
    * others are. Each worker ramping from its own start went straight to the new weight.
    */
   private weights: HostWeights | null = null;
+  private readonly cacheEpochs = new CacheEpochs();
 
   constructor(
     private readonly log: Logger,
@@ -123,7 +125,7 @@ export class Publisher {
     this.log.info({ tableVersion, entries, problems: output.problems.length, complete, compileMs, compiledOn }, 'routing table compiled');
     const spec = output.spec ?? this.current?.message.spec ?? { swagger2: '{}', openapi3: '{}' };
     const published: Published = {
-      message: { type: 'publish', tableVersion, config, table: output.table, spec, upstreams: this.ramped(config, upstreams.weights()), undiscovered: upstreams.undiscovered() },
+      message: { type: 'publish', tableVersion, config: this.cacheEpochs.stamp(config), table: output.table, spec, upstreams: this.ramped(config, upstreams.weights()), undiscovered: upstreams.undiscovered() },
       complete,
       problems: output.problems,
     };

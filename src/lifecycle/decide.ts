@@ -36,6 +36,7 @@ export class DecidePhase {
     const middleware = pipeline.forRoute(ctx.route!);
     if (middleware.length === 0) {
       if (pipeline.guarded) pipeline.guard(ctx);
+      pipeline.bystand(ctx);
       return null;
     }
     this.observe?.middlewareStarted(ctx);

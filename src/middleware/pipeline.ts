@@ -60,6 +60,9 @@ export class Pipeline {
    * different middleware on different hosts.
    */
   private readonly byRoute = new WeakMap<Route, readonly Middleware[]>();
+  /** Entries with a bystand hook; per route object, those of them disabled for it. */
+  private readonly watchers: readonly Middleware[];
+  private readonly bystandersByRoute = new WeakMap<Route, readonly Middleware[]>();
 
   /**
    * With an apiKeyAuth entry, what every routed request is guarded with, whichever middleware run for
@@ -87,6 +90,7 @@ export class Pipeline {
     const secretQuery = unique(credentials.map((c) => c.query));
     this.secretQuery = secretQuery.length === 0 ? null : secretQuery;
     if (credentials.length > 0) for (const entry of entries) entry.useCredentials?.(credentials);
+    this.watchers = entries.filter((entry) => entry.bystand !== undefined);
   }
 
   /** Before the route's middleware run (guarded only): only apiKeyAuth says who the consumer is. */
@@ -126,6 +130,28 @@ export class Pipeline {
       this.byRoute.set(route, list);
     }
     return list;
+  }
+
+  /**
+   * The request was admitted (its route's middleware let it through, or none runs there): the entries
+   * disabled for its route that watch requests all the same are told (Middleware.bystand).
+   */
+  bystand(ctx: RequestContext): void {
+    if (this.watchers.length === 0) return;
+    const route = ctx.route!;
+    let bystanders = this.bystandersByRoute.get(route);
+    if (bystanders === undefined) {
+      const running = this.forRoute(route);
+      bystanders = this.watchers.filter((entry) => !running.includes(entry));
+      this.bystandersByRoute.set(route, bystanders);
+    }
+    for (let i = 0; i < bystanders.length; i++) {
+      try {
+        bystanders[i]!.bystand!(ctx);
+      } catch {
+        // A watcher's failure is its own: the request goes on as admitted.
+      }
+    }
   }
 
   /**
@@ -169,6 +195,7 @@ export class Pipeline {
       this.metrics.add(this.names.get(middleware)!.admitted);
     }
     if (this.guarded) this.admitted(ctx);
+    this.bystand(ctx);
     return null;
   }
 

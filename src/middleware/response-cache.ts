@@ -63,6 +63,11 @@ export interface ResponseCacheConfig {
   heuristicFreshness?: boolean;
   heuristicMaxTtlMs?: number;
   targetedCacheControl?: string[];
+  /**
+   * Not in the config file: set by the primary (src/cluster/cache-epochs.ts) on a `local` cache whose id
+   * came back after a config without it; its shared store then starts empty. 0 or absent: the id alone.
+   */
+  storeEpoch?: number;
 }
 
 export const responseCacheSchema = {
@@ -240,7 +245,8 @@ export class ResponseCache implements Middleware {
       const [first] = responseCacheProblems(config);
       if (first !== undefined) throw new Error(`${where}: ${first.key}: ${first.reason}`);
       const { metrics, names } = this;
-      return new SharedCacheStore(instanceCacheDir(), config.id, config.maxBytes, {
+      const name = config.storeEpoch ? `${config.id}~${config.storeEpoch}` : config.id;
+      return new SharedCacheStore(instanceCacheDir(), name, config.maxBytes, {
         added: (bytes) => metrics.add(names.bytesStored, bytes),
         removed: (bytes, evicted) => {
           metrics.add(names.bytesStored, -bytes);
@@ -538,6 +544,14 @@ export class ResponseCache implements Middleware {
 
   useUpstream(fetch: FetchUpstream): void {
     this.fetchUpstream = fetch;
+  }
+
+  /**
+   * An endpoint this cache is disabled for: a successful unsafe request there still changes the
+   * resources whose answers it may hold (the same URL under another endpoint), so it invalidates them.
+   */
+  bystand(ctx: RequestContext): void {
+    if (!SAFE_METHODS.has(ctx.method)) ctx.observe(new Invalidation(this, ctx));
   }
 
   /** apiKeyAuth's query parameters, whose values the query part of a key holds as digests; null: none. */

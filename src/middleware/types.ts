@@ -66,6 +66,12 @@ export interface Middleware {
   failed?(ctx: RequestContext, err: unknown): void;
   /** apiKeyAuth: where it reads a key, and whether it hides it (the pipeline guards every routed request with them). */
   readonly credentials?: Credentials;
+  /**
+   * Optional: told of each request the pipeline admits on an endpoint this middleware is disabled for
+   * (x-disabled-middleware), before it is forwarded; it must not answer or change the request. The
+   * response cache invalidates what a successful unsafe request there changes (RFC 9111 4.4).
+   */
+  bystand?(ctx: RequestContext): void;
   /** Optional: the pipeline hands over where every apiKeyAuth entry of it reads keys (the response cache keeps them out of its keys). */
   useCredentials?(credentials: readonly Credentials[]): void;
   /** Optional: the data plane that installs the pipeline hands over its FetchUpstream. */

@@ -9,6 +9,7 @@ import { locationUrls } from '../../src/cache/invalidation.js';
 import { primaryKey, requestOrigin, urlPrefix } from '../../src/cache/key.js';
 import { AcceptPhase } from '../../src/lifecycle/accept.js';
 import { startGateway, startUpstream, testConfig } from '../helpers/gateway-process.js';
+import { reloadWith } from '../helpers/reload.js';
 import { askNamingWorker, eachWorkerAnswer, type WorkerAnswer } from '../helpers/cache-gateway.js';
 import { testConfig as planeConfig } from '../helpers/upstream-server.js';
 
@@ -32,8 +33,8 @@ const app = await startUpstream(t, {
     res.end(`${url.pathname}${url.search} ${String(req.headers['x-variant'] ?? '')} #${app.seen.get(`GET ${url.pathname}`)}`);
   },
 });
-const gateway = await startGateway(t, {
-  config: testConfig(
+const config = (middleware: unknown[]) =>
+  testConfig(
     [
       {
         serviceType: 'static',
@@ -42,11 +43,16 @@ const gateway = await startGateway(t, {
           { method: 'GET', path: '/items/{id}' },
           { method: 'POST', path: '/items' },
           { method: 'POST', path: '/items/{id}' },
+          // The cache disabled here: a successful PUT still invalidates what it changed.
+          { method: 'PUT', path: '/items/{id}', 'x-disabled-middleware': ['cache'] },
         ],
       },
     ],
-    { accessLog: { enabled: false }, middleware: [{ id: 'cache', type: 'responseCache' }] },
-  ),
+    { accessLog: { enabled: false }, middleware },
+  );
+const withCache = config([{ id: 'cache', type: 'responseCache' }]);
+const gateway = await startGateway(t, {
+  config: withCache,
   waitFor: (line) => line.msg === 'gateway operational',
   startTimeoutMs: 60_000,
 });
@@ -131,6 +137,21 @@ t.test('the target URI of a successful POST is invalidated under the GET endpoin
   const post = await ask('POST', '/items/target');
   t.equal(post.status, 201);
   await expectRefetched(t, '/items/target', '/items/target');
+});
+
+t.test('a successful PUT on an endpoint the cache is disabled for still invalidates its URL for both workers', async (t) => {
+  await storedForBoth(t, '/items/put-target');
+  const put = await ask('PUT', '/items/put-target');
+  t.equal(put.status, 200);
+  await expectRefetched(t, '/items/put-target', '/items/put-target');
+});
+
+t.test('a cache a reload removes and a later one brings back starts empty: what changed while it was gone is not served', async (t) => {
+  await storedForBoth(t, '/items/while-away');
+  t.match(await reloadWith(gateway, config([])), { ok: true, applied: true }, 'the cache removed');
+  t.equal((await ask('PUT', '/items/while-away')).status, 200, 'a PUT the cache is not there to see');
+  t.match(await reloadWith(gateway, withCache), { ok: true, applied: true }, 'the cache back, same id');
+  await expectRefetched(t, '/items/while-away', '/items/while-away');
 });
 
 t.test('a cross-origin Location, another port, another scheme, and a failed POST invalidate nothing', async (t) => {
