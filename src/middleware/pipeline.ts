@@ -132,6 +132,20 @@ export class Pipeline {
     return list;
   }
 
+  private readonly upgradesByRoute = new WeakMap<Route, readonly Middleware[]>();
+
+  /** forRoute() for a WebSocket upgrade: without the entries that do not decide upgrades (Middleware.decidesUpgrades). */
+  forUpgrade(route: Route): readonly Middleware[] {
+    const all = this.forRoute(route);
+    if (all.length === 0) return all;
+    let list = this.upgradesByRoute.get(route);
+    if (list === undefined) {
+      list = all.some((m) => m.decidesUpgrades === false) ? all.filter((m) => m.decidesUpgrades !== false) : all;
+      this.upgradesByRoute.set(route, list);
+    }
+    return list;
+  }
+
   /**
    * The request was admitted (its route's middleware let it through, or none runs there): the entries
    * disabled for its route that watch requests all the same are told (Middleware.bystand).

@@ -550,6 +550,9 @@ export class ResponseCache implements Middleware {
     this.fetchUpstream = fetch;
   }
 
+  /** A WebSocket upgrade is not for the cache: never served from it, never a leader or follower, never stored. */
+  readonly decidesUpgrades = false;
+
   /**
    * An endpoint this cache is disabled for: a successful unsafe request there still changes the
    * resources whose answers it may hold (the same URL under another endpoint), so it invalidates them.

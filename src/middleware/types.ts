@@ -64,6 +64,11 @@ export interface Middleware {
    * label the request, log why and let go of what it held for it. Not called on any other path.
    */
   failed?(ctx: RequestContext, err: unknown): void;
+  /**
+   * False: nothing for this middleware to decide on a WebSocket upgrade, and it does not run for one
+   * (the response cache: a 101 is not an answer to store or serve). Absent: it runs, as for a GET.
+   */
+  readonly decidesUpgrades?: boolean;
   /** apiKeyAuth: where it reads a key, and whether it hides it (the pipeline guards every routed request with them). */
   readonly credentials?: Credentials;
   /**

@@ -109,11 +109,12 @@ export class Relay implements UpstreamMessageHandler {
   /** uWS message handler; `message` is valid only during the call. */
   fromClient(message: ArrayBuffer, isBinary: boolean): void {
     const length = message.byteLength;
-    this.messagesToUpstream++;
-    this.bytesToUpstream += length;
     const upstream = this.upstream;
     if (!upstream.isOpen) return;
-    if (length > this.host.maxPayloadBytes) return this.closeBoth(1009, 'message too big', 'client');
+    // The gateway's limit closes (closedBy "gateway"); the message is not relayed, so not counted.
+    if (length > this.host.maxPayloadBytes) return this.closeBoth(1009, 'message too big', 'gateway');
+    this.messagesToUpstream++;
+    this.bytesToUpstream += length;
     // No copy here: the frame is masked into a buffer of its own before uWS reuses the ArrayBuffer.
     upstream.send(new Uint8Array(message), isBinary);
     if (upstream.bufferedAmount > this.host.maxUnsent) this.closeBoth(1013, 'the upstream does not read fast enough', 'gateway', 1001);
@@ -159,7 +160,7 @@ export class Relay implements UpstreamMessageHandler {
     if (code === 1006 && reason.startsWith(TOO_BIG)) {
       // uWS drops a client whose message exceeds its own limit without a close frame (see upgrade.ts).
       this.closeUpstream(1009, 'message too big');
-      return this.finish(1009, 'client');
+      return this.finish(1009, 'gateway');
     }
     // A client lost without a close frame: "going away" is the closest code a close frame can carry.
     if (code === 1006) this.closeUpstream(1001, '');
@@ -229,7 +230,7 @@ export class Relay implements UpstreamMessageHandler {
   onClosed(code: number, reason: string, violation: number): void {
     if (this.finished) return;
     this.flushBatch();
-    if (violation === MESSAGE_TOO_BIG) return this.endClient(1009, 'message too big', 'upstream');
+    if (violation === MESSAGE_TOO_BIG) return this.endClient(1009, 'message too big', 'gateway');
     if (violation !== 0) return this.endClient(1011, 'the upstream broke the WebSocket protocol', 'upstream', violation);
     // 1006: the upstream was lost without a close frame; 1005: it sent none with a code.
     if (code === 1006) return this.endClient(1011, 'upstream connection lost', 'upstream', 1006);

@@ -265,7 +265,7 @@ export class WebSocketProxy implements RelayHost {
     this.pending++;
     host.hold(ctx);
     const pipeline = host.pipeline();
-    const list = pipeline.forRoute(route);
+    const list = pipeline.forUpgrade(route);
     if (list.length === 0) {
       if (pipeline.guarded) pipeline.guard(ctx);
       return pending.admitted();

@@ -399,6 +399,12 @@ export class UpstreamSocket implements FrameSink {
     let bytes = this.head === null ? chunk : Buffer.concat([this.head, chunk]);
     for (;;) {
       const end = bytes.indexOf(CRLFCRLF);
+      // Lines end in CRLF, as the upstream client reads any answer: one ending in a bare LF is refused
+      // now (502), not waited on for a CRLFCRLF that never comes (it was a 504 after upstreamMs).
+      const limit = end === -1 ? bytes.length : end;
+      for (let lf = bytes.indexOf(0x0a); lf !== -1 && lf < limit; lf = bytes.indexOf(0x0a, lf + 1)) {
+        if (lf === 0 || bytes[lf - 1] !== 0x0d) return this.fail('invalid', 'a line of the answer head ends in a bare LF, not CRLF');
+      }
       if (end === -1) {
         if (bytes.length > this.maxHeadBytes) return this.fail('invalid', 'the answer head is larger than maxResponseHeaderBytes');
         // Kept across reads: a copy, since a view of the read buffer would be overwritten by the next read.

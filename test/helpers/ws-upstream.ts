@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
@@ -21,6 +21,8 @@ export interface WsUpstreamOptions {
   maxPayload?: number;
   /** The 101 (or the refusal) is written this long after the upgrade request arrived. */
   answerDelayMs?: number;
+  /** Answers a plain HTTP request (default: 426 "websocket only"). */
+  http?: (req: IncomingMessage, res: ServerResponse) => void;
 }
 
 export interface WsUpstream {
@@ -42,7 +44,8 @@ export async function startWsUpstream(t: Teardown, options: WsUpstreamOptions = 
   const handshakes: IncomingMessage[] = [];
   const sockets: WebSocket[] = [];
   const closes: Array<{ code: number; reason: string }> = [];
-  const server = createServer((_req, res) => {
+  const server = createServer((req, res) => {
+    if (options.http) return options.http(req, res);
     res.writeHead(426, { 'content-type': 'text/plain' });
     res.end('websocket only');
   });

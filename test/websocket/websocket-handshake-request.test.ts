@@ -32,6 +32,9 @@ t.test('malformed handshakes are 400 and go nowhere; a valid one with Connection
     ['Connection: close', ['Connection: close', key, version], /Connection/],
     ['Connection: CLOSE', ['Connection: CLOSE', key, version], /Connection/],
     ['Connection: Upgrade, close', ['Connection: Upgrade, close', key, version], /close/],
+    // uWS takes any five-character first Connection line for "close" (found crashing a worker).
+    ['Connection: hello, then Connection: Upgrade', ['Connection: hello', 'Connection: Upgrade', key, version], /five characters/],
+    ['Connection: TE,TE, then Connection: Upgrade', ['Connection: TE,TE', 'Connection: Upgrade', key, version], /five characters/],
     ['two keys', ['Connection: Upgrade', key, `Sec-WebSocket-Key: ${KEY}`, version], /Sec-WebSocket-Key/],
     ['two versions, 13 first', ['Connection: Upgrade', key, version, 'Sec-WebSocket-Version: 8'], /Sec-WebSocket-Version/],
     ['an empty Sec-WebSocket-Protocol', ['Connection: Upgrade', key, version, 'Sec-WebSocket-Protocol: '], /Sec-WebSocket-Protocol/],

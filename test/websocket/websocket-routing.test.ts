@@ -81,3 +81,26 @@ t.test('with an admin listener, upgrades to the built-in paths are answered as t
   t.equal(upstream.handshakes.length, 0, 'the upstream declaring those paths saw no upgrade');
   t.equal(await upgrade(gateway.port, '/chat'), 'upgraded', 'its other endpoint upgrades');
 });
+
+t.test('a responseCache on the route takes no part in an upgrade: a cached GET does not answer it, an upgrade leads nothing the next GET waits for', async (t) => {
+  let gets = 0;
+  const upstream = await startWsUpstream(t, {
+    http: (_req, res) => {
+      gets++;
+      res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'max-age=600' });
+      res.end(`plain GET #${gets}`);
+    },
+  });
+  const config = testConfig([wsUpstreamConfig(upstream.location, ['/graphql', '/feed'])], { middleware: [{ id: 'cache', type: 'responseCache' }] });
+  const gateway = await startGateway(t, { config, waitFor: (line) => line.msg === 'gateway operational', startTimeoutMs: 60_000, workers: 1 });
+  t.equal((await httpRequest(gateway.port, '/graphql')).body, 'plain GET #1');
+  t.equal((await httpRequest(gateway.port, '/graphql')).headers['x-cache'], 'HIT', 'the GET is cached');
+  t.equal(await upgrade(gateway.port, '/graphql'), 'upgraded', 'the upgrade of a cached URL is upgraded, not answered from the cache');
+  t.equal(await upgrade(gateway.port, '/feed'), 'upgraded', 'an upgrade of a URL not cached yet');
+  const started = Date.now();
+  const after = await httpRequest(gateway.port, '/feed');
+  t.equal(after.status, 200);
+  t.equal(after.headers['x-cache'], 'MISS');
+  t.ok(Date.now() - started < 2000, `the next GET went upstream at once (${Date.now() - started} ms), waiting for no upgrade`);
+  t.equal(upstream.handshakes.length, 2);
+});

@@ -269,6 +269,14 @@ t.test('maxPayloadBytes closes both sides with 1009', async (t) => {
   await new Promise((resolve) => setTimeout(resolve, 200));
   t.equal(fits.readyState, WebSocket.OPEN, 'a message of exactly maxPayloadBytes passes');
   fits.close();
+
+  // The limit is the gateway's: it closed them, and what it did not relay is not counted as relayed.
+  const lines = await eventually(async () => {
+    const found = gateway.accessLines().filter((line) => line.msg === 'websocket');
+    return found.length >= 2 ? found : undefined;
+  }, 5000, 50, 'two connection lines');
+  t.match(lines[0], { closeCode: 1009, closedBy: 'gateway', messagesIn: 0, bytesIn: 0 }, 'client to upstream: closed by the gateway, the message not counted');
+  t.match(lines[1], { closeCode: 1009, closedBy: 'gateway', messagesIn: 1, bytesIn: 3 }, 'upstream to client: closed by the gateway');
 });
 
 t.test('idle connections are closed with 1001', async (t) => {
