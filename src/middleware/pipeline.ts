@@ -63,6 +63,8 @@ export class Pipeline {
   /** Entries with a bystand hook; per route object, those of them disabled for it. */
   private readonly watchers: readonly Middleware[];
   private readonly bystandersByRoute = new WeakMap<Route, readonly Middleware[]>();
+  /** Per route object, forRoute() without the entries that do not decide upgrades. */
+  private readonly upgradesByRoute = new WeakMap<Route, readonly Middleware[]>();
 
   /**
    * With an apiKeyAuth entry, what every routed request is guarded with, whichever middleware run for
@@ -132,8 +134,6 @@ export class Pipeline {
     return list;
   }
 
-  private readonly upgradesByRoute = new WeakMap<Route, readonly Middleware[]>();
-
   /** forRoute() for a WebSocket upgrade: without the entries that do not decide upgrades (Middleware.decidesUpgrades). */
   forUpgrade(route: Route): readonly Middleware[] {
     const all = this.forRoute(route);
@@ -160,10 +160,12 @@ export class Pipeline {
       this.bystandersByRoute.set(route, bystanders);
     }
     for (let i = 0; i < bystanders.length; i++) {
+      const entry = bystanders[i]!;
       try {
-        bystanders[i]!.bystand!(ctx);
+        entry.bystand!(ctx);
       } catch {
-        // A watcher's failure is its own: the request goes on as admitted.
+        // A watcher's failure (a bug of its own) is counted as its error; the request goes on as admitted.
+        this.metrics.add(this.names.get(entry)!.errors);
       }
     }
   }
