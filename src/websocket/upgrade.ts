@@ -497,7 +497,7 @@ class PendingUpgrade implements HandshakeHandler {
         ? { kind: 'problem' as const, status: 504, detail: 'the upstream did not answer the upgrade in time' }
         : known !== null
           ? { kind: 'problem' as const, status: known.status, detail: known.detail }
-          : { kind: 'problem' as const, status: 502, detail: kind === 'unsent' ? 'the upstream refused the connection' : `the upstream's answer to the upgrade was not valid (${detail})` };
+          : { kind: 'problem' as const, status: 502, detail: kind === 'unsent' ? `the upstream gave no answer (${detail})` : `the upstream's answer to the upgrade was not valid (${detail})` };
     this.answer(answer, 'failed');
   }
 }

@@ -570,7 +570,11 @@ export class UpstreamSocket implements FrameSink {
 
   private readonly onSocketClose = (): void => {
     this.clearTimer();
-    if (this.state === State.Handshake) return this.fail('unsent', 'the upstream closed the connection without an answer');
+    if (this.state === State.Handshake) {
+      // Part of a head came: the upstream answered, badly (502, not retried elsewhere as a connection that never got an answer is).
+      if (this.head !== null) return this.fail('invalid', 'the upstream closed the connection in the middle of its answer');
+      return this.fail('unsent', 'the upstream closed the connection without an answer');
+    }
     if (this.state === State.Refusal) {
       const parser = this.refusal!;
       return this.refusalDone(this.refusalSink!, parser.complete || parser.endOfStream());

@@ -144,6 +144,9 @@ t.test('the handshake: interim answers, a 101 cut into pieces, no subprotocol ch
       case 'garbage':
         socket.end('HTTP/1.1 abc\r\n\r\n');
         break;
+      case 'half-head':
+        socket.end('HTTP/1.1 101 Switching Protocols\r\nUpgrade: webs');
+        break;
       case 'bare-lf':
         // Kept open: the answer must be judged by what came, not waited on until upstreamMs.
         socket.write('HTTP/1.1 101 Switching Protocols\nUpgrade: websocket\nConnection: Upgrade\nSec-WebSocket-Accept: AAAAAAAAAAAAAAAAAAAAAAAAAAA=\n\n');
@@ -209,6 +212,7 @@ t.test('the handshake: interim answers, a 101 cut into pieces, no subprotocol ch
     ['other-protocol', 'a subprotocol nobody offered'],
     ['garbage', 'a status line that is not one'],
     ['bare-lf', 'a head whose lines end in a bare LF'],
+    ['half-head', 'a connection closed in the middle of the head'],
     ['name-with-space', 'a header name that is not a token'],
     ['control-in-value', 'a control character in a header value'],
     ['folded-line', 'a folded header line'],
