@@ -126,6 +126,14 @@ const NULL = fragment('null');
 const TRUE = fragment('true');
 const key = (name: string): Buffer => fragment(`,"${name}":`);
 
+/** Written before msg on a line whose strings were shortened to fit in one write to a pipe. */
+const TRUNCATED = fragment(',"truncated":true');
+/** No cut: every string written whole. */
+const NO_CAP = Number.POSITIVE_INFINITY;
+/** The most characters of each string a too-long line is written with, tried in turn until it fits. */
+const CUT_CAPS = [1024, 256, 64, 0];
+const keep = <T>(value: T): T => value;
+
 const DURATION_MS = key('durationMs');
 const MESSAGES_IN = key('messagesIn');
 const MESSAGES_OUT = key('messagesOut');
@@ -252,6 +260,9 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
   const cacheSegment = new Segment([keyOf(l.cache)], [l.cache !== null], LINE_END);
   // The same with `"cut":true` before msg: a line of its own block, so a whole answer's line costs nothing more.
   const cutSegment = new Segment([keyOf(l.cache)], [l.cache !== null], l.cut === null ? LINE_END : Buffer.concat([l.cut, TRUE, LINE_END]));
+  // And both with `"truncated":true` (a line whose strings were shortened to fit a pipe's atomic write).
+  const truncatedSegment = new Segment([keyOf(l.cache)], [l.cache !== null], Buffer.concat([TRUNCATED, LINE_END]));
+  const cutTruncatedSegment = new Segment([keyOf(l.cache)], [l.cache !== null], l.cut === null ? Buffer.concat([TRUNCATED, LINE_END]) : Buffer.concat([l.cut, TRUE, TRUNCATED, LINE_END]));
 
   // `{"level":30,"time":<now>`, made once per millisecond.
   let headTime = -1;
@@ -316,59 +327,105 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
     batch.size = 0;
     const e = encoder;
     const plain = loadStrings(n);
-    const at = stringStarts;
     for (let i = 0; i < n; i++) {
-      const k = i * STRINGS_PER_LINE;
-      beginLine(batch.time[i]!);
-      e.bytes(methodSegment.of(batch.method[i]!, null, null));
-      if (l.path !== null) {
-        if (plain) e.quoted(at[k]!, at[k + 1]!);
-        else e.string(batch.path[i]!);
+      encodeLine(i, plain, NO_CAP);
+      // Longer than one write to a pipe may be (PIPE_BUF): written again with its strings shortened,
+      // or the pipe, shared by the workers, could interleave another line into it.
+      for (let c = 0; e.pos - e.lineStart > writer.chunkLimit && c < CUT_CAPS.length; c++) {
+        e.pos = e.lineStart;
+        encodeLine(i, false, CUT_CAPS[c]!);
       }
-      e.bytes(routeSegment.of(batch.status[i]!, batch.endpoint[i]!, batch.upstream[i]!));
-      if (l.latencyMs !== null) e.milliseconds(batch.latencyMs[i]!);
-      if (l.bytesIn !== null) {
-        e.bytes(l.bytesIn);
-        e.number(batch.bytesIn[i]!);
-      }
-      if (l.bytesOut !== null) {
-        e.bytes(l.bytesOut);
-        e.number(batch.bytesOut[i]!);
-      }
-      e.bytes(clientSegment.of(batch.client[i]!, null, null));
-      if (l.query !== null) {
-        if (plain) e.quoted(at[k + 1]!, at[k + 2]!);
-        else e.string(batch.query[i]!);
-      }
-      e.bytes(agentSegment.of(batch.userAgent[i]!, batch.consumer[i]!, null));
-      if (l.requestId !== null) {
-        if (batch.requestId[i] === null) e.bytes(NULL);
-        else if (plain) e.quoted(at[k + 2]!, at[k + 3]!);
-        else e.string(batch.requestId[i]!);
-      }
-      if (l.traceId !== null) {
-        e.bytes(l.traceId);
-        if (batch.traceId[i] === null) e.bytes(NULL);
-        else if (plain) e.quoted(at[k + 3]!, at[k + 4]!);
-        else e.string(batch.traceId[i]!);
-      }
-      if (l.upstreamMs !== null) {
-        e.bytes(l.upstreamMs);
-        const ms = batch.upstreamMs[i]!;
-        if (ms < 0) e.bytes(NULL);
-        else e.milliseconds(ms);
-      }
-      if (l.upstreamHeaderMs !== null) {
-        e.bytes(l.upstreamHeaderMs);
-        const ms = batch.upstreamHeaderMs[i]!;
-        if (ms < 0) e.bytes(NULL);
-        else e.milliseconds(ms);
-      }
-      e.bytes((batch.cut[i] === 1 ? cutSegment : cacheSegment).of(batch.cache[i]!, null, null));
       endLine();
     }
     e.clearScratch();
     batch.clear(n);
+  }
+
+  /** Line `i` of the batch; `cap`: the most characters of each string written (NO_CAP: all, and no "truncated"). */
+  function encodeLine(i: number, plain: boolean, cap: number): void {
+    const e = encoder;
+    const at = stringStarts;
+    const clip = cap === NO_CAP ? keep : (value: string | null): string | null => (value !== null && value.length > cap ? value.slice(0, cap) : value);
+    const k = i * STRINGS_PER_LINE;
+    beginLine(batch.time[i]!);
+    e.bytes(methodSegment.of(clip(batch.method[i]!), null, null));
+    if (l.path !== null) {
+      if (plain) e.quoted(at[k]!, at[k + 1]!);
+      else e.string(clip(batch.path[i]!)!);
+    }
+    e.bytes(routeSegment.of(batch.status[i]!, clip(batch.endpoint[i]!), clip(batch.upstream[i]!)));
+    if (l.latencyMs !== null) e.milliseconds(batch.latencyMs[i]!);
+    if (l.bytesIn !== null) {
+      e.bytes(l.bytesIn);
+      e.number(batch.bytesIn[i]!);
+    }
+    if (l.bytesOut !== null) {
+      e.bytes(l.bytesOut);
+      e.number(batch.bytesOut[i]!);
+    }
+    e.bytes(clientSegment.of(batch.client[i]!, null, null));
+    if (l.query !== null) {
+      if (plain) e.quoted(at[k + 1]!, at[k + 2]!);
+      else e.string(clip(batch.query[i]!)!);
+    }
+    e.bytes(agentSegment.of(clip(batch.userAgent[i]!), clip(batch.consumer[i]!), null));
+    if (l.requestId !== null) {
+      if (batch.requestId[i] === null) e.bytes(NULL);
+      else if (plain) e.quoted(at[k + 2]!, at[k + 3]!);
+      else e.string(clip(batch.requestId[i]!)!);
+    }
+    if (l.traceId !== null) {
+      e.bytes(l.traceId);
+      if (batch.traceId[i] === null) e.bytes(NULL);
+      else if (plain) e.quoted(at[k + 3]!, at[k + 4]!);
+      else e.string(batch.traceId[i]!);
+    }
+    if (l.upstreamMs !== null) {
+      e.bytes(l.upstreamMs);
+      const ms = batch.upstreamMs[i]!;
+      if (ms < 0) e.bytes(NULL);
+      else e.milliseconds(ms);
+    }
+    if (l.upstreamHeaderMs !== null) {
+      e.bytes(l.upstreamHeaderMs);
+      const ms = batch.upstreamHeaderMs[i]!;
+      if (ms < 0) e.bytes(NULL);
+      else e.milliseconds(ms);
+    }
+    const last = cap === NO_CAP ? (batch.cut[i] === 1 ? cutSegment : cacheSegment) : batch.cut[i] === 1 ? cutTruncatedSegment : truncatedSegment;
+    e.bytes(last.of(batch.cache[i]!, null, null));
+  }
+
+  /** The line of a WebSocket connection that ended (see encodeLine for `cap`). */
+  function encodeConnection(request: FinishedRequest, connection: ConnectionSummary, now: number, cap: number): void {
+    const e = encoder;
+    const clip = cap === NO_CAP ? keep : (value: string | null): string | null => (value !== null && value.length > cap ? value.slice(0, cap) : value);
+    // A field of the line: its key and value, unless the key is null (a field left out).
+    const field = (key: Buffer | null, value: Value): void => {
+      if (key === null) return;
+      e.bytes(key);
+      e.value(typeof value === 'string' ? clip(value) : value);
+    };
+    beginLine(now);
+    e.bytes(base);
+    field(l.method, request.method);
+    field(l.path, request.path);
+    field(l.endpoint, request.routeTemplate);
+    field(l.upstream, request.upstream);
+    field(l.status, request.status);
+    e.bytes(DURATION_MS);
+    e.milliseconds(connection.durationMs);
+    field(l.bytesIn, connection.bytesIn);
+    field(l.bytesOut, connection.bytesOut);
+    field(MESSAGES_IN, connection.messagesIn);
+    field(MESSAGES_OUT, connection.messagesOut);
+    field(CLOSE_CODE, connection.closeCode);
+    field(CLOSED_BY, connection.closedBy);
+    field(l.client, request.clientAddress);
+    if (request.requestId) field(l.requestId, request.requestId);
+    if (request.traceId) field(l.traceId, request.traceId);
+    if (cap !== NO_CAP) e.bytes(TRUNCATED);
+    e.bytes(CONNECTION_LINE_END);
   }
 
   const timer = setInterval(() => {
@@ -423,31 +480,12 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
       // The requests recorded before it go first: lines stay in the order they ended.
       encodeBatch();
       const e = encoder;
-      // A field of the line: its key and value, unless the key is null (a field left out).
-      const field = (key: Buffer | null, value: Value): void => {
-        if (key === null) return;
-        e.bytes(key);
-        e.value(value);
-      };
-      beginLine(Date.now());
-      e.bytes(base);
-      field(l.method, request.method);
-      field(l.path, request.path);
-      field(l.endpoint, request.routeTemplate);
-      field(l.upstream, request.upstream);
-      field(l.status, request.status);
-      e.bytes(DURATION_MS);
-      e.milliseconds(connection.durationMs);
-      field(l.bytesIn, connection.bytesIn);
-      field(l.bytesOut, connection.bytesOut);
-      field(MESSAGES_IN, connection.messagesIn);
-      field(MESSAGES_OUT, connection.messagesOut);
-      field(CLOSE_CODE, connection.closeCode);
-      field(CLOSED_BY, connection.closedBy);
-      field(l.client, request.clientAddress);
-      if (request.requestId) field(l.requestId, request.requestId);
-      if (request.traceId) field(l.traceId, request.traceId);
-      e.bytes(CONNECTION_LINE_END);
+      const now = Date.now();
+      encodeConnection(request, connection, now, NO_CAP);
+      for (let c = 0; e.pos - e.lineStart > writer.chunkLimit && c < CUT_CAPS.length; c++) {
+        e.pos = e.lineStart;
+        encodeConnection(request, connection, now, CUT_CAPS[c]!);
+      }
       endLine();
     },
     flush() {

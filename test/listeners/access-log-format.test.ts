@@ -1,7 +1,8 @@
 // The access log's hand-built lines parse to what pino wrote for the same request (same keys, same
 // order; latencyMs to the microsecond), stay ASCII whatever the path holds, and nothing buffered is
 // lost on flush.
-import { mkdtempSync, openSync, readFileSync, rmSync, closeSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, readSync, rmSync, closeSync, constants } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -252,4 +253,60 @@ t.test('any run of requests, any omitted fields: each line is what pino writes',
     { numRuns: 150 },
   );
   t.equal(run, 150);
+});
+
+t.test('to a pipe, a line longer than one atomic write (4 KiB) is written with its strings shortened, marked truncated; to a file, whole', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'specgate-access-log-fifo-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const fifo = join(dir, 'log.fifo');
+  execFileSync('mkfifo', [fifo]);
+  const readFd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+  const writeFd = openSync(fifo, constants.O_WRONLY);
+  t.teardown(() => {
+    closeSync(readFd);
+    closeSync(writeFd);
+  });
+  const long: FinishedRequest[] = [
+    { ...requests[0]!, userAgent: 'a'.repeat(8000) },
+    { ...requests[0]!, path: `/${'\u00e9'.repeat(3000)}`, query: `q=${'"'.repeat(2000)}` },
+    { ...requests[0]!, routeTemplate: `/${'t'.repeat(5000)}`, requestId: 'r'.repeat(200) },
+  ];
+  const piped = createAccessLog({ workerId: 3, fd: writeFd, flushIntervalMs: 10_000 });
+  await piped.ready;
+  for (const request of long) piped.record(request);
+  piped.record(requests[0]!);
+  piped.recordConnection({ ...requests[0]!, path: `/ws/${'w'.repeat(6000)}` }, { durationMs: 5, bytesIn: 1, bytesOut: 2, messagesIn: 1, messagesOut: 1, closeCode: 1000, closedBy: 'client' });
+  await piped.flush();
+  const chunks: Buffer[] = [];
+  const buffer = Buffer.alloc(65536);
+  for (;;) {
+    let n = 0;
+    try {
+      n = readSync(readFd, buffer);
+    } catch {
+      break;
+    }
+    if (n <= 0) break;
+    chunks.push(Buffer.from(buffer.subarray(0, n)));
+  }
+  const lines = Buffer.concat(chunks).toString('latin1').trimEnd().split('\n');
+  t.equal(lines.length, 5, 'five lines');
+  for (const line of lines) t.ok(line.length + 1 <= 4096, `a line of ${line.length + 1} bytes fits in one write to a pipe`);
+  const parsed = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+  for (let i = 0; i < 3; i++) t.equal(parsed[i]!.truncated, true, `long line ${i}: marked truncated`);
+  t.ok(String(parsed[0]!.userAgent).startsWith('aaaa') && String(parsed[0]!.userAgent).length < 8000, 'its user agent shortened, from the start');
+  t.ok(String(parsed[1]!.path).startsWith('/\u00e9\u00e9') && String(parsed[1]!.query).startsWith('q="'), 'escaped strings shortened and still JSON');
+  t.equal(parsed[2]!.requestId, 'r'.repeat(200), 'a string under the cap kept whole');
+  t.equal(parsed[3]!.truncated, undefined, 'a short line: whole, not marked');
+  t.match(parsed[4], { msg: 'websocket', truncated: true }, 'a connection line likewise');
+
+  const { file, fd } = tempLogFile(t);
+  const filed = createAccessLog({ workerId: 3, fd, flushIntervalMs: 10_000 });
+  await filed.ready;
+  filed.record(long[0]!);
+  await filed.flush();
+  closeSync(fd);
+  const whole = JSON.parse(readFileSync(file, 'latin1').trimEnd()) as Record<string, unknown>;
+  t.equal(whole.userAgent, 'a'.repeat(8000), 'to a file: the line whole');
+  t.equal(whole.truncated, undefined);
 });
