@@ -280,7 +280,7 @@ t.test('to a pipe, a line longer than one atomic write (4 KiB) is written with i
   const chunks: Buffer[] = [];
   const buffer = Buffer.alloc(65536);
   for (;;) {
-    let n = 0;
+    let n: number;
     try {
       n = readSync(readFd, buffer);
     } catch {
