@@ -11,7 +11,14 @@ export type MetricsChoice =
   | { kind: 'bad-format' };
 
 // Prometheus scrapers ask for `text/plain;version=0.0.4`, which only matches an offer with that parameter.
-const OFFERED = ['application/json', 'text/plain', 'text/plain;version=0.0.4'];
+/**
+ * Prometheus 3 adds `escaping=<scheme>` to each format it accepts (how names outside the legacy
+ * character set are to be escaped). Every name here is in that set, so the text is the same under any
+ * scheme: the text format is offered with each one, or a default Prometheus 3 scrape would only match
+ * its trailing `*\/*` and get JSON.
+ */
+const ESCAPINGS = ['allow-utf-8', 'underscores', 'dots', 'values'];
+const OFFERED = ['application/json', 'text/plain', 'text/plain;version=0.0.4', ...ESCAPINGS.flatMap((e) => [`text/plain;version=0.0.4;escaping=${e}`, `text/plain;escaping=${e}`])];
 
 /** `?format=prometheus|json` wins; otherwise the Accept header decides (no Accept: JSON). */
 export function metricsFormat(query: string, accept: string | undefined): MetricsChoice {

@@ -20,6 +20,20 @@ t.test('an answer the Accept header chose says Vary: Accept', async (t) => {
   t.equal(get('format=json', 'text/plain').headers.vary, undefined, '?format= decides alone');
 });
 
+t.test("the Accept headers of Prometheus 2 and 3's default scrapes get the text format", async (t) => {
+  const prometheus2 = 'application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1';
+  // Prometheus 3 adds escaping=allow-utf-8 to every format (its default name validation is UTF-8).
+  const prometheus3 =
+    'application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,application/openmetrics-text;version=0.0.1;escaping=allow-utf-8;q=0.5,' +
+    'text/plain;version=1.0.0;escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;escaping=allow-utf-8;q=0.3,*/*;q=0.2';
+  for (const [which, accept] of [['Prometheus 2', prometheus2], ['Prometheus 3', prometheus3], ['underscores escaping', 'text/plain;version=0.0.4;escaping=underscores']] as const) {
+    const res = get('', accept);
+    t.equal(res.status, 200, which);
+    t.match(res.headers['content-type'], /^text\/plain; version=0\.0\.4/, `${which}: the text format`);
+  }
+  t.match(get('', 'application/json, text/plain;version=0.0.4;escaping=allow-utf-8;q=0.5').headers['content-type'], /^application\/json/, 'JSON first: JSON');
+});
+
 t.test('?format= other than json or prometheus is a 400 problem naming both', async (t) => {
   for (const query of ['format=xml', 'format=', 'format=JSON', 'format=json&format=prometheus']) {
     const res = get(query);
