@@ -500,7 +500,9 @@ export class ResponseParser {
     }
     if (sawLength && this.chunked) return this.fail(LENGTH_AND_CHUNKED);
     if (this.named !== null) this.dropConnectionNamed();
-    this.keepAlive = minor === 0x31 ? !this.close : this.keepAliveToken && !this.close;
+    // RFC 9112 6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing; it is read (as
+    // chunked) and the connection closed after it, whatever Connection said.
+    this.keepAlive = minor === 0x31 ? !this.close : this.keepAliveToken && !this.close && !this.chunked;
     if (this.noBody || status === 204 || status === 304) {
       // A 204/304 that announces a body: a broken upstream may send that body after all, in a later
       // read, after the socket went to the next request, whose answer it would then be taken for.

@@ -1,11 +1,12 @@
 /**
  * The peer address from uWS's binary form: dotted IPv4, IPv4-mapped IPv6 back to dotted IPv4, other
- * IPv6 in uWS's own text form; against real uWS connections (IPv4, and IPv4 and IPv6 to a dual-stack
+ * IPv6 in RFC 5952's form; against real uWS connections (IPv4, and IPv4 and IPv6 to a dual-stack
  * listener), and the last-address shortcut with its slow path (other bytes, other length).
  */
 import net from 'node:net';
 import t from 'tap';
 import { remoteAddress } from '../../src/http/remote-address.js';
+import { formatIp, parseIp } from '../../src/http/ip-ranges.js';
 import { loadUws } from '../../src/native/uws.js';
 
 const bytes = (...values: number[]): ArrayBuffer => new Uint8Array(values).buffer;
@@ -18,9 +19,14 @@ t.test('decoding, and the cache of the last address', async (t) => {
   t.equal(remoteAddress(mapped(10, 1, 2, 3)), '10.1.2.3', 'IPv4-mapped IPv6');
   t.equal(remoteAddress(mapped(10, 1, 2, 3)), '10.1.2.3');
   t.equal(remoteAddress(bytes(10, 1, 2, 3)), '10.1.2.3', 'another length, same text');
-  t.equal(remoteAddress(bytes(0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1)), '2001:0db8:0000:0000:0000:0000:0000:0001');
-  t.equal(remoteAddress(bytes(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1)), '0000:0000:0000:0000:0000:0000:0000:0001');
-  t.equal(remoteAddress(bytes(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2)), '0000:0000:0000:0000:0000:0000:0000:0002', 'the last byte differs');
+  // RFC 5952: lower case, no leading zeros, the longest run of zero groups (the first of equal ones) as "::".
+  t.equal(remoteAddress(bytes(0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1)), '2001:db8::1');
+  t.equal(remoteAddress(bytes(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1)), '::1');
+  t.equal(remoteAddress(bytes(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2)), '::2', 'the last byte differs');
+  t.equal(remoteAddress(bytes(0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0)), '2001:db8:0:1::1:0', 'one zero group stays 0');
+  t.equal(remoteAddress(bytes(0x20, 0x01, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0xab, 0xcd)), '2001::1:0:0:1:abcd', 'the first of two equal runs');
+  t.equal(remoteAddress(bytes(0x20, 0x01, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xab, 0xcd)), '2001:0:0:1::abcd', 'the longer run');
+  t.equal(remoteAddress(bytes(0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x1a, 0x2b, 0xff, 0xfe, 0x3c, 0x4d, 0x5e)), 'fe80::21a:2bff:fe3c:4d5e');
 });
 
 t.test('real connections: the same address as uWS\'s own text form', async (t) => {
@@ -63,7 +69,7 @@ t.test('real connections: the same address as uWS\'s own text form', async (t) =
   for (const { ours, theirs } of seen) {
     const expected = theirs.startsWith('0000:0000:0000:0000:0000:ffff:')
       ? theirs.slice(30).split(':').flatMap((group) => [parseInt(group.slice(0, 2), 16), parseInt(group.slice(2), 16)]).join('.')
-      : theirs;
+      : formatIp(parseIp(theirs)!);
     t.equal(ours, expected, `uWS says ${theirs}`);
   }
 });

@@ -467,13 +467,15 @@ t.test('a 204 followed by stray bytes: answered without a body, and the socket i
 t.test('Connection: close and HTTP/1.0 close the socket after the answer', async (t) => {
   const server = await startRawServer((socket, head) => {
     if (head.includes('/close')) socket.write('HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok');
+    else if (head.includes('/http10-te')) socket.write('HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n');
     else if (head.includes('/http10-ka')) socket.write('HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok');
     else if (head.includes('/http10')) socket.write('HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok');
     else socket.write(OK);
   });
   t.teardown(() => server.close());
   const p = pool(server.url);
-  for (const path of ['/close', '/http10']) {
+  // RFC 9112 6.1: HTTP/1.0 with Transfer-Encoding is faulty framing, closed after whatever Connection says.
+  for (const path of ['/close', '/http10', '/http10-te']) {
     t.equal((await send(p, 'GET', path).done).status, 200);
     t.equal(p.stats().connections, 0, `${path}: socket closed`);
   }
