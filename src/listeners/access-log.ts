@@ -133,6 +133,10 @@ const NO_CAP = Number.POSITIVE_INFINITY;
 /** The most characters of each string a too-long line is written with, tried in turn until it fits. */
 const CUT_CAPS = [1024, 256, 64, 0];
 const keep = <T>(value: T): T => value;
+/** What a line keeps of each string: all of it (NO_CAP), or its first `cap` characters. */
+function clipTo(cap: number): (value: string | null) => string | null {
+  return cap === NO_CAP ? keep : (value) => (value !== null && value.length > cap ? value.slice(0, cap) : value);
+}
 
 const DURATION_MS = key('durationMs');
 const MESSAGES_IN = key('messagesIn');
@@ -345,7 +349,7 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
   function encodeLine(i: number, plain: boolean, cap: number): void {
     const e = encoder;
     const at = stringStarts;
-    const clip = cap === NO_CAP ? keep : (value: string | null): string | null => (value !== null && value.length > cap ? value.slice(0, cap) : value);
+    const clip = clipTo(cap);
     const k = i * STRINGS_PER_LINE;
     beginLine(batch.time[i]!);
     e.bytes(methodSegment.of(clip(batch.method[i]!), null, null));
@@ -399,7 +403,7 @@ export function createAccessLog({ workerId, fd = 1, path, omit = [], flushInterv
   /** The line of a WebSocket connection that ended (see encodeLine for `cap`). */
   function encodeConnection(request: FinishedRequest, connection: ConnectionSummary, now: number, cap: number): void {
     const e = encoder;
-    const clip = cap === NO_CAP ? keep : (value: string | null): string | null => (value !== null && value.length > cap ? value.slice(0, cap) : value);
+    const clip = clipTo(cap);
     // A field of the line: its key and value, unless the key is null (a field left out).
     const field = (key: Buffer | null, value: Value): void => {
       if (key === null) return;
