@@ -211,6 +211,12 @@ export class ResponseCache implements Middleware {
   private readonly refreshing = new Set<string>();
   /** The data plane's upstream client, for background refreshes (none before the pipeline is installed). */
   private fetchUpstream: FetchUpstream | null = null;
+  /** A WebSocket upgrade is not for the cache: never served from it, never a leader or follower, never stored. */
+  readonly decidesUpgrades = false;
+  /** apiKeyAuth's query parameters, whose values the query part of a key holds as digests; null: none. */
+  private secretQuery: readonly string[] | null = null;
+  /** apiKeyAuth's headers (beyond Authorization, always digested), whose values the cache's view of a request holds as digests; null: none. */
+  secretHeaders: readonly string[] | null = null;
   readonly names: Names;
   readonly metrics: MiddlewareMetrics;
   readonly store: CacheStore;
@@ -550,9 +556,6 @@ export class ResponseCache implements Middleware {
     this.fetchUpstream = fetch;
   }
 
-  /** A WebSocket upgrade is not for the cache: never served from it, never a leader or follower, never stored. */
-  readonly decidesUpgrades = false;
-
   /**
    * An endpoint this cache is disabled for: a successful unsafe request there still changes the
    * resources whose answers it may hold (the same URL under another endpoint), so it invalidates them.
@@ -560,11 +563,6 @@ export class ResponseCache implements Middleware {
   bystand(ctx: RequestContext): void {
     if (!SAFE_METHODS.has(ctx.method)) ctx.observe(new Invalidation(this, ctx));
   }
-
-  /** apiKeyAuth's query parameters, whose values the query part of a key holds as digests; null: none. */
-  private secretQuery: readonly string[] | null = null;
-  /** apiKeyAuth's headers (beyond Authorization, always digested), whose values the cache's view of a request holds as digests; null: none. */
-  secretHeaders: readonly string[] | null = null;
 
   useCredentials(credentials: readonly Credentials[]): void {
     const query = [...new Set(credentials.flatMap((c) => (c.query === null ? [] : [c.query])))];
