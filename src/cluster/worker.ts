@@ -293,7 +293,8 @@ async function apply(message: PublishMessage): Promise<void> {
   // One synchronous step: no request sees the new table without the middleware that go with it.
   applying = true;
   try {
-    plane.setUpstreams(message.upstreams);
+    // With the config: its upstreams' TLS settings (files read again at each reload) reach the pools.
+    plane.setUpstreams(message.upstreams, message.config);
     plane.applyEdge(message.config);
     plane.setTable(table);
     recorder.retainRouted(routedSeries(table.routes().map((route) => [route.method, route.template, route.targets.map((target) => target.upstream)])));

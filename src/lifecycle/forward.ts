@@ -18,6 +18,7 @@ import { HostWeights, RouteBalancer, type WeightRamp } from '../proxy/balancer.j
 import { Breakers } from '../proxy/upstream-breakers.js';
 import type { ForwardFailure } from '../proxy/forward-errors.js';
 import { poolSettings, UpstreamPools } from '../proxy/host-pools.js';
+import type { UpstreamTlsOptions } from '../upstream/pool.js';
 import { TlsFailureLog, type Warn } from '../proxy/upstream-tls-failures.js';
 import { BodyPump } from './body-pump.js';
 import { ProxiedResponse } from './proxied-response.js';
@@ -194,6 +195,11 @@ export class ForwardPhase implements RetryHost {
     }
     // The breakers of hosts neither the config nor the table names go (a copy: setUpstreams clears the set).
     this.breakers.forgetRoutes(new Set(this.configuredUpstreams));
+  }
+
+  /** An upstream's TLS settings, the same for the WebSocket leg as for requests (UpstreamPools.configure took them last). */
+  upstreamTls(upstream: string): UpstreamTlsOptions | undefined {
+    return this.pools.tlsFor(upstream);
   }
 
   setUpstreams(upstreams: readonly UpstreamWeight[], config?: GatewayConfig): void {

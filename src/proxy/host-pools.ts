@@ -91,6 +91,11 @@ export class UpstreamPools {
     this.tlsKeys = keys;
   }
 
+  /** The TLS settings of `upstream` as the last configure() took them (undefined: none configured, Node's defaults). */
+  tlsFor(upstream: string): UpstreamTlsOptions | undefined {
+    return this.tls.get(upstream);
+  }
+
   /** Closes the pools of hosts not in `keep`; their running requests finish first. */
   retain(keep: ReadonlySet<string>): void {
     for (const [upstream, pool] of this.pools) {

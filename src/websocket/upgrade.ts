@@ -36,7 +36,7 @@ import { WebSocketMetrics, type UpgradeOutcome } from './metrics.js';
 import { webSocketSettings, type WebSocketConfig } from './settings.js';
 import { UpstreamSocket, type HandshakeFailure, type HandshakeHandler, type UpstreamSocketOptions } from './upstream-socket.js';
 import type { UpstreamTlsOptions } from '../upstream/pool.js';
-import { poolSettings, upstreamTlsOptions } from '../proxy/host-pools.js';
+import { poolSettings } from '../proxy/host-pools.js';
 
 /** What the data plane lends the WebSocket route. */
 export interface WebSocketHost {
@@ -63,6 +63,8 @@ export interface WebSocketHost {
   clientAddress(ctx: RequestContext): string;
   /** A host for ctx's route (balancer, breakers), not `excluding`; sets ctx.upstream. Null: none may take it. */
   pick(ctx: RequestContext, excluding: string): string | null;
+  /** The TLS settings of an https:// upstream as the data plane's requests use them now (reloads included). */
+  upstreamTls(upstream: string): UpstreamTlsOptions | undefined;
   /** A wss:// upstream's TLS handshake failed: the operator's warn line (Node's error as `cause`). */
   upstreamTlsFailed(upstream: string, cause: unknown): void;
   /** The request ended as an HTTP answer (no relayed connection): logged and counted like any request. */
@@ -303,13 +305,10 @@ export class WebSocketProxy implements RelayHost {
       connectTimeoutMs: this.config.timeouts.connectMs,
       handshakeTimeoutMs: this.config.timeouts.upstreamMs,
       maxResponseHeaderBytes: this.maxResponseHeaderBytes,
-      tls: this.upstreamTls(upstream),
+      // Read at each upgrade, from where requests read it: a reload that changes an upstream's TLS
+      // settings (a CA file's contents, serverName, verification) holds for both legs at once.
+      tls: this.host.upstreamTls(upstream),
     };
-  }
-
-  private upstreamTls(upstream: string): UpstreamTlsOptions | undefined {
-    const tls = this.config.upstreams.find((u) => u.serviceLocation === upstream)?.tls;
-    return tls === undefined ? undefined : upstreamTlsOptions(tls);
   }
 
   private sweep(): void {

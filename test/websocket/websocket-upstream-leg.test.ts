@@ -17,6 +17,7 @@ import { CertificateDir } from '../helpers/certs.js';
 import { eventually, httpRequest, startGateway, testConfig } from '../helpers/gateway-process.js';
 import { closed, nextMessage, openClient, rawUpstream, rssBytes, startWsUpstream, wsUpstreamConfig, type RawPeer } from '../helpers/ws-upstream.js';
 import { hungPort } from '../helpers/raw-http.js';
+import { reloadWith } from '../helpers/reload.js';
 import { acceptFor } from '../../src/websocket/upstream-socket.js';
 import { within } from '../helpers/within.js';
 
@@ -432,6 +433,20 @@ t.test('a wss:// upstream whose certificate is not trusted: 502 naming why, one 
   );
   t.equal(metrics.upstreamFailures!.tlsFailures, 3, 'counted as upstreamFailures.tlsFailures');
   t.ok(gateway.lines.filter((l) => String(l.msg).startsWith('upstream TLS handshake failed')).length <= 2, 'not a line per failure (one per worker per 10 s)');
+
+  // A reload that changes the upstream's TLS settings holds for both legs in every worker, without
+  // replacing them (it read the config the workers started with before).
+  server.on('request', (_req, res) => res.end('plain over TLS'));
+  t.equal((await httpRequest(gateway.port, '/w')).status, 502, 'a plain request: refused the same');
+  const status = await reloadWith(gateway, testConfig([{ ...wsUpstreamConfig(location, ['/w']), tls: { serverName: 'upstream.test', rejectUnauthorized: false } }]));
+  t.match(status, { ok: true, applied: true });
+  for (let i = 0; i < 4; i++) {
+    t.equal((await httpRequest(gateway.port, '/w')).body, 'plain over TLS', `request ${i} after the reload: forwarded`);
+    const client = await openClient(`ws://127.0.0.1:${gateway.port}/w`);
+    client.close();
+  }
+  t.equal(opened, 4, 'and upgrades are relayed');
+  t.notOk(gateway.lines.some((l) => l.msg === 'worker started' && Number(l.worker) > 2), 'no worker was replaced for it');
 });
 
 t.test('connecting is bounded by timeouts.connectMs: a hung host is given up after it and the upgrade tried once on another; alone, 504', async (t) => {

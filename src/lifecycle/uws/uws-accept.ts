@@ -79,6 +79,7 @@ export class UwsAcceptor {
         if (upstream !== null) ctx.upstream = upstream;
         return upstream;
       },
+      upstreamTls: (upstream) => lifecycle.forwarder.upstreamTls(upstream),
       upstreamTlsFailed: (upstream, cause) => lifecycle.forwarder.reportTlsFailure(upstream, cause),
       requestDone: (ctx) => lifecycle.finisher.done(ctx),
       hold: (ctx) => {
