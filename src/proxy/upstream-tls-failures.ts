@@ -24,6 +24,9 @@ export function tlsFailureKind(cause: unknown): TlsFailureKind {
   const code = (cause as NodeTlsError | undefined)?.code ?? '';
   if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return 'name';
   if (NOT_TLS.has(code)) return 'notTls';
+  // The same refusal seen by a write made before the handshake ended (the WebSocket leg writes its
+  // upgrade request at once): EPROTO, with OpenSSL's reason only in the message.
+  if (code === 'EPROTO' && /wrong version number/.test((cause as NodeTlsError).message ?? '')) return 'notTls';
   if (/^ERR_SSL_.*ALERT/.test(code)) return 'alert';
   if (code === 'ECONNRESET' || code === 'EPIPE') return 'closed';
   // Certificate verification errors carry OpenSSL's X509 names (DEPTH_ZERO_SELF_SIGNED_CERT, CERT_HAS_EXPIRED, ...).
@@ -36,7 +39,10 @@ export function tlsFailureReason(cause: unknown): string {
   const err = (cause ?? {}) as NodeTlsError;
   // OpenSSL's messages are "<hex>:error:<hex>:SSL routines:<function>:<reason>:<source file>:<line>".
   const openssl = err.code?.startsWith('ERR_SSL_') === true && err.reason !== undefined;
-  const text = ((openssl ? err.reason : err.message) ?? 'unknown').split('\n')[0]!.trim();
+  let text = ((openssl ? err.reason : err.message) ?? 'unknown').split('\n')[0]!.trim();
+  // "write EPROTO <thread>:error:<hex>:SSL routines:<function>:<reason>:<file>:<line>": the reason alone.
+  const routines = /:SSL routines:[^:]*:([^:]+):/.exec(text);
+  if (err.code === 'EPROTO' && routines !== null) text = routines[1]!;
   return err.code === undefined ? text : `${text} (${err.code})`;
 }
 

@@ -470,6 +470,13 @@ export class UpstreamConnection implements ResponseSink {
       this.fail(code, message, err);
       return;
     }
+    // TLS 1.3: a server that refuses the client's certificate (or none) says so with an alert after
+    // the client took the handshake for done, so it arrives here, before any answer on this socket.
+    // It is the handshake's failure (502 naming it, logged and counted as one), not a reset.
+    if (this.pool.tlsOptions !== null && this.answered === 0 && !this.headReceived && err.code?.startsWith('ERR_SSL_') === true) {
+      this.fail('TLS', `the TLS handshake with the upstream failed: ${err.code} ${err.message}`, err);
+      return;
+    }
     this.fail('RESET', `the upstream connection failed: ${err.code ?? err.message}`, err);
   };
 

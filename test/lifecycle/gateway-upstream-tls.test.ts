@@ -16,7 +16,7 @@ import type { TLSSocket } from 'node:tls';
 import { createServer as createHttpServer } from 'node:http';
 import t from 'tap';
 import { loadConfig } from '../../src/config/load.js';
-import { TlsFailureLog } from '../../src/proxy/upstream-tls-failures.js';
+import { TlsFailureLog, tlsFailureKind, tlsFailureReason } from '../../src/proxy/upstream-tls-failures.js';
 import { Counters } from '../../src/metrics/counters.js';
 import { startDataPlane } from '../../src/proxy/data-plane.js';
 import { RoutingTable } from '../../src/routing/table.js';
@@ -97,6 +97,9 @@ const named = await httpsUpstream(byName);
 const wrongName = await httpsUpstream(misnamed);
 const otherCa = await httpsUpstream(foreign);
 const mutual = await httpsUpstream(byIp, { clientCa: ca1 });
+// The same, reached without a client certificate: under TLS 1.3 (Node's default) its refusal comes as
+// an alert after the client took the handshake for done.
+const mutualNoCert = await httpsUpstream(byIp, { clientCa: ca1 });
 openssl('req', '-x509', ...EC, '-keyout', 'self.key', '-out', 'self.crt', '-days', '2', '-subj', '/CN=self', '-addext', 'subjectAltName=IP:127.0.0.1');
 const selfSigned = await httpsUpstream({ key: readFileSync(file('self.key'), 'utf8'), cert: readFileSync(file('self.crt'), 'utf8') });
 
@@ -140,6 +143,7 @@ t.test('through the running gateway', async (t) => {
           endpoints: [{ method: 'GET', path: '/mutual' }],
           tls: { caFile, certFile: file('gateway-client.crt'), keyFile: file('gateway-client.key') },
         },
+        { serviceType: 'static', serviceLocation: mutualNoCert.location, endpoints: [{ method: 'GET', path: '/mutual-no-cert' }], tls: { caFile } },
   ]);
 
   const secure = await httpRequest(gateway.port, '/secure/7');
@@ -161,16 +165,23 @@ t.test('through the running gateway', async (t) => {
   }
   t.equal(wrongName.seen.length + otherCa.seen.length, 0, 'nothing reached those upstreams');
 
+  const noCert = await httpRequest(gateway.port, '/mutual-no-cert');
+  t.equal(noCert.status, 502, 'an upstream that requires a client certificate, none configured: 502');
+  t.match(JSON.parse(noCert.body), { detail: 'the TLS handshake with the upstream failed: the upstream refused it' }, 'a TLS failure naming the refusal, not a reset');
+  t.equal(mutualNoCert.seen.length, 0);
+  const refusedLine = await gateway.waitForLog((l) => String(l.msg).startsWith('upstream TLS handshake failed') && l.upstream === mutualNoCert.location, 5000, 'its warn line');
+  t.equal(refusedLine.level, 40);
+
   const metrics = await eventually(
     async () => {
       const body = JSON.parse((await httpRequest(gateway.port, '/metrics')).body) as { upstreamFailures?: { tlsFailures?: number } };
-      return (body.upstreamFailures?.tlsFailures ?? 0) >= 2 ? body : undefined;
+      return (body.upstreamFailures?.tlsFailures ?? 0) >= 3 ? body : undefined;
     },
     5000,
   );
-  t.equal(metrics.upstreamFailures!.tlsFailures, 2, 'counted as upstreamFailures.tlsFailures');
+  t.equal(metrics.upstreamFailures!.tlsFailures, 3, 'counted as upstreamFailures.tlsFailures');
   const prometheus = (await httpRequest(gateway.port, '/metrics', { headers: { accept: 'text/plain' } })).body;
-  t.match(prometheus, /gateway_upstream_failures_total\{reason="tls_failures"\} 2/);
+  t.match(prometheus, /gateway_upstream_failures_total\{reason="tls_failures"\} 3/);
 });
 
 t.test('a reload reads the files again: the data plane given the new config trusts the new CA', async (t) => {
@@ -248,4 +259,17 @@ t.test('the log line of an upstream that keeps failing: one per 10 s, with the c
     { upstream: 'https://a:1', code: 'DEPTH_ZERO_SELF_SIGNED_CERT', suppressed: 3 },
     'upstream TLS handshake failed: self-signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT) (3 more since the last line)',
   ]);
+});
+
+t.test('a plain HTTP server behind https://, seen by a write made before the handshake ended (EPROTO): the same kind and reason as seen by the handshake', async (t) => {
+  const written = Object.assign(
+    new Error('write EPROTO 40E7C1F6A37F0000:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:../deps/openssl/openssl/ssl/record/ssl3_record.c:354:\n'),
+    { code: 'EPROTO' },
+  );
+  t.equal(tlsFailureKind(written), 'notTls');
+  t.equal(tlsFailureReason(written), 'wrong version number (EPROTO)', "OpenSSL's reason alone, no thread, file or line");
+  const handshake = Object.assign(new Error('ssl3_get_record:wrong version number'), { code: 'ERR_SSL_WRONG_VERSION_NUMBER', reason: 'wrong version number' });
+  t.equal(tlsFailureKind(handshake), 'notTls');
+  t.equal(tlsFailureReason(handshake), 'wrong version number (ERR_SSL_WRONG_VERSION_NUMBER)');
+  t.equal(tlsFailureKind(Object.assign(new Error('write EPROTO something else'), { code: 'EPROTO' })), 'other', 'another EPROTO stays "other"');
 });
