@@ -204,8 +204,13 @@ function redirectHint(status: number): string {
 
 function describeNetworkError(error: unknown): string {
   const { code, message } = error as { code?: string; message?: string };
-  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  const cause = (error as { cause?: { code?: string; message?: string; reason?: string } }).cause;
   const detail = cause?.code ?? code;
-  const text = cause?.message ?? message ?? String(error);
+  let text = (cause?.message ?? message ?? String(error)).split('\n')[0]!.trim();
+  // OpenSSL's errors ("<thread>:error:<hex>:SSL routines:<function>:<reason>:<file>:<line>", in the
+  // public health report): its reason alone, as the forwarding log line says it.
+  const routines = /:SSL routines:[^:]*:([^:]+):/.exec(text);
+  if (cause?.reason !== undefined && detail?.startsWith('ERR_SSL_') === true) text = cause.reason;
+  else if (routines !== null) text = routines[1]!;
   return detail && !text.includes(detail) ? `${text} (${detail})` : text;
 }

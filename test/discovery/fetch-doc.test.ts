@@ -62,3 +62,17 @@ t.test('a compressed doc is decoded; a broken, unknown or oversized coding is re
   t.match((await failure('/unknown')).message, /Content-Encoding "compress", which the gateway does not decode/);
   t.match((await failure('/bomb')).message, /larger than 33554432 bytes/, 'the size limit applies to the decoded doc');
 });
+
+t.test('an https:// doc URL served by a plain HTTP server: the error gives OpenSSL\'s reason, not its raw string', async (t) => {
+  const server = createHttpServer((_req, res) => res.end('{}'));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const port = (server.address() as { port: number }).port;
+  const error = await fetchDoc(`https://127.0.0.1:${port}/spec`, { fetchTimeoutMs: 2000, retries: 0, backoffMs: 0 }).then(
+    () => null,
+    (err: Error) => err,
+  );
+  t.ok(error, 'it fails');
+  t.match(error!.message, /wrong version number/i, 'the reason');
+  t.notMatch(error!.message, /SSL routines|\.c:\d+|\n/, 'no thread, routine, source file or line break');
+});
