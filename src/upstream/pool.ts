@@ -5,7 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import net from 'node:net';
-import type tls from 'node:tls';
+import tls from 'node:tls';
 import { UpstreamCall, type CallHost, type UpstreamHandler } from './call.js';
 import { UpstreamConnection, type ConnectionHost } from './connection.js';
 import type { RequestBody } from './upstream-request-head.js';
@@ -369,11 +369,15 @@ function positive(options: UpstreamPoolOptions, key: keyof typeof DEFAULTS, zero
 }
 
 export function tlsConnectOptions(host: string, port: number, options: UpstreamTlsOptions): tls.ConnectionOptions {
-  const servername = options.servername ?? (net.isIP(host) === 0 ? host : undefined);
+  const name = options.servername ?? host;
+  // SNI carries host names only (RFC 6066 3): an address, the host's or a serverName's, is checked
+  // against the certificate (its IP SAN) without being sent.
+  const address = net.isIP(name) !== 0;
   return {
     host,
     port,
-    servername,
+    servername: address ? undefined : name,
+    ...(address && name !== host ? { checkServerIdentity: (_host: string, cert: tls.PeerCertificate) => tls.checkServerIdentity(name, cert) } : {}),
     ca: options.ca,
     cert: options.cert,
     key: options.key,

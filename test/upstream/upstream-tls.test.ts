@@ -94,6 +94,12 @@ t.test('trusted through `ca`: works, with SNI from the host name', async (t) => 
   const named = await get(`https://127.0.0.1:${upstream.port}`, { ca, servername: 'api.internal' });
   t.equal(named.body, 'secure hello');
   t.equal(upstream.seen[2]!.servername, 'api.internal', 'servername overrides');
+  // An address as servername (RFC 6066 3: SNI is for host names): checked against the IP SAN, not sent.
+  const byAddress = await get(`https://localhost:${upstream.port}`, { ca, servername: '127.0.0.1' });
+  t.equal(byAddress.body, 'secure hello', 'an address as servername: the IP SAN matches');
+  t.notOk(upstream.seen[3]!.servername, 'and no SNI is sent for it');
+  const otherAddress = await get(`https://localhost:${upstream.port}`, { ca, servername: '10.9.9.9' });
+  t.equal(otherAddress.error?.code, 'TLS', 'an address the certificate does not name: refused');
 });
 
 t.test('without the CA: refused with code TLS, nothing sent', async (t) => {
