@@ -163,6 +163,10 @@ export class ForwardPhase implements RetryHost {
     if (failure.counter !== null) this.counters?.add(failure.counter);
   }
 
+  upstreamResent(): void {
+    this.counters?.add('retries.staleConnection');
+  }
+
   tlsHandshakeFailed(upstream: string, err: UpstreamError): void {
     this.reportTlsFailure(upstream, err.cause);
   }

@@ -24,6 +24,8 @@ export interface RetryHost {
   poolFor(upstream: string): UpstreamPool;
   /** An attempt failed (counted for /metrics). */
   upstreamFailed(failure: ForwardFailure): void;
+  /** An attempt's request went once more to its host on a fresh connection (its kept-alive one closed first). */
+  upstreamResent(): void;
   /** The TLS handshake with `upstream` failed (logged). */
   tlsHandshakeFailed(upstream: string, err: UpstreamError): void;
   breakerSuccess(upstream: string, routeId: number): void;
@@ -170,6 +172,11 @@ export class RetryHandler implements UpstreamLeg, BodySink {
     this.host.tlsHandshakeFailed(upstream, err);
   }
 
+  /** The attempt's request went once more to its host on a fresh connection: counted, it reached the host twice. */
+  resent(): void {
+    this.host.upstreamResent();
+  }
+
   breakerFailure(upstream: string): void {
     this.host.breakerFailure(upstream, this.response.ctx.routeId);
   }
@@ -230,6 +237,10 @@ class Attempt implements UpstreamHandler {
     if (!this.paused) return;
     this.paused = false;
     this.call?.resume();
+  }
+
+  onResent(): void {
+    this.retry.resent();
   }
 
   breakerFailure(): void {

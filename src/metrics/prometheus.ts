@@ -198,7 +198,11 @@ function numberEntries(counts: unknown): Array<[string, number]> {
 function retries(out: Exposition, counts: unknown): void {
   const entries = numberEntries(counts);
   if (entries.length === 0) return;
-  out.family('gateway_upstream_retries_total', 'counter', 'Requests retried on another host of their endpoint, by reason (after_connect_failure, after_no_answer).');
+  out.family(
+    'gateway_upstream_retries_total',
+    'counter',
+    'Requests sent again, by reason: to another host of their endpoint (after_connect_failure, after_no_answer), or to the same host on a fresh connection after its kept-alive one closed before any answer (stale_connection).',
+  );
   for (const [reason, count] of entries) out.sample('gateway_upstream_retries_total', [['reason', snakeCase(reason)]], count);
 }
 

@@ -28,6 +28,11 @@ export interface UpstreamHandler {
   onError(err: UpstreamError): void;
   /** writeBody returned false earlier and the socket took the data: write more. */
   onBodyDrain(): void;
+  /**
+   * Optional: the kept-alive socket the request went on closed before any of the answer, and the call
+   * goes once more on a fresh connection to the same host (idempotent requests, once): counted by the caller.
+   */
+  onResent?(): void;
 }
 
 /** What a call needs from its pool. */
@@ -183,6 +188,7 @@ export class UpstreamCall {
   requeued(): void {
     this.retried = true;
     this.state = CallState.Waiting;
+    this.handler.onResent?.();
   }
 
   ended(): void {

@@ -136,6 +136,7 @@ const host: RetryHost = {
   retryTarget: () => null,
   poolFor: () => fakePool,
   upstreamFailed() {},
+  upstreamResent() {},
   tlsHandshakeFailed() {},
   breakerSuccess() {},
   breakerFailure() {},

@@ -183,3 +183,27 @@ t.test('/metrics counts retries (JSON and Prometheus), through the running gatew
   );
   t.match(text, /gateway_upstream_retries_total\{reason="after_connect_failure"\} \d+/);
 });
+
+t.test('a kept-alive upstream connection closed before any answer: the GET goes once more to the same host, counted as retries.staleConnection', async (t) => {
+  // The first request on a socket is answered; the next one on it is read and the socket closed.
+  let received = 0;
+  const server = net.createServer((socket) => {
+    let index = 0;
+    socket.on('error', () => {});
+    socket.on('data', () => {
+      received++;
+      if (index++ === 0) socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok');
+      else socket.destroy();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const host = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+  const counters = new Counters();
+  const plane = await planeWith(t, [host], counters);
+  t.equal((await send(plane, 'GET', '/items/1')).status, 200);
+  t.equal((await send(plane, 'GET', '/items/2')).status, 200, 'answered on a fresh connection');
+  t.equal(received, 3, 'the host got the second request twice');
+  const counted = counters.take() ?? {};
+  t.equal(counted['retries.staleConnection'], 1, 'the second sending is counted');
+});

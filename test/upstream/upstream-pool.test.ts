@@ -67,6 +67,9 @@ function send(
     onBodyDrain() {
       options.hooks?.onBodyDrain?.();
     },
+    onResent() {
+      options.hooks?.onResent?.();
+    },
   });
   inside = false;
   return { call, done };
@@ -338,8 +341,10 @@ t.test('an idle socket closed by the upstream as we write: retried once on a fre
   t.teardown(() => server.close());
   const p = pool(server.url, { connections: 1 });
   t.equal((await send(p, 'GET', '/a').done).status, 200);
-  const get = await send(p, 'GET', '/b').done;
+  let resent = 0;
+  const get = await send(p, 'GET', '/b', { hooks: { onResent: () => void resent++ } }).done;
   t.equal(get.status, 200, 'GET succeeded on a fresh connection');
+  t.equal(resent, 1, 'and its handler was told it went twice (the gateway counts it: retries.staleConnection)');
   t.equal(server.connections, 2);
   const del = await send(p, 'DELETE', '/c', { body: Buffer.from('whole body') }).done;
   t.equal(del.status, 200, 'a whole (not streamed) body is sent again');
