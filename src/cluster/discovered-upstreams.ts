@@ -1,4 +1,4 @@
-import { EventEmitter } from 'node:events';
+import { EventEmitter, getMaxListeners, setMaxListeners } from 'node:events';
 import type { GatewayConfig, UpstreamConfig } from '../config/types.js';
 import type { UpstreamHealth, UpstreamState } from '../builtins/healthcheck.js';
 import type { TemplateProblem } from '../routing/types.js';
@@ -147,8 +147,13 @@ export class UpstreamRegistry extends EventEmitter<UpstreamRegistryEvents> {
     skip: ReadonlySet<UpstreamRecord> | ReadonlyMap<UpstreamRecord, unknown> = new Set(),
   ): Promise<void> {
     const { fetchTimeoutMs, retries, backoffMs } = discovery;
+    const pending = this.records.filter((record) => record.state === 'pending' && !skip.has(record));
+    // One abort listener per upstream being discovered, each removed when its discovery ends: more than
+    // Node's default of 10 is no leak (it printed MaxListenersExceededWarning at the start of a
+    // gateway with more than 10 upstreams).
+    if (pending.length > 0) setMaxListeners(Math.max(getMaxListeners(signal), pending.length + 10), signal);
     return Promise.all(
-      this.records.filter((record) => record.state === 'pending' && !skip.has(record)).map(async (record) => {
+      pending.map(async (record) => {
         const { serviceLocation, serviceType } = record.config;
         // Its own controller: a reload that replaces this registry may abort all but the followed ones.
         const own = new AbortController();

@@ -260,3 +260,26 @@ t.test('upstreams that answer together make one publish', async (t) => {
   t.equal(calls[0], true, 'the first publish says something changed');
   t.equal(calls.filter(Boolean).length, 1, 'three changed docs, one publish');
 });
+
+t.test('discovering more than 10 upstreams at once on one signal: no MaxListenersExceededWarning', async (t) => {
+  const configs = Array.from({ length: 24 }, (_, i) => swagger(`http://u${i}:1`));
+  const registry = new UpstreamRegistry(configs);
+  const warnings: string[] = [];
+  const onWarning = (warning: Error): void => void warnings.push(warning.name);
+  process.on('warning', onWarning);
+  t.teardown(() => void process.off('warning', onWarning));
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const discover: DiscoverFn = async (config) => {
+    await gate;
+    return discovered(config, ['/x']);
+  };
+  const all = registry.discoverAll(discover, DISCOVERY, fakeLog(), new AbortController().signal);
+  // Every discovery waits with its abort listener on the signal; warnings are emitted on the next tick.
+  await new Promise((resolve) => setImmediate(resolve));
+  release();
+  await all;
+  await new Promise((resolve) => setImmediate(resolve));
+  t.same(warnings.filter((name) => name === 'MaxListenersExceededWarning'), [], 'no warning');
+  t.equal(registry.ready().length, 24, 'all discovered');
+});
