@@ -9,6 +9,7 @@ import { parseDocText } from './parse-doc.js';
 import type { DuplicateKeys } from './duplicate-keys.js';
 import type { DiscoveryOptions } from './types.js';
 import { timerDelay } from '../config/durations.js';
+import { opensslReason } from '../proxy/upstream-tls-failures.js';
 
 /** A doc larger than this is refused rather than buffered: no real API doc comes near it. */
 export const MAX_DOC_BYTES = 32 * 1024 * 1024;
@@ -207,10 +208,8 @@ function describeNetworkError(error: unknown): string {
   const cause = (error as { cause?: { code?: string; message?: string; reason?: string } }).cause;
   const detail = cause?.code ?? code;
   let text = (cause?.message ?? message ?? String(error)).split('\n')[0]!.trim();
-  // OpenSSL's errors ("<thread>:error:<hex>:SSL routines:<function>:<reason>:<file>:<line>", in the
-  // public health report): its reason alone, as the forwarding log line says it.
-  const routines = /:SSL routines:[^:]*:([^:]+):/.exec(text);
+  // OpenSSL's errors (in the public health report): its reason alone, as the forwarding log line says it.
   if (cause?.reason !== undefined && detail?.startsWith('ERR_SSL_') === true) text = cause.reason;
-  else if (routines !== null) text = routines[1]!;
+  else text = opensslReason(text) ?? text;
   return detail && !text.includes(detail) ? `${text} (${detail})` : text;
 }

@@ -91,7 +91,10 @@ export class Pipeline {
     this.hiddenQuery = hiddenQuery.length === 0 ? null : hiddenQuery;
     const secretQuery = unique(credentials.map((c) => c.query));
     this.secretQuery = secretQuery.length === 0 ? null : secretQuery;
-    if (credentials.length > 0) for (const entry of entries) entry.useCredentials?.(credentials);
+    if (credentials.length > 0) {
+      const secretHeaders = unique(credentials.map((c) => c.header));
+      for (const entry of entries) entry.useCredentials?.(this.secretQuery, secretHeaders);
+    }
     this.watchers = entries.filter((entry) => entry.bystand !== undefined);
   }
 

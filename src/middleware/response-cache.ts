@@ -44,7 +44,7 @@ import { CACHE_STORE, type CacheStore } from '../cache/store.js';
 import { FailureLog } from '../cache/failure-log.js';
 import type { RequestContext, ResponseObserver } from '../exchange/context.js';
 import { SEND_AGAIN } from '../exchange/observer.js';
-import { LongDecision, problem, type ContentAnswer, type Credentials, type Decision, type FetchedAnswer, type FetchUpstream, type Middleware, type MiddlewareContext, type MiddlewareMetrics } from './types.js';
+import { LongDecision, problem, type ContentAnswer, type Decision, type FetchedAnswer, type FetchUpstream, type Middleware, type MiddlewareContext, type MiddlewareMetrics } from './types.js';
 import { counterPart } from '../metrics/counters.js';
 import { MAX_LIFETIME_MS, MAX_TIMER_MS, timerDelay } from '../config/durations.js';
 import type { EntryProblem } from '../config/typed-list-schema.js';
@@ -564,11 +564,11 @@ export class ResponseCache implements Middleware {
     if (!SAFE_METHODS.has(ctx.method)) ctx.observe(new Invalidation(this, ctx));
   }
 
-  useCredentials(credentials: readonly Credentials[]): void {
-    const query = [...new Set(credentials.flatMap((c) => (c.query === null ? [] : [c.query])))];
-    const headers = [...new Set(credentials.map((c) => c.header).filter((name) => !isSensitiveHeader(name)))];
-    this.secretQuery = query.length === 0 ? null : query;
-    this.secretHeaders = headers.length === 0 ? null : headers;
+  useCredentials(query: readonly string[] | null, headers: readonly string[]): void {
+    // Authorization (and the other credential fields) are digested by comparedValue() already.
+    const own = headers.filter((name) => !isSensitiveHeader(name));
+    this.secretQuery = query;
+    this.secretHeaders = own.length === 0 ? null : own;
   }
 
   /**

@@ -77,8 +77,11 @@ export interface Middleware {
    * response cache invalidates what a successful unsafe request there changes (RFC 9111 4.4).
    */
   bystand?(ctx: RequestContext): void;
-  /** Optional: the pipeline hands over where every apiKeyAuth entry of it reads keys (the response cache keeps them out of its keys). */
-  useCredentials?(credentials: readonly Credentials[]): void;
+  /**
+   * Optional: the pipeline hands over where its apiKeyAuth entries read keys, each name once: their
+   * query parameters (null: none) and headers (lower-case). The response cache keeps them out of its keys.
+   */
+  useCredentials?(query: readonly string[] | null, headers: readonly string[]): void;
   /** Optional: the data plane that installs the pipeline hands over its FetchUpstream. */
   useUpstream?(fetch: FetchUpstream): void;
   /** Resolves once the middleware can decide as configured (its store answered, or its attempts ran out). */

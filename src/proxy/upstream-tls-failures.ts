@@ -20,6 +20,15 @@ interface NodeTlsError {
   reason?: string;
 }
 
+/**
+ * OpenSSL's reason in one of its raw error strings ("<thread>:error:<hex>:SSL routines:<function>:
+ * <reason>:<source file>:<line>", as Node's EPROTO messages and fetch's causes carry them); null when
+ * `text` is not one.
+ */
+export function opensslReason(text: string): string | null {
+  return /:SSL routines:[^:]*:([^:]+):/.exec(text)?.[1] ?? null;
+}
+
 export function tlsFailureKind(cause: unknown): TlsFailureKind {
   const code = (cause as NodeTlsError | undefined)?.code ?? '';
   if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return 'name';
@@ -40,9 +49,8 @@ export function tlsFailureReason(cause: unknown): string {
   // OpenSSL's messages are "<hex>:error:<hex>:SSL routines:<function>:<reason>:<source file>:<line>".
   const openssl = err.code?.startsWith('ERR_SSL_') === true && err.reason !== undefined;
   let text = ((openssl ? err.reason : err.message) ?? 'unknown').split('\n')[0]!.trim();
-  // "write EPROTO <thread>:error:<hex>:SSL routines:<function>:<reason>:<file>:<line>": the reason alone.
-  const routines = /:SSL routines:[^:]*:([^:]+):/.exec(text);
-  if (err.code === 'EPROTO' && routines !== null) text = routines[1]!;
+  // "write EPROTO <thread>:error:...": the reason alone.
+  if (err.code === 'EPROTO') text = opensslReason(text) ?? text;
   return err.code === undefined ? text : `${text} (${err.code})`;
 }
 

@@ -407,8 +407,7 @@ function msUntil(at: number, now: number): number {
  * `r=3;t=30` where the bucket said 20).
  */
 function resetMs(lease: KeyLease, now: number): number {
-  const policy = lease.policy;
-  return msUntil(lease.fullAt - lease.tokens * (policy.stepMs + policy.stepFrac / policy.limit), now);
+  return msUntil(lease.fullAt - (lease.tokens * lease.policy.windowMs) / lease.policy.limit, now);
 }
 
 function isForgettable(lease: KeyLease, now: number): boolean {

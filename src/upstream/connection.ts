@@ -474,7 +474,8 @@ export class UpstreamConnection implements ResponseSink {
     // the client took the handshake for done, so it arrives here, before any answer on this socket.
     // It is the handshake's failure (502 naming it, logged and counted as one), not a reset.
     if (this.pool.tlsOptions !== null && this.answered === 0 && !this.headReceived && err.code?.startsWith('ERR_SSL_') === true) {
-      this.fail('TLS', `the TLS handshake with the upstream failed: ${err.code} ${err.message}`, err);
+      const [code, message] = connectFailure(err, true);
+      this.fail(code, message, err);
       return;
     }
     this.fail('RESET', `the upstream connection failed: ${err.code ?? err.message}`, err);
